@@ -1,0 +1,823 @@
+/*
+ * trace.c — the trace reader interface, the checks every record passes, and
+ * the native text format (reader and writer).  See trace.h and
+ * traces/FORMAT.md.
+ *
+ * Input goes through zlib's gzread, which reads plain and gzip'd files alike,
+ * or through a caller's buffer (tests, fuzzing).  The first bytes pick the
+ * format; the format's next() yields raw records; check_event() then enforces
+ * the id rules once for all formats.
+ */
+#include "trace.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "snapshot.h"
+#include "u64map.h"
+
+/* ---- id table: which allocation ids are live, and what they hold --------- */
+
+/*
+ * ids maps an id to ID_FREED, or to the index of its {bytes, stream} slot
+ * while live.  Freed ids stay in the map so a second free is told apart from
+ * a free of an id never seen; their slots are recycled through a free list.
+ */
+#define ID_FREED UINT64_MAX
+
+typedef struct id_info {
+  uint64_t bytes, stream;
+} id_info;
+
+typedef struct id_table {
+  pt_u64map ids;
+  id_info *info;
+  size_t len, cap;
+  size_t *spare;       /* recycled slot indices */
+  size_t nspare;
+} id_table;
+
+static int ids_live(id_table *tab, uint64_t id, uint64_t bytes, uint64_t stream) {
+  size_t slot;
+  if (tab->nspare) {
+    slot = tab->spare[--tab->nspare];
+  } else {
+    if (tab->len == tab->cap) {
+      size_t ncap = tab->cap ? tab->cap * 2 : 1024;
+      id_info *ni = realloc(tab->info, ncap * sizeof *ni);
+      if (!ni) return PT_ENOMEM;
+      tab->info = ni;
+      size_t *ns = realloc(tab->spare, ncap * sizeof *ns);
+      if (!ns) return PT_ENOMEM;
+      tab->spare = ns;
+      tab->cap = ncap;
+    }
+    slot = tab->len++;
+  }
+  tab->info[slot] = (id_info){bytes, stream};
+  return pt_u64map_put(&tab->ids, id, slot);
+}
+
+static void ids_free(id_table *tab) {
+  pt_u64map_free(&tab->ids);
+  free(tab->info);
+  free(tab->spare);
+}
+
+/* ---- the reader handle ---------------------------------------------------- */
+
+#define PEEK_MAX 64
+
+struct pt_trace {
+  char *name;
+  gzFile gz;               /* file input, or NULL for memory input */
+  const uint8_t *mem;      /* memory input */
+  size_t mem_len, mem_pos;
+  uint8_t peek[PEEK_MAX];  /* first bytes, read for probing, replayed first */
+  size_t peek_len, peek_pos;
+  const pt_trace_format *fmt;
+  void *state;
+  pt_trace_info info;
+  id_table ids;
+  int seen_events;         /* a non-initial record has been yielded */
+};
+
+static const pt_trace_format pt_native_format;
+static const pt_trace_format *const formats[] = {&pt_native_format, &pt_snapshot_format};
+
+long pt_trace_read(pt_trace *t, void *buf, size_t n, pt_err *err) {
+  size_t got = 0;
+  if (t->peek_pos < t->peek_len) {
+    got = t->peek_len - t->peek_pos;
+    if (got > n) got = n;
+    memcpy(buf, t->peek + t->peek_pos, got);
+    t->peek_pos += got;
+  }
+  if (got == n) return (long)got;
+  if (t->gz) {
+    size_t want = n - got;
+    if (want > (1u << 30)) want = 1u << 30;
+    int r = gzread(t->gz, (uint8_t *)buf + got, (unsigned)want);
+    if (r < 0) {
+      int zerr;
+      const char *m = gzerror(t->gz, &zerr);
+      return pt_err_set(err, PT_EIO, "read failed: %s", zerr == Z_ERRNO ? strerror(errno) : m);
+    }
+    got += (size_t)r;
+  } else {
+    size_t want = n - got, left = t->mem_len - t->mem_pos;
+    if (want > left) want = left;
+    memcpy((uint8_t *)buf + got, t->mem + t->mem_pos, want);
+    t->mem_pos += want;
+    got += want;
+  }
+  return (long)got;
+}
+
+int pt_trace_slurp(pt_trace *t, size_t max, pt_err *err, uint8_t **out, size_t *outlen) {
+  size_t cap = 1 << 16, len = 0;
+  uint8_t *buf = malloc(cap);
+  if (!buf) return pt_err_set(err, PT_ENOMEM, "out of memory");
+  for (;;) {
+    if (len == cap) {
+      if (cap >= max) {
+        free(buf);
+        return pt_err_set(err, PT_ELIMIT, "input larger than %zu bytes", max);
+      }
+      size_t ncap = cap * 2 > max ? max : cap * 2;
+      uint8_t *nb = realloc(buf, ncap);
+      if (!nb) {
+        free(buf);
+        return pt_err_set(err, PT_ENOMEM, "out of memory");
+      }
+      buf = nb;
+      cap = ncap;
+    }
+    long r = pt_trace_read(t, buf + len, cap - len, err);
+    if (r < 0) {
+      free(buf);
+      return (int)r;
+    }
+    if (r == 0) break;
+    len += (size_t)r;
+  }
+  *out = buf;
+  *outlen = len;
+  return 0;
+}
+
+pt_trace_info *pt_trace_info_mut(pt_trace *t) { return &t->info; }
+const pt_trace_info *pt_trace_get_info(const pt_trace *t) { return &t->info; }
+const char *pt_trace_format_name(const pt_trace *t) { return t->fmt ? t->fmt->name : "?"; }
+void *pt_trace_state(pt_trace *t) { return t->state; }
+void pt_trace_set_state(pt_trace *t, void *state) { t->state = state; }
+
+void pt_trace_close(pt_trace *t) {
+  if (!t) return;
+  if (t->fmt && t->fmt->close) t->fmt->close(t);
+  if (t->gz) gzclose(t->gz);
+  ids_free(&t->ids);
+  free(t->name);
+  free(t);
+}
+
+/* Prefix err->msg with the file name: "NAME: <position>: <reason>". */
+static int name_error(pt_trace *t, int rc, pt_err *err) {
+  return pt_err_prefix(err, rc, "%s", t->name);
+}
+
+static int open_common(pt_trace *t, const pt_trace_opts *opts, pt_err *err) {
+  pt_trace_opts defaults = {.device = -1};
+  if (!opts) opts = &defaults;
+  t->info.device = -1;
+  long n = pt_trace_read(t, t->peek, PEEK_MAX, err);
+  if (n < 0) return name_error(t, (int)n, err);
+  t->peek_len = (size_t)n;
+  t->peek_pos = 0;
+  if (n == 0) return name_error(t, pt_err_set(err, PT_EFORMAT, "byte 0: empty file"), err);
+  for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++) {
+    if (formats[i]->probe(t->peek, t->peek_len)) {
+      t->fmt = formats[i];
+      int rc = t->fmt->open(t, opts, err);
+      return rc < 0 ? name_error(t, rc, err) : 0;
+    }
+  }
+  return name_error(t, pt_err_set(err, PT_EFORMAT,
+                                  "byte 0: not a pagetune trace (\"pagetune-trace N\") "
+                                  "or a PyTorch memory snapshot (pickle)"),
+                    err);
+}
+
+static pt_trace *trace_new(const char *name) {
+  pt_trace *t = calloc(1, sizeof *t);
+  if (!t) return NULL;
+  t->name = strdup(name);
+  if (!t->name) {
+    free(t);
+    return NULL;
+  }
+  return t;
+}
+
+int pt_trace_open(const char *path, const pt_trace_opts *opts, pt_err *err, pt_trace **out) {
+  *out = NULL;
+  pt_trace *t = trace_new(path);
+  if (!t) return pt_err_set(err, PT_ENOMEM, "%s: out of memory", path);
+  t->gz = gzopen(path, "rb");
+  if (!t->gz) {
+    int e = errno;
+    pt_trace_close(t);
+    return pt_err_set(err, PT_EIO, "%s: cannot open: %s", path, e ? strerror(e) : "out of memory");
+  }
+  gzbuffer(t->gz, 1 << 17);
+  int rc = open_common(t, opts, err);
+  if (rc < 0) {
+    pt_trace_close(t);
+    return rc;
+  }
+  *out = t;
+  return 0;
+}
+
+int pt_trace_open_mem(const void *buf, size_t len, const char *name, const pt_trace_opts *opts,
+                      pt_err *err, pt_trace **out) {
+  *out = NULL;
+  pt_trace *t = trace_new(name);
+  if (!t) return pt_err_set(err, PT_ENOMEM, "%s: out of memory", name);
+  t->mem = buf;
+  t->mem_len = len;
+  int rc = open_common(t, opts, err);
+  if (rc < 0) {
+    pt_trace_close(t);
+    return rc;
+  }
+  *out = t;
+  return 0;
+}
+
+/* ---- the checks every record passes ---------------------------------------- */
+
+static int is_initial(int kind) { return kind == PT_EV_INIT_SEGMENT || kind == PT_EV_INIT_ALLOC; }
+
+/*
+ * Enforce the trace's invariants and complete FREE records with the bytes and
+ * stream of the allocation they end.  On error, err holds "reason" and the
+ * format's position was already written by the caller's prefix.
+ */
+static int check_event(pt_trace *t, pt_event *ev, pt_err *err) {
+  if (ev->bytes > PT_TRACE_MAX_BYTES)
+    return pt_err_set(err, PT_EFORMAT, "absurd size %llu bytes (limit 2^50)",
+                      (unsigned long long)ev->bytes);
+  if (is_initial(ev->kind)) {
+    if (t->seen_events)
+      return pt_err_set(err, PT_EFORMAT, "initial-state record '%c' after the first event", ev->kind);
+  } else {
+    t->seen_events = 1;
+  }
+  switch (ev->kind) {
+  case PT_EV_ALLOC:
+  case PT_EV_INIT_ALLOC: {
+    uint64_t *v = pt_u64map_get(&t->ids.ids, ev->id);
+    if (v && *v != ID_FREED)
+      return pt_err_set(err, PT_EFORMAT, "id %llu reused while still live",
+                        (unsigned long long)ev->id);
+    if (ids_live(&t->ids, ev->id, ev->bytes, ev->stream) < 0)
+      return pt_err_set(err, PT_ENOMEM, "out of memory");
+    return 0;
+  }
+  case PT_EV_FREE:
+  case PT_EV_ACCESS: {
+    uint64_t *v = pt_u64map_get(&t->ids.ids, ev->id);
+    if (!v)
+      return pt_err_set(err, PT_EFORMAT, "%s of unknown id %llu",
+                        ev->kind == PT_EV_FREE ? "free" : "access", (unsigned long long)ev->id);
+    if (*v == ID_FREED)
+      return pt_err_set(err, PT_EFORMAT, "%s of id %llu",
+                        ev->kind == PT_EV_FREE ? "double free" : "access after free",
+                        (unsigned long long)ev->id);
+    id_info *in = &t->ids.info[*v];
+    ev->stream = in->stream;
+    if (ev->kind == PT_EV_ACCESS) {
+      if (ev->offset > in->bytes || ev->bytes > in->bytes - ev->offset)
+        return pt_err_set(err, PT_EFORMAT, "access [%llu, +%llu) outside id %llu of %llu bytes",
+                          (unsigned long long)ev->offset, (unsigned long long)ev->bytes,
+                          (unsigned long long)ev->id, (unsigned long long)in->bytes);
+      return 0;
+    }
+    ev->bytes = in->bytes;
+    t->ids.spare[t->ids.nspare++] = (size_t)*v;
+    *v = ID_FREED;
+    return 0;
+  }
+  case PT_EV_INIT_SEGMENT:
+  case PT_EV_SEG_ALLOC:
+  case PT_EV_SEG_FREE:
+  case PT_EV_SEG_MAP:
+  case PT_EV_SEG_UNMAP:
+    if (ev->bytes == 0) return pt_err_set(err, PT_EFORMAT, "segment of 0 bytes");
+    return 0;
+  case PT_EV_OOM:
+    return 0;
+  default:
+    return pt_err_set(err, PT_EFORMAT, "unknown record kind %d", ev->kind);
+  }
+}
+
+int pt_trace_next(pt_trace *t, pt_event *ev, pt_err *err) {
+  int rc = t->fmt->next(t, ev, err);
+  if (rc <= 0) return rc < 0 ? name_error(t, rc, err) : 0;
+  rc = check_event(t, ev, err);
+  if (rc < 0) {
+    char pos[128]; /* the format knows the position: "NAME: POSITION: REASON" */
+    t->fmt->position(t, pos, sizeof pos);
+    pt_err_prefix(err, rc, "%s", pos);
+    return name_error(t, rc, err);
+  }
+  return 1;
+}
+
+/* ---- native format: reader ----------------------------------------------- */
+
+#define NATIVE_MAGIC "pagetune-trace"
+#define NATIVE_CHUNK (1u << 20)
+
+typedef struct native_state {
+  uint8_t *buf;
+  size_t len, pos;     /* valid bytes, start of the next line */
+  int eof;
+  uint64_t line;       /* number of the line last returned */
+  uint64_t records;    /* records returned so far */
+  int ended;           /* the "end" line was read */
+  int pending;         /* [ps, pe) is a line put back, to be returned next */
+  const char *ps, *pe;
+} native_state;
+
+static int native_probe(const uint8_t *head, size_t len) {
+  size_t m = sizeof NATIVE_MAGIC - 1;
+  return len >= m && memcmp(head, NATIVE_MAGIC, m) == 0;
+}
+
+/*
+ * Next line as [*s, *e) without the newline.  Returns 1, 0 at the end of
+ * input, or <0.  A final line without a newline is a truncated file.
+ */
+static int native_line(pt_trace *t, native_state *st, const char **s, const char **e, pt_err *err) {
+  if (st->pending) { /* the line native_open looked at and put back */
+    st->pending = 0;
+    *s = st->ps;
+    *e = st->pe;
+    return 1;
+  }
+  for (;;) {
+    uint8_t *nl = memchr(st->buf + st->pos, '\n', st->len - st->pos);
+    if (nl) {
+      *s = (const char *)st->buf + st->pos;
+      *e = (const char *)nl;
+      st->pos = (size_t)(nl - st->buf) + 1;
+      st->line++;
+      if (*e > *s && (*e)[-1] == '\r') (*e)--;
+      return 1;
+    }
+    if (st->eof) {
+      if (st->pos < st->len) {
+        st->line++;
+        return pt_err_set(err, PT_EFORMAT, "line %llu: truncated (no newline at end of file)",
+                          (unsigned long long)st->line);
+      }
+      return 0;
+    }
+    size_t rest = st->len - st->pos;
+    if (rest >= PT_TRACE_MAX_LINE)
+      return pt_err_set(err, PT_ELIMIT, "line %llu: longer than %d bytes",
+                        (unsigned long long)st->line + 1, PT_TRACE_MAX_LINE);
+    memmove(st->buf, st->buf + st->pos, rest);
+    st->len = rest;
+    st->pos = 0;
+    long r = pt_trace_read(t, st->buf + rest, NATIVE_CHUNK - rest, err);
+    if (r < 0) return (int)r;
+    if (r == 0) st->eof = 1;
+    st->len += (size_t)r;
+  }
+}
+
+static const char *skip_blank(const char *p, const char *e) {
+  while (p < e && (*p == ' ' || *p == '\t')) p++;
+  return p;
+}
+
+/* Unsigned decimal or 0x-hex field; *p advances past it. */
+static int parse_u64(const char **p, const char *e, const char *what, uint64_t *out, pt_err *err) {
+  const char *q = skip_blank(*p, e);
+  if (q == e) return pt_err_set(err, PT_EFORMAT, "missing field %s", what);
+  if (*q == '-') return pt_err_set(err, PT_EFORMAT, "negative %s", what);
+  uint64_t v = 0;
+  const char *start = q;
+  if (e - q > 2 && q[0] == '0' && (q[1] == 'x' || q[1] == 'X')) {
+    q += 2;
+    start = q;
+    for (; q < e; q++) {
+      unsigned d;
+      if (*q >= '0' && *q <= '9') d = (unsigned)(*q - '0');
+      else if (*q >= 'a' && *q <= 'f') d = (unsigned)(*q - 'a' + 10);
+      else if (*q >= 'A' && *q <= 'F') d = (unsigned)(*q - 'A' + 10);
+      else break;
+      if (v >> 60) return pt_err_set(err, PT_EFORMAT, "%s out of range", what);
+      v = v << 4 | d;
+    }
+  } else {
+    for (; q < e && *q >= '0' && *q <= '9'; q++) {
+      unsigned d = (unsigned)(*q - '0');
+      if (v > (UINT64_MAX - d) / 10) return pt_err_set(err, PT_EFORMAT, "%s out of range", what);
+      v = v * 10 + d;
+    }
+  }
+  if (q == start || (q < e && *q != ' ' && *q != '\t'))
+    return pt_err_set(err, PT_EFORMAT, "bad number in field %s", what);
+  *out = v;
+  *p = q;
+  return 0;
+}
+
+static int parse_time(const char **p, const char *e, int64_t *out, pt_err *err) {
+  const char *q = skip_blank(*p, e);
+  int neg = q < e && *q == '-';
+  if (neg) q++;
+  uint64_t v;
+  int rc = parse_u64(&q, e, "time", &v, err);
+  if (rc < 0) return rc;
+  if (v > (uint64_t)INT64_MAX) return pt_err_set(err, PT_EFORMAT, "time out of range");
+  *out = neg ? -(int64_t)v : (int64_t)v;
+  *p = q;
+  return 0;
+}
+
+static int at_end(const char *p, const char *e) { return skip_blank(p, e) == e; }
+
+/* Copy the rest of a header line into dst (truncating to its size). */
+static void header_text(char *dst, size_t n, const char *p, const char *e) {
+  p = skip_blank(p, e);
+  size_t len = (size_t)(e - p);
+  if (len >= n) len = n - 1;
+  memcpy(dst, p, len);
+  dst[len] = 0;
+}
+
+static int native_open(pt_trace *t, const pt_trace_opts *opts, pt_err *err) {
+  native_state *st = calloc(1, sizeof *st);
+  if (!st) return pt_err_set(err, PT_ENOMEM, "out of memory");
+  st->buf = malloc(NATIVE_CHUNK);
+  if (!st->buf) {
+    free(st);
+    return pt_err_set(err, PT_ENOMEM, "out of memory");
+  }
+  pt_trace_set_state(t, st);
+  const char *s, *e;
+  int rc = native_line(t, st, &s, &e, err);
+  if (rc <= 0) return rc < 0 ? rc : pt_err_set(err, PT_EFORMAT, "line 1: truncated header");
+  const char *p = s + sizeof NATIVE_MAGIC - 1;
+  uint64_t version;
+  if (p == e || (*p != ' ' && *p != '\t') || parse_u64(&p, e, "version", &version, err) < 0 ||
+      !at_end(p, e))
+    return pt_err_set(err, PT_EFORMAT, "line 1: bad header, expected \"pagetune-trace %d\"",
+                      PT_TRACE_VERSION);
+  if (version != PT_TRACE_VERSION)
+    return pt_err_set(err, PT_EFORMAT, "line 1: unsupported format version %llu (this build reads %d)",
+                      (unsigned long long)version, PT_TRACE_VERSION);
+  pt_trace_info *info = pt_trace_info_mut(t);
+  info->version = (int)version;
+  /* header fields: "@key value" lines before the first record */
+  while ((rc = native_line(t, st, &s, &e, err)) > 0) {
+    if (s == e || *s != '@') { /* first record: hand it to next() */
+      st->pending = 1;
+      st->ps = s;
+      st->pe = e;
+      break;
+    }
+    p = s + 1;
+    const char *k = p;
+    while (p < e && *p != ' ' && *p != '\t') p++;
+    size_t klen = (size_t)(p - k);
+    if (klen == 6 && !memcmp(k, "source", 6)) header_text(info->source, sizeof info->source, p, e);
+    else if (klen == 4 && !memcmp(k, "tool", 4)) header_text(info->tool, sizeof info->tool, p, e);
+    else if (klen == 8 && !memcmp(k, "settings", 8))
+      header_text(info->settings, sizeof info->settings, p, e);
+    else if (klen == 6 && !memcmp(k, "device", 6)) {
+      uint64_t d;
+      if (parse_u64(&p, e, "device", &d, err) < 0 || d > 4096 || !at_end(p, e))
+        return pt_err_set(err, PT_EFORMAT, "line %llu: bad @device", (unsigned long long)st->line);
+      info->device = (int)d;
+    } /* other keys: ignored, so newer writers stay readable */
+  }
+  if (rc < 0) return rc;
+  (void)opts;
+  return 0;
+}
+
+static int native_record(native_state *st, const char *s, const char *e, pt_event *ev, pt_err *err) {
+  memset(ev, 0, sizeof *ev);
+  const char *p = s + 1;
+  int rc = 0;
+  if (p < e && *p != ' ' && *p != '\t')
+    return pt_err_set(err, PT_EFORMAT, "unknown record \"%.*s\"", (int)(e - s > 16 ? 16 : e - s), s);
+  ev->kind = (uint8_t)*s;
+  switch (*s) {
+  case 'a':
+    if ((rc = parse_u64(&p, e, "id", &ev->id, err)) < 0 ||
+        (rc = parse_u64(&p, e, "bytes", &ev->bytes, err)) < 0 ||
+        (rc = parse_u64(&p, e, "stream", &ev->stream, err)) < 0 ||
+        (rc = parse_time(&p, e, &ev->time_us, err)) < 0)
+      return rc;
+    if (!at_end(p, e)) {
+      if ((rc = parse_u64(&p, e, "addr", &ev->addr, err)) < 0) return rc;
+      ev->flags |= PT_EVF_HAS_ADDR;
+    }
+    break;
+  case 'f':
+    if ((rc = parse_u64(&p, e, "id", &ev->id, err)) < 0 || (rc = parse_time(&p, e, &ev->time_us, err)) < 0)
+      return rc;
+    break;
+  case 'x':
+    if ((rc = parse_u64(&p, e, "id", &ev->id, err)) < 0 ||
+        (rc = parse_u64(&p, e, "offset", &ev->offset, err)) < 0 ||
+        (rc = parse_u64(&p, e, "bytes", &ev->bytes, err)) < 0 ||
+        (rc = parse_time(&p, e, &ev->time_us, err)) < 0)
+      return rc;
+    break;
+  case 'S': {
+    uint64_t flags = 0;
+    if ((rc = parse_u64(&p, e, "addr", &ev->addr, err)) < 0 ||
+        (rc = parse_u64(&p, e, "bytes", &ev->bytes, err)) < 0 ||
+        (rc = parse_u64(&p, e, "stream", &ev->stream, err)) < 0)
+      return rc;
+    if (!at_end(p, e) && (rc = parse_u64(&p, e, "flags", &flags, err)) < 0) return rc;
+    if (flags & ~(uint64_t)PT_SEGF_EXPANDABLE) return pt_err_set(err, PT_EFORMAT, "unknown segment flags");
+    ev->flags = (uint8_t)flags;
+    break;
+  }
+  case 'I':
+    if ((rc = parse_u64(&p, e, "id", &ev->id, err)) < 0 ||
+        (rc = parse_u64(&p, e, "bytes", &ev->bytes, err)) < 0 ||
+        (rc = parse_u64(&p, e, "stream", &ev->stream, err)) < 0 ||
+        (rc = parse_u64(&p, e, "addr", &ev->addr, err)) < 0)
+      return rc;
+    ev->flags = PT_EVF_HAS_ADDR;
+    break;
+  case 'A':
+  case 'F':
+  case 'M':
+  case 'U':
+    if ((rc = parse_u64(&p, e, "addr", &ev->addr, err)) < 0 ||
+        (rc = parse_u64(&p, e, "bytes", &ev->bytes, err)) < 0 ||
+        (rc = parse_u64(&p, e, "stream", &ev->stream, err)) < 0 ||
+        (rc = parse_time(&p, e, &ev->time_us, err)) < 0)
+      return rc;
+    break;
+  case 'O':
+    if ((rc = parse_u64(&p, e, "bytes", &ev->bytes, err)) < 0 ||
+        (rc = parse_u64(&p, e, "stream", &ev->stream, err)) < 0 ||
+        (rc = parse_time(&p, e, &ev->time_us, err)) < 0)
+      return rc;
+    break;
+  default:
+    return pt_err_set(err, PT_EFORMAT, "unknown record \"%.*s\"", (int)(e - s > 16 ? 16 : e - s), s);
+  }
+  if (!at_end(p, e)) return pt_err_set(err, PT_EFORMAT, "extra fields after record '%c'", *s);
+  (void)st;
+  return 1;
+}
+
+static int native_next(pt_trace *t, pt_event *ev, pt_err *err) {
+  native_state *st = pt_trace_state(t);
+  const char *s, *e;
+  int rc;
+  while ((rc = native_line(t, st, &s, &e, err)) > 0) {
+    s = skip_blank(s, e);
+    if (s == e || *s == '#') continue;
+    if (st->ended)
+      return pt_err_set(err, PT_EFORMAT, "line %llu: record after the end line",
+                        (unsigned long long)st->line);
+    if (e - s >= 3 && !memcmp(s, "end", 3) && (e - s == 3 || s[3] == ' ' || s[3] == '\t')) {
+      const char *p = s + 3;
+      uint64_t n;
+      if (parse_u64(&p, e, "count", &n, err) < 0 || !at_end(p, e))
+        return pt_err_set(err, PT_EFORMAT, "line %llu: bad end line", (unsigned long long)st->line);
+      if (n != st->records)
+        return pt_err_set(err, PT_EFORMAT, "line %llu: end line says %llu records, file has %llu",
+                          (unsigned long long)st->line, (unsigned long long)n,
+                          (unsigned long long)st->records);
+      st->ended = 1;
+      continue;
+    }
+    if (*s == '@')
+      return pt_err_set(err, PT_EFORMAT, "line %llu: header field after the first record",
+                        (unsigned long long)st->line);
+    rc = native_record(st, s, e, ev, err);
+    if (rc < 0) return pt_err_prefix(err, rc, "line %llu", (unsigned long long)st->line);
+    st->records++;
+    return 1;
+  }
+  if (rc < 0) return rc;
+  if (!st->ended)
+    return pt_err_set(err, PT_EFORMAT, "line %llu: truncated (no end line)", (unsigned long long)st->line);
+  return 0;
+}
+
+static void native_position(pt_trace *t, char *buf, size_t n) {
+  native_state *st = pt_trace_state(t);
+  snprintf(buf, n, "line %llu", (unsigned long long)st->line);
+}
+
+static void native_close(pt_trace *t) {
+  native_state *st = pt_trace_state(t);
+  if (!st) return;
+  free(st->buf);
+  free(st);
+}
+
+static const pt_trace_format pt_native_format = {
+    "native", native_probe, native_open, native_next, native_close, native_position};
+
+/* ---- native format: writer ------------------------------------------------ */
+
+#define WBUF 65536
+
+struct pt_trace_writer {
+  gzFile gz;
+  char *path, *tmp;
+  uint64_t records;
+  size_t len;
+  char buf[WBUF];
+};
+
+static int wflush(pt_trace_writer *w, pt_err *err) {
+  if (w->len && gzwrite(w->gz, w->buf, (unsigned)w->len) != (int)w->len) {
+    int zerr;
+    const char *m = gzerror(w->gz, &zerr);
+    return pt_err_set(err, PT_EIO, "%s: write failed: %s", w->path,
+                      zerr == Z_ERRNO ? strerror(errno) : m);
+  }
+  w->len = 0;
+  return 0;
+}
+
+static char *put_u64(char *p, uint64_t v) {
+  char tmp[24];
+  int n = 0;
+  do tmp[n++] = (char)('0' + v % 10); while ((v /= 10));
+  while (n) *p++ = tmp[--n];
+  return p;
+}
+
+static char *put_hex(char *p, uint64_t v) {
+  static const char hex[] = "0123456789abcdef";
+  char tmp[20];
+  int n = 0;
+  do tmp[n++] = hex[v & 15]; while ((v >>= 4));
+  *p++ = '0';
+  *p++ = 'x';
+  while (n) *p++ = tmp[--n];
+  return p;
+}
+
+static char *put_i64(char *p, int64_t v) {
+  if (v < 0) {
+    *p++ = '-';
+    return put_u64(p, (uint64_t)0 - (uint64_t)v);
+  }
+  return put_u64(p, (uint64_t)v);
+}
+
+static int wtext(pt_trace_writer *w, const char *s, pt_err *err) {
+  size_t n = strlen(s);
+  if (w->len + n > WBUF && wflush(w, err) < 0) return PT_EIO;
+  if (n > WBUF) return pt_err_set(err, PT_ELIMIT, "header text too long");
+  memcpy(w->buf + w->len, s, n);
+  w->len += n;
+  return 0;
+}
+
+/* Header text must stay on one line. */
+static int wheader(pt_trace_writer *w, const char *key, const char *val, pt_err *err) {
+  char line[1400];
+  size_t n = (size_t)snprintf(line, sizeof line - 1, "@%s %s", key, val);
+  if (n >= sizeof line - 1) n = sizeof line - 2;
+  for (size_t i = 1; i < n; i++)
+    if (line[i] == '\n' || line[i] == '\r') line[i] = ' ';
+  line[n] = '\n';
+  line[n + 1] = 0;
+  return wtext(w, line, err);
+}
+
+int pt_trace_writer_open(const char *path, const pt_trace_info *info, pt_err *err,
+                         pt_trace_writer **out) {
+  *out = NULL;
+  pt_trace_writer *w = calloc(1, sizeof *w);
+  size_t plen = strlen(path);
+  if (!w || !(w->path = strdup(path)) || !(w->tmp = malloc(plen + 16))) {
+    if (w) free(w->path);
+    free(w);
+    return pt_err_set(err, PT_ENOMEM, "%s: out of memory", path);
+  }
+  snprintf(w->tmp, plen + 16, "%s.tmp.XXXXXX", path);
+  int fd = mkstemp(w->tmp);
+  if (fd < 0) {
+    int e = errno;
+    free(w->tmp);
+    free(w->path);
+    free(w);
+    return pt_err_set(err, PT_EIO, "%s: cannot create: %s", path, strerror(e));
+  }
+  mode_t um = umask(0);
+  umask(um);
+  (void)fchmod(fd, 0666 & ~um); /* mkstemp made it 0600; a trace is an ordinary file */
+  int gzip = plen > 3 && !strcmp(path + plen - 3, ".gz");
+  w->gz = gzdopen(fd, gzip ? "wb6" : "wbT");
+  if (!w->gz) {
+    close(fd);
+    pt_trace_writer_abort(w);
+    return pt_err_set(err, PT_ENOMEM, "%s: out of memory", path);
+  }
+  char head[64];
+  snprintf(head, sizeof head, NATIVE_MAGIC " %d\n", PT_TRACE_VERSION);
+  int rc = wtext(w, head, err);
+  if (rc == 0 && info->source[0]) rc = wheader(w, "source", info->source, err);
+  if (rc == 0 && info->tool[0]) rc = wheader(w, "tool", info->tool, err);
+  if (rc == 0 && info->device >= 0) {
+    char d[16];
+    snprintf(d, sizeof d, "%d", info->device);
+    rc = wheader(w, "device", d, err);
+  }
+  if (rc == 0 && info->settings[0]) rc = wheader(w, "settings", info->settings, err);
+  if (rc < 0) {
+    pt_trace_writer_abort(w);
+    return rc;
+  }
+  *out = w;
+  return 0;
+}
+
+int pt_trace_writer_put(pt_trace_writer *w, const pt_event *ev, pt_err *err) {
+  if (w->len + 160 > WBUF && wflush(w, err) < 0) return PT_EIO;
+  char *p = w->buf + w->len;
+  *p++ = (char)ev->kind;
+#define SP(x) (*p++ = ' ', p = (x))
+  switch (ev->kind) {
+  case PT_EV_ALLOC:
+    SP(put_u64(p, ev->id)); SP(put_u64(p, ev->bytes)); SP(put_hex(p, ev->stream));
+    SP(put_i64(p, ev->time_us));
+    if (ev->flags & PT_EVF_HAS_ADDR) SP(put_hex(p, ev->addr));
+    break;
+  case PT_EV_FREE:
+    SP(put_u64(p, ev->id)); SP(put_i64(p, ev->time_us));
+    break;
+  case PT_EV_ACCESS:
+    SP(put_u64(p, ev->id)); SP(put_u64(p, ev->offset)); SP(put_u64(p, ev->bytes));
+    SP(put_i64(p, ev->time_us));
+    break;
+  case PT_EV_INIT_SEGMENT:
+    SP(put_hex(p, ev->addr)); SP(put_u64(p, ev->bytes)); SP(put_hex(p, ev->stream));
+    if (ev->flags & PT_SEGF_EXPANDABLE) SP(put_u64(p, PT_SEGF_EXPANDABLE));
+    break;
+  case PT_EV_INIT_ALLOC:
+    SP(put_u64(p, ev->id)); SP(put_u64(p, ev->bytes)); SP(put_hex(p, ev->stream));
+    SP(put_hex(p, ev->addr));
+    break;
+  case PT_EV_SEG_ALLOC:
+  case PT_EV_SEG_FREE:
+  case PT_EV_SEG_MAP:
+  case PT_EV_SEG_UNMAP:
+    SP(put_hex(p, ev->addr)); SP(put_u64(p, ev->bytes)); SP(put_hex(p, ev->stream));
+    SP(put_i64(p, ev->time_us));
+    break;
+  case PT_EV_OOM:
+    SP(put_u64(p, ev->bytes)); SP(put_hex(p, ev->stream)); SP(put_i64(p, ev->time_us));
+    break;
+  default:
+    return pt_err_set(err, PT_EFORMAT, "%s: cannot write record kind %d", w->path, ev->kind);
+  }
+#undef SP
+  *p++ = '\n';
+  w->len = (size_t)(p - w->buf);
+  w->records++;
+  return 0;
+}
+
+int pt_trace_writer_commit(pt_trace_writer *w, pt_err *err) {
+  char end[40];
+  char *p = end + sizeof "end " - 1;
+  memcpy(end, "end ", 4);
+  p = put_u64(p, w->records);
+  *p++ = '\n';
+  *p = 0;
+  int rc = wtext(w, end, err);
+  if (rc == 0) rc = wflush(w, err);
+  int zrc = gzclose(w->gz);
+  w->gz = NULL;
+  if (rc == 0 && zrc != Z_OK)
+    rc = pt_err_set(err, PT_EIO, "%s: write failed (%s)", w->path,
+                    zrc == Z_ERRNO ? strerror(errno) : "zlib error");
+  if (rc == 0 && rename(w->tmp, w->path) != 0)
+    rc = pt_err_set(err, PT_EIO, "%s: cannot rename into place: %s", w->path, strerror(errno));
+  if (rc < 0) {
+    pt_trace_writer_abort(w);
+    return rc;
+  }
+  free(w->tmp);
+  free(w->path);
+  free(w);
+  return 0;
+}
+
+void pt_trace_writer_abort(pt_trace_writer *w) {
+  if (!w) return;
+  if (w->gz) gzclose(w->gz);
+  unlink(w->tmp);
+  free(w->tmp);
+  free(w->path);
+  free(w);
+}

@@ -1,0 +1,126 @@
+/*
+ * trace.h — allocation traces: the fixed record every reader yields, the
+ * reader interface (one implementation per source format), and the writer of
+ * the native format (traces/FORMAT.md).
+ *
+ * Whatever the source (native text, gzip'd or not; a PyTorch memory
+ * snapshot), pt_trace_next() hands out pt_event records that have already
+ * been checked: ids are live when freed, never reused while live, sizes are
+ * sane, initial state comes first.  The model downstream never re-checks and
+ * never knows which format a record came from.
+ */
+#ifndef PT_TRACE_H
+#define PT_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+#define PT_TRACE_VERSION 1
+#define PT_TRACE_MAX_BYTES (UINT64_C(1) << 50)  /* 1 PiB: anything larger is absurd */
+#define PT_TRACE_MAX_LINE 65536                  /* longest native line (header text) */
+
+/*
+ * Record kinds.  The value is the tag letter of the native format.
+ * Requests (what the workload asked for) drive the model; observed records
+ * (what the real allocator did) are ground truth for fidelity and an address
+ * source; initial-state records describe the allocator at capture start and
+ * come before any other record.
+ */
+typedef enum pt_ev_kind {
+  PT_EV_ALLOC = 'a',        /* request: id bytes stream time [addr]       */
+  PT_EV_FREE = 'f',         /* request: id time (bytes, stream filled in) */
+  PT_EV_ACCESS = 'x',       /* request: id offset bytes time              */
+  PT_EV_INIT_SEGMENT = 'S', /* initial: addr bytes stream [flags]         */
+  PT_EV_INIT_ALLOC = 'I',   /* initial: id bytes stream addr (live block) */
+  PT_EV_SEG_ALLOC = 'A',    /* observed: addr bytes stream time           */
+  PT_EV_SEG_FREE = 'F',     /* observed: addr bytes stream time           */
+  PT_EV_SEG_MAP = 'M',      /* observed: addr bytes stream time           */
+  PT_EV_SEG_UNMAP = 'U',    /* observed: addr bytes stream time           */
+  PT_EV_OOM = 'O'           /* observed: bytes stream time                */
+} pt_ev_kind;
+
+#define PT_SEGF_EXPANDABLE 1u /* initial segment is an expandable (VMM) one */
+#define PT_EVF_HAS_ADDR 2u    /* alloc carries the address the real run used */
+
+typedef struct pt_event {
+  uint64_t id;      /* allocation id (ALLOC, FREE, ACCESS, INIT_ALLOC) */
+  uint64_t bytes;   /* requested bytes / segment bytes / bytes touched */
+  uint64_t addr;    /* device address where known (0 otherwise) */
+  uint64_t stream;  /* CUDA stream handle as recorded (0 = default) */
+  uint64_t offset;  /* ACCESS: offset into the allocation */
+  int64_t time_us;  /* capture time, microseconds */
+  uint8_t kind;     /* pt_ev_kind */
+  uint8_t flags;    /* PT_SEGF_* / PT_EVF_* */
+} pt_event;
+
+/* What the header says about a trace. */
+typedef struct pt_trace_info {
+  int version;
+  int device;            /* -1 when unknown */
+  char source[256];      /* where it came from, e.g. "pytorch-snapshot" */
+  char tool[128];        /* capture tool and version */
+  char settings[1024];   /* allocator settings at capture, free text */
+} pt_trace_info;
+
+typedef struct pt_trace_opts {
+  int device;            /* snapshot device to read; -1: the only one with events */
+} pt_trace_opts;
+
+typedef struct pt_trace pt_trace;
+
+/*
+ * One source format.  probe() looks at the first bytes (decompressed);
+ * open() takes ownership of nothing and reads what it needs from the
+ * buffer/stream in pt_trace; next() returns 1 with a record, 0 at the end,
+ * or a negative PT_E* with err filled (position and reason; pt_trace_next
+ * adds the file name).
+ */
+typedef struct pt_trace_format {
+  const char *name;
+  int (*probe)(const uint8_t *head, size_t len);
+  int (*open)(pt_trace *t, const pt_trace_opts *opts, pt_err *err);
+  int (*next)(pt_trace *t, pt_event *ev, pt_err *err);
+  void (*close)(pt_trace *t);
+  /* where the record last returned came from: "line 12", "device_traces[0][7]" */
+  void (*position)(pt_trace *t, char *buf, size_t n);
+} pt_trace_format;
+
+int pt_trace_open(const char *path, const pt_trace_opts *opts, pt_err *err,
+                  pt_trace **out /* OUT */);
+/* Same, over a buffer the caller keeps alive until close; name labels errors. */
+int pt_trace_open_mem(const void *buf, size_t len, const char *name,
+                      const pt_trace_opts *opts, pt_err *err, pt_trace **out /* OUT */);
+int pt_trace_next(pt_trace *t, pt_event *ev /* OUT */, pt_err *err);
+const pt_trace_info *pt_trace_get_info(const pt_trace *t);
+const char *pt_trace_format_name(const pt_trace *t);
+void pt_trace_close(pt_trace *t);
+
+/* ---- what format implementations may use (trace.c) ---------------------- */
+
+/* Read up to n bytes of the (decompressed) input; returns bytes read or <0. */
+long pt_trace_read(pt_trace *t, void *buf, size_t n, pt_err *err);
+/* Read the whole remaining input into one malloc'd buffer (limit: max bytes). */
+int pt_trace_slurp(pt_trace *t, size_t max, pt_err *err, uint8_t **buf /* OUT */,
+                   size_t *len /* OUT */);
+pt_trace_info *pt_trace_info_mut(pt_trace *t);
+void *pt_trace_state(pt_trace *t);          /* format's private state */
+void pt_trace_set_state(pt_trace *t, void *state);
+
+/* ---- writer of the native format ---------------------------------------- */
+
+typedef struct pt_trace_writer pt_trace_writer;
+
+/*
+ * Writes to a temporary file beside path; commit renames it into place, abort
+ * (or any failure) removes it, so no partial output is ever left behind.
+ * A path ending in ".gz" is gzip-compressed.
+ */
+int pt_trace_writer_open(const char *path, const pt_trace_info *info, pt_err *err,
+                         pt_trace_writer **out /* OUT */);
+int pt_trace_writer_put(pt_trace_writer *w, const pt_event *ev, pt_err *err);
+int pt_trace_writer_commit(pt_trace_writer *w, pt_err *err);  /* frees w */
+void pt_trace_writer_abort(pt_trace_writer *w);               /* frees w */
+
+#endif

@@ -1,0 +1,41 @@
+/*
+ * tests/main.c — the CUnit runner: one suite per module, exit status = number
+ * of failed tests (so automake counts a failure).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+const char *pt_test_src(const char *rel) {
+  static char buf[4096];
+  const char *top = getenv("top_srcdir");
+  snprintf(buf, sizeof buf, "%s/%s", top ? top : PT_SRCDIR, rel);
+  return buf;
+}
+
+const char *pt_test_tmp(const char *suffix) {
+  static char buf[4096];
+  static unsigned n;
+  const char *dir = getenv("TMPDIR");
+  snprintf(buf, sizeof buf, "%s/pt-test-%ld-%u%s", dir ? dir : "/tmp", (long)getpid(), n++, suffix);
+  return buf;
+}
+
+int main(void) {
+  int (*adders[])(void) = {pt_test_add_pickle, pt_test_add_trace, pt_test_add_snapshot,
+                           pt_test_add_gen};
+  if (CU_initialize_registry() != CUE_SUCCESS) return 1;
+  for (size_t i = 0; i < sizeof adders / sizeof adders[0]; i++)
+    if (adders[i]() != CUE_SUCCESS) {
+      fprintf(stderr, "suite registration failed: %s\n", CU_get_error_msg());
+      CU_cleanup_registry();
+      return 1;
+    }
+  CU_basic_set_mode(CU_BRM_VERBOSE);
+  CU_basic_run_tests();
+  unsigned failed = CU_get_number_of_tests_failed();
+  CU_cleanup_registry();
+  return failed > 255 ? 255 : (int)failed;
+}

@@ -1,0 +1,18 @@
+/* testutil.h — what the CUnit suites share: registration hooks and paths. */
+#ifndef PT_TESTUTIL_H
+#define PT_TESTUTIL_H
+
+#include <CUnit/CUnit.h>
+
+/* One per module; each adds its suite and returns a CUE_* code. */
+int pt_test_add_pickle(void);
+int pt_test_add_trace(void);
+int pt_test_add_snapshot(void);
+int pt_test_add_gen(void);
+
+/* Path of a file under the source tree (tests/data/...), in a static buffer. */
+const char *pt_test_src(const char *rel);
+/* A fresh temporary file name under TMPDIR with the given suffix. */
+const char *pt_test_tmp(const char *suffix);
+
+#endif
