@@ -288,7 +288,7 @@ static int snapshot_open(pt_trace *t, const pt_trace_opts *opts, pt_err *err) {
   if (!root || root->type != PT_PY_DICT || !traces || traces->type != PT_PY_LIST ||
       (segments && segments->type != PT_PY_LIST)) {
     rc = pt_err_set(err, PT_EFORMAT,
-                    "not a PyTorch memory snapshot (no dict with device_traces and segments)");
+                    "top level: not a PyTorch memory snapshot (no dict with device_traces and segments)");
     goto out;
   }
   if ((rc = pick_device(traces, opts->device, err)) < 0) goto out;

@@ -355,6 +355,9 @@ static int native_line(pt_trace *t, native_state *st, const char **s, const char
   }
   for (;;) {
     uint8_t *nl = memchr(st->buf + st->pos, '\n', st->len - st->pos);
+    if (nl && (size_t)(nl - (st->buf + st->pos)) > PT_TRACE_MAX_LINE)
+      return pt_err_set(err, PT_ELIMIT, "line %llu: longer than %d bytes",
+                        (unsigned long long)st->line + 1, PT_TRACE_MAX_LINE);
     if (nl) {
       *s = (const char *)st->buf + st->pos;
       *e = (const char *)nl;

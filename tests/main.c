@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <CUnit/Basic.h>
+
 #include "testutil.h"
 
 const char *pt_test_src(const char *rel) {

@@ -1,0 +1,93 @@
+#!/bin/sh
+# cli.sh — the command line's contract: exit codes (0 ok, 1 bad input, 2 bad
+# usage), one-line errors, no partial output files, --help for each command.
+set -u
+top_srcdir=${top_srcdir:-.}
+top_builddir=${top_builddir:-.}
+pt="$top_builddir/pagetune"
+data="$top_srcdir/tests/data"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+
+# expect CODE DESCRIPTION -- COMMAND...: run, check exit code; stderr kept in $tmp/err
+expect() {
+  want=$1; what=$2; shift 3
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  got=$?
+  if [ "$got" -ne "$want" ]; then
+    echo "FAIL: $what: exit $got, wanted $want"; sed 's/^/  stderr: /' "$tmp/err"; fails=$((fails + 1))
+  else
+    echo "ok: $what"
+  fi
+}
+# one_line PATTERN: stderr is exactly one line and matches PATTERN
+one_line() {
+  if [ "$(wc -l <"$tmp/err")" -ne 1 ] || ! grep -q -- "$1" "$tmp/err"; then
+    echo "FAIL: stderr is not one line matching '$1':"; sed 's/^/  /' "$tmp/err"; fails=$((fails + 1))
+  fi
+}
+absent() {
+  if ls "$1"* >/dev/null 2>&1; then echo "FAIL: $1 left behind"; fails=$((fails + 1)); fi
+}
+
+expect 0 "--version" -- "$pt" --version
+grep -q '^cuda: ' "$tmp/out" || { echo "FAIL: --version lacks cuda:"; fails=$((fails + 1)); }
+expect 0 "--help" -- "$pt" --help
+expect 2 "no command" -- "$pt"
+expect 2 "unknown command" -- "$pt" frobnicate
+for c in "trace" "trace import" "trace stats" "trace gen" "gpu"; do
+  # shellcheck disable=SC2086
+  expect 0 "$c --help" -- "$pt" $c --help
+  grep -q '^usage: pagetune' "$tmp/out" || { echo "FAIL: $c --help has no usage line"; fails=$((fails + 1)); }
+done
+expect 2 "trace stats without a file" -- "$pt" trace stats
+expect 2 "trace stats unknown option" -- "$pt" trace stats --bogus x
+expect 2 "trace gen without --seed" -- "$pt" trace gen --kind train -o "$tmp/g.trace"
+expect 2 "trace gen bad kind" -- "$pt" trace gen --kind nope --seed 1 -o "$tmp/g.trace"
+expect 2 "trace import without -o" -- "$pt" trace import "$data/synthetic_snapshot.pickle"
+
+# no driver here (or a GPU there): either a description or one clear line
+"$pt" gpu info >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc -eq 1 ]; then one_line "no GPU"; echo "ok: gpu info without a GPU: one line, exit 1"
+elif [ $rc -ne 0 ]; then echo "FAIL: gpu info exit $rc"; fails=$((fails + 1)); fi
+
+# imports: good, and bad ones leaving nothing behind
+expect 0 "import a snapshot" -- "$pt" trace import "$data/synthetic_snapshot.pickle.gz" -o "$tmp/s.trace.gz" --json
+grep -q '"peak_live_bytes":13632483' "$tmp/out" || { echo "FAIL: import --json"; cat "$tmp/out"; fails=$((fails + 1)); }
+expect 0 "stats of the import" -- "$pt" trace stats "$tmp/s.trace.gz"
+for bad in forbidden_opcode negative_size not_a_snapshot; do
+  expect 1 "import $bad" -- "$pt" trace import "$data/$bad.pickle" -o "$tmp/$bad.trace"
+  one_line "$bad.pickle: "
+  absent "$tmp/$bad.trace"
+done
+expect 1 "import a missing file" -- "$pt" trace import "$tmp/nope.pickle" -o "$tmp/nope.trace"
+one_line "cannot open"
+absent "$tmp/nope.trace"
+printf 'pagetune-trace 1\na 1 10 0 5\nf 1 6\nf 1 7\nend 3\n' >"$tmp/df.trace"
+expect 1 "double free" -- "$pt" trace stats "$tmp/df.trace"
+one_line "df.trace: line 4: double free of id 1"
+expect 1 "import of a bad native trace" -- "$pt" trace import "$tmp/df.trace" -o "$tmp/df2.trace"
+absent "$tmp/df2.trace"
+expect 1 "import into a missing directory" -- "$pt" trace import "$data/synthetic_snapshot.pickle" -o "$tmp/no/dir.trace"
+one_line "cannot create"
+
+# a pickle nested a million deep: a clean error, not a crash
+python_ok=0; command -v python3 >/dev/null 2>&1 && python3 -c 'import sys' 2>/dev/null && python_ok=1
+if [ $python_ok -eq 1 ]; then
+  python3 -c 'import sys; sys.stdout.buffer.write(b"\x80\x04" + b"]" * 1000000 + b"a" * 999999 + b".")' >"$tmp/deep.pickle"
+  expect 1 "pickle nested a million deep" -- "$pt" trace import "$tmp/deep.pickle" -o "$tmp/deep.trace"
+  one_line "deep.pickle: top level: not a PyTorch memory snapshot"
+  absent "$tmp/deep.trace"
+  python3 -c 'import sys; sys.stdout.buffer.write(b"\x80\x04" + b"]" * 3000000 + b"a" * 2999999 + b".")' >"$tmp/deeper.pickle"
+  expect 1 "pickle nested three million deep" -- "$pt" trace stats "$tmp/deeper.pickle"
+  one_line "deeper.pickle: byte [0-9]*: "
+fi
+
+# gen is reproducible from the command line too
+expect 0 "gen" -- "$pt" trace gen --kind infer --seed 5 --steps 10 -o "$tmp/a.trace"
+expect 0 "gen again" -- "$pt" trace gen --kind infer --seed 5 --steps 10 -o "$tmp/b.trace"
+cmp -s "$tmp/a.trace" "$tmp/b.trace" || { echo "FAIL: gen not reproducible"; fails=$((fails + 1)); }
+
+echo "$fails failure(s)"
+[ "$fails" -eq 0 ]

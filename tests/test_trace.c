@@ -1,0 +1,231 @@
+/*
+ * test_trace.c — the native trace format: writer/reader round trip, and every
+ * kind of bad input refused with its line and reason (never a crash, never a
+ * partial output file).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "testutil.h"
+#include "trace.h"
+
+/* One record of every kind, in an order the checks accept. */
+static const pt_event sample[] = {
+    {.kind = PT_EV_INIT_SEGMENT, .addr = 0x7f0000000000, .bytes = 20 << 20, .stream = 0},
+    {.kind = PT_EV_INIT_SEGMENT, .addr = 0x7e0000000000, .bytes = 2 << 20, .stream = 0x55,
+     .flags = PT_SEGF_EXPANDABLE},
+    {.kind = PT_EV_INIT_ALLOC, .id = 9, .bytes = 4096, .stream = 0, .addr = 0x7f0000000000,
+     .flags = PT_EVF_HAS_ADDR},
+    {.kind = PT_EV_SEG_ALLOC, .addr = 0x7f0002000000, .bytes = 2 << 20, .stream = 0x55, .time_us = 10},
+    {.kind = PT_EV_ALLOC, .id = 1, .bytes = 1000, .stream = 0x55, .time_us = 11, .addr = 0x7f0002000000,
+     .flags = PT_EVF_HAS_ADDR},
+    {.kind = PT_EV_ALLOC, .id = 2, .bytes = 1ull << 40, .stream = 0, .time_us = -5},
+    {.kind = PT_EV_ACCESS, .id = 1, .offset = 512, .bytes = 488, .time_us = 12, .stream = 0x55},
+    {.kind = PT_EV_FREE, .id = 1, .time_us = 13, .bytes = 1000, .stream = 0x55},
+    {.kind = PT_EV_FREE, .id = 9, .time_us = 14, .bytes = 4096, .stream = 0},
+    {.kind = PT_EV_ALLOC, .id = 1, .bytes = 7, .stream = 0, .time_us = 15}, /* id reuse after free */
+    {.kind = PT_EV_SEG_MAP, .addr = 0x7e0000200000, .bytes = 2 << 20, .stream = 0x55, .time_us = 16},
+    {.kind = PT_EV_SEG_UNMAP, .addr = 0x7e0000200000, .bytes = 2 << 20, .stream = 0x55, .time_us = 17},
+    {.kind = PT_EV_SEG_FREE, .addr = 0x7f0002000000, .bytes = 2 << 20, .stream = 0x55, .time_us = 18},
+    {.kind = PT_EV_OOM, .bytes = 1ull << 34, .stream = 0, .time_us = 19},
+};
+#define NSAMPLE (sizeof sample / sizeof sample[0])
+
+static void round_trip(const char *suffix) {
+  const char *path = pt_test_tmp(suffix);
+  char saved[4096];
+  snprintf(saved, sizeof saved, "%s", path);
+  pt_err err = {{0}};
+  pt_trace_info info = {.version = 1, .device = 3};
+  snprintf(info.source, sizeof info.source, "unit test\nwith a newline");
+  snprintf(info.tool, sizeof info.tool, "test_trace");
+  snprintf(info.settings, sizeof info.settings, "expandable_segments=True");
+  pt_trace_writer *w;
+  CU_ASSERT_EQUAL_FATAL(pt_trace_writer_open(saved, &info, &err, &w), 0);
+  for (size_t i = 0; i < NSAMPLE; i++) CU_ASSERT_EQUAL(pt_trace_writer_put(w, &sample[i], &err), 0);
+  CU_ASSERT_EQUAL_FATAL(pt_trace_writer_commit(w, &err), 0);
+
+  pt_trace *t;
+  CU_ASSERT_EQUAL_FATAL(pt_trace_open(saved, NULL, &err, &t), 0);
+  const pt_trace_info *ri = pt_trace_get_info(t);
+  CU_ASSERT_EQUAL(ri->version, 1);
+  CU_ASSERT_EQUAL(ri->device, 3);
+  CU_ASSERT_STRING_EQUAL(ri->source, "unit test with a newline");
+  CU_ASSERT_STRING_EQUAL(ri->tool, "test_trace");
+  CU_ASSERT_STRING_EQUAL(ri->settings, "expandable_segments=True");
+  CU_ASSERT_STRING_EQUAL(pt_trace_format_name(t), "native");
+  pt_event ev;
+  size_t n = 0;
+  int rc;
+  while ((rc = pt_trace_next(t, &ev, &err)) > 0) {
+    CU_ASSERT_FATAL(n < NSAMPLE);
+    const pt_event *want = &sample[n++];
+    CU_ASSERT_EQUAL(ev.kind, want->kind);
+    CU_ASSERT_EQUAL(ev.id, want->id);
+    CU_ASSERT_EQUAL(ev.bytes, want->bytes);
+    CU_ASSERT_EQUAL(ev.addr, want->addr);
+    CU_ASSERT_EQUAL(ev.stream, want->stream);
+    CU_ASSERT_EQUAL(ev.offset, want->offset);
+    CU_ASSERT_EQUAL(ev.time_us, want->time_us);
+    CU_ASSERT_EQUAL(ev.flags, want->flags);
+  }
+  CU_ASSERT_EQUAL(rc, 0);
+  CU_ASSERT_EQUAL(n, NSAMPLE);
+  pt_trace_close(t);
+  unlink(saved);
+}
+
+static void test_round_trip_plain(void) { round_trip(".trace"); }
+static void test_round_trip_gzip(void) { round_trip(".trace.gz"); }
+
+/* Read text as a trace; return the first error's message ("" when it reads clean). */
+static const char *read_text(const char *text) {
+  static pt_err err;
+  memset(&err, 0, sizeof err);
+  pt_trace *t;
+  if (pt_trace_open_mem(text, strlen(text), "mem", NULL, &err, &t) < 0) return err.msg;
+  pt_event ev;
+  int rc;
+  while ((rc = pt_trace_next(t, &ev, &err)) > 0) {}
+  pt_trace_close(t);
+  return rc < 0 ? err.msg : "";
+}
+
+#define EXPECT_ERROR(text, ...)                                                                  \
+  do {                                                                                           \
+    const char *m_ = read_text(text);                                                            \
+    const char *want_[] = {__VA_ARGS__};                                                         \
+    CU_ASSERT(strncmp(m_, "mem: ", 5) == 0);                                                     \
+    for (size_t i_ = 0; i_ < sizeof want_ / sizeof want_[0]; i_++)                               \
+      if (!strstr(m_, want_[i_])) {                                                              \
+        fprintf(stderr, "\n  message \"%s\" lacks \"%s\"\n", m_, want_[i_]);                     \
+        CU_FAIL("error message");                                                                \
+      }                                                                                          \
+  } while (0)
+
+static void test_good_minimal(void) {
+  CU_ASSERT_STRING_EQUAL(read_text("pagetune-trace 1\nend 0\n"), "");
+  CU_ASSERT_STRING_EQUAL(read_text("pagetune-trace 1\n@source x\n# comment\n\na 1 10 0 5\nf 1 6\nend 2\n"), "");
+  CU_ASSERT_STRING_EQUAL(read_text("pagetune-trace 1\r\na 0x10 0x20 0x0 -7 0xdead\r\nend 1\r\n"), "");
+}
+
+static void test_bad_header(void) {
+  EXPECT_ERROR("", "empty file");
+  EXPECT_ERROR("hello world\n", "byte 0", "not a pagetune trace");
+  EXPECT_ERROR("pagetune-trace\nend 0\n", "line 1", "bad header");
+  EXPECT_ERROR("pagetune-trace one\nend 0\n", "line 1", "bad header");
+  EXPECT_ERROR("pagetune-trace 2\nend 0\n", "line 1", "unsupported format version 2");
+  EXPECT_ERROR("pagetune-trace 1\n@device -1\nend 0\n", "line 2", "@device");
+  EXPECT_ERROR("pagetune-trace 1\na 1 10 0 5\n@source late\nend 1\n", "line 3", "header field after");
+}
+
+static void test_truncated(void) {
+  EXPECT_ERROR("pagetune-trace 1\na 1 10 0 5\n", "line 2", "truncated (no end line)");
+  EXPECT_ERROR("pagetune-trace 1\na 1 10 0 5\nf 1", "line 3", "truncated");
+  EXPECT_ERROR("pagetune-trace 1\na 1 10 0\nend 1\n", "line 2", "missing field time");
+  EXPECT_ERROR("pagetune-trace 1\na 1 10 0 5\nend 2\n", "line 3", "end line says 2 records, file has 1");
+  EXPECT_ERROR("pagetune-trace 1\nend 0\na 1 10 0 5\n", "line 3", "after the end line");
+}
+
+static void test_bad_values(void) {
+  EXPECT_ERROR("pagetune-trace 1\na 1 -5 0 5\nend 1\n", "line 2", "negative bytes");
+  EXPECT_ERROR("pagetune-trace 1\na 1 99999999999999999999 0 5\nend 1\n", "line 2", "bytes out of range");
+  EXPECT_ERROR("pagetune-trace 1\na 1 2251799813685248 0 5\nend 1\n", "line 2", "absurd size");
+  EXPECT_ERROR("pagetune-trace 1\na 1 12x 0 5\nend 1\n", "line 2", "bad number in field bytes");
+  EXPECT_ERROR("pagetune-trace 1\na 1 12 0 5 0x10 99\nend 1\n", "line 2", "extra fields");
+  EXPECT_ERROR("pagetune-trace 1\nq 1\nend 1\n", "line 2", "unknown record");
+  EXPECT_ERROR("pagetune-trace 1\nalloc 1 2 0 0\nend 1\n", "line 2", "unknown record");
+  EXPECT_ERROR("pagetune-trace 1\nA 0x1000 0 0 5\nend 1\n", "line 2", "segment of 0 bytes");
+  EXPECT_ERROR("pagetune-trace 1\nS 0x1000 4096 0 7\nend 1\n", "line 2", "unknown segment flags");
+}
+
+static void test_bad_ids(void) {
+  EXPECT_ERROR("pagetune-trace 1\na 1 10 0 5\nf 2 6\nend 2\n", "line 3", "free of unknown id 2");
+  EXPECT_ERROR("pagetune-trace 1\na 1 10 0 5\nf 1 6\nf 1 7\nend 3\n", "line 4", "double free of id 1");
+  EXPECT_ERROR("pagetune-trace 1\na 1 10 0 5\na 1 10 0 6\nend 2\n", "line 3", "id 1 reused while still live");
+  EXPECT_ERROR("pagetune-trace 1\na 1 10 0 5\nx 1 8 4 6\nend 2\n", "line 3", "outside id 1");
+  EXPECT_ERROR("pagetune-trace 1\na 1 10 0 5\nf 1 6\nx 1 0 4 7\nend 3\n", "line 4", "access after free");
+  EXPECT_ERROR("pagetune-trace 1\na 1 10 0 5\nS 0x1000 4096 0\nend 2\n", "line 3", "initial-state record");
+}
+
+static void test_long_line(void) {
+  size_t n = PT_TRACE_MAX_LINE + 100;
+  char *text = malloc(n + 64);
+  CU_ASSERT_FATAL(text != NULL);
+  strcpy(text, "pagetune-trace 1\n# ");
+  size_t len = strlen(text);
+  memset(text + len, 'x', n);
+  strcpy(text + len + n, "\nend 0\n");
+  const char *m = read_text(text);
+  CU_ASSERT_PTR_NOT_NULL(strstr(m, "line 2: longer than"));
+  free(text);
+}
+
+/* A gzip'd trace cut in half fails cleanly. */
+static void test_truncated_gzip(void) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s", pt_test_tmp(".trace.gz"));
+  pt_err err = {{0}};
+  pt_trace_info info = {.version = 1, .device = -1};
+  pt_trace_writer *w;
+  CU_ASSERT_EQUAL_FATAL(pt_trace_writer_open(path, &info, &err, &w), 0);
+  for (uint64_t i = 1; i <= 20000; i++) {
+    pt_event a = {.kind = PT_EV_ALLOC, .id = i, .bytes = i * 4099 % 100000 + 1, .time_us = (int64_t)i};
+    CU_ASSERT_EQUAL(pt_trace_writer_put(w, &a, &err), 0);
+  }
+  CU_ASSERT_EQUAL_FATAL(pt_trace_writer_commit(w, &err), 0);
+  struct stat st;
+  CU_ASSERT_EQUAL_FATAL(stat(path, &st), 0);
+  CU_ASSERT_EQUAL_FATAL(truncate(path, st.st_size / 2), 0);
+  pt_trace *t;
+  int rc = pt_trace_open(path, NULL, &err, &t);
+  if (rc == 0) {
+    pt_event ev;
+    while ((rc = pt_trace_next(t, &ev, &err)) > 0) {}
+    pt_trace_close(t);
+  }
+  CU_ASSERT(rc < 0);
+  CU_ASSERT(strstr(err.msg, path) == err.msg);
+  unlink(path);
+}
+
+/* A writer that fails or is aborted leaves nothing behind. */
+static void test_writer_no_partial(void) {
+  pt_err err = {{0}};
+  pt_trace_info info = {.version = 1, .device = -1};
+  pt_trace_writer *w;
+  CU_ASSERT(pt_trace_writer_open("/nonexistent-dir/x.trace", &info, &err, &w) < 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "/nonexistent-dir/x.trace: cannot create"));
+
+  char path[4096];
+  snprintf(path, sizeof path, "%s", pt_test_tmp(".trace"));
+  CU_ASSERT_EQUAL_FATAL(pt_trace_writer_open(path, &info, &err, &w), 0);
+  pt_event a = {.kind = PT_EV_ALLOC, .id = 1, .bytes = 10};
+  CU_ASSERT_EQUAL(pt_trace_writer_put(w, &a, &err), 0);
+  pt_trace_writer_abort(w);
+  CU_ASSERT_NOT_EQUAL(access(path, F_OK), 0);
+  /* and no temporary beside it */
+  char cmd[4200];
+  snprintf(cmd, sizeof cmd, "ls %s.tmp.* >/dev/null 2>&1", path);
+  CU_ASSERT_NOT_EQUAL(system(cmd), 0);
+}
+
+int pt_test_add_trace(void) {
+  CU_pSuite s = CU_add_suite("trace", NULL, NULL);
+  if (!s) return CU_get_error();
+  CU_add_test(s, "round trip, plain", test_round_trip_plain);
+  CU_add_test(s, "round trip, gzip", test_round_trip_gzip);
+  CU_add_test(s, "minimal and lenient forms", test_good_minimal);
+  CU_add_test(s, "bad header and version", test_bad_header);
+  CU_add_test(s, "truncated files", test_truncated);
+  CU_add_test(s, "negative, absurd and malformed values", test_bad_values);
+  CU_add_test(s, "unknown, double-freed and reused ids", test_bad_ids);
+  CU_add_test(s, "overlong line", test_long_line);
+  CU_add_test(s, "truncated gzip", test_truncated_gzip);
+  CU_add_test(s, "writer leaves no partial file", test_writer_no_partial);
+  return CU_get_error();
+}
