@@ -24,25 +24,53 @@
 /* ---- id table: which allocation ids are live, and what they hold --------- */
 
 /*
- * ids maps an id to ID_FREED, or to the index of its {bytes, stream} slot
- * while live.  Freed ids stay in the map so a second free is told apart from
- * a free of an id never seen; their slots are recycled through a free list.
+ * live maps a live id to the index of its {bytes, stream} slot; slots of
+ * freed ids are recycled through a free list, so live stays as small as the
+ * working set and lookups stay in cache.  Ids ever allocated are remembered
+ * apart, only so that a second free can be told from a free of an id never
+ * seen: a bitmap for ids below SEEN_BITMAP_IDS (traces number their ids
+ * densely from 1), a hash set beyond.
  */
-#define ID_FREED UINT64_MAX
+#define SEEN_BITMAP_IDS (UINT64_C(1) << 27) /* at most a 16 MiB bitmap */
 
 typedef struct id_info {
   uint64_t bytes, stream;
 } id_info;
 
 typedef struct id_table {
-  pt_u64map ids;
+  pt_u64map live;
   id_info *info;
   size_t len, cap;
   size_t *spare;       /* recycled slot indices */
   size_t nspare;
+  uint8_t *seen;       /* bit i: id i was allocated at some point */
+  size_t seen_bytes;
+  pt_u64map seen_big;  /* the same, for ids >= SEEN_BITMAP_IDS */
 } id_table;
 
-static int ids_live(id_table *tab, uint64_t id, uint64_t bytes, uint64_t stream) {
+static int ids_mark_seen(id_table *tab, uint64_t id) {
+  if (id >= SEEN_BITMAP_IDS) return pt_u64map_put(&tab->seen_big, id, 1);
+  size_t byte = (size_t)(id >> 3);
+  if (byte >= tab->seen_bytes) {
+    size_t n = tab->seen_bytes ? tab->seen_bytes : 4096;
+    while (n <= byte) n *= 2;
+    uint8_t *ns = realloc(tab->seen, n);
+    if (!ns) return PT_ENOMEM;
+    memset(ns + tab->seen_bytes, 0, n - tab->seen_bytes);
+    tab->seen = ns;
+    tab->seen_bytes = n;
+  }
+  tab->seen[byte] |= (uint8_t)(1u << (id & 7));
+  return 0;
+}
+
+static int ids_was_seen(id_table *tab, uint64_t id) {
+  if (id >= SEEN_BITMAP_IDS) return pt_u64map_get(&tab->seen_big, id) != NULL;
+  size_t byte = (size_t)(id >> 3);
+  return byte < tab->seen_bytes && (tab->seen[byte] >> (id & 7) & 1);
+}
+
+static int ids_add(id_table *tab, uint64_t id, uint64_t bytes, uint64_t stream) {
   size_t slot;
   if (tab->nspare) {
     slot = tab->spare[--tab->nspare];
@@ -60,13 +88,21 @@ static int ids_live(id_table *tab, uint64_t id, uint64_t bytes, uint64_t stream)
     slot = tab->len++;
   }
   tab->info[slot] = (id_info){bytes, stream};
-  return pt_u64map_put(&tab->ids, id, slot);
+  if (pt_u64map_put(&tab->live, id, slot) < 0) return PT_ENOMEM;
+  return ids_mark_seen(tab, id);
+}
+
+static void ids_remove(id_table *tab, uint64_t id, uint64_t slot) {
+  tab->spare[tab->nspare++] = (size_t)slot;
+  pt_u64map_del(&tab->live, id);
 }
 
 static void ids_free(id_table *tab) {
-  pt_u64map_free(&tab->ids);
+  pt_u64map_free(&tab->live);
+  pt_u64map_free(&tab->seen_big);
   free(tab->info);
   free(tab->spare);
+  free(tab->seen);
 }
 
 /* ---- the reader handle ---------------------------------------------------- */
@@ -261,26 +297,23 @@ static int check_event(pt_trace *t, pt_event *ev, pt_err *err) {
   }
   switch (ev->kind) {
   case PT_EV_ALLOC:
-  case PT_EV_INIT_ALLOC: {
-    uint64_t *v = pt_u64map_get(&t->ids.ids, ev->id);
-    if (v && *v != ID_FREED)
+  case PT_EV_INIT_ALLOC:
+    if (pt_u64map_get(&t->ids.live, ev->id))
       return pt_err_set(err, PT_EFORMAT, "id %llu reused while still live",
                         (unsigned long long)ev->id);
-    if (ids_live(&t->ids, ev->id, ev->bytes, ev->stream) < 0)
+    if (ids_add(&t->ids, ev->id, ev->bytes, ev->stream) < 0)
       return pt_err_set(err, PT_ENOMEM, "out of memory");
     return 0;
-  }
   case PT_EV_FREE:
   case PT_EV_ACCESS: {
-    uint64_t *v = pt_u64map_get(&t->ids.ids, ev->id);
-    if (!v)
-      return pt_err_set(err, PT_EFORMAT, "%s of unknown id %llu",
-                        ev->kind == PT_EV_FREE ? "free" : "access", (unsigned long long)ev->id);
-    if (*v == ID_FREED)
-      return pt_err_set(err, PT_EFORMAT, "%s of id %llu",
-                        ev->kind == PT_EV_FREE ? "double free" : "access after free",
-                        (unsigned long long)ev->id);
-    id_info *in = &t->ids.info[*v];
+    const uint64_t *slot = pt_u64map_get(&t->ids.live, ev->id);
+    if (!slot) {
+      int freed = ids_was_seen(&t->ids, ev->id);
+      const char *what = ev->kind == PT_EV_FREE ? (freed ? "double free of id" : "free of unknown id")
+                                                : (freed ? "access after free of id" : "access to unknown id");
+      return pt_err_set(err, PT_EFORMAT, "%s %llu", what, (unsigned long long)ev->id);
+    }
+    const id_info *in = &t->ids.info[*slot];
     ev->stream = in->stream;
     if (ev->kind == PT_EV_ACCESS) {
       if (ev->offset > in->bytes || ev->bytes > in->bytes - ev->offset)
@@ -290,8 +323,7 @@ static int check_event(pt_trace *t, pt_event *ev, pt_err *err) {
       return 0;
     }
     ev->bytes = in->bytes;
-    t->ids.spare[t->ids.nspare++] = (size_t)*v;
-    *v = ID_FREED;
+    ids_remove(&t->ids, ev->id, *slot);
     return 0;
   }
   case PT_EV_INIT_SEGMENT:

@@ -24,5 +24,27 @@ sys.exit(1 if bad else 0)
 PY
   then echo "ok: $f"; else fails=$((fails + 1)); fi
 done
+# The real captures also carry the allocator's own counters (NAME.json,
+# torch.cuda.memory_stats() at the end): the importer's observed peak reserved
+# must equal reserved_bytes.all.peak, and where recording began before the
+# first allocation its peak live bytes must equal requested_bytes.all.peak.
+for f in "$top_srcdir"/traces/*.pickle.gz; do
+  side=${f%.pickle.gz}.json
+  [ -f "$side" ] || continue
+  c=$("$top_builddir/pagetune" trace stats --json "$f") || { fails=$((fails + 1)); continue; }
+  if python3 - "$c" "$side" <<'PY'
+import json, sys
+c, side = json.loads(sys.argv[1]), json.load(open(sys.argv[2]))
+st = side["stats"]
+checks = [("observed_peak_reserved_bytes", st["reserved_bytes.all.peak"])]
+if not side.get("recording_started_after_allocations"):
+    checks.append(("peak_live_bytes", st["requested_bytes.all.peak"]))
+bad = [(k, v) for k, v in checks if c[k] != v]
+for k, v in bad:
+    print(f"FAIL: {sys.argv[2]}: {k}: pagetune {c[k]}, torch.cuda.memory_stats {v}")
+sys.exit(1 if bad else 0)
+PY
+  then echo "ok: $side counters"; else fails=$((fails + 1)); fi
+done
 echo "$n snapshot(s), $fails failure(s)"
 [ "$n" -gt 0 ] && [ "$fails" -eq 0 ]

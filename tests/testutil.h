@@ -9,6 +9,7 @@ int pt_test_add_pickle(void);
 int pt_test_add_trace(void);
 int pt_test_add_snapshot(void);
 int pt_test_add_gen(void);
+int pt_test_add_u64map(void);
 
 /* Path of a file under the source tree (tests/data/...), in a static buffer. */
 const char *pt_test_src(const char *rel);

@@ -1,0 +1,768 @@
+#!/usr/bin/env python3
+"""Capture real PyTorch CUDA caching-allocator snapshots for pagetune.
+
+Two modes:
+
+  capture.py --out DIR [--only NAME,...] [--deadline S] [--jobs N]
+      Driver. Imports no torch. Runs every workload in its OWN subprocess
+      (so PYTORCH_CUDA_ALLOC_CONF is set before CUDA initialises), then for
+      each snapshot: loads it back with plain pickle (checks it is plain
+      data), counts trace entries by action, gzips it (gzip -9 -n) and
+      completes the JSON sidecar.
+
+  capture.py --worker WORKLOAD --name NAME --out DIR [--fraction F]
+             [--impl hf|torch] [--no-record]
+      Worker. Seeds torch, starts torch.cuda.memory._record_memory_history
+      (before the first CUDA allocation, except for workloads marked
+      record_late), runs the workload, synchronises, dumps the snapshot to
+      DIR/NAME.pickle and writes DIR/NAME.json (sidecar).
+
+Output per trace: NAME.pickle.gz, NAME.json, NAME.log (worker output).
+"""
+
+import argparse
+import json
+import os
+import pickle
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.abspath(__file__)
+
+# ----------------------------------------------------------------------------
+# Workloads (worker side).  Each takes (torch, impl) and returns a dict of
+# extra facts for the sidecar.  Models are randomly initialised; nothing is
+# downloaded.
+# ----------------------------------------------------------------------------
+
+
+def _mini_gpt(torch, vocab, d, heads, ff, layers, maxpos):
+    """Plain-PyTorch GPT used when transformers is unusable (impl=torch)."""
+    nn = torch.nn
+    F = torch.nn.functional
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1 = nn.LayerNorm(d)
+            self.qkv = nn.Linear(d, 3 * d)
+            self.proj = nn.Linear(d, d)
+            self.ln2 = nn.LayerNorm(d)
+            self.fc1 = nn.Linear(d, ff)
+            self.fc2 = nn.Linear(ff, d)
+
+        def forward(self, x, cache=None):
+            B, T, D = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(D, dim=2)
+            q = q.view(B, T, heads, D // heads).transpose(1, 2)
+            k = k.view(B, T, heads, D // heads).transpose(1, 2)
+            v = v.view(B, T, heads, D // heads).transpose(1, 2)
+            if cache is not None:
+                if "k" in cache:
+                    k = torch.cat([cache["k"], k], dim=2)
+                    v = torch.cat([cache["v"], v], dim=2)
+                cache["k"], cache["v"] = k, v
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=T > 1)
+            y = y.transpose(1, 2).reshape(B, T, D)
+            x = x + self.proj(y)
+            x = x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+            return x
+
+    class MiniGPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = nn.Embedding(vocab, d)
+            self.wpe = nn.Embedding(maxpos, d)
+            self.blocks = nn.ModuleList([Block() for _ in range(layers)])
+            self.lnf = nn.LayerNorm(d)
+            self.head = nn.Linear(d, vocab, bias=False)
+
+        def forward(self, idx, caches=None, pos0=0):
+            B, T = idx.shape
+            pos = torch.arange(pos0, pos0 + T, device=idx.device)
+            x = self.wte(idx) + self.wpe(pos)
+            for i, b in enumerate(self.blocks):
+                x = b(x, None if caches is None else caches[i])
+            return self.head(self.lnf(x))
+
+    return MiniGPT()
+
+
+def wl_randn_loop(torch, impl):
+    # Recording starts after the allocations made in pre_randn_loop.
+    for _ in range(1000):
+        torch.randn(1024, 1024, device="cuda")
+    return {"iterations": 1000}
+
+
+def pre_randn_loop(torch):
+    """Allocations made BEFORE recording starts: the snapshot's initial state."""
+    keep_small = torch.empty(1000, device="cuda")            # small pool, 2 MiB segment
+    keep_big = torch.empty(3 * 2**20 // 4, device="cuda")    # 3 MiB in a 20 MiB segment
+    tmp = torch.empty(5 * 2**20 // 4, device="cuda")         # 5 MiB, freed: cached block
+    keep_huge = torch.empty(12 * 2**20 // 4, device="cuda")  # 12 MiB: its own segment
+    del tmp
+    torch.cuda.synchronize()
+    return [keep_small, keep_big, keep_huge]
+
+
+def wl_cnn_train(torch, impl):
+    nn = torch.nn
+    info = {}
+    if impl == "hf":
+        import torchvision
+        model = torchvision.models.resnet18(weights=None, num_classes=100)
+        info["model"] = "torchvision resnet18(weights=None, num_classes=100)"
+        info["torchvision_version"] = torchvision.__version__
+    else:
+        model = nn.Sequential(
+            nn.Conv2d(3, 64, 7, 2, 3), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(3, 2, 1),
+            nn.Conv2d(64, 128, 3, 2, 1), nn.BatchNorm2d(128), nn.ReLU(),
+            nn.Conv2d(128, 256, 3, 2, 1), nn.BatchNorm2d(256), nn.ReLU(),
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(256, 100))
+        info["model"] = "plain torch 3-conv CNN (fallback)"
+    model = model.cuda().train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    lossf = nn.CrossEntropyLoss()
+    steps, batch, res = 5, 32, 224
+    for _ in range(steps):
+        x = torch.randn(batch, 3, res, res, device="cuda")
+        y = torch.randint(0, 100, (batch,), device="cuda")
+        loss = lossf(model(x), y)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        del x, y, loss
+    info.update(steps=steps, batch=batch, resolution=res, optimizer="SGD(momentum=0.9)")
+    return info
+
+
+def wl_transformer_train(torch, impl):
+    info = {}
+    V, D, L, H, S, B, steps = 8192, 384, 6, 6, 256, 8, 6
+    if impl == "hf":
+        import transformers
+        from transformers import GPT2Config, GPT2LMHeadModel
+        cfg = GPT2Config(vocab_size=V, n_positions=512, n_embd=D, n_layer=L, n_head=H)
+        model = GPT2LMHeadModel(cfg)
+        info["model"] = f"transformers GPT2LMHeadModel(n_layer={L}, n_embd={D}, n_head={H}, vocab={V})"
+        info["transformers_version"] = transformers.__version__
+    else:
+        model = _mini_gpt(torch, V, D, H, 4 * D, L, 512)
+        info["model"] = f"plain torch mini GPT (fallback) L={L} D={D}"
+    model = model.cuda().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    F = torch.nn.functional
+    for _ in range(steps):
+        ids = torch.randint(0, V, (B, S), device="cuda")
+        if impl == "hf":
+            loss = model(input_ids=ids, labels=ids).loss
+        else:
+            logits = model(ids)
+            loss = F.cross_entropy(logits[:, :-1].reshape(-1, V), ids[:, 1:].reshape(-1))
+            del logits
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        del ids, loss
+    info.update(steps=steps, batch=B, seq_len=S, optimizer="AdamW", dtype="float32")
+    return info
+
+
+def wl_varlen_infer(torch, impl):
+    import random
+    info = {}
+    V, D, L, H = 16384, 512, 4, 8
+    if impl == "hf":
+        import transformers
+        from transformers import GPT2Config, GPT2LMHeadModel
+        cfg = GPT2Config(vocab_size=V, n_positions=1024, n_embd=D, n_layer=L, n_head=H)
+        model = GPT2LMHeadModel(cfg)
+        info["model"] = f"transformers GPT2LMHeadModel(n_layer={L}, n_embd={D}, n_head={H}, vocab={V})"
+        info["transformers_version"] = transformers.__version__
+    else:
+        model = _mini_gpt(torch, V, D, H, 4 * D, L, 1024)
+        info["model"] = f"plain torch mini GPT (fallback) L={L} D={D}"
+    model = model.to(device="cuda", dtype=torch.bfloat16).eval()
+    rng = random.Random(0)
+    shapes = []
+    steps = 24
+    with torch.no_grad():
+        for _ in range(steps):
+            B = rng.randint(1, 16)
+            S = rng.randint(16, 512)
+            shapes.append([B, S])
+            ids = torch.randint(0, V, (B, S), device="cuda")
+            if impl == "hf":
+                logits = model(input_ids=ids, use_cache=False).logits
+            else:
+                logits = model(ids)
+            nxt = logits[:, -1].argmax(-1)
+            del ids, logits, nxt
+    info.update(steps=steps, dtype="bfloat16", shapes_batch_seq=shapes,
+                note="prefill-style forward, full logits, batch 1..16, seq 16..512, random.Random(0)")
+    return info
+
+
+def wl_llm_decode(torch, impl):
+    info = {}
+    V, D, L, B, P, N = 8192, 256, 2, 4, 32, 200
+    if impl == "hf":
+        import transformers
+        from transformers import LlamaConfig, LlamaForCausalLM
+        cfg = LlamaConfig(vocab_size=V, hidden_size=D, intermediate_size=704,
+                          num_hidden_layers=L, num_attention_heads=4, num_key_value_heads=2,
+                          max_position_embeddings=1024)
+        model = LlamaForCausalLM(cfg)
+        info["model"] = f"transformers LlamaForCausalLM(layers={L}, hidden={D}, heads=4, kv_heads=2, vocab={V})"
+        info["transformers_version"] = transformers.__version__
+    else:
+        model = _mini_gpt(torch, V, D, 4, 4 * D, L, 1024)
+        info["model"] = f"plain torch mini GPT with torch.cat KV cache (fallback) L={L} D={D}"
+    model = model.to(device="cuda", dtype=torch.bfloat16).eval()
+    with torch.no_grad():
+        ids = torch.randint(0, V, (B, P), device="cuda")
+        if impl == "hf":
+            out = model(input_ids=ids, use_cache=True)
+            past = out.past_key_values
+            tok = out.logits[:, -1:].argmax(-1)
+            del out
+            for _ in range(N):
+                out = model(input_ids=tok, past_key_values=past, use_cache=True)
+                past = out.past_key_values
+                tok = out.logits[:, -1:].argmax(-1)
+                del out
+            info["cache_type"] = type(past).__name__
+        else:
+            caches = [dict() for _ in range(L)]
+            logits = model(ids, caches, 0)
+            tok = logits[:, -1:].argmax(-1)
+            del logits
+            for i in range(N):
+                logits = model(tok, caches, P + i)
+                tok = logits[:, -1:].argmax(-1)
+                del logits
+            past = caches
+        del past, tok, ids
+    info.update(batch=B, prompt_len=P, new_tokens=N, dtype="bfloat16",
+                loop="manual greedy loop with past_key_values (growing KV cache)")
+    return info
+
+
+def wl_weights_load(torch, impl):
+    # A 24-layer Llama-like (with q/k/v biases) state_dict built on CPU, then
+    # copied to the GPU tensor by tensor (fp32), then cast to bf16 one tensor
+    # at a time (the fp32 copy freed after each cast).
+    Lyr, H, KV, I, V = 24, 1024, 256, 2816, 32000
+    sd = {"model.embed_tokens.weight": torch.empty(V, H)}
+    for i in range(Lyr):
+        p = f"model.layers.{i}."
+        sd[p + "input_layernorm.weight"] = torch.empty(H)
+        sd[p + "self_attn.q_proj.weight"] = torch.empty(H, H)
+        sd[p + "self_attn.q_proj.bias"] = torch.empty(H)
+        sd[p + "self_attn.k_proj.weight"] = torch.empty(KV, H)
+        sd[p + "self_attn.k_proj.bias"] = torch.empty(KV)
+        sd[p + "self_attn.v_proj.weight"] = torch.empty(KV, H)
+        sd[p + "self_attn.v_proj.bias"] = torch.empty(KV)
+        sd[p + "self_attn.o_proj.weight"] = torch.empty(H, H)
+        sd[p + "post_attention_layernorm.weight"] = torch.empty(H)
+        sd[p + "mlp.gate_proj.weight"] = torch.empty(I, H)
+        sd[p + "mlp.up_proj.weight"] = torch.empty(I, H)
+        sd[p + "mlp.down_proj.weight"] = torch.empty(H, I)
+    sd["model.norm.weight"] = torch.empty(H)
+    sd["lm_head.weight"] = torch.empty(V, H)
+    gpu = {}
+    for k, t in sd.items():
+        gpu[k] = t.to("cuda")
+    torch.cuda.synchronize()
+    for k in list(gpu):
+        gpu[k] = gpu[k].to(torch.bfloat16)
+    torch.cuda.synchronize()
+    nbytes = sum(t.numel() * 4 for t in sd.values())
+    return {"tensors": len(sd), "fp32_bytes": nbytes,
+            "phases": "1) copy each fp32 CPU tensor to cuda; 2) cast each to bf16, dropping the fp32 copy",
+            "shape": f"{Lyr} layers, hidden {H}, kv {KV}, ffn {I}, vocab {V}"}
+
+
+def wl_two_streams(torch, impl):
+    import random
+    rng = random.Random(0)
+    main = torch.cuda.current_stream()
+    side = torch.cuda.Stream()
+    w = torch.randn(1024, 1024, device="cuda")
+    acc = torch.zeros(1024, device="cuda")
+    iters = 300
+    has_sleep = hasattr(torch.cuda, "_sleep")
+    for _ in range(iters):
+        n = rng.choice([256, 512, 1024, 2048, 4096])
+        x = torch.randn(n, 1024, device="cuda")           # allocated on the main stream
+        side.wait_stream(main)
+        with torch.cuda.stream(side):
+            if has_sleep:
+                torch.cuda._sleep(50000)                   # keep the side stream busy
+            y = torch.relu(x @ w)                          # allocated on the side stream
+            x.record_stream(side)                          # x's free waits for side work
+            s = y.sum(0)
+        del x                                              # deferred free (cross-stream)
+        main.wait_stream(side)
+        y.record_stream(main)
+        s.record_stream(main)
+        acc += s
+        t = y[:16].clone()                                 # main-stream alloc
+        del y, s, t                                        # side-stream blocks freed after main work
+    torch.cuda.synchronize()
+    return {"iterations": iters, "side_stream": int(side.cuda_stream), "used_cuda_sleep": has_sleep,
+            "pattern": "x on main, record_stream(side); y,s on side, record_stream(main)"}
+
+
+WORKLOADS = {
+    "randn_loop": dict(fn=wl_randn_loop, pre=pre_randn_loop, fallback=False,
+                       desc="1000 x torch.randn(1024, 1024, device='cuda'), each result dropped; "
+                            "recording starts after 4 tensors were allocated and one freed "
+                            "(initial segments with no segment_alloc in the trace)"),
+    "cnn_train": dict(fn=wl_cnn_train, fallback=True,
+                      desc="torchvision resnet18 (random init), 5 SGD steps, batch 32, 3x224x224, fp32"),
+    "transformer_train": dict(fn=wl_transformer_train, fallback=True,
+                              desc="GPT-2 from config (6 layers, d=384, vocab 8192), AdamW, 6 steps, batch 8 x 256, fp32"),
+    "varlen_infer": dict(fn=wl_varlen_infer, fallback=True,
+                         desc="GPT-2 from config (4 layers, d=512, vocab 16384), bf16, torch.no_grad, "
+                              "24 forwards with random batch 1..16 and seq 16..512 (random.Random(0))"),
+    "llm_decode": dict(fn=wl_llm_decode, fallback=True,
+                       desc="Llama from config (2 layers, hidden 256, GQA 4/2, vocab 8192), bf16, "
+                            "prefill 4x32 then 200 greedy tokens with growing KV cache (past_key_values)"),
+    "weights_load": dict(fn=wl_weights_load, fallback=False,
+                         desc="24-layer Llama-like state_dict (291 tensors, ~1.3 GB fp32, uninitialised values) copied CPU->cuda "
+                              "tensor by tensor, then each cast to bf16 on the GPU"),
+    "two_streams": dict(fn=wl_two_streams, fallback=False,
+                        desc="300 iterations: tensors made on the main stream used on a side stream "
+                             "(record_stream) and vice versa, so frees are deferred across streams"),
+}
+
+STAT_KEYS = [
+    "num_alloc_retries", "num_ooms", "num_sync_all_streams",
+    "num_device_alloc", "num_device_free",
+    "segment.all.allocated", "segment.all.freed", "segment.all.current", "segment.all.peak",
+    "reserved_bytes.all.peak", "reserved_bytes.all.current",
+    "allocated_bytes.all.peak", "allocated_bytes.all.current",
+    "requested_bytes.all.peak",
+    "active.all.allocated", "allocation.all.allocated",
+    "oversize_allocations.allocated", "oversize_segments.allocated",
+]
+
+
+def _pick_stats(stats):
+    return {k: int(stats[k]) for k in STAT_KEYS if k in stats}
+
+
+def start_recording(torch):
+    """_record_memory_history with the smallest setting that records every action."""
+    import inspect
+    fn = torch.cuda.memory._record_memory_history
+    try:
+        params = set(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        params = set()
+    attempts = [
+        dict(enabled="all", context=None, stacks="python", max_entries=2_000_000),
+        dict(enabled="all", context=None, max_entries=2_000_000),
+        dict(enabled="all", context="alloc", stacks="python", max_entries=2_000_000),
+        dict(enabled="all", max_entries=2_000_000),
+    ]
+    errors = []
+    for kw in attempts:
+        kw = {k: v for k, v in kw.items() if not params or k in params or k == "enabled"}
+        try:
+            fn(**kw)
+            return {"record_kwargs": {k: v for k, v in kw.items()},
+                    "record_signature": sorted(params), "record_errors": errors}
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"{kw}: {type(e).__name__}: {e}")
+    raise RuntimeError("could not start memory history: " + "; ".join(errors))
+
+
+def worker(a):
+    t0 = time.time()
+    import torch
+    meta = {
+        "name": a.name, "workload": a.worker, "description": WORKLOADS[a.worker]["desc"],
+        "impl": a.impl, "torch_version": torch.__version__,
+        "torch_cuda_version": torch.version.cuda,
+        "pytorch_cuda_alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
+        "memory_fraction": a.fraction, "memory_cap_bytes": None,
+        "recorded": not a.no_record, "status": "started",
+    }
+    side = os.path.join(a.out, a.name + ".json")
+
+    def write_meta():
+        with open(side, "w") as f:
+            json.dump(meta, f, indent=1, sort_keys=True)
+
+    torch.manual_seed(0)
+    props = torch.cuda.get_device_properties(0)
+    meta["device_name"] = props.name
+    meta["total_memory"] = int(props.total_memory)
+    try:
+        meta["mem_get_info"] = [int(x) for x in torch.cuda.mem_get_info(0)]
+    except Exception as e:  # noqa: BLE001
+        meta["mem_get_info"] = str(e)
+    if a.fraction is not None:
+        torch.cuda.set_per_process_memory_fraction(float(a.fraction), 0)
+        meta["memory_cap_bytes"] = int(float(a.fraction) * props.total_memory)
+    spec = WORKLOADS[a.worker]
+    keep = None
+    if spec.get("pre") is not None:
+        keep = spec["pre"](torch)
+        meta["allocations_before_recording"] = len(keep)
+    meta["stats_at_record_start"] = _pick_stats(torch.cuda.memory_stats())
+    meta["recording_started_after_allocations"] = bool(keep)
+    if not a.no_record:
+        meta.update(start_recording(torch))
+    write_meta()
+    rc = 0
+    t1 = time.time()
+    try:
+        extra = spec["fn"](torch, a.impl)
+        meta["workload_info"] = extra
+        meta["status"] = "ok"
+    except torch.OutOfMemoryError as e:
+        meta["status"] = "oom"
+        meta["error"] = str(e)[:2000]
+        rc = 3
+    except Exception as e:  # noqa: BLE001
+        meta["status"] = "error"
+        meta["error"] = traceback.format_exc()[-4000:]
+        print(meta["error"], file=sys.stderr)
+        rc = 4
+    try:
+        torch.cuda.synchronize()
+    except Exception as e:  # noqa: BLE001
+        meta["sync_error"] = str(e)
+    meta["workload_seconds"] = round(time.time() - t1, 3)
+    stats = torch.cuda.memory_stats()
+    meta["stats"] = _pick_stats(stats)
+    meta["max_memory_reserved"] = int(torch.cuda.max_memory_reserved())
+    meta["max_memory_allocated"] = int(torch.cuda.max_memory_allocated())
+    if not a.no_record:
+        path = os.path.join(a.out, a.name + ".pickle")
+        try:
+            torch.cuda.memory._dump_snapshot(path)
+            meta["snapshot_file"] = a.name + ".pickle"
+        except Exception as e:  # noqa: BLE001
+            meta["dump_error"] = traceback.format_exc()[-2000:]
+            rc = rc or 5
+        try:
+            torch.cuda.memory._record_memory_history(enabled=None)
+        except Exception:  # noqa: BLE001
+            pass
+    meta["worker_seconds"] = round(time.time() - t0, 3)
+    write_meta()
+    del keep
+    print(f"[worker {a.name}] status={meta['status']} retries={meta['stats'].get('num_alloc_retries')} "
+          f"ooms={meta['stats'].get('num_ooms')} peak_reserved={meta['stats'].get('reserved_bytes.all.peak')} "
+          f"peak_alloc={meta['stats'].get('allocated_bytes.all.peak')} t={meta['worker_seconds']}s")
+    return rc
+
+
+# ----------------------------------------------------------------------------
+# Driver side (no torch import).
+# ----------------------------------------------------------------------------
+
+LOG_LOCK = threading.Lock()
+LOG_FH = None
+
+
+def log(msg):
+    line = time.strftime("%H:%M:%S ") + msg
+    with LOG_LOCK:
+        print(line, flush=True)
+        if LOG_FH:
+            LOG_FH.write(line + "\n")
+            LOG_FH.flush()
+
+
+def run_worker(out, name, workload, conf, impl="hf", fraction=None, record=True, timeout=240):
+    env = dict(os.environ)
+    env.pop("PYTORCH_ALLOC_CONF", None)
+    if conf:
+        env["PYTORCH_CUDA_ALLOC_CONF"] = conf
+    else:
+        env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    env["PYTHONUNBUFFERED"] = "1"
+    cmd = [sys.executable, HERE, "--worker", workload, "--name", name, "--out", out, "--impl", impl]
+    if fraction is not None:
+        cmd += ["--fraction", repr(float(fraction))]
+    if not record:
+        cmd.append("--no-record")
+    if DEADLINE[0] is not None:
+        left = DEADLINE[0] - time.time()
+        if left <= 0:
+            log(f"skip {name}: past the deadline")
+            return 125, None
+        timeout = int(min(timeout, left + 120))
+    log(f"start {name}: workload={workload} impl={impl} conf={conf!r} fraction={fraction} record={record}")
+    t0 = time.time()
+    with open(os.path.join(out, name + ".log"), "w") as lf:
+        try:
+            p = subprocess.run(cmd, env=env, stdout=lf, stderr=subprocess.STDOUT, timeout=timeout)
+            rc = p.returncode
+        except subprocess.TimeoutExpired:
+            rc = 124
+    dt = time.time() - t0
+    meta = None
+    try:
+        with open(os.path.join(out, name + ".json")) as f:
+            meta = json.load(f)
+    except Exception:  # noqa: BLE001
+        pass
+    log(f"end {name}: rc={rc} {dt:.1f}s status={meta and meta.get('status')}")
+    if rc != 0:
+        try:
+            with open(os.path.join(out, name + ".log")) as f:
+                tail = f.read()[-3000:]
+            log(f"--- tail of {name}.log ---\n{tail}\n--- end ---")
+        except Exception:  # noqa: BLE001
+            pass
+    return rc, meta
+
+
+def finish_trace(out, name, extra=None):
+    """Load the pickle with plain pickle, count actions, gzip -9, update sidecar."""
+    pk = os.path.join(out, name + ".pickle")
+    side = os.path.join(out, name + ".json")
+    with open(side) as f:
+        meta = json.load(f)
+    if extra:
+        meta.update(extra)
+    if meta.get("name") != name:
+        meta["attempt_name"] = meta.get("name")
+        meta["name"] = name
+    if os.path.exists(pk):
+        meta["pickle_bytes"] = os.path.getsize(pk)
+        try:
+            with open(pk, "rb") as f:
+                snap = pickle.load(f)
+            traces = snap.get("device_traces", [])
+            tr = traces[0] if traces else []
+            counts = {}
+            for e in tr:
+                counts[e.get("action")] = counts.get(e.get("action"), 0) + 1
+            meta["trace_entries"] = len(tr)
+            meta["trace_action_counts"] = dict(sorted(counts.items()))
+            meta["trace_hit_max_entries"] = len(tr) >= 2_000_000
+            segs = snap.get("segments", [])
+            meta["snapshot_segments_at_dump"] = len(segs)
+            meta["snapshot_reserved_at_dump"] = sum(int(s.get("total_size", 0)) for s in segs)
+            meta["snapshot_keys"] = sorted(snap.keys())
+            if tr:
+                meta["trace_entry_keys"] = sorted(tr[0].keys())
+            streams = sorted({e.get("stream") for e in tr})
+            meta["trace_streams"] = streams[:16]
+            nframes = sum(len(e.get("frames") or []) for e in tr)
+            meta["trace_total_frames"] = nframes
+            meta["plain_pickle_load"] = "ok"
+            del snap
+        except Exception as e:  # noqa: BLE001
+            meta["plain_pickle_load"] = f"failed: {type(e).__name__}: {e}"
+        subprocess.run(["gzip", "-9", "-n", "-f", pk], check=False)
+        if os.path.exists(pk + ".gz"):
+            meta["pickle_gz_bytes"] = os.path.getsize(pk + ".gz")
+            meta["snapshot_file"] = name + ".pickle.gz"
+    with open(side, "w") as f:
+        json.dump(meta, f, indent=1, sort_keys=True)
+    st = meta.get("stats", {})
+    log(f"SUMMARY {name}: status={meta.get('status')} impl={meta.get('impl')} "
+        f"conf={meta.get('pytorch_cuda_alloc_conf')!r} cap={meta.get('memory_cap_bytes')} "
+        f"entries={meta.get('trace_entries')} actions={json.dumps(meta.get('trace_action_counts'))} "
+        f"peak_reserved={st.get('reserved_bytes.all.peak')} peak_alloc={st.get('allocated_bytes.all.peak')} "
+        f"retries={st.get('num_alloc_retries')} ooms={st.get('num_ooms')} "
+        f"seg_alloc={st.get('segment.all.allocated')} seg_freed={st.get('segment.all.freed')} "
+        f"gz={meta.get('pickle_gz_bytes')} load={meta.get('plain_pickle_load')}")
+    return meta
+
+
+def job_simple(out, name, workload, conf, common):
+    spec = WORKLOADS[workload]
+    rc, meta = run_worker(out, name, workload, conf)
+    if rc != 0 and spec.get("fallback"):
+        log(f"{name}: hf impl failed (rc={rc}); retrying with plain-torch fallback")
+        for suf in (".json", ".log"):
+            p = os.path.join(out, name + suf)
+            if os.path.exists(p):
+                os.replace(p, os.path.join(out, name + ".hf_failed" + suf))
+        if os.path.exists(os.path.join(out, name + ".pickle")):
+            os.remove(os.path.join(out, name + ".pickle"))
+        rc, meta = run_worker(out, name, workload, conf, impl="torch")
+    if meta is not None:
+        finish_trace(out, name, dict(common, worker_rc=rc))
+    return name, rc
+
+
+GC_CONF = "garbage_collection_threshold:0.6,max_split_size_mb:64"
+DEADLINE = [None]  # absolute time after which no new worker starts
+
+
+def _rename(out, src, dst):
+    for suf in (".pickle", ".json", ".log"):
+        if os.path.exists(os.path.join(out, src + suf)):
+            os.replace(os.path.join(out, src + suf), os.path.join(out, dst + suf))
+
+
+def _probe(out, workload, conf, name):
+    rc, probe = run_worker(out, name, workload, conf, record=False)
+    impl = "hf"
+    if rc != 0 and WORKLOADS[workload].get("fallback"):
+        rc, probe = run_worker(out, name, workload, conf, impl="torch", record=False)
+        impl = "torch"
+    if rc != 0 or not probe:
+        return None, impl
+    return probe, impl
+
+
+def cap_ladder(out, common, final, conf, probe, impl, workload):
+    """Run WORKLOAD under CONF with several caps between peak allocated and peak
+    reserved (from PROBE, an uncapped earlier run), all at once, each in its own
+    subprocess.  Keeps as FINAL the completed attempt with the largest cap among
+    those with num_alloc_retries > 0 (else the tightest completed one), and the
+    OOM attempt with the largest cap as FINAL_oom."""
+    st = probe["stats"]
+    A = st["allocated_bytes.all.peak"]
+    R = st["reserved_bytes.all.peak"]
+    total = probe["total_memory"]
+    cands = sorted({int(c) for c in (1.1 * A, 1.2 * A, 1.35 * A, 1.5 * A, 1.75 * A, 2.0 * A,
+                                     0.7 * R, 0.8 * R)
+                    if A * 1.02 < c < R})
+    if not cands:
+        cands = [int(A + 0.5 * (R - A)), int(R)]
+    log(f"{final}: probe {probe['name']} conf={probe.get('pytorch_cuda_alloc_conf')!r} "
+        f"peak_alloc={A} peak_reserved={R} total={total}; caps to try {cands}")
+
+    def attempt(i):
+        name = f"{final}_try{i}"
+        rc, meta = run_worker(out, name, workload, conf, impl=impl, fraction=cands[i] / total)
+        return i, name, rc, meta
+
+    with ThreadPoolExecutor(max_workers=len(cands)) as ex:
+        results = list(ex.map(attempt, range(len(cands))))
+    done = [r for r in results if r[3] and r[3].get("status") == "ok" and r[2] == 0]
+    ooms = [r for r in results if r[3] and r[3].get("status") == "oom"]
+    for i, name, rc, meta in results:
+        log(f"{final}: attempt {i} cap={cands[i]} rc={rc} status={meta and meta.get('status')} "
+            f"retries={meta and meta.get('stats', {}).get('num_alloc_retries')}")
+    with_retries = [r for r in done if r[3]["stats"].get("num_alloc_retries", 0) > 0]
+    keep = max(with_retries, key=lambda r: r[0]) if with_retries else (done[0] if done else None)
+    last_rc = 1
+    for label, r in ((final, keep), (final + "_oom", max(ooms, key=lambda r: r[0]) if ooms else None)):
+        if r is None:
+            continue
+        i, name, rc, meta = r
+        _rename(out, name, label)
+        finish_trace(out, label, dict(common, worker_rc=rc, cap_probe_stats=st,
+                                      cap_probe_conf=probe.get("pytorch_cuda_alloc_conf"),
+                                      cap_candidates=cands, cap_attempt=i))
+        if label == final:
+            last_rc = 0
+    if keep is None:
+        log(f"{final}: every cap failed")
+    return final, last_rc
+
+
+def job_caps(out, common, workload="varlen_infer", which=("gc_cap", "cap_retry")):
+    res = []
+    if "gc_cap" in which:
+        probe, impl = _probe(out, workload, GC_CONF, "gc_probe")
+        if probe is None:
+            log("gc_cap: probe failed; skipping")
+            res.append(("gc_cap", 1))
+        else:
+            res.append(cap_ladder(out, common, "gc_cap", GC_CONF, probe, impl, workload))
+    if "cap_retry" not in which:
+        return res
+    # Extra: default conf + cap only. With max_split_size unset the allocator goes
+    # straight to 'free all cached blocks and retry', so retries are certain.
+    probe2, impl2 = _probe(out, workload, "", "cap_probe")
+    if probe2 is None:
+        log("cap_retry: probe failed; skipping")
+        res.append(("cap_retry", 1))
+    else:
+        res.append(cap_ladder(out, common, "cap_retry", "", probe2, impl2, workload))
+    return res
+
+
+def driver(a):
+    global LOG_FH
+    os.makedirs(a.out, exist_ok=True)
+    LOG_FH = open(os.path.join(a.out, "capture.log"), "a")
+    t0 = time.time()
+    DEADLINE[0] = t0 + a.deadline
+    common = {"capture_host": os.uname().nodename, "python": sys.version.split()[0],
+              "capture_command": "bash traces/capture/run_on_device.sh"}
+    try:
+        q = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
+                            "--format=csv,noheader"], capture_output=True, text=True, timeout=30)
+        common["nvidia_smi"] = q.stdout.strip()
+        common["driver_version"] = q.stdout.strip().split(",")[1].strip()
+    except Exception as e:  # noqa: BLE001
+        common["nvidia_smi"] = f"unavailable: {e}"
+    log(f"driver start: {common}")
+    simple = [
+        ("randn_loop", "randn_loop", ""),
+        ("cnn_train", "cnn_train", ""),
+        ("transformer_train", "transformer_train", ""),
+        ("varlen_infer", "varlen_infer", ""),
+        ("llm_decode", "llm_decode", ""),
+        ("weights_load", "weights_load", ""),
+        ("two_streams", "two_streams", ""),
+        ("rp2", "varlen_infer", "roundup_power2_divisions:4"),
+        ("expandable", "varlen_infer", "expandable_segments:True"),
+    ]
+    only = set(a.only.split(",")) if a.only else None
+    results = {}
+    with ThreadPoolExecutor(max_workers=a.jobs) as ex:
+        futs = []
+        which = tuple(n for n in ("gc_cap", "cap_retry") if not only or n in only)
+        if which:
+            futs.append(ex.submit(job_caps, a.out, common, "varlen_infer", which))
+        for name, wl, conf in simple:
+            if only and name not in only:
+                continue
+            futs.append(ex.submit(job_simple, a.out, name, wl, conf, common))
+        for f in futs:
+            try:
+                r = f.result()
+                for name, rc in (r if isinstance(r, list) else [r]):
+                    results[name] = rc
+            except Exception:  # noqa: BLE001
+                log("job crashed: " + traceback.format_exc())
+    for fn in sorted(os.listdir(a.out)):
+        if fn.endswith(".pickle"):  # un-finished attempts: not shipped
+            log(f"removing unfinished snapshot {fn}")
+            os.remove(os.path.join(a.out, fn))
+    log(f"driver done in {time.time() - t0:.1f}s: {json.dumps(results)}")
+    return 0 if all(rc == 0 for rc in results.values()) else 1
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--worker")
+    ap.add_argument("--name")
+    ap.add_argument("--impl", default="hf", choices=["hf", "torch"])
+    ap.add_argument("--fraction", type=float)
+    ap.add_argument("--no-record", action="store_true")
+    ap.add_argument("--only")
+    ap.add_argument("--jobs", type=int, default=5)
+    ap.add_argument("--deadline", type=float, default=380.0,
+                    help="seconds after which the driver starts no new worker")
+    a = ap.parse_args()
+    if a.worker:
+        a.name = a.name or a.worker
+        sys.exit(worker(a))
+    sys.exit(driver(a))
+
+
+if __name__ == "__main__":
+    main()
