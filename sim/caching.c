@@ -1,0 +1,449 @@
+/*
+ * caching.c — PyTorch's CUDACachingAllocator (native backend), one device.
+ *
+ * A model of c10/cuda/CUDACachingAllocator.cpp as of PyTorch 2.11, written
+ * from its source (docs/pytorch-caching-allocator.md has the rules this
+ * follows, in words):
+ *   - requests round to 512 B (or to a power-of-two division with
+ *     roundup_power2_divisions); <= 1 MiB goes to the small pool (2 MiB
+ *     segments), larger to the large pool (20 MiB segments below 10 MiB,
+ *     else rounded up to 2 MiB);
+ *   - best fit over free blocks ordered by (stream, size, address), with the
+ *     max_split_size and max_non_split_rounding limits on oversize blocks;
+ *   - a found block is split (front part returned) when the rest is at least
+ *     512 B (small) or more than 1 MiB (large, and only below max_split_size);
+ *   - freed blocks merge with free neighbours of the same segment;
+ *   - on a miss: garbage collection (only under a cap with a threshold),
+ *     cudaMalloc, then free oversize cached blocks and retry, then free every
+ *     whole cached segment and retry (counted as an alloc retry), then OOM.
+ * The cap is --capacity (set_per_process_memory_fraction): without it there
+ * is no garbage collection, as in PyTorch.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bset.h"
+#include "mech.h"
+
+#define MIN_BLOCK (UINT64_C(512))
+#define SMALL_SIZE (UINT64_C(1) << 20)      /* largest request of the small pool */
+#define SMALL_BUFFER (UINT64_C(2) << 20)    /* small pool segment */
+#define LARGE_BUFFER (UINT64_C(20) << 20)   /* large pool segment below MIN_LARGE_ALLOC */
+#define MIN_LARGE_ALLOC (UINT64_C(10) << 20)
+#define ROUND_LARGE (UINT64_C(2) << 20)
+#define MB (UINT64_C(1) << 20)
+#define RP2_INTERVALS 16                    /* 1 MiB .. 64 GiB, one per power of two */
+#define UNLIMITED UINT64_MAX
+
+typedef struct pool pool;
+
+/*
+ * A block is a piece of a segment: allocated, or free and then in its pool's
+ * set.  prev/next link the pieces of one segment by address, so a block with
+ * neither is a whole segment.
+ */
+typedef struct block {
+  pt_bnode node;           /* key (stream, size, addr) while free and in the set */
+  uint64_t addr, size, stream;
+  struct block *prev, *next;
+  pool *pool;
+  uint64_t gc_count_base;  /* pool's get-free-block count when it became free */
+  int allocated;
+} block;
+
+struct pool {
+  pt_bset blocks;
+  int is_small;
+  uint64_t get_free_blocks_calls;
+};
+
+typedef struct caching {
+  pt_mech_env env;
+  pool small, large;
+  uint64_t max_split;          /* bytes; UNLIMITED when off */
+  uint64_t max_non_split_rounding;
+  double gc_threshold;         /* fraction of the cap; 0 = off */
+  unsigned rp2[RP2_INTERVALS]; /* roundup_power2_divisions per interval; 0/1 = off */
+} caching;
+
+static const pt_mech_param caching_params[] = {
+    {"max_split_size_mb", 20, INFINITY,
+     "blocks this large (MiB) are never split; inf = unlimited (PyTorch's default)"},
+    {"max_non_split_rounding_mb", 0, INFINITY,
+     "an unsplittable request may take a cached block up to this much (MiB) larger (default 20)"},
+    {"garbage_collection_threshold", 0, 1,
+     "under a cap, reclaim cached blocks once reserved exceeds this fraction of it (0 = off)"},
+    {"roundup_power2_divisions", 0, 1 << 20,
+     "round sizes up to one of N divisions of their power-of-two interval (0 = off; a power of two)"},
+    {NULL, 0, 0, NULL}};
+
+/* ---- sizes ------------------------------------------------------------------ */
+
+static int log2_floor(uint64_t x) { return 63 - __builtin_clzll(x); }
+
+static uint64_t rp2_next_division(uint64_t size, unsigned divisions) {
+  if ((size & (size - 1)) == 0) return size;
+  uint64_t floor2 = UINT64_C(1) << log2_floor(size);
+  uint64_t step = floor2 >> log2_floor(divisions);
+  if (step == 0) return floor2 << 1;
+  uint64_t down = size & ~(step - 1);
+  return down == size ? size : down + step;
+}
+
+static unsigned rp2_divisions(const caching *c, uint64_t size) {
+  int lg = log2_floor(size), start = 20; /* intervals start at 1 MiB */
+  int idx = lg > start ? lg - start : 0;
+  return c->rp2[idx < RP2_INTERVALS ? idx : RP2_INTERVALS - 1];
+}
+
+static int round_size(caching *c, uint64_t size, uint64_t *out) {
+  const pt_policy_hooks *h = c->env.hooks;
+  if (h && h->round) {
+    int rc = h->round(h->ctx, size, out, c->env.err);
+    if (rc == 0 && *out < size)
+      return pt_err_set(c->env.err, PT_EFORMAT, "round hook returned %llu bytes for a %llu-byte request",
+                        (unsigned long long)*out, (unsigned long long)size);
+    return rc;
+  }
+  if (size < MIN_BLOCK) {
+    *out = MIN_BLOCK;
+    return 0;
+  }
+  unsigned div = rp2_divisions(c, size);
+  if (div > 1 && size > MIN_BLOCK * div) *out = rp2_next_division(size, div);
+  else *out = MIN_BLOCK * ((size + MIN_BLOCK - 1) / MIN_BLOCK);
+  return 0;
+}
+
+static int allocation_size(caching *c, uint64_t size, uint64_t *out) {
+  const pt_policy_hooks *h = c->env.hooks;
+  if (h && h->segment_size) {
+    int rc = h->segment_size(h->ctx, size, out, c->env.err);
+    if (rc == 0 && *out < size)
+      return pt_err_set(c->env.err, PT_EFORMAT, "segment_size hook returned %llu bytes for a %llu-byte block",
+                        (unsigned long long)*out, (unsigned long long)size);
+    return rc;
+  }
+  if (size <= SMALL_SIZE) *out = SMALL_BUFFER;
+  else if (size < MIN_LARGE_ALLOC) *out = LARGE_BUFFER;
+  else *out = ROUND_LARGE * ((size + ROUND_LARGE - 1) / ROUND_LARGE);
+  return 0;
+}
+
+/* ---- blocks and pools ------------------------------------------------------ */
+
+static void pool_insert(pool *p, block *b) {
+  b->gc_count_base = p->get_free_blocks_calls;
+  b->node.key = (pt_bkey){b->stream, b->size, b->addr};
+  pt_bset_insert(&p->blocks, &b->node);
+}
+
+static void pool_erase(pool *p, block *b) { pt_bset_erase(&p->blocks, &b->node); }
+
+static block *of(pt_bnode *n) { return (block *)n; } /* node is the first member */
+
+static int gc_enabled(const caching *c) { return c->env.dev->capacity && c->gc_threshold > 0.0; }
+
+/* Give a free whole segment back to the driver (release_block). */
+static void release_block(caching *c, block *b) {
+  pt_dev_free(c->env.dev, b->addr, b->size);
+  pool_erase(b->pool, b);
+  free(b);
+}
+
+/* get_free_block: best fit in the pool, within the oversize limits. */
+static block *get_free_block(caching *c, pool *p, uint64_t size, uint64_t stream) {
+  if (gc_enabled(c)) p->get_free_blocks_calls++;
+  pt_bkey key = {stream, size, 0};
+  pt_bnode *n = pt_bset_lower_bound(&p->blocks, &key);
+  if (!n || of(n)->stream != stream) return NULL;
+  block *b = of(n);
+  if (size < c->max_split && b->size >= c->max_split) return NULL;
+  if (size >= c->max_split && b->size >= size + c->max_non_split_rounding) return NULL;
+  pool_erase(p, b);
+  return b;
+}
+
+/* garbage_collect_cached_blocks: free old whole segments of the large pool. */
+static void garbage_collect(caching *c) {
+  pt_device *d = c->env.dev;
+  uint64_t threshold = (uint64_t)(c->gc_threshold * (double)d->capacity);
+  if (d->reserved <= threshold) return;
+  uint64_t target = d->reserved - threshold, reclaimed = 0, total_age = 0;
+  size_t freeable = 0;
+  pool *p = &c->large;
+  for (pt_bnode *n = pt_bset_first(&p->blocks); n; n = pt_bset_next(&p->blocks, n))
+    if (!of(n)->prev && !of(n)->next) {
+      total_age += p->get_free_blocks_calls - of(n)->gc_count_base;
+      freeable++;
+    }
+  if (!freeable) return;
+  c->env.counters->collections++;
+  int freed = 1;
+  while (reclaimed < target && freed && freeable > 0) {
+    double age_threshold = (double)total_age / (double)freeable;
+    freed = 0;
+    for (pt_bnode *n = pt_bset_first(&p->blocks); n;) {
+      block *b = of(n);
+      n = pt_bset_next(&p->blocks, n);
+      uint64_t age = p->get_free_blocks_calls - b->gc_count_base;
+      if (!b->prev && !b->next && (double)age >= age_threshold) {
+        freed = 1;
+        reclaimed += b->size;
+        total_age -= age;
+        freeable--;
+        release_block(c, b);
+      }
+    }
+  }
+}
+
+/* alloc_block: a new segment from the driver (0, PT_EOOM or PT_ENOMEM). */
+static int alloc_block(caching *c, pool *p, uint64_t alloc_size, uint64_t stream, int retry, block **out) {
+  if (retry) c->env.counters->alloc_retries++;
+  uint64_t addr;
+  int rc = pt_dev_malloc(c->env.dev, alloc_size, &addr);
+  if (rc < 0) return rc;
+  block *b = calloc(1, sizeof *b);
+  if (!b) return PT_ENOMEM;
+  b->addr = addr;
+  b->size = alloc_size;
+  b->stream = stream;
+  b->pool = p;
+  *out = b;
+  return 0;
+}
+
+/* release_available_cached_blocks: free oversize cached blocks to make room. */
+static int release_available(caching *c, pool *p, uint64_t size, uint64_t stream) {
+  if (c->max_split == UNLIMITED) return 0;
+  pt_bkey key = {stream, size < c->max_split ? c->max_split : size, 0};
+  pt_bnode *n = pt_bset_lower_bound(&p->blocks, &key);
+  if (n && of(n)->stream == stream) {
+    if (of(n)->prev || of(n)->next) return 0; /* see below */
+    release_block(c, of(n));
+    return 1;
+  }
+  /* no single block is large enough: free oversize ones, largest first */
+  n = pt_bset_before(&p->blocks, &key);
+  uint64_t released = 0;
+  while (n && released < key.size && of(n)->size >= c->max_split && of(n)->stream == stream) {
+    block *b = of(n);
+    n = pt_bset_before(&p->blocks, &b->node.key);
+    if (b->prev || b->next) continue; /* part of a segment: PyTorch never meets one here */
+    released += b->size;
+    release_block(c, b);
+  }
+  return released >= key.size;
+}
+
+/* release_cached_blocks: free every whole cached segment, large pool first. */
+static void release_cached(caching *c) {
+  pool *pools[2] = {&c->large, &c->small};
+  for (int i = 0; i < 2; i++) {
+    pool *p = pools[i];
+    for (pt_bnode *n = pt_bset_first(&p->blocks); n;) {
+      block *b = of(n);
+      n = pt_bset_next(&p->blocks, n);
+      if (!b->prev && !b->next) release_block(c, b);
+    }
+  }
+}
+
+static int should_split(const caching *c, const block *b, uint64_t size) {
+  uint64_t remaining = b->size - size;
+  if (b->pool->is_small) return remaining >= MIN_BLOCK;
+  return size < c->max_split && remaining > SMALL_SIZE;
+}
+
+/* Cut b to size bytes at its front; the rest becomes a free block in the pool. */
+static int split_front(block *b, uint64_t size) {
+  block *rest = calloc(1, sizeof *rest);
+  if (!rest) return PT_ENOMEM;
+  rest->addr = b->addr + size;
+  rest->size = b->size - size;
+  rest->stream = b->stream;
+  rest->pool = b->pool;
+  rest->prev = b;
+  rest->next = b->next;
+  if (rest->next) rest->next->prev = rest;
+  b->next = rest;
+  b->size = size;
+  pool_insert(rest->pool, rest);
+  return 0;
+}
+
+static int caching_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *handle) {
+  caching *c = state;
+  uint64_t size, alloc_size;
+  int rc;
+  if ((rc = round_size(c, bytes, &size)) < 0) return rc;
+  pool *p = size <= SMALL_SIZE ? &c->small : &c->large;
+  block *b = get_free_block(c, p, size, stream);
+  if (b) {
+    c->env.counters->cache_hits++;
+  } else {
+    if ((rc = allocation_size(c, size, &alloc_size)) < 0) return rc;
+    const pt_policy_hooks *h = c->env.hooks;
+    int collect = gc_enabled(c);
+    if (h && h->should_collect &&
+        (rc = h->should_collect(h->ctx, c->env.dev->reserved, 0, &collect, c->env.err)) < 0)
+      return rc;
+    if (collect) garbage_collect(c);
+    rc = alloc_block(c, p, alloc_size, stream, 0, &b);
+    if (rc == PT_EOOM && release_available(c, p, size, stream))
+      rc = alloc_block(c, p, alloc_size, stream, 0, &b);
+    if (rc == PT_EOOM) {
+      release_cached(c);
+      rc = alloc_block(c, p, alloc_size, stream, 1, &b);
+    }
+    if (rc < 0) return rc;
+  }
+  if (should_split(c, b, size) && (rc = split_front(b, size)) < 0) return rc;
+  b->allocated = 1;
+  *handle = (uint64_t)(uintptr_t)b;
+  return 0;
+}
+
+/* Merge src into dst when src is a free neighbour (try_merge_blocks). */
+static void try_merge(block *dst, block *src) {
+  if (!src || src->allocated) return;
+  if (src == dst->prev) {
+    dst->addr = src->addr;
+    dst->prev = src->prev;
+    if (dst->prev) dst->prev->next = dst;
+  } else {
+    dst->next = src->next;
+    if (dst->next) dst->next->prev = dst;
+  }
+  dst->size += src->size;
+  pool_erase(src->pool, src);
+  free(src);
+}
+
+static int caching_free(void *state, uint64_t handle) {
+  (void)state;
+  block *b = (block *)(uintptr_t)handle;
+  b->allocated = 0;
+  try_merge(b, b->prev);
+  try_merge(b, b->next);
+  pool_insert(b->pool, b);
+  return 0;
+}
+
+static int caching_empty_cache(void *state) {
+  release_cached(state);
+  return 0;
+}
+
+/* ---- initial state ------------------------------------------------------------ */
+
+static int caching_init_segment(void *state, uint64_t addr, uint64_t bytes, uint64_t stream, int expandable) {
+  caching *c = state;
+  if (expandable)
+    return pt_err_set(c->env.err, PT_EFORMAT,
+                      "the trace starts with an expandable segment; the caching mechanism has none "
+                      "(use the expandable mechanism)");
+  block *b = calloc(1, sizeof *b);
+  if (!b) return PT_ENOMEM;
+  b->addr = addr;
+  b->size = bytes;
+  b->stream = stream;
+  b->pool = bytes == SMALL_BUFFER ? &c->small : &c->large; /* only small segments are 2 MiB */
+  pool_insert(b->pool, b);
+  pt_dev_adopt(c->env.dev, bytes);
+  return 0;
+}
+
+/*
+ * A block allocated before the trace began: carve it out of the free block
+ * that covers addr.  Its size is the rounded request, or the whole rest of
+ * the free block where the allocator would not have split it.
+ */
+static int caching_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_t stream, uint64_t *handle) {
+  caching *c = state;
+  pool *pools[2] = {&c->small, &c->large};
+  block *b = NULL;
+  for (int i = 0; i < 2 && !b; i++)
+    for (pt_bnode *n = pt_bset_first(&pools[i]->blocks); n; n = pt_bset_next(&pools[i]->blocks, n))
+      if (of(n)->addr <= addr && addr - of(n)->addr < of(n)->size) {
+        b = of(n);
+        break;
+      }
+  if (!b)
+    return pt_err_set(c->env.err, PT_EFORMAT, "initial block at 0x%llx lies in no free part of an initial segment",
+                      (unsigned long long)addr);
+  uint64_t size;
+  int rc = round_size(c, bytes, &size);
+  if (rc < 0) return rc;
+  pool *p = b->pool;
+  pool_erase(p, b);
+  if (addr > b->addr) { /* the free part before it stays free */
+    uint64_t before = addr - b->addr;
+    if ((rc = split_front(b, before)) < 0) return rc;
+    pool_insert(p, b);
+    b = b->next;
+    pool_erase(p, b);
+  }
+  if (size > b->size)
+    return pt_err_set(c->env.err, PT_EFORMAT, "initial block at 0x%llx (%llu bytes) overruns its segment",
+                      (unsigned long long)addr, (unsigned long long)bytes);
+  if (should_split(c, b, size) && (rc = split_front(b, size)) < 0) return rc;
+  b->allocated = 1;
+  b->stream = stream;
+  *handle = (uint64_t)(uintptr_t)b;
+  return 0;
+}
+
+/* ---- life cycle ------------------------------------------------------------------ */
+
+static int caching_create(const pt_mech_env *env, void **state) {
+  caching *c = calloc(1, sizeof *c);
+  if (!c) return PT_ENOMEM;
+  c->env = *env;
+  c->small.is_small = 1;
+  double split_mb = pt_params_get(env->params, "max_split_size_mb", INFINITY);
+  double rounding_mb = pt_params_get(env->params, "max_non_split_rounding_mb", 20);
+  double rp2 = pt_params_get(env->params, "roundup_power2_divisions", 0);
+  c->gc_threshold = pt_params_get(env->params, "garbage_collection_threshold", 0);
+  c->max_split = isinf(split_mb) || split_mb >= (double)(UNLIMITED / MB) ? UNLIMITED : (uint64_t)split_mb * MB;
+  c->max_non_split_rounding = isinf(rounding_mb) ? UNLIMITED : (uint64_t)rounding_mb * MB;
+  unsigned div = (unsigned)rp2;
+  if (div & (div - 1)) {
+    free(c);
+    return pt_err_set(env->err, PT_EUSAGE, "roundup_power2_divisions must be a power of two, not %u", div);
+  }
+  for (int i = 0; i < RP2_INTERVALS; i++) c->rp2[i] = div;
+  *state = c;
+  return 0;
+}
+
+static void free_pool(pool *p) {
+  pt_bnode *n;
+  while ((n = p->blocks.root)) {
+    pt_bset_erase(&p->blocks, n);
+    free(of(n));
+  }
+}
+
+static void caching_destroy(void *state) {
+  caching *c = state;
+  if (!c) return;
+  /* allocated blocks are reachable only through segments' neighbour links */
+  free_pool(&c->small);
+  free_pool(&c->large);
+  free(c);
+}
+
+const pt_mech_ops pt_mech_caching = {
+    .name = "caching",
+    .params = caching_params,
+    .create = caching_create,
+    .init_segment = caching_init_segment,
+    .init_alloc = caching_init_alloc,
+    .alloc = caching_alloc,
+    .free = caching_free,
+    .empty_cache = caching_empty_cache,
+    .destroy = caching_destroy,
+};

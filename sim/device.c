@@ -1,0 +1,105 @@
+/* device.c — the modelled driver: counts, reserved bytes, cap, addresses (see device.h). */
+#include "device.h"
+
+#include <string.h>
+
+#include "mech.h"
+
+#define INVENTED_BASE (UINT64_C(1) << 52) /* far above the addresses CUDA hands out */
+#define VA_ALIGN (UINT64_C(2) << 20)
+
+void pt_dev_init(pt_device *d, uint64_t capacity, const pt_addr_hint *hints, size_t nhints) {
+  memset(d, 0, sizeof *d);
+  d->capacity = capacity;
+  d->hints = hints;
+  d->nhints = nhints;
+  d->hints_followed = nhints > 0;
+  d->next_va = INVENTED_BASE;
+}
+
+int pt_dev_would_exceed(const pt_device *d, uint64_t bytes) {
+  return d->capacity && (bytes > d->capacity || d->reserved > d->capacity - bytes);
+}
+
+static void held(pt_device *d, uint64_t bytes) {
+  d->reserved += bytes;
+  if (d->reserved > d->peak_reserved) d->peak_reserved = d->reserved;
+  if (d->on_change) d->on_change(d->ctx);
+}
+
+static void released(pt_device *d, uint64_t bytes) {
+  d->reserved -= bytes < d->reserved ? bytes : d->reserved;
+  if (d->on_change) d->on_change(d->ctx);
+}
+
+static void count(pt_device *d, enum pt_drv_call c, uint64_t bytes) {
+  d->calls[c]++;
+  d->call_bytes[c] += bytes;
+}
+
+static uint64_t invent(pt_device *d, uint64_t bytes, uint64_t align) {
+  uint64_t va = (d->next_va + align - 1) & ~(align - 1);
+  d->next_va = va + bytes;
+  return va;
+}
+
+int pt_dev_malloc(pt_device *d, uint64_t bytes, uint64_t *addr) {
+  if (pt_dev_would_exceed(d, bytes)) return PT_EOOM;
+  if (d->hints_followed && d->next_hint < d->nhints && d->hints[d->next_hint].bytes == bytes) {
+    *addr = d->hints[d->next_hint++].addr;
+  } else {
+    d->hints_followed = 0;
+    *addr = invent(d, bytes, VA_ALIGN);
+  }
+  count(d, PT_DRV_malloc, bytes);
+  d->segments_allocated++;
+  held(d, bytes);
+  return 0;
+}
+
+void pt_dev_free(pt_device *d, uint64_t addr, uint64_t bytes) {
+  (void)addr;
+  count(d, PT_DRV_free, bytes);
+  released(d, bytes);
+}
+
+void pt_dev_adopt(pt_device *d, uint64_t bytes) { held(d, bytes); }
+
+uint64_t pt_dev_address_reserve(pt_device *d, uint64_t bytes, uint64_t align) {
+  count(d, PT_DRV_address_reserve, bytes);
+  return invent(d, bytes, align > VA_ALIGN ? align : VA_ALIGN);
+}
+
+void pt_dev_address_free(pt_device *d, uint64_t va, uint64_t bytes) {
+  (void)va;
+  count(d, PT_DRV_address_free, bytes);
+}
+
+int pt_dev_mem_create(pt_device *d, uint64_t bytes) {
+  if (pt_dev_would_exceed(d, bytes)) return PT_EOOM;
+  count(d, PT_DRV_mem_create, bytes);
+  d->segments_allocated++;
+  held(d, bytes);
+  return 0;
+}
+
+void pt_dev_mem_release(pt_device *d, uint64_t bytes) {
+  count(d, PT_DRV_mem_release, bytes);
+  released(d, bytes);
+}
+
+void pt_dev_mem_map(pt_device *d, uint64_t va, uint64_t bytes) {
+  (void)va;
+  count(d, PT_DRV_mem_map, bytes);
+  d->bytes_mapped_total += bytes;
+}
+
+void pt_dev_mem_set_access(pt_device *d, uint64_t va, uint64_t bytes) {
+  (void)va;
+  count(d, PT_DRV_mem_set_access, bytes);
+}
+
+void pt_dev_mem_unmap(pt_device *d, uint64_t va, uint64_t bytes) {
+  (void)va;
+  count(d, PT_DRV_mem_unmap, bytes);
+}

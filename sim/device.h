@@ -1,0 +1,78 @@
+/*
+ * device.h — the modelled GPU as the driver shows it to an allocator: every
+ * call a mechanism makes (cudaMalloc/cudaFree, the VMM calls), the physical
+ * bytes held ("reserved"), an optional cap (--capacity, PyTorch's
+ * set_per_process_memory_fraction), and where new segments land.
+ *
+ * Addresses: the real allocator's segment_alloc records give the addresses
+ * cudaMalloc returned.  While the model's k-th cudaMalloc asks for the same
+ * size as the real k-th one, it gets the same address (best fit breaks ties
+ * by address, so this keeps a faithful model on the real run's path); after
+ * the first disagreement, or with no hints, addresses are invented upward
+ * from a base far from real ones.
+ */
+#ifndef PT_DEVICE_H
+#define PT_DEVICE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* X(name): the driver calls the model counts; the JSON keys of driver_calls. */
+#define PT_DRIVER_CALLS(X) \
+  X(malloc)                \
+  X(free)                  \
+  X(mem_create)            \
+  X(mem_map)               \
+  X(mem_set_access)        \
+  X(mem_unmap)             \
+  X(mem_release)           \
+  X(address_reserve)       \
+  X(address_free)
+
+enum pt_drv_call {
+#define PT_X(n) PT_DRV_##n,
+  PT_DRIVER_CALLS(PT_X)
+#undef PT_X
+  PT_DRV_NCALLS
+};
+
+typedef struct pt_addr_hint {
+  uint64_t addr, bytes;
+} pt_addr_hint;
+
+typedef struct pt_device {
+  uint64_t capacity;                 /* 0: no cap */
+  uint64_t reserved, peak_reserved;  /* physical bytes held: segments + created handles */
+  uint64_t calls[PT_DRV_NCALLS];
+  uint64_t call_bytes[PT_DRV_NCALLS];/* bytes passed to each kind of call, summed */
+  uint64_t segments_allocated;       /* cudaMalloc calls + cuMemCreate calls */
+  uint64_t bytes_mapped_total;
+  const pt_addr_hint *hints;         /* recorded cudaMalloc results, in order */
+  size_t nhints, next_hint;
+  int hints_followed;                /* still on the recorded path */
+  uint64_t next_va;                  /* invented addresses start here */
+  /* called after every change of reserved (timelines); may be NULL */
+  void (*on_change)(void *ctx);
+  void *ctx;
+} pt_device;
+
+void pt_dev_init(pt_device *d, uint64_t capacity, const pt_addr_hint *hints, size_t nhints);
+/* 1 when bytes more would pass the cap. */
+int pt_dev_would_exceed(const pt_device *d, uint64_t bytes);
+
+/* cudaMalloc: 0 with *addr, or PT_EOOM past the cap (no call counted then). */
+int pt_dev_malloc(pt_device *d, uint64_t bytes, uint64_t *addr /* OUT */);
+void pt_dev_free(pt_device *d, uint64_t addr, uint64_t bytes);
+/* A segment that exists before the trace starts: held, but no call made. */
+void pt_dev_adopt(pt_device *d, uint64_t bytes);
+
+/* VMM: reserve VA (no physical bytes), create/release physical handles, map. */
+uint64_t pt_dev_address_reserve(pt_device *d, uint64_t bytes, uint64_t align);
+void pt_dev_address_free(pt_device *d, uint64_t va, uint64_t bytes);
+int pt_dev_mem_create(pt_device *d, uint64_t bytes);  /* 0 or PT_EOOM */
+void pt_dev_mem_release(pt_device *d, uint64_t bytes);
+void pt_dev_mem_map(pt_device *d, uint64_t va, uint64_t bytes);
+void pt_dev_mem_set_access(pt_device *d, uint64_t va, uint64_t bytes);
+void pt_dev_mem_unmap(pt_device *d, uint64_t va, uint64_t bytes);
+
+#endif

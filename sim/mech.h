@@ -1,0 +1,107 @@
+/*
+ * mech.h — how allocator mechanisms plug into the simulator.
+ *
+ * A mechanism (direct, caching, expandable, async_pool, stitch) is a table of
+ * functions over its own state (Dinero's replacementf / ChampSim's
+ * replacement hooks).  It asks the modelled device (device.h) for memory and
+ * so pays driver calls; it reads its parameters from pt_params and may
+ * consult the policy through pt_policy_hooks.  Neither table knows Lua,
+ * SQLite or CUDA: the Lua adapter (policy.c) is one implementation of the
+ * hooks, tests use plain C ones.
+ */
+#ifndef PT_MECH_H
+#define PT_MECH_H
+
+#include <stdint.h>
+
+#include "device.h"
+#include "error.h"
+
+#define PT_EOOM (-20) /* a request the mechanism could not satisfy: out of memory */
+
+/* ---- parameters: name -> number, as the policy (or --set) gave them ------- */
+
+#define PT_MAX_PARAMS 32
+#define PT_PARAM_NAME_MAX 48
+
+typedef struct pt_params {
+  int n;
+  struct {
+    char name[PT_PARAM_NAME_MAX];
+    double value;
+  } v[PT_MAX_PARAMS];
+} pt_params;
+
+/* Value of name, or dflt when absent. */
+double pt_params_get(const pt_params *p, const char *name, double dflt);
+/* Set (add or overwrite); PT_ELIMIT when full. */
+int pt_params_set(pt_params *p, const char *name, double value);
+
+/* ---- policy hooks: optional decisions the mechanism delegates ------------- */
+
+/*
+ * Each hook may be NULL (the mechanism's own rule applies).  A hook returns
+ * 0 with *out set, or a negative PT_E* with err filled (e.g. a Lua error
+ * naming the script and line); the simulation then stops with that error.
+ */
+typedef struct pt_policy_hooks {
+  void *ctx;
+  /* bytes a request is rounded to (caching: replaces round_size) */
+  int (*round)(void *ctx, uint64_t bytes, uint64_t *out, pt_err *err);
+  /* bytes of a new segment for a (rounded) request */
+  int (*segment_size)(void *ctx, uint64_t bytes, uint64_t *out, pt_err *err);
+  /* page size for a mapping of bytes (model only; see DESIGN.md) */
+  int (*page_size)(void *ctx, uint64_t bytes, uint64_t *out, pt_err *err);
+  /* whether to collect cached memory now, given reserved and allocated bytes */
+  int (*should_collect)(void *ctx, uint64_t reserved, uint64_t allocated, int *out, pt_err *err);
+} pt_policy_hooks;
+
+/* ---- the mechanism table ------------------------------------------------- */
+
+/* What a mechanism did besides driver calls; the engine reports these. */
+typedef struct pt_mech_counters {
+  uint64_t alloc_retries;       /* requests that freed cached memory and retried */
+  uint64_t collections;         /* garbage collections / pool trims run */
+  uint64_t cache_hits;          /* requests served without a driver call */
+} pt_mech_counters;
+
+/* What a mechanism is created with. */
+typedef struct pt_mech_env {
+  pt_device *dev;               /* driver model: calls, reserved bytes, capacity */
+  pt_mech_counters *counters;
+  const pt_params *params;
+  const pt_policy_hooks *hooks;
+  pt_err *err;                  /* where hook errors and bad parameters are described */
+} pt_mech_env;
+
+/* A known parameter: name, allowed range, and a check beyond the range. */
+typedef struct pt_mech_param {
+  const char *name;
+  double min, max;
+  const char *doc;
+} pt_mech_param;
+
+typedef struct pt_mech_ops {
+  const char *name;
+  const pt_mech_param *params;  /* terminated by a NULL name */
+  int (*create)(const pt_mech_env *env, void **state /* OUT */);
+  /* initial state, before any request: a segment, then blocks inside segments */
+  int (*init_segment)(void *state, uint64_t addr, uint64_t bytes, uint64_t stream, int expandable);
+  int (*init_alloc)(void *state, uint64_t addr, uint64_t bytes, uint64_t stream, uint64_t *handle /* OUT */);
+  /* a request of bytes on stream: 0 with a handle, PT_EOOM, or another error */
+  int (*alloc)(void *state, uint64_t bytes, uint64_t stream, uint64_t *handle /* OUT */);
+  int (*free)(void *state, uint64_t handle);
+  /* release cached memory, as torch.cuda.empty_cache() (NULL when meaningless) */
+  int (*empty_cache)(void *state);
+  void (*destroy)(void *state);
+} pt_mech_ops;
+
+extern const pt_mech_ops pt_mech_direct, pt_mech_caching, pt_mech_expandable, pt_mech_async_pool,
+    pt_mech_stitch;
+
+/* Look a mechanism up by name; NULL when unknown. */
+const pt_mech_ops *pt_mech_find(const char *name);
+/* "direct, caching, expandable, async_pool, stitch" */
+const char *pt_mech_names(void);
+
+#endif

@@ -1,0 +1,333 @@
+/*
+ * sim.c — the replay engine (see sim.h).
+ *
+ * One pass sets up the initial state (segments, then the blocks inside
+ * them), a second replays requests in order.  Observed records are not acted
+ * on: they give the recorded segment addresses (device.h) and the ground
+ * truth reported beside the model's figures — except an observed OOM, which
+ * is also a request (one that failed in the real run) and is tried.  A request the mechanism cannot
+ * satisfy counts as an OOM; the workload would have raised, and its later
+ * free is skipped.
+ */
+#include "sim.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "u64map.h"
+
+#define FAILED UINT64_MAX       /* handle of a request that hit OOM */
+#define FREED (UINT64_MAX - 1)  /* handle slot of a block given back (or never made) */
+
+int pt_trace_load(const char *path, const pt_trace_opts *opts, pt_err *err, pt_trace_data *out) {
+  memset(out, 0, sizeof *out);
+  pt_trace *t;
+  int rc = pt_trace_open(path, opts, err, &t);
+  if (rc < 0) return rc;
+  size_t cap = 4096;
+  out->ev = malloc(cap * sizeof *out->ev);
+  out->path = strdup(path);
+  if (!out->ev || !out->path) {
+    rc = pt_err_set(err, PT_ENOMEM, "%s: out of memory", path);
+    goto fail;
+  }
+  pt_u64map dense = {0}; /* trace id -> dense id, while live */
+  pt_event ev;
+  while ((rc = pt_trace_next(t, &ev, err)) > 0) {
+    if (ev.kind == PT_EV_ALLOC || ev.kind == PT_EV_INIT_ALLOC) {
+      if (pt_u64map_put(&dense, ev.id, out->nallocs) < 0) {
+        rc = pt_err_set(err, PT_ENOMEM, "%s: out of memory", path);
+        break;
+      }
+      ev.id = out->nallocs++;
+    } else if (ev.kind == PT_EV_FREE || ev.kind == PT_EV_ACCESS) {
+      uint64_t *d = pt_u64map_get(&dense, ev.id); /* present: the reader checked liveness */
+      uint64_t id = d ? *d : UINT64_MAX;
+      if (ev.kind == PT_EV_FREE) pt_u64map_del(&dense, ev.id);
+      ev.id = id;
+    }
+    if (out->n == cap) {
+      pt_event *ne = realloc(out->ev, 2 * cap * sizeof *ne);
+      if (!ne) {
+        rc = pt_err_set(err, PT_ENOMEM, "%s: out of memory", path);
+        break;
+      }
+      out->ev = ne;
+      cap *= 2;
+    }
+    out->ev[out->n++] = ev;
+  }
+  pt_u64map_free(&dense);
+  if (rc < 0) goto fail;
+  out->info = *pt_trace_get_info(t);
+  pt_trace_close(t);
+  return 0;
+fail:
+  pt_trace_close(t);
+  pt_trace_data_free(out);
+  return rc;
+}
+
+void pt_trace_data_free(pt_trace_data *t) {
+  free(t->ev);
+  free(t->path);
+  memset(t, 0, sizeof *t);
+}
+
+/* ---- run state ------------------------------------------------------------------ */
+
+typedef struct run {
+  pt_device dev;
+  pt_mech_counters counters;
+  uint64_t *handles;        /* dense id -> mechanism handle, FAILED, or FREED */
+  uint64_t allocated, peak_allocated;
+  /* timeline: one point per window of `every` events, holding the window's maxima */
+  pt_sim_point *points;
+  size_t npoints, cap_points;
+  uint64_t every, win_reserved, win_allocated;
+} run;
+
+static void on_reserved_change(void *ctx) {
+  run *r = ctx;
+  if (r->dev.reserved > r->win_reserved) r->win_reserved = r->dev.reserved;
+}
+
+static int close_window(run *r, uint64_t event, int64_t time_us) {
+  if (r->npoints == r->cap_points) {
+    size_t ncap = r->cap_points ? r->cap_points * 2 : 1024;
+    pt_sim_point *np = realloc(r->points, ncap * sizeof *np);
+    if (!np) return PT_ENOMEM;
+    r->points = np;
+    r->cap_points = ncap;
+  }
+  r->points[r->npoints++] = (pt_sim_point){event, time_us, r->win_reserved, r->win_allocated};
+  r->win_reserved = r->dev.reserved;
+  r->win_allocated = r->allocated;
+  return 0;
+}
+
+/* Ground truth from the observed records: segment count and peak reserved. */
+static void observed(const pt_trace_data *t, pt_sim_result *out, pt_addr_hint **hints, size_t *nhints) {
+  uint64_t reserved = 0, peak = 0, n = 0;
+  for (size_t i = 0; i < t->n; i++) {
+    const pt_event *e = &t->ev[i];
+    switch (e->kind) {
+    case PT_EV_INIT_SEGMENT: reserved += e->bytes; break;
+    case PT_EV_SEG_ALLOC:
+      if (*hints) (*hints)[n] = (pt_addr_hint){e->addr, e->bytes};
+      n++;
+      reserved += e->bytes;
+      out->observed_segment_allocs++;
+      break;
+    case PT_EV_SEG_MAP: reserved += e->bytes; out->observed_segment_allocs++; break;
+    case PT_EV_SEG_FREE:
+    case PT_EV_SEG_UNMAP: reserved -= e->bytes < reserved ? e->bytes : reserved; break;
+    default: continue;
+    }
+    if (reserved > peak) peak = reserved;
+  }
+  out->observed_peak_reserved_bytes = peak;
+  *nhints = (size_t)n;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Set up the state captured at trace start: segments first, then blocks in them. */
+static int initial_state(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r, pt_err *err) {
+  int rc;
+  for (size_t i = 0; i < t->n && (t->ev[i].kind == PT_EV_INIT_SEGMENT || t->ev[i].kind == PT_EV_INIT_ALLOC); i++) {
+    const pt_event *e = &t->ev[i];
+    if (e->kind == PT_EV_INIT_SEGMENT &&
+        (rc = m->init_segment(st, e->addr, e->bytes, e->stream, e->flags & PT_SEGF_EXPANDABLE)) < 0)
+      return pt_err_prefix(err, rc, "%s: initial segment at 0x%" PRIx64, t->path, e->addr);
+  }
+  for (size_t i = 0; i < t->n && (t->ev[i].kind == PT_EV_INIT_SEGMENT || t->ev[i].kind == PT_EV_INIT_ALLOC); i++) {
+    const pt_event *e = &t->ev[i];
+    if (e->kind != PT_EV_INIT_ALLOC) continue;
+    uint64_t h;
+    if ((rc = m->init_alloc(st, e->addr, e->bytes, e->stream, &h)) < 0)
+      return pt_err_prefix(err, rc, "%s: initial block at 0x%" PRIx64, t->path, e->addr);
+    r->handles[e->id] = h;
+    r->allocated += e->bytes;
+  }
+  if (r->allocated > r->peak_allocated) r->peak_allocated = r->allocated;
+  return 0;
+}
+
+static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r, pt_sim_result *out, pt_err *err) {
+  uint64_t win = 0;
+  int rc;
+  for (size_t i = 0; i < t->n; i++) {
+    const pt_event *e = &t->ev[i];
+    if (e->kind == PT_EV_ALLOC) {
+      uint64_t h;
+      out->allocs++;
+      rc = m->alloc(st, e->bytes, e->stream, &h);
+      if (rc == PT_EOOM) {
+        out->ooms++;
+        h = FAILED;
+      } else if (rc < 0) {
+        return pt_err_prefix(err, rc, "%s: request %zu (%" PRIu64 " bytes)", t->path, i, e->bytes);
+      } else {
+        r->allocated += e->bytes;
+        if (r->allocated > r->peak_allocated) r->peak_allocated = r->allocated;
+        if (r->allocated > r->win_allocated) r->win_allocated = r->allocated;
+      }
+      r->handles[e->id] = h;
+    } else if (e->kind == PT_EV_OOM) {
+      /* a request that failed in the real run: the model tries it too; if it
+         fits here, it is given back at once (the workload stopped there) */
+      uint64_t h;
+      rc = m->alloc(st, e->bytes, e->stream, &h);
+      if (rc == PT_EOOM) out->ooms++;
+      else if (rc < 0 || (rc = m->free(st, h)) < 0)
+        return pt_err_prefix(err, rc, "%s: failed request of %" PRIu64 " bytes", t->path, e->bytes);
+    } else if (e->kind == PT_EV_FREE) {
+      out->frees++;
+      uint64_t *h = &r->handles[e->id];
+      if (*h != FAILED) {
+        if ((rc = m->free(st, *h)) < 0) return pt_err_prefix(err, rc, "%s: record %zu (free)", t->path, i);
+        r->allocated -= e->bytes;
+      }
+      *h = FREED;
+    }
+    if (++win == r->every) {
+      win = 0;
+      if (close_window(r, i + 1, e->time_us) < 0) return pt_err_set(err, PT_ENOMEM, "out of memory");
+    }
+  }
+  if (win && t->n && close_window(r, t->n, t->ev[t->n - 1].time_us) < 0)
+    return pt_err_set(err, PT_ENOMEM, "out of memory");
+  out->events = t->n;
+  return 0;
+}
+
+int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt_sim_result *out) {
+  memset(out, 0, sizeof *out);
+  run r = {0};
+  size_t nhints = 0;
+  pt_addr_hint *hints = NULL;
+  observed(t, out, &hints, &nhints);
+  if (nhints && !cfg->invent_addresses) {
+    hints = malloc(nhints * sizeof *hints);
+    if (!hints) return pt_err_set(err, PT_ENOMEM, "out of memory");
+    pt_sim_result scratch = {0};
+    observed(t, &scratch, &hints, &nhints);
+  } else {
+    nhints = 0;
+  }
+  r.handles = malloc((t->nallocs ? t->nallocs : 1) * sizeof *r.handles);
+  if (!r.handles) {
+    free(hints);
+    return pt_err_set(err, PT_ENOMEM, "out of memory");
+  }
+  for (size_t i = 0; i < t->nallocs; i++) r.handles[i] = FREED;
+  pt_dev_init(&r.dev, cfg->capacity, hints, nhints);
+  r.dev.on_change = on_reserved_change;
+  r.dev.ctx = &r;
+  size_t points = cfg->timeline_points ? cfg->timeline_points : 1000;
+  r.every = t->n / points + 1;
+
+  pt_mech_env env = {.dev = &r.dev, .counters = &r.counters, .params = &cfg->params, .hooks = &cfg->hooks, .err = err};
+  void *st = NULL;
+  int rc = cfg->mech->create(&env, &st);
+  if (rc < 0) {
+    free(hints);
+    free(r.handles);
+    return rc;
+  }
+  double t0 = now_s();
+  rc = initial_state(t, cfg->mech, st, &r, err);
+  r.win_reserved = r.dev.reserved;
+  r.win_allocated = r.allocated;
+  if (rc == 0) rc = replay(t, cfg->mech, st, &r, out, err);
+  out->seconds = now_s() - t0;
+
+  out->peak_reserved_bytes = r.dev.peak_reserved;
+  out->peak_allocated_bytes = r.peak_allocated;
+  out->fragmentation = r.dev.peak_reserved ? 1.0 - (double)r.peak_allocated / (double)r.dev.peak_reserved : 0.0;
+  out->segments_allocated = r.dev.segments_allocated;
+  out->bytes_mapped_total = r.dev.bytes_mapped_total;
+  out->alloc_retries = r.counters.alloc_retries;
+  out->collections = r.counters.collections;
+  out->cache_hits = r.counters.cache_hits;
+  out->final_reserved_bytes = r.dev.reserved;
+  memcpy(out->driver_calls, r.dev.calls, sizeof out->driver_calls);
+  memcpy(out->driver_bytes, r.dev.call_bytes, sizeof out->driver_bytes);
+  out->addresses_followed = nhints > 0 && r.dev.hints_followed;
+  out->timeline = r.points;
+  out->ntimeline = r.npoints;
+
+  /* give every live block back before the mechanism goes, so it owns all memory */
+  for (size_t i = 0; i < t->nallocs; i++)
+    if (r.handles[i] != FAILED && r.handles[i] != FREED) cfg->mech->free(st, r.handles[i]);
+  cfg->mech->destroy(st);
+  free(r.handles);
+  free(hints);
+  if (rc < 0) {
+    pt_sim_result_free(out);
+    return rc;
+  }
+  return 0;
+}
+
+void pt_sim_result_free(pt_sim_result *r) {
+  free(r->timeline);
+  r->timeline = NULL;
+  r->ntimeline = 0;
+}
+
+/* ---- printers ------------------------------------------------------------------ */
+
+static const char *const call_names[] = {
+#define PT_X(n) #n,
+    PT_DRIVER_CALLS(PT_X)
+#undef PT_X
+};
+
+void pt_sim_print_text(FILE *f, const pt_sim_result *r) {
+#define PT_PRINT_U(f_, v) fprintf(f, "%-30s %15" PRIu64, #f_, v)
+#define PT_PRINT_D(f_, v) fprintf(f, "%-30s %15.4f", #f_, v)
+#define PT_X(t, fld, h) PT_PRINT_##t(fld, r->fld), fprintf(f, "  %s\n", h);
+  PT_SIM_STATS_FIELDS(PT_X)
+#undef PT_X
+#undef PT_PRINT_U
+#undef PT_PRINT_D
+  fprintf(f, "driver calls:");
+  for (int i = 0; i < PT_DRV_NCALLS; i++)
+    if (r->driver_calls[i]) fprintf(f, " %s=%" PRIu64, call_names[i], r->driver_calls[i]);
+  fprintf(f, "\nrecorded segment addresses followed: %s\n", r->addresses_followed ? "yes" : "no");
+}
+
+void pt_sim_print_json_members(FILE *f, const pt_sim_result *r, int with_timeline) {
+  const char *sep = "";
+#define PT_JSON_U(f_, v) fprintf(f, "%s\"%s\":%" PRIu64, sep, #f_, v)
+#define PT_JSON_D(f_, v) fprintf(f, "%s\"%s\":%.6g", sep, #f_, isfinite(v) ? v : 0.0)
+#define PT_X(t, fld, h) PT_JSON_##t(fld, r->fld), sep = ",";
+  PT_SIM_STATS_FIELDS(PT_X)
+#undef PT_X
+#undef PT_JSON_U
+#undef PT_JSON_D
+  fputs(",\"driver_calls\":{", f);
+  for (int i = 0; i < PT_DRV_NCALLS; i++) fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "", call_names[i], r->driver_calls[i]);
+  fputs("},\"driver_bytes\":{", f);
+  for (int i = 0; i < PT_DRV_NCALLS; i++) fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "", call_names[i], r->driver_bytes[i]);
+  fprintf(f, "},\"addresses_followed\":%s", r->addresses_followed ? "true" : "false");
+  if (!with_timeline) return;
+  fputs(",\"timeline\":{\"event\":[", f);
+  for (size_t i = 0; i < r->ntimeline; i++) fprintf(f, "%s%" PRIu64, i ? "," : "", r->timeline[i].event);
+  fputs("],\"time_us\":[", f);
+  for (size_t i = 0; i < r->ntimeline; i++) fprintf(f, "%s%" PRId64, i ? "," : "", r->timeline[i].time_us);
+  fputs("],\"reserved_bytes\":[", f);
+  for (size_t i = 0; i < r->ntimeline; i++) fprintf(f, "%s%" PRIu64, i ? "," : "", r->timeline[i].reserved);
+  fputs("],\"allocated_bytes\":[", f);
+  for (size_t i = 0; i < r->ntimeline; i++) fprintf(f, "%s%" PRIu64, i ? "," : "", r->timeline[i].allocated);
+  fputs("]}", f);
+}

@@ -1,0 +1,91 @@
+/*
+ * sim.h — the simulator: replay a trace's requests through one mechanism on
+ * the modelled device and report what happened (`pagetune sim`).
+ *
+ * The engine owns the run state (no globals): the loaded records, the
+ * id -> handle map, the device, the counters and the timeline.  Results leave
+ * it as pt_sim_result, whose fields are listed once in PT_SIM_STATS_FIELDS
+ * (struct, text, JSON keys — and later SQL columns — from one list).
+ */
+#ifndef PT_SIM_H
+#define PT_SIM_H
+
+#include <stdio.h>
+
+#include "device.h"
+#include "mech.h"
+#include "trace.h"
+
+/*
+ * A trace read into memory: initial-state records first, in file order.
+ * Allocation ids are renumbered densely (the k-th allocation gets id k, its
+ * frees and accesses follow), so the replay indexes arrays, not hash maps.
+ */
+typedef struct pt_trace_data {
+  pt_event *ev;
+  size_t n;
+  size_t nallocs;           /* ids are 0 .. nallocs-1 */
+  pt_trace_info info;
+  char *path;
+} pt_trace_data;
+
+int pt_trace_load(const char *path, const pt_trace_opts *opts, pt_err *err, pt_trace_data *out /* OUT */);
+void pt_trace_data_free(pt_trace_data *t);
+
+typedef struct pt_sim_config {
+  const pt_mech_ops *mech;
+  pt_params params;
+  pt_policy_hooks hooks;     /* zero: none */
+  uint64_t capacity;         /* bytes; 0 = no cap */
+  int invent_addresses;      /* ignore the recorded segment addresses */
+  size_t timeline_points;    /* about this many samples; 0 = 1000 */
+} pt_sim_config;
+
+/* X(type, name, help): U = uint64_t, D = double. */
+#define PT_SIM_STATS_FIELDS(X)                                                                 \
+  X(U, events, "records replayed")                                                             \
+  X(U, allocs, "allocation requests")                                                          \
+  X(U, frees, "frees")                                                                         \
+  X(U, peak_reserved_bytes, "peak bytes held from the driver (initial segments included)")     \
+  X(U, peak_allocated_bytes, "peak live requested bytes")                                      \
+  X(D, fragmentation, "1 - peak_allocated / peak_reserved")                                    \
+  X(U, segments_allocated, "cudaMalloc + cuMemCreate calls")                                   \
+  X(U, bytes_mapped_total, "bytes mapped through the VMM API")                                 \
+  X(U, ooms, "requests that failed for want of memory")                                        \
+  X(U, alloc_retries, "requests that freed cached memory and retried")                         \
+  X(U, collections, "garbage collections / pool trims")                                        \
+  X(U, cache_hits, "requests served without a driver call")                                    \
+  X(U, final_reserved_bytes, "bytes held at the end")                                          \
+  X(U, observed_segment_allocs, "segment allocations the real allocator recorded")             \
+  X(U, observed_peak_reserved_bytes, "peak reserved bytes the real allocator recorded")
+
+typedef struct pt_sim_point {
+  uint64_t event;
+  int64_t time_us;
+  uint64_t reserved, allocated;
+} pt_sim_point;
+
+typedef struct pt_sim_result {
+#define PT_U uint64_t
+#define PT_D double
+#define PT_X(t, f, h) PT_##t f;
+  PT_SIM_STATS_FIELDS(PT_X)
+#undef PT_X
+#undef PT_U
+#undef PT_D
+  uint64_t driver_calls[PT_DRV_NCALLS];
+  uint64_t driver_bytes[PT_DRV_NCALLS];
+  int addresses_followed;    /* the model stayed on the recorded segment addresses */
+  pt_sim_point *timeline;
+  size_t ntimeline;
+  double seconds;            /* wall time of the replay itself */
+} pt_sim_result;
+
+int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt_sim_result *out /* OUT */);
+void pt_sim_result_free(pt_sim_result *r);
+
+void pt_sim_print_text(FILE *f, const pt_sim_result *r);
+/* The stats as JSON members (no braces), so callers can add their own. */
+void pt_sim_print_json_members(FILE *f, const pt_sim_result *r, int with_timeline);
+
+#endif
