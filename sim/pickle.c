@@ -175,14 +175,23 @@ struct pt_pickle {
   pt_pyobj *root;
 };
 
-/* The memo: an open-addressing hash table (linear probing, Fibonacci hash)
- * keyed by the 64-bit memo index.  Python writes indices 0, 1, 2, ... but a
- * hostile pickle may PUT at 0xffffffff, so a dense array indexed by key would
- * let eight input bytes demand gigabytes. */
+/* The memo.  Python numbers its entries 0, 1, 2, ... so they live in a dense
+ * array indexed by key.  A pickle may also PUT at any index (0xffffffff takes
+ * six bytes), so a key is only let grow the dense array when it is within
+ * twice the entry count plus DENSE_SLACK; other keys go to a small hash table
+ * (linear probing, Fibonacci hash).  Memory thus stays proportional to the
+ * number of entries, and a key lives in one of the two places, never both. */
+#define DENSE_SLACK ((size_t)1024)
+
 typedef struct memo_slot {
   uint64_t key;
   pt_pyobj *val; /* NULL: slot empty (values are never NULL) */
 } memo_slot;
+
+/* Ints in [SMALL_INT_MIN, SMALL_INT_MAX) are shared, as CPython shares them:
+ * snapshots hold millions of stream numbers, flags and line numbers. */
+#define SMALL_INT_MIN (-8)
+#define SMALL_INT_MAX 256
 
 /* One parse.  Marks are kept apart from the value stack, as CPython's
  * _pickle.c does: marks[] holds stack heights, and the top mark is a fence
@@ -199,10 +208,14 @@ typedef struct unpickler {
   size_t sp, stack_cap;
   size_t *marks;
   size_t nmarks, marks_cap;
-  memo_slot *memo;
-  size_t memo_cap, memo_n; /* memo_cap is 0 or a power of two */
-  unsigned memo_bits;      /* log2(memo_cap) */
+  size_t memo_n;     /* entries in dense and sparse together */
+  pt_pyobj **dense;  /* dense[k]: entry k, or NULL */
+  size_t dense_cap;
+  memo_slot *sparse; /* keys >= dense_cap */
+  size_t sparse_cap, sparse_n; /* sparse_cap is 0 or a power of two */
+  unsigned sparse_bits;        /* log2(sparse_cap) */
   pt_pyobj *none, *yes, *no; /* shared singletons, as in Python */
+  pt_pyobj *small[SMALL_INT_MAX - SMALL_INT_MIN]; /* small ints, shared once made */
 } unpickler;
 
 static int fail(unpickler *u, int code, size_t off, const char *fmt, ...)
@@ -280,10 +293,13 @@ static int push_new(unpickler *u, pt_pyt t, pt_pyobj **o /* OUT */) {
 }
 
 static int push_int(unpickler *u, int64_t v) {
-  pt_pyobj *o;
-  int rc = push_new(u, PT_PY_INT, &o);
-  if (!rc) o->u.i = v;
-  return rc;
+  pt_pyobj **cached = v >= SMALL_INT_MIN && v < SMALL_INT_MAX ? &u->small[v - SMALL_INT_MIN] : NULL;
+  if (cached && *cached) return push(u, *cached);
+  pt_pyobj *o = new_obj(u, PT_PY_INT);
+  if (!o) return nomem(u);
+  o->u.i = v;
+  if (cached) *cached = o;
+  return push(u, o);
 }
 
 static int push_str(unpickler *u, pt_pyt t, const void *s, size_t n) {
@@ -303,7 +319,7 @@ static int arr_reserve(unpickler *u, pt_pyobj ***items, size_t *cap, size_t len,
   if (add > SIZE_MAX - len) return nomem(u);
   size_t want = len + add;
   if (want <= *cap) return 0;
-  size_t n = *cap ? *cap : 4;
+  size_t n = *cap ? *cap : add > 1 ? want : 4; /* a first batch is sized exactly */
   while (n < want) {
     if (n > SIZE_MAX / 2) return nomem(u);
     n *= 2;
@@ -339,63 +355,91 @@ static int build_seq(unpickler *u, pt_pyt t, size_t from) {
 
 /* ---- memo ------------------------------------------------------------------ */
 
-static size_t memo_hash(const unpickler *u, uint64_t key) {
-  return (size_t)((key * 0x9E3779B97F4A7C15ull) >> (64 - u->memo_bits));
+/* The slot of key in a table of cap = 1 << bits slots, or the empty slot
+ * where it would go (the load stays at most 1/2, so one exists). */
+static memo_slot *sparse_find(memo_slot *t, size_t cap, unsigned bits, uint64_t key) {
+  size_t mask = cap - 1;
+  for (size_t i = (size_t)((key * 0x9E3779B97F4A7C15ull) >> (64 - bits));; i = (i + 1) & mask)
+    if (!t[i].val || t[i].key == key) return &t[i];
 }
 
-static memo_slot *memo_find(const unpickler *u, uint64_t key) {
-  if (!u->memo_cap) return NULL;
-  size_t mask = u->memo_cap - 1;
-  for (size_t i = memo_hash(u, key);; i = (i + 1) & mask) {
-    memo_slot *s = &u->memo[i];
-    if (!s->val || s->key == key) return s;
+/* Rebuild the sparse table with ncap slots, moving keys below dense_cap
+ * into the dense array. */
+static int sparse_rebuild(unpickler *u, size_t ncap) {
+  if (ncap > SIZE_MAX / sizeof(memo_slot)) return nomem(u);
+  memo_slot *nt = calloc(ncap, sizeof *nt);
+  if (!nt) return nomem(u);
+  unsigned bits = 0;
+  while (((size_t)1 << bits) < ncap) bits++;
+  size_t n = 0;
+  for (size_t i = 0; i < u->sparse_cap; i++) {
+    memo_slot sl = u->sparse[i];
+    if (!sl.val) continue;
+    if (sl.key < u->dense_cap) {
+      u->dense[sl.key] = sl.val;
+    } else {
+      *sparse_find(nt, ncap, bits, sl.key) = sl;
+      n++;
+    }
   }
+  free(u->sparse);
+  u->sparse = nt;
+  u->sparse_cap = ncap;
+  u->sparse_bits = bits;
+  u->sparse_n = n;
+  return 0;
 }
 
-static int memo_rehash(unpickler *u) {
-  size_t ncap = u->memo_cap ? u->memo_cap * 2 : 64;
-  if (ncap < u->memo_cap || ncap > SIZE_MAX / sizeof(memo_slot)) return nomem(u);
-  memo_slot *old = u->memo, *nm = calloc(ncap, sizeof *nm);
-  if (!nm) return nomem(u);
-  size_t ocap = u->memo_cap;
-  u->memo = nm;
-  u->memo_cap = ncap;
-  u->memo_bits = 0;
-  while (((size_t)1 << u->memo_bits) < ncap) u->memo_bits++;
-  for (size_t i = 0; i < ocap; i++)
-    if (old[i].val) *memo_find(u, old[i].key) = old[i];
-  free(old);
-  return 0;
+/* The slot that holds key: a dense entry or a sparse value, NULL if absent. */
+static pt_pyobj **memo_slot_of(unpickler *u, uint64_t key) {
+  if (key < u->dense_cap) return &u->dense[key];
+  if (!u->sparse_n) return NULL;
+  memo_slot *sl = sparse_find(u->sparse, u->sparse_cap, u->sparse_bits, key);
+  return sl->val ? &sl->val : NULL;
 }
 
 static int memo_put(unpickler *u, uint64_t key) {
   int rc = avail(u, 1);
   if (rc) return rc;
-  pt_pyobj *v = u->stack[u->sp - 1];
-  memo_slot *s = memo_find(u, key);
-  if (s && s->val) { /* Python lets a PUT overwrite */
-    s->val = v;
+  pt_pyobj *v = u->stack[u->sp - 1], **at = memo_slot_of(u, key);
+  if (at && *at) { /* Python lets a PUT overwrite */
+    *at = v;
     return 0;
   }
   if (u->memo_n >= u->lim.max_memo)
     return fail(u, PT_ELIMIT, u->op, "memo larger than the limit of %zu entries",
                 u->lim.max_memo);
-  if ((u->memo_n + 1) > u->memo_cap / 2) { /* keep the load at most 1/2 */
-    if ((rc = memo_rehash(u))) return rc;
-    s = memo_find(u, key);
+  if (key >= u->dense_cap && key < 2 * (uint64_t)u->memo_n + DENSE_SLACK) {
+    size_t ncap = u->dense_cap ? u->dense_cap : DENSE_SLACK;
+    while (ncap <= key) ncap *= 2; /* key < 2 * memo_n + 1024: no overflow */
+    size_t ocap = u->dense_cap;
+    pt_pyobj **d = grow(u->dense, &u->dense_cap, ncap, sizeof *d);
+    if (!d) return nomem(u);
+    memset(d + ocap, 0, (u->dense_cap - ocap) * sizeof *d);
+    u->dense = d;
+    if (u->sparse_n && (rc = sparse_rebuild(u, u->sparse_cap))) return rc;
   }
-  s->key = key;
-  s->val = v;
+  if (key < u->dense_cap) {
+    u->dense[key] = v;
+  } else {
+    if (u->sparse_n + 1 > u->sparse_cap / 2 && /* keep the load at most 1/2 */
+        (rc = sparse_rebuild(u, u->sparse_cap ? u->sparse_cap * 2 : 64)))
+      return rc;
+    memo_slot *sl = sparse_find(u->sparse, u->sparse_cap, u->sparse_bits, key);
+    sl->key = key;
+    sl->val = v;
+    u->sparse_n++;
+  }
   u->memo_n++;
   return 0;
 }
 
 static int memo_get(unpickler *u, uint64_t key) {
-  memo_slot *s = memo_find(u, key);
-  if (!s || !s->val)
+  pt_pyobj **at = memo_slot_of(u, key);
+  if (!at || !*at)
     return fail(u, PT_EFORMAT, u->op, "%s: memo key %llu not found", opname(u),
                 (unsigned long long)key);
-  return push(u, s->val);
+  return push(u, *at);
 }
 
 /* ---- reading arguments ------------------------------------------------------ */
@@ -966,7 +1010,8 @@ int pt_pickle_parse(const uint8_t *buf, size_t len, const char *name,
   }
   free(u.stack);
   free(u.marks);
-  free(u.memo);
+  free(u.dense);
+  free(u.sparse);
   if (rc) {
     pt_pickle_free(u.p);
     return rc;

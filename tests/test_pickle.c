@@ -492,6 +492,40 @@ static void test_bad_memo(void) {
   CU_ASSERT_PTR_NOT_NULL_FATAL(p);
   CU_ASSERT(is_int(pt_pickle_root(p), 'z'));
   pt_pickle_free(p);
+  /* 100 sparse keys (the hash table grows), then 1100 MEMOIZEs move the key
+   * 1500 from the hash table into the dense array as it grows past it */
+  size_t n = 0;
+  uint8_t *b = malloc(2 + 100 * 5 + 2 + 5 + 1 + 1100 + 100 * 6 + 5 + 2);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+  b[n++] = 0x80;
+  b[n++] = 2;
+  for (uint32_t i = 0; i < 100; i++) { /* stack: the same None; memo[1e9 + 7i] = None */
+    uint32_t k = 1000000000u + 7 * i;
+    b[n++] = i ? 'r' : 'N';
+    if (!i) b[n++] = 'r';
+    for (int j = 0; j < 4; j++) b[n++] = (uint8_t)(k >> (8 * j));
+  }
+  memcpy(b + n, "K\x07r\xdc\x05\x00\x00" "0", 8); /* memo[1500] = 7 */
+  n += 8;
+  memset(b + n, 0x94, 1100);
+  n += 1100;
+  b[n++] = '(';
+  for (uint32_t i = 0; i < 100; i += 33) {
+    uint32_t k = 1000000000u + 7 * i;
+    b[n++] = 'j';
+    for (int j = 0; j < 4; j++) b[n++] = (uint8_t)(k >> (8 * j));
+  }
+  memcpy(b + n, "j\xdc\x05\x00\x00t\x86.", 8);
+  n += 8;
+  p = parse_ok(b, n);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+  const pt_pyobj *r = pt_py_index(pt_pickle_root(p), 1); /* (None, (None x 4, 7)) */
+  CU_ASSERT_FATAL(is_type(r, PT_PY_TUPLE, 5));
+  for (size_t i = 0; i < 4; i++) CU_ASSERT(is_none(pt_py_index(r, i)));
+  CU_ASSERT(is_int(pt_py_index(r, 4), 7));
+  pt_pickle_free(p);
+  free(b);
+
   /* memo limit */
   pt_pickle_limits lim = {.max_memo = 2};
   EXPECT_LIT("\x80\x04N\x94\x94\x94.", &lim, PT_ELIMIT, "byte 5: ", "memo");
@@ -755,7 +789,7 @@ int pt_test_add_pickle(void) {
   CU_add_test(s, "self-referencing list", test_cycle);
   CU_add_test(s, "forbidden and unknown opcodes", test_forbidden_opcodes);
   CU_add_test(s, "every truncation fails", test_truncated);
-  CU_add_test(s, "bad memo indices", test_bad_memo);
+  CU_add_test(s, "memo: bad, sparse and limited indices", test_bad_memo);
   CU_add_test(s, "million-deep nesting through the stack", test_deep_stack);
   CU_add_test(s, "million-deep chain through the memo", test_deep_memo_chain);
   CU_add_test(s, "huge and negative lengths", test_huge_lengths);
