@@ -11,6 +11,7 @@
 #include <gsl/gsl_version.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,9 @@
 #include "driver.h"
 #include "error.h"
 #include "gen.h"
+#include "mech.h"
+#include "policy.h"
+#include "sim.h"
 #include "trace.h"
 #include "tracestats.h"
 
@@ -253,6 +257,185 @@ static int cmd_trace(int argc, char **argv) {
   return usage_error("trace", "unknown command '%s'", argv[1]);
 }
 
+/* ---- pagetune sim ------------------------------------------------------------ */
+
+static const char sim_help[] =
+    "usage: pagetune sim --trace TRACE --policy POLICY [--set NAME=VALUE]...\n"
+    "                    [--capacity BYTES] [--device N] [--invent-addresses] [--json]\n"
+    "\n"
+    "Replay TRACE's allocation requests through the allocator mechanism POLICY\n"
+    "chooses, on a modelled device, and report peak reserved and allocated bytes,\n"
+    "fragmentation, segments, driver calls by kind, OOMs, and a reserved/allocated\n"
+    "timeline; beside them, what the real allocator recorded in the trace.\n"
+    "\n"
+    "  --trace TRACE       a pagetune trace or a PyTorch memory snapshot\n"
+    "  --policy POLICY     a Lua policy file, or the name of a bundled one\n"
+    "                      (pytorch_native, pytorch_expandable, cuda_async, direct,\n"
+    "                      large_page_threshold, stitch, tunable_caching)\n"
+    "  --set NAME=VALUE    override a policy parameter (checked against its range)\n"
+    "  --capacity BYTES    cap on reserved bytes, as torch.cuda.set_per_process_memory_fraction\n"
+    "                      (suffixes K, M, G, T: powers of 1024); garbage collection acts only under it\n"
+    "  --device N          device of a multi-GPU snapshot\n"
+    "  --invent-addresses  do not place segments at the addresses the real run recorded\n"
+    "  --json              one JSON object, with the timeline\n"
+    "  -h, --help          this help\n";
+
+/* Bytes with an optional binary suffix: 123, 4K, 80G. */
+static int parse_bytes(const char *s, uint64_t *out) {
+  char *end;
+  if (!*s || *s == '-') return -1;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s) return -1;
+  int shift = 0;
+  switch (*end) {
+  case 0: break;
+  case 'k': case 'K': shift = 10; end++; break;
+  case 'm': case 'M': shift = 20; end++; break;
+  case 'g': case 'G': shift = 30; end++; break;
+  case 't': case 'T': shift = 40; end++; break;
+  default: return -1;
+  }
+  if (*end == 'i') end++;
+  if (*end == 'B' || *end == 'b') end++;
+  if (*end || (shift && v > (UINT64_MAX >> shift))) return -1;
+  *out = (uint64_t)v << shift;
+  return 0;
+}
+
+/* A bundled policy's path from its name, or the argument itself. */
+static const char *policy_path(const char *arg, char *buf, size_t n) {
+  if (strchr(arg, '/') || strstr(arg, ".lua")) return arg;
+  const char *dirs[] = {getenv("PAGETUNE_POLICY_DIR"), "policies", PT_DATADIR "/policies"};
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
+    if (!dirs[i]) continue;
+    snprintf(buf, n, "%s/%s.lua", dirs[i], arg);
+    FILE *f = fopen(buf, "r");
+    if (f) {
+      fclose(f);
+      return buf;
+    }
+  }
+  return arg;
+}
+
+static void json_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+    else if (c < 0x20) fprintf(f, "\\u%04x", c);
+    else fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+enum { SIM_TRACE = 300, SIM_POLICY, SIM_SET, SIM_CAPACITY, SIM_DEVICE, SIM_JSON, SIM_INVENT };
+
+static int cmd_sim(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"trace", required_argument, NULL, SIM_TRACE},     {"policy", required_argument, NULL, SIM_POLICY},
+      {"set", required_argument, NULL, SIM_SET},         {"capacity", required_argument, NULL, SIM_CAPACITY},
+      {"device", required_argument, NULL, SIM_DEVICE},   {"json", no_argument, NULL, SIM_JSON},
+      {"invent-addresses", no_argument, NULL, SIM_INVENT}, {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  const char *trace = NULL, *policy = NULL, *sets[PT_MAX_PARAMS];
+  int nsets = 0, json = 0, invent = 0, c;
+  unsigned long device = (unsigned long)-1;
+  uint64_t capacity = 0;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'h': fputs(sim_help, stdout); return 0;
+    case '?': return usage_error("sim", "unknown option '%s'", argv[optind - 1]);
+    case ':': return usage_error("sim", "option '%s' needs a value", argv[optind - 1]);
+    case SIM_TRACE: trace = optarg; break;
+    case SIM_POLICY: policy = optarg; break;
+    case SIM_SET:
+      if (nsets == PT_MAX_PARAMS) return usage_error("sim", "too many --set (at most %s)", "32");
+      sets[nsets++] = optarg;
+      break;
+    case SIM_CAPACITY:
+      if (parse_bytes(optarg, &capacity) < 0 || !capacity) return usage_error("sim", "bad --capacity '%s'", optarg);
+      break;
+    case SIM_DEVICE:
+      if (parse_ulong(optarg, 4096, &device) < 0) return usage_error("sim", "bad --device '%s'", optarg);
+      break;
+    case SIM_JSON: json = 1; break;
+    case SIM_INVENT: invent = 1; break;
+    }
+  }
+  if (optind < argc) return usage_error("sim", "unexpected argument '%s'", argv[optind]);
+  if (!trace) return usage_error("sim", "%s", "needs --trace TRACE");
+  if (!policy) return usage_error("sim", "%s", "needs --policy POLICY");
+
+  pt_err err = {{0}};
+  char pbuf[4096];
+  pt_policy *pol;
+  if (pt_policy_load(policy_path(policy, pbuf, sizeof pbuf), NULL, &err, &pol) < 0) return fail(&err);
+  for (int i = 0; i < nsets; i++)
+    if (pt_policy_set(pol, sets[i], &err) < 0) {
+      pt_policy_free(pol);
+      return fail(&err);
+    }
+  pt_sim_config cfg = {.capacity = capacity, .invent_addresses = invent};
+  cfg.mech = pt_mech_find(pt_policy_mechanism(pol));
+  pt_policy_params(pol, &cfg.params);
+  pt_policy_hooks(pol, &cfg.hooks);
+  pt_trace_data t;
+  pt_trace_opts topts = {.device = (int)device};
+  if (pt_trace_load(trace, &topts, &err, &t) < 0) {
+    pt_policy_free(pol);
+    return fail(&err);
+  }
+  pt_sim_result r;
+  int rc = pt_sim_run(&t, &cfg, &err, &r);
+  if (rc < 0) {
+    pt_trace_data_free(&t);
+    pt_policy_free(pol);
+    return fail(&err);
+  }
+  if (json) {
+    fputs("{\"trace\":", stdout);
+    json_string(stdout, trace);
+    fputs(",\"policy\":", stdout);
+    json_string(stdout, pt_policy_name(pol));
+    fputs(",\"mechanism\":", stdout);
+    json_string(stdout, cfg.mech->name);
+    fputs(",\"params\":{", stdout);
+    for (int i = 0; i < cfg.params.n; i++) {
+      fprintf(stdout, "%s", i ? "," : "");
+      json_string(stdout, cfg.params.v[i].name);
+      double v = cfg.params.v[i].value;
+      if (isfinite(v)) fprintf(stdout, ":%.17g", v);
+      else fputs(":null", stdout); /* unlimited */
+    }
+    printf("},\"capacity\":%" PRIu64 ",", capacity);
+    pt_sim_print_json_members(stdout, &r, 1);
+    fputs("}\n", stdout);
+  } else {
+    printf("trace:     %s (%zu records)\npolicy:    %s (mechanism %s)\n", trace, t.n, pt_policy_name(pol),
+           cfg.mech->name);
+    printf("params:   ");
+    for (int i = 0; i < cfg.params.n; i++) printf(" %s=%g", cfg.params.v[i].name, cfg.params.v[i].value);
+    if (capacity) printf("\ncapacity:  %" PRIu64 " bytes\n\n", capacity);
+    else printf("\ncapacity:  none\n\n");
+    pt_sim_print_text(stdout, &r);
+    if (r.observed_segment_allocs || r.observed_peak_reserved_bytes)
+      printf("\nmodel vs recorded: segments %" PRIu64 " / %" PRIu64 ", peak reserved %" PRIu64 " / %" PRIu64 " (%s)\n",
+             r.segments_allocated, r.observed_segment_allocs, r.peak_reserved_bytes, r.observed_peak_reserved_bytes,
+             r.segments_allocated == r.observed_segment_allocs && r.peak_reserved_bytes == r.observed_peak_reserved_bytes
+                 ? "match"
+                 : "differ");
+    printf("replayed %zu records in %.3f s (%.1f M/s)\n", t.n, r.seconds, r.seconds > 0 ? t.n / r.seconds / 1e6 : 0.0);
+  }
+  pt_sim_result_free(&r);
+  pt_trace_data_free(&t);
+  pt_policy_free(pol);
+  return 0;
+}
+
 /* ---- pagetune gpu ------------------------------------------------------------ */
 
 static const char gpu_help[] =
@@ -305,6 +488,7 @@ static const char main_help[] =
     "\n"
     "Commands:\n"
     "  trace import|stats|gen   read, convert and synthesise allocation traces\n"
+    "  sim                      replay a trace through an allocator policy\n"
     "  gpu info                 describe the GPU through the CUDA driver (needs one)\n"
     "\n"
     "'pagetune COMMAND --help' describes each.  Exit status: 0 success, 1 bad\n"
@@ -332,6 +516,7 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "trace")) return cmd_trace(argc - 1, argv + 1);
   if (!strcmp(cmd, "gpu")) return cmd_gpu(argc - 1, argv + 1);
+  if (!strcmp(cmd, "sim")) return cmd_sim(argc - 1, argv + 1);
   fprintf(stderr, "%s: unknown command '%s' (try '%s --help')\n", prog, cmd, prog);
   return EXIT_USAGE;
 }

@@ -1,0 +1,264 @@
+/*
+ * test_caching.c — the model of PyTorch's caching allocator.
+ *
+ * Hand-computed cases for each rule (rounding, pools, segment sizes, best
+ * fit by address, splitting, merging, oversize limits, retry and OOM under a
+ * cap), then fidelity: on every real trace captured on the H200, replaying
+ * the requests with the settings of that capture reproduces the number of
+ * segments the real allocator created and its peak reserved bytes, exactly.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mech.h"
+#include "sim.h"
+#include "testutil.h"
+
+#define MiB (UINT64_C(1) << 20)
+
+typedef struct fixture {
+  pt_device dev;
+  pt_mech_counters counters;
+  pt_params params;
+  pt_policy_hooks hooks;
+  pt_err err;
+  void *st;
+} fixture;
+
+static void setup(fixture *f, uint64_t capacity) {
+  memset(f, 0, sizeof *f);
+  pt_dev_init(&f->dev, capacity, NULL, 0);
+}
+
+static void create(fixture *f) {
+  pt_mech_env env = {.dev = &f->dev, .counters = &f->counters, .params = &f->params, .hooks = &f->hooks, .err = &f->err};
+  CU_ASSERT_EQUAL_FATAL(pt_mech_caching.create(&env, &f->st), 0);
+}
+
+static uint64_t alloc(fixture *f, uint64_t bytes, uint64_t stream) {
+  uint64_t h = 0;
+  CU_ASSERT_EQUAL(pt_mech_caching.alloc(f->st, bytes, stream, &h), 0);
+  return h;
+}
+
+/* The address a handle stands for: blocks begin with their free-set node, then addr. */
+typedef struct peek {
+  pt_bnode node;
+  uint64_t addr, size, stream;
+} peek;
+static uint64_t addr_of(uint64_t h) { return ((const peek *)(uintptr_t)h)->addr; }
+static uint64_t size_of(uint64_t h) { return ((const peek *)(uintptr_t)h)->size; }
+
+static void test_small_pool(void) {
+  fixture f;
+  setup(&f, 0);
+  create(&f);
+  uint64_t a = alloc(&f, 1, 0), b = alloc(&f, 1000, 0), c = alloc(&f, MiB, 0);
+  CU_ASSERT_EQUAL(size_of(a), 512);          /* minimum block */
+  CU_ASSERT_EQUAL(size_of(b), 1024);         /* 512-byte rounding */
+  CU_ASSERT_EQUAL(size_of(c), MiB);          /* 1 MiB is still small */
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_malloc], 1); /* all in one 2 MiB segment */
+  CU_ASSERT_EQUAL(f.dev.reserved, 2 * MiB);
+  CU_ASSERT_EQUAL(addr_of(b), addr_of(a) + 512);  /* front of the free block */
+  CU_ASSERT_EQUAL(addr_of(c), addr_of(b) + 1024);
+  uint64_t d = alloc(&f, MiB, 0);             /* 2 MiB - 1.5 KiB left: new segment */
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_malloc], 2);
+  pt_mech_caching.free(f.st, a);
+  pt_mech_caching.free(f.st, b);              /* merges with a */
+  uint64_t e = alloc(&f, 1500, 0);            /* best fit: the merged 1.5 KiB hole */
+  CU_ASSERT_EQUAL(addr_of(e), addr_of(a));
+  CU_ASSERT_EQUAL(f.counters.cache_hits, 3);  /* b, c, e came from the cache */
+  pt_mech_caching.free(f.st, c);
+  pt_mech_caching.free(f.st, d);
+  pt_mech_caching.free(f.st, e);
+  CU_ASSERT_EQUAL(pt_mech_caching.empty_cache(f.st), 0);
+  CU_ASSERT_EQUAL(f.dev.reserved, 0);
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_free], 2);
+  pt_mech_caching.destroy(f.st);
+}
+
+static void test_large_pool(void) {
+  fixture f;
+  setup(&f, 0);
+  create(&f);
+  uint64_t a = alloc(&f, MiB + 1, 0);         /* large pool, 20 MiB segment */
+  CU_ASSERT_EQUAL(size_of(a), MiB + 512);
+  CU_ASSERT_EQUAL(f.dev.call_bytes[PT_DRV_malloc], 20 * MiB);
+  uint64_t b = alloc(&f, 18 * MiB, 0);        /* >= 10 MiB: its own segment, 2 MiB rounded */
+  CU_ASSERT_EQUAL(f.dev.call_bytes[PT_DRV_malloc], 38 * MiB);
+  CU_ASSERT_EQUAL(size_of(b), 18 * MiB);
+  uint64_t c = alloc(&f, 17 * MiB + 1, 0);    /* fits in the first segment's 19 MiB rest... */
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_malloc], 2);
+  CU_ASSERT_EQUAL(addr_of(c), addr_of(a) + MiB + 512);
+  /* ...and the rest (2 MiB - 1 KiB) is over 1 MiB, so the block was split */
+  CU_ASSERT_EQUAL(size_of(c), 17 * MiB + 512);
+  uint64_t d = alloc(&f, 19 * MiB, 0);        /* 19 MiB: new 20 MiB? no: >= 10 MiB rounds to 20 MiB */
+  CU_ASSERT_EQUAL(f.dev.call_bytes[PT_DRV_malloc], 58 * MiB);
+  CU_ASSERT_EQUAL(size_of(d), 19 * MiB);      /* 1 MiB rest is not > 1 MiB: kept whole? see below */
+  pt_mech_caching.free(f.st, a);
+  pt_mech_caching.free(f.st, b);
+  pt_mech_caching.free(f.st, c);
+  pt_mech_caching.free(f.st, d);
+  pt_mech_caching.destroy(f.st);
+}
+
+static void test_no_split_small_rest(void) {
+  fixture f;
+  setup(&f, 0);
+  create(&f);
+  /* a 12 MiB segment for a 11 MiB + 1 request: 1 MiB - 512 left, not split */
+  uint64_t a = alloc(&f, 11 * MiB + 1, 0);
+  CU_ASSERT_EQUAL(f.dev.call_bytes[PT_DRV_malloc], 12 * MiB);
+  CU_ASSERT_EQUAL(size_of(a), 12 * MiB);
+  pt_mech_caching.free(f.st, a);
+  pt_mech_caching.destroy(f.st);
+}
+
+static void test_best_fit_by_address_and_stream(void) {
+  fixture f;
+  setup(&f, 0);
+  create(&f);
+  uint64_t a = alloc(&f, 4 * MiB, 0), gap1 = alloc(&f, 2 * MiB, 0), b = alloc(&f, 4 * MiB, 0),
+           gap2 = alloc(&f, 2 * MiB, 0);
+  pt_mech_caching.free(f.st, b); /* two free 4 MiB holes: b (higher) then a (lower) */
+  pt_mech_caching.free(f.st, a);
+  uint64_t c = alloc(&f, 4 * MiB, 0);
+  CU_ASSERT_EQUAL(addr_of(c), addr_of(a)); /* equal sizes: lowest address wins */
+  uint64_t s = alloc(&f, 4 * MiB, 7);      /* another stream never takes stream 0's blocks */
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_malloc], 2);
+  pt_mech_caching.free(f.st, c);
+  pt_mech_caching.free(f.st, s);
+  pt_mech_caching.free(f.st, gap1);
+  pt_mech_caching.free(f.st, gap2);
+  pt_mech_caching.destroy(f.st);
+}
+
+static void test_roundup_power2(void) {
+  fixture f;
+  setup(&f, 0);
+  pt_params_set(&f.params, "roundup_power2_divisions", 4);
+  create(&f);
+  /* 1200 KiB: interval [1 MiB, 2 MiB) in quarters -> 1.25 MiB */
+  uint64_t a = alloc(&f, 1200 * 1024, 0);
+  CU_ASSERT_EQUAL(size_of(a), 1280 * 1024);
+  uint64_t b = alloc(&f, 5 * MiB + 1, 0);   /* [4, 8) MiB in quarters -> 6 MiB */
+  CU_ASSERT_EQUAL(size_of(b), 6 * MiB);
+  uint64_t c = alloc(&f, 4 * MiB, 0);       /* a power of two stays */
+  CU_ASSERT_EQUAL(size_of(c), 4 * MiB);
+  uint64_t d = alloc(&f, 1000, 0);          /* below 512 x 4: plain 512 rounding */
+  CU_ASSERT_EQUAL(size_of(d), 1024);
+  pt_mech_caching.free(f.st, a);
+  pt_mech_caching.free(f.st, b);
+  pt_mech_caching.free(f.st, c);
+  pt_mech_caching.free(f.st, d);
+  pt_mech_caching.destroy(f.st);
+}
+
+static void test_max_split(void) {
+  fixture f;
+  setup(&f, 0);
+  pt_params_set(&f.params, "max_split_size_mb", 64);
+  create(&f);
+  uint64_t big = alloc(&f, 100 * MiB, 0);
+  pt_mech_caching.free(f.st, big);
+  /* a small request may not take the oversize cached block */
+  uint64_t a = alloc(&f, 30 * MiB, 0);
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_malloc], 2);
+  /* a large one may, if it wastes less than max_non_split_rounding (20 MiB) */
+  uint64_t b = alloc(&f, 90 * MiB, 0);
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_malloc], 2);
+  CU_ASSERT_EQUAL(size_of(b), 100 * MiB); /* not split */
+  pt_mech_caching.free(f.st, b);
+  uint64_t c = alloc(&f, 70 * MiB, 0);    /* 30 MiB waste: no */
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_malloc], 3);
+  pt_mech_caching.free(f.st, a);
+  pt_mech_caching.free(f.st, c);
+  pt_mech_caching.destroy(f.st);
+}
+
+static void test_capacity_retry_and_oom(void) {
+  fixture f;
+  setup(&f, 60 * MiB);
+  create(&f);
+  uint64_t a = alloc(&f, 30 * MiB, 0);
+  pt_mech_caching.free(f.st, a);            /* 30 MiB cached */
+  uint64_t b = alloc(&f, 40 * MiB, 0);      /* 30 + 40 > 60: free cache, retry */
+  CU_ASSERT_EQUAL(f.counters.alloc_retries, 1);
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_free], 1);
+  CU_ASSERT_EQUAL(f.dev.reserved, 40 * MiB);
+  uint64_t h;
+  CU_ASSERT_EQUAL(pt_mech_caching.alloc(f.st, 30 * MiB, 0, &h), PT_EOOM);
+  CU_ASSERT_EQUAL(f.counters.alloc_retries, 2);
+  pt_mech_caching.free(f.st, b);
+  pt_mech_caching.destroy(f.st);
+}
+
+static void test_bad_params(void) {
+  fixture f;
+  setup(&f, 0);
+  pt_params_set(&f.params, "roundup_power2_divisions", 3);
+  pt_mech_env env = {.dev = &f.dev, .counters = &f.counters, .params = &f.params, .hooks = &f.hooks, .err = &f.err};
+  CU_ASSERT(pt_mech_caching.create(&env, &f.st) < 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(f.err.msg, "power of two"));
+}
+
+/* ---- fidelity on the real traces ------------------------------------------------- */
+
+static const struct {
+  const char *trace;
+  uint64_t capacity;
+  double gc, max_split_mb, rp2;
+  uint64_t ooms, retries;
+} real[] = {
+    {"traces/randn_loop.pickle.gz", 0, 0, INFINITY, 0, 0, 0},
+    {"traces/cnn_train.pickle.gz", 0, 0, INFINITY, 0, 0, 0},
+    {"traces/transformer_train.pickle.gz", 0, 0, INFINITY, 0, 0, 0},
+    {"traces/varlen_infer.pickle.gz", 0, 0, INFINITY, 0, 0, 0},
+    {"traces/llm_decode.pickle.gz", 0, 0, INFINITY, 0, 0, 0},
+    {"traces/weights_load.pickle.gz", 0, 0, INFINITY, 0, 0, 0},
+    {"traces/two_streams.pickle.gz", 0, 0, INFINITY, 0, 0, 0},
+    {"traces/rp2.pickle.gz", 0, 0, INFINITY, 4, 0, 0},
+    {"traces/gc_cap.pickle.gz", 378702643, 0.6, 64, 0, 0, 2},
+    {"traces/cap_retry.pickle.gz", 631171072, 0, INFINITY, 0, 0, 1},
+    {"traces/cap_retry_oom.pickle.gz", 378702643, 0, INFINITY, 0, 1, 2},
+};
+
+static void test_fidelity(void) {
+  for (size_t i = 0; i < sizeof real / sizeof real[0]; i++) {
+    pt_err err = {{0}};
+    pt_trace_data t;
+    CU_ASSERT_EQUAL_FATAL(pt_trace_load(pt_test_src(real[i].trace), NULL, &err, &t), 0);
+    pt_sim_config cfg = {.mech = &pt_mech_caching, .capacity = real[i].capacity};
+    pt_params_set(&cfg.params, "garbage_collection_threshold", real[i].gc);
+    pt_params_set(&cfg.params, "max_split_size_mb", real[i].max_split_mb);
+    pt_params_set(&cfg.params, "roundup_power2_divisions", real[i].rp2);
+    pt_sim_result r;
+    CU_ASSERT_EQUAL_FATAL(pt_sim_run(&t, &cfg, &err, &r), 0);
+    if (r.segments_allocated != r.observed_segment_allocs || r.peak_reserved_bytes != r.observed_peak_reserved_bytes)
+      fprintf(stderr, "\n  %s: model %llu segments / %llu peak, real %llu / %llu\n", real[i].trace,
+              (unsigned long long)r.segments_allocated, (unsigned long long)r.peak_reserved_bytes,
+              (unsigned long long)r.observed_segment_allocs, (unsigned long long)r.observed_peak_reserved_bytes);
+    CU_ASSERT_EQUAL(r.segments_allocated, r.observed_segment_allocs);
+    CU_ASSERT_EQUAL(r.peak_reserved_bytes, r.observed_peak_reserved_bytes);
+    CU_ASSERT_EQUAL(r.ooms, real[i].ooms);
+    CU_ASSERT_EQUAL(r.alloc_retries, real[i].retries);
+    pt_sim_result_free(&r);
+    pt_trace_data_free(&t);
+  }
+}
+
+int pt_test_add_caching(void) {
+  CU_pSuite s = CU_add_suite("caching", NULL, NULL);
+  if (!s) return CU_get_error();
+  CU_add_test(s, "small pool: rounding, one 2 MiB segment, merge, best fit", test_small_pool);
+  CU_add_test(s, "large pool: 20 MiB segments, 2 MiB rounding, splitting", test_large_pool);
+  CU_add_test(s, "large block not split when 1 MiB or less remains", test_no_split_small_rest);
+  CU_add_test(s, "best fit: lowest address among equals, per stream", test_best_fit_by_address_and_stream);
+  CU_add_test(s, "roundup_power2_divisions", test_roundup_power2);
+  CU_add_test(s, "max_split_size_mb and max_non_split_rounding", test_max_split);
+  CU_add_test(s, "capacity: free cached and retry, then OOM", test_capacity_retry_and_oom);
+  CU_add_test(s, "bad parameters refused", test_bad_params);
+  CU_add_test(s, "fidelity on every real H200 trace", test_fidelity);
+  return CU_get_error();
+}
