@@ -382,7 +382,7 @@ static int cmd_sim(int argc, char **argv) {
   pt_sim_config cfg = {.capacity = capacity, .invent_addresses = invent};
   cfg.mech = pt_mech_find(pt_policy_mechanism(pol));
   pt_policy_params(pol, &cfg.params);
-  pt_policy_hooks(pol, &cfg.hooks);
+  pt_policy_get_hooks(pol, &cfg.hooks);
   pt_trace_data t;
   pt_trace_opts topts = {.device = (int)device};
   if (pt_trace_load(trace, &topts, &err, &t) < 0) {

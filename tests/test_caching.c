@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "bset.h"
 #include "mech.h"
 #include "sim.h"
 #include "testutil.h"
@@ -82,24 +83,31 @@ static void test_large_pool(void) {
   fixture f;
   setup(&f, 0);
   create(&f);
-  uint64_t a = alloc(&f, MiB + 1, 0);         /* large pool, 20 MiB segment */
+  uint64_t a = alloc(&f, MiB + 1, 0);         /* large pool: a 20 MiB segment */
   CU_ASSERT_EQUAL(size_of(a), MiB + 512);
   CU_ASSERT_EQUAL(f.dev.call_bytes[PT_DRV_malloc], 20 * MiB);
-  uint64_t b = alloc(&f, 18 * MiB, 0);        /* >= 10 MiB: its own segment, 2 MiB rounded */
-  CU_ASSERT_EQUAL(f.dev.call_bytes[PT_DRV_malloc], 38 * MiB);
-  CU_ASSERT_EQUAL(size_of(b), 18 * MiB);
-  uint64_t c = alloc(&f, 17 * MiB + 1, 0);    /* fits in the first segment's 19 MiB rest... */
+  /* 18 MiB fits the 19 MiB - 512 rest; what remains (1 MiB - 512) is not > 1 MiB: no split */
+  uint64_t b = alloc(&f, 18 * MiB, 0);
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_malloc], 1);
+  CU_ASSERT_EQUAL(addr_of(b), addr_of(a) + MiB + 512);
+  CU_ASSERT_EQUAL(size_of(b), 19 * MiB - 512);
+  /* 12 MiB + 1: >= 10 MiB, so its own segment rounded up to 2 MiB: 14 MiB; 2 MiB - 512 left: split */
+  uint64_t c = alloc(&f, 12 * MiB + 1, 0);
+  CU_ASSERT_EQUAL(f.dev.call_bytes[PT_DRV_malloc], 34 * MiB);
+  CU_ASSERT_EQUAL(size_of(c), 12 * MiB + 512);
+  /* 1 MiB + 513 rounds to 1 MiB + 1 KiB and takes that rest (best fit); 1 MiB - 1.5 KiB left: kept whole */
+  uint64_t d = alloc(&f, MiB + 513, 0);
   CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_malloc], 2);
-  CU_ASSERT_EQUAL(addr_of(c), addr_of(a) + MiB + 512);
-  /* ...and the rest (2 MiB - 1 KiB) is over 1 MiB, so the block was split */
-  CU_ASSERT_EQUAL(size_of(c), 17 * MiB + 512);
-  uint64_t d = alloc(&f, 19 * MiB, 0);        /* 19 MiB: new 20 MiB? no: >= 10 MiB rounds to 20 MiB */
-  CU_ASSERT_EQUAL(f.dev.call_bytes[PT_DRV_malloc], 58 * MiB);
-  CU_ASSERT_EQUAL(size_of(d), 19 * MiB);      /* 1 MiB rest is not > 1 MiB: kept whole? see below */
+  CU_ASSERT_EQUAL(addr_of(d), addr_of(c) + 12 * MiB + 512);
+  CU_ASSERT_EQUAL(size_of(d), 2 * MiB - 512);
   pt_mech_caching.free(f.st, a);
-  pt_mech_caching.free(f.st, b);
+  pt_mech_caching.free(f.st, b);             /* merges with a: the whole segment again */
+  uint64_t e = alloc(&f, 20 * MiB, 0);       /* ... which a 20 MiB request now takes */
+  CU_ASSERT_EQUAL(addr_of(e), addr_of(a));
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_malloc], 2);
   pt_mech_caching.free(f.st, c);
   pt_mech_caching.free(f.st, d);
+  pt_mech_caching.free(f.st, e);
   pt_mech_caching.destroy(f.st);
 }
 
@@ -111,6 +119,7 @@ static void test_no_split_small_rest(void) {
   uint64_t a = alloc(&f, 11 * MiB + 1, 0);
   CU_ASSERT_EQUAL(f.dev.call_bytes[PT_DRV_malloc], 12 * MiB);
   CU_ASSERT_EQUAL(size_of(a), 12 * MiB);
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_malloc], 1);
   pt_mech_caching.free(f.st, a);
   pt_mech_caching.destroy(f.st);
 }

@@ -10,6 +10,12 @@ int pt_test_add_trace(void);
 int pt_test_add_snapshot(void);
 int pt_test_add_gen(void);
 int pt_test_add_u64map(void);
+int pt_test_add_caching(void);
+int pt_test_add_mechs(void);
+int pt_test_add_policy(void);
+int pt_test_add_pagetable(void);
+int pt_test_add_tlb(void);
+int pt_test_add_cost(void);
 
 /* Path of a file under the source tree (tests/data/...), in a static buffer. */
 const char *pt_test_src(const char *rel);

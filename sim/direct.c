@@ -1,0 +1,214 @@
+/*
+ * direct.c — the "direct" mechanism: no allocator at all.  Every request is
+ * one cudaMalloc and every free one cudaFree, so it is the baseline the
+ * other mechanisms are measured against.
+ *
+ * A request is rounded up to 512 B.  cudaMalloc hands out memory in units of
+ * at least that (its pointers are 256 B aligned and the driver sub-allocates
+ * small requests from larger pages), so 512 B is a lower bound on what a
+ * request holds; the policy's round hook may say more.  The segment_size
+ * hook, when present, gives the bytes passed to cudaMalloc for a rounded
+ * request.
+ *
+ * Segments alive at trace start are held as they were; one is cudaFree'd
+ * when its last initial block is freed.  One that holds no block is the only
+ * thing this mechanism can have cached: empty_cache frees it, and so does a
+ * request that fails against the cap, before its one retry.
+ */
+#include <stdlib.h>
+
+#include "mech.h"
+
+#define MIN_BYTES UINT64_C(512)
+#define NO_SEG UINT32_MAX
+
+/* A live allocation; the handle is its index.  Free records chain through seg. */
+typedef struct drec {
+  uint64_t addr, bytes;
+  uint32_t seg; /* initial segment it lies in, or NO_SEG */
+} drec;
+
+typedef struct dseg {
+  uint64_t addr, bytes;
+  uint64_t live;   /* initial blocks still allocated in it */
+  int held;        /* not yet cudaFree'd */
+} dseg;
+
+typedef struct direct_state {
+  pt_mech_env env;
+  drec *recs;
+  size_t nrecs, cap;
+  uint64_t free_head; /* first unused record + 1; 0: none */
+  dseg *segs;
+  size_t nsegs, segcap;
+  int started;        /* a request has been seen */
+} direct_state;
+
+static int oom(direct_state *st) { return pt_err_set(st->env.err, PT_ENOMEM, "direct: out of memory"); }
+
+/* A record for a new allocation; 0 with *idx, or PT_ENOMEM. */
+static int new_rec(direct_state *st, uint64_t *idx) {
+  if (st->free_head) {
+    *idx = st->free_head - 1;
+    st->free_head = st->recs[*idx].addr;
+    return 0;
+  }
+  if (st->nrecs == st->cap) {
+    size_t cap = st->cap ? 2 * st->cap : 1024;
+    drec *r = realloc(st->recs, cap * sizeof *r);
+    if (!r) return oom(st);
+    st->recs = r;
+    st->cap = cap;
+  }
+  *idx = st->nrecs++;
+  return 0;
+}
+
+static void drop_rec(direct_state *st, uint64_t idx) {
+  st->recs[idx].addr = st->free_head; /* the free list reuses addr */
+  st->recs[idx].bytes = 0;
+  st->free_head = idx + 1;
+}
+
+/* cudaFree the initial segments nothing lives in; 1 when one was freed. */
+static int release_idle(direct_state *st) {
+  int any = 0;
+  for (size_t i = 0; i < st->nsegs; i++)
+    if (st->segs[i].held && !st->segs[i].live) {
+      pt_dev_free(st->env.dev, st->segs[i].addr, st->segs[i].bytes);
+      st->segs[i].held = 0;
+      any = 1;
+    }
+  return any;
+}
+
+static int direct_create(const pt_mech_env *env, void **state) {
+  direct_state *st = calloc(1, sizeof *st);
+  if (!st) return pt_err_set(env->err, PT_ENOMEM, "direct: out of memory");
+  st->env = *env;
+  *state = st;
+  return 0;
+}
+
+static int hook_size(direct_state *st, int (*fn)(void *, uint64_t, uint64_t *, pt_err *), const char *name,
+                     uint64_t in, uint64_t *out) {
+  int rc = fn(st->env.hooks->ctx, in, out, st->env.err);
+  if (rc < 0) return rc;
+  if (*out < in || *out == 0)
+    return pt_err_set(st->env.err, PT_EFORMAT, "direct: policy %s(%llu) returned %llu, less than its argument", name,
+                      (unsigned long long)in, (unsigned long long)*out);
+  return 0;
+}
+
+static int direct_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *handle) {
+  direct_state *st = state;
+  const pt_policy_hooks *h = st->env.hooks;
+  uint64_t size, idx, addr;
+  int rc;
+  (void)stream;
+  st->started = 1;
+  if (h && h->round) {
+    if ((rc = hook_size(st, h->round, "round", bytes, &size)) < 0) return rc;
+  } else {
+    size = bytes < MIN_BYTES ? MIN_BYTES : (bytes + MIN_BYTES - 1) / MIN_BYTES * MIN_BYTES;
+  }
+  if (h && h->segment_size && (rc = hook_size(st, h->segment_size, "segment_size", size, &size)) < 0) return rc;
+  if ((rc = new_rec(st, &idx)) < 0) return rc;
+  rc = pt_dev_malloc(st->env.dev, size, &addr);
+  if (rc == PT_EOOM) {
+    release_idle(st);
+    st->env.counters->alloc_retries++;
+    rc = pt_dev_malloc(st->env.dev, size, &addr);
+  }
+  if (rc < 0) {
+    drop_rec(st, idx);
+    return rc;
+  }
+  st->recs[idx] = (drec){.addr = addr, .bytes = size, .seg = NO_SEG};
+  *handle = idx;
+  return 0;
+}
+
+static int direct_free(void *state, uint64_t handle) {
+  direct_state *st = state;
+  drec *r = &st->recs[handle];
+  st->started = 1;
+  if (r->seg == NO_SEG) {
+    pt_dev_free(st->env.dev, r->addr, r->bytes);
+  } else {
+    dseg *s = &st->segs[r->seg];
+    if (--s->live == 0) {
+      pt_dev_free(st->env.dev, s->addr, s->bytes);
+      s->held = 0;
+    }
+  }
+  drop_rec(st, handle);
+  return 0;
+}
+
+static int direct_empty_cache(void *state) {
+  direct_state *st = state;
+  st->started = 1;
+  release_idle(st);
+  return 0;
+}
+
+static int direct_init_segment(void *state, uint64_t addr, uint64_t bytes, uint64_t stream, int expandable) {
+  direct_state *st = state;
+  (void)stream;
+  (void)expandable; /* a mapped expandable range is held the same way */
+  if (st->started) return pt_err_set(st->env.err, PT_EUSAGE, "direct: initial segment after the first request");
+  if (st->nsegs == NO_SEG) return pt_err_set(st->env.err, PT_ELIMIT, "direct: too many initial segments");
+  if (st->nsegs == st->segcap) {
+    size_t cap = st->segcap ? 2 * st->segcap : 64;
+    dseg *s = realloc(st->segs, cap * sizeof *s);
+    if (!s) return oom(st);
+    st->segs = s;
+    st->segcap = cap;
+  }
+  st->segs[st->nsegs++] = (dseg){.addr = addr, .bytes = bytes, .held = 1};
+  pt_dev_adopt(st->env.dev, bytes);
+  return 0;
+}
+
+/* Initial segments are few; a linear search at trace start is fine. */
+static int direct_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_t stream, uint64_t *handle) {
+  direct_state *st = state;
+  uint64_t idx;
+  (void)stream;
+  if (st->started) return pt_err_set(st->env.err, PT_EUSAGE, "direct: initial block after the first request");
+  for (size_t i = 0; i < st->nsegs; i++) {
+    dseg *s = &st->segs[i];
+    if (addr < s->addr || addr - s->addr >= s->bytes) continue;
+    int rc = new_rec(st, &idx);
+    if (rc < 0) return rc;
+    st->recs[idx] = (drec){.addr = addr, .bytes = bytes, .seg = (uint32_t)i};
+    s->live++;
+    *handle = idx;
+    return 0;
+  }
+  return pt_err_set(st->env.err, PT_EFORMAT, "direct: initial block at 0x%llx lies in no initial segment",
+                    (unsigned long long)addr);
+}
+
+static void direct_destroy(void *state) {
+  direct_state *st = state;
+  if (!st) return;
+  free(st->recs);
+  free(st->segs);
+  free(st);
+}
+
+static const pt_mech_param direct_params[] = {{NULL, 0, 0, NULL}};
+
+const pt_mech_ops pt_mech_direct = {
+    .name = "direct",
+    .params = direct_params,
+    .create = direct_create,
+    .init_segment = direct_init_segment,
+    .init_alloc = direct_init_alloc,
+    .alloc = direct_alloc,
+    .free = direct_free,
+    .empty_cache = direct_empty_cache,
+    .destroy = direct_destroy,
+};

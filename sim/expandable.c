@@ -1,0 +1,779 @@
+/*
+ * expandable.c — PyTorch's CUDA caching allocator with
+ * PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (the "expandable"
+ * mechanism).  Rules follow c10/cuda/CUDACachingAllocator.cpp as summarised
+ * in docs/pytorch-caching-allocator.md (§5, §6, §9); the model keeps the
+ * allocator's decisions and drops what a trace cannot show (events,
+ * record_stream, CUDA graphs, IPC).
+ *
+ *   - A request is rounded to 512 B (round_size with no power-of-two
+ *     divisions) and goes to the small pool (<= 1 MiB) or the large pool.
+ *   - Each (stream, pool) has an expandable segment: one VA reservation of
+ *     ceil(1.125 x total GPU memory / page) pages (cuMemAddressReserve),
+ *     grown by mapping pages at the lowest address where free + unmapped
+ *     space fits the request.  A page is one physical handle of 2 MiB (small
+ *     pool) or 20 MiB (large pool, large_segment_size_mb): cuMemCreate and
+ *     cuMemMap per page, then one cuMemSetAccess over the pages of that map.
+ *     A map is what a snapshot records as one segment_map.
+ *   - Best fit over free mapped blocks ordered by (stream, size, address),
+ *     with PyTorch's twist: a block followed by unmapped space counts as its
+ *     size plus that space, so the search prefers other blocks.  Splitting
+ *     leaves a remainder of >= 512 B in either pool; freed blocks merge with
+ *     free neighbours.
+ *   - Pages are unmapped (cuMemUnmap + cuMemRelease per page) only where
+ *     PyTorch does: in release_cached_blocks, reached from empty_cache and
+ *     from the last retry of a request that failed.  A segment left with no
+ *     mapped page gives its VA back.
+ *   - The cap (--capacity, set_per_process_memory_fraction) is checked as
+ *     PyTorch does, against the allocation size the native allocator would
+ *     have used (2 MiB, 20 MiB, or the request rounded to 2 MiB), before any
+ *     page is mapped; the device's own check on each cuMemCreate stays.
+ *   - Segments alive at trace start: an expandable one becomes the mapped
+ *     part of its (stream, pool) segment; a cudaMalloc'd one stays a plain
+ *     segment whose blocks are used by best fit and which is cudaFree'd when
+ *     wholly free at a release.  The pool of an expandable initial segment is
+ *     guessed from its size (a multiple of 20 MiB: large), that of a plain
+ *     one likewise (2 MiB: small).
+ *
+ * Policy hooks: round replaces 512 B rounding; segment_size gives the least
+ * bytes a growth maps for a request (PyTorch: the request itself);
+ * should_collect, asked before the segment grows, runs a release when it
+ * says so (PyTorch's own garbage collection never unmaps expandable pages,
+ * so there is no default collection).
+ */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mech.h"
+
+#define MIB (UINT64_C(1) << 20)
+#define MIN_BLOCK UINT64_C(512)       /* kMinBlockSize */
+#define SMALL_SIZE MIB                /* kSmallSize: largest small request */
+#define SMALL_PAGE (2 * MIB)          /* kSmallBuffer: small-pool page */
+#define MIN_LARGE_ALLOC (10 * MIB)    /* kMinLargeAlloc */
+#define ROUND_LARGE (2 * MIB)         /* kRoundLarge */
+#define H200_TOTAL UINT64_C(150109880320) /* totalGlobalMem of the traces' H200 */
+
+enum { SMALL, LARGE, NPOOLS };
+
+/* ---- a treap keyed by three integers (deterministic priorities) --------- */
+
+/*
+ * Intrusive, with parent pointers: insertion is one descent and a few
+ * rotations up; removal rotates the node down to a leaf without a search;
+ * next/prev walk the tree.  Priorities come from a xorshift32 per tree, so
+ * a run is reproducible.  Keys are unique.
+ */
+typedef struct tnode {
+  struct tnode *l, *r, *p;
+  uint64_t k0, k1, k2;
+  uint32_t prio;
+} tnode;
+
+typedef struct ttree {
+  tnode *root;
+  uint32_t seed;
+} ttree;
+
+static int kcmp(const tnode *a, uint64_t k0, uint64_t k1, uint64_t k2) {
+  if (a->k0 != k0) return a->k0 < k0 ? -1 : 1;
+  if (a->k1 != k1) return a->k1 < k1 ? -1 : 1;
+  if (a->k2 != k2) return a->k2 < k2 ? -1 : 1;
+  return 0;
+}
+
+/* Rotate x above its parent. */
+static void t_rot_up(ttree *t, tnode *x) {
+  tnode *p = x->p, *g = p->p;
+  if (p->l == x) {
+    p->l = x->r;
+    if (x->r) x->r->p = p;
+    x->r = p;
+  } else {
+    p->r = x->l;
+    if (x->l) x->l->p = p;
+    x->l = p;
+  }
+  p->p = x;
+  x->p = g;
+  if (!g)
+    t->root = x;
+  else if (g->l == p)
+    g->l = x;
+  else
+    g->r = x;
+}
+
+static void t_insert(ttree *t, tnode *x) {
+  tnode *p = NULL, **link = &t->root;
+  t->seed ^= t->seed << 13; /* xorshift32 */
+  t->seed ^= t->seed >> 17;
+  t->seed ^= t->seed << 5;
+  x->prio = t->seed;
+  x->l = x->r = NULL;
+  while (*link) {
+    p = *link;
+    link = kcmp(x, p->k0, p->k1, p->k2) < 0 ? &p->l : &p->r;
+  }
+  *link = x;
+  x->p = p;
+  while (x->p && x->p->prio < x->prio) t_rot_up(t, x);
+}
+
+static void t_remove(ttree *t, tnode *x) {
+  while (x->l && x->r) t_rot_up(t, x->l->prio > x->r->prio ? x->l : x->r);
+  tnode *c = x->l ? x->l : x->r, *p = x->p;
+  if (c) c->p = p;
+  if (!p)
+    t->root = c;
+  else if (p->l == x)
+    p->l = c;
+  else
+    p->r = c;
+}
+
+/* Smallest node with key >= k. */
+static tnode *t_ge(const ttree *t, uint64_t k0, uint64_t k1, uint64_t k2) {
+  tnode *best = NULL;
+  for (tnode *n = t->root; n;)
+    if (kcmp(n, k0, k1, k2) >= 0) {
+      best = n;
+      n = n->l;
+    } else {
+      n = n->r;
+    }
+  return best;
+}
+
+/* Largest node with key <= k. */
+static tnode *t_le(const ttree *t, uint64_t k0, uint64_t k1, uint64_t k2) {
+  tnode *best = NULL;
+  for (tnode *n = t->root; n;)
+    if (kcmp(n, k0, k1, k2) <= 0) {
+      best = n;
+      n = n->r;
+    } else {
+      n = n->l;
+    }
+  return best;
+}
+
+/* The node after x in key order, or NULL. */
+static tnode *t_next(tnode *x) {
+  if (x->r) {
+    for (x = x->r; x->l;) x = x->l;
+    return x;
+  }
+  while (x->p && x->p->r == x) x = x->p;
+  return x->p;
+}
+
+/* ---- blocks and segments ------------------------------------------------ */
+
+typedef struct eseg {
+  struct eseg *prev, *next; /* every segment, for destroy */
+  uint64_t base, bytes;     /* VA reservation (expandable) or the cudaMalloc'd range */
+  uint64_t page;            /* handle size; 0: a plain cudaMalloc'd segment */
+  uint64_t stream;
+  int pool;
+} eseg;
+
+/*
+ * A block: a run of a segment, allocated, free and mapped (in the pool's
+ * free tree, key (stream, size, addr)), or unmapped (in the pool's unmapped
+ * tree, key (stream, addr)).  prev/next are its neighbours in the segment.
+ */
+typedef struct eblock {
+  tnode node;
+  tnode anode;                 /* free blocks by address, while the initial state is built */
+  struct eblock *prev, *next;
+  eseg *seg;
+  uint64_t addr, size;
+  uint8_t allocated, mapped;
+} eblock;
+
+#define BLK(n) ((eblock *)(void *)((char *)(n) - offsetof(eblock, node)))
+#define ABLK(n) ((eblock *)(void *)((char *)(n) - offsetof(eblock, anode)))
+
+#define SLAB_BLOCKS 256
+typedef struct slab {
+  struct slab *next;
+  eblock b[SLAB_BLOCKS];
+} slab;
+
+typedef struct exp_state {
+  pt_mech_env env;
+  ttree freet[NPOOLS], unmapped[NPOOLS];
+  size_t nfree[NPOOLS];
+  ttree addrt;                 /* free mapped blocks by address: initial state only */
+  int init_phase;              /* still reading initial segments and blocks */
+  eseg *segs;
+  slab *slabs;
+  eblock *spare;               /* unused block records, linked through next */
+  size_t nspare;
+  eblock **scratch;            /* release_blocks' list */
+  size_t scratch_cap;
+  uint64_t page[NPOOLS];       /* handle size per pool */
+  uint64_t va_bytes[NPOOLS];   /* VA reserved per segment */
+  uint64_t allocated;          /* bytes in allocated blocks */
+} exp_state;
+
+static int ensure_spare(exp_state *st, size_t n) {
+  while (st->nspare < n) {
+    slab *s = malloc(sizeof *s);
+    if (!s) return pt_err_set(st->env.err, PT_ENOMEM, "expandable: out of memory");
+    s->next = st->slabs;
+    st->slabs = s;
+    for (int i = 0; i < SLAB_BLOCKS; i++) {
+      s->b[i].next = st->spare;
+      st->spare = &s->b[i];
+    }
+    st->nspare += SLAB_BLOCKS;
+  }
+  return 0;
+}
+
+/* A block record; ensure_spare must have been called. */
+static eblock *take_block(exp_state *st, eseg *sg, uint64_t addr, uint64_t size, int mapped) {
+  eblock *b = st->spare;
+  st->spare = b->next;
+  st->nspare--;
+  memset(b, 0, sizeof *b);
+  b->seg = sg;
+  b->addr = addr;
+  b->size = size;
+  b->mapped = (uint8_t)mapped;
+  return b;
+}
+
+static void drop_block(exp_state *st, eblock *b) {
+  b->next = st->spare;
+  st->spare = b;
+  st->nspare++;
+}
+
+static void link_after(eblock *at, eblock *b) {
+  b->prev = at;
+  b->next = at->next;
+  if (at->next) at->next->prev = b;
+  at->next = b;
+}
+
+static void link_before(eblock *at, eblock *b) {
+  b->next = at;
+  b->prev = at->prev;
+  if (at->prev) at->prev->next = b;
+  at->prev = b;
+}
+
+static void free_insert(exp_state *st, eblock *b) {
+  b->node.k0 = b->seg->stream;
+  b->node.k1 = b->size;
+  b->node.k2 = b->addr;
+  t_insert(&st->freet[b->seg->pool], &b->node);
+  st->nfree[b->seg->pool]++;
+  if (st->init_phase) {
+    b->anode.k0 = b->addr;
+    b->anode.k1 = b->anode.k2 = 0;
+    t_insert(&st->addrt, &b->anode);
+  }
+}
+
+static void free_remove(exp_state *st, eblock *b) {
+  t_remove(&st->freet[b->seg->pool], &b->node);
+  st->nfree[b->seg->pool]--;
+  if (st->init_phase) t_remove(&st->addrt, &b->anode);
+}
+
+static void unmapped_insert(exp_state *st, eblock *b) {
+  b->node.k0 = b->seg->stream;
+  b->node.k1 = b->addr;
+  b->node.k2 = 0;
+  t_insert(&st->unmapped[b->seg->pool], &b->node);
+}
+
+static void unmapped_remove(exp_state *st, eblock *b) { t_remove(&st->unmapped[b->seg->pool], &b->node); }
+
+/* The initial state is complete: the address index is no longer kept. */
+static void end_init(exp_state *st) {
+  st->init_phase = 0;
+  st->addrt.root = NULL;
+}
+
+/* try_merge_blocks: dst absorbs src when src is free in the same mapping state. */
+static void try_merge(exp_state *st, eblock *dst, eblock *src) {
+  if (!src || src->allocated || src->mapped != dst->mapped) return;
+  if (src->mapped)
+    free_remove(st, src);
+  else
+    unmapped_remove(st, src);
+  if (src == dst->prev) {
+    dst->addr = src->addr;
+    dst->prev = src->prev;
+    if (dst->prev) dst->prev->next = dst;
+  } else {
+    dst->next = src->next;
+    if (dst->next) dst->next->prev = dst;
+  }
+  dst->size += src->size;
+  drop_block(st, src);
+}
+
+static void seg_link(exp_state *st, eseg *sg) {
+  sg->prev = NULL;
+  sg->next = st->segs;
+  if (st->segs) st->segs->prev = sg;
+  st->segs = sg;
+}
+
+static void seg_unlink(exp_state *st, eseg *sg) {
+  if (sg->prev)
+    sg->prev->next = sg->next;
+  else
+    st->segs = sg->next;
+  if (sg->next) sg->next->prev = sg->prev;
+  free(sg);
+}
+
+/* ---- sizes -------------------------------------------------------------- */
+
+static int bad_hook_size(exp_state *st, const char *hook, uint64_t in, uint64_t out) {
+  return pt_err_set(st->env.err, PT_EFORMAT, "expandable: policy %s(%llu) returned %llu, less than its argument",
+                    hook, (unsigned long long)in, (unsigned long long)out);
+}
+
+static int round_request(exp_state *st, uint64_t bytes, uint64_t *size) {
+  const pt_policy_hooks *h = st->env.hooks;
+  if (h && h->round) {
+    int rc = h->round(h->ctx, bytes, size, st->env.err);
+    if (rc < 0) return rc;
+    if (*size < bytes || *size == 0) return bad_hook_size(st, "round", bytes, *size);
+    return 0;
+  }
+  *size = bytes < MIN_BLOCK ? MIN_BLOCK : (bytes + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
+  return 0;
+}
+
+/* get_allocation_size: what the native allocator would cudaMalloc (the cap check uses it). */
+static uint64_t allocation_size(const exp_state *st, uint64_t size) {
+  if (size <= SMALL_SIZE) return SMALL_PAGE;
+  if (size < MIN_LARGE_ALLOC) return st->page[LARGE];
+  return (size + ROUND_LARGE - 1) / ROUND_LARGE * ROUND_LARGE;
+}
+
+/* ---- finding a block ---------------------------------------------------- */
+
+/* Size for best fit: a block before unmapped space could grow over it. */
+static uint64_t esize(const eblock *b) { return b->size + (b->next && !b->next->mapped ? b->next->size : 0); }
+
+static eblock *get_free_block(exp_state *st, int pool, uint64_t stream, uint64_t size) {
+  const ttree *t = &st->freet[pool];
+  tnode *n = t_ge(t, stream, size, 0);
+  if (!n || n->k0 != stream) return NULL;
+  if (BLK(n)->seg->page) {
+    tnode *nx = t_next(n);
+    while (BLK(n)->seg->page && nx && nx->k0 == stream && esize(BLK(nx)) < esize(BLK(n))) {
+      n = nx;
+      nx = t_next(n);
+    }
+  }
+  eblock *b = BLK(n);
+  free_remove(st, b);
+  return b;
+}
+
+/* Whether free and unmapped blocks from b on add up to size before an allocated one. */
+static int has_room(const eblock *b, uint64_t size) {
+  uint64_t bytes = 0;
+  for (; b && !b->allocated && bytes < size; b = b->next) bytes += b->size;
+  return bytes >= size;
+}
+
+/* find_expandable_block: lowest-address room on this stream, else a new segment. */
+static int find_expandable(exp_state *st, int pool, uint64_t stream, uint64_t size, eblock **out) {
+  const ttree *t = &st->unmapped[pool];
+  for (tnode *n = t_ge(t, stream, 0, 0); n && n->k0 == stream; n = t_next(n)) {
+    eblock *c = BLK(n);
+    if (c->prev && !c->prev->allocated) c = c->prev; /* the free mapped tail before the hole */
+    if (has_room(c, size)) {
+      *out = c;
+      return 0;
+    }
+  }
+  eseg *sg = malloc(sizeof *sg);
+  if (!sg) return pt_err_set(st->env.err, PT_ENOMEM, "expandable: out of memory");
+  sg->page = st->page[pool];
+  sg->bytes = st->va_bytes[pool];
+  sg->stream = stream;
+  sg->pool = pool;
+  sg->base = pt_dev_address_reserve(st->env.dev, sg->bytes, sg->page);
+  seg_link(st, sg);
+  eblock *c = take_block(st, sg, sg->base, sg->bytes, 0);
+  unmapped_insert(st, c);
+  *out = c;
+  return 0;
+}
+
+/*
+ * map_block: back the first n bytes of unmapped block u with pages, one
+ * handle each, and make it a free mapped block merged with its neighbours.
+ * When a cuMemCreate fails, the handles this call made are released.
+ */
+static int map_block(exp_state *st, eblock *u, uint64_t n) {
+  pt_device *dev = st->env.dev;
+  eseg *sg = u->seg;
+  uint64_t page = sg->page, npages = (n + page - 1) / page, bytes = npages * page;
+  for (uint64_t i = 0; i < npages; i++) {
+    int rc = pt_dev_mem_create(dev, page);
+    if (rc < 0) {
+      for (uint64_t j = 0; j < i; j++) pt_dev_mem_release(dev, page);
+      return rc;
+    }
+  }
+  for (uint64_t i = 0; i < npages; i++) pt_dev_mem_map(dev, u->addr + i * page, page);
+  pt_dev_mem_set_access(dev, u->addr, bytes);
+  unmapped_remove(st, u);
+  if (bytes < u->size) {
+    eblock *rest = take_block(st, sg, u->addr + bytes, u->size - bytes, 0);
+    link_after(u, rest);
+    unmapped_insert(st, rest);
+    u->size = bytes;
+  }
+  u->mapped = 1;
+  try_merge(st, u, u->prev);
+  try_merge(st, u, u->next);
+  free_insert(st, u);
+  return 0;
+}
+
+/* try_allocate_expandable_block: a free mapped block of at least size bytes. */
+static int grow(exp_state *st, int pool, uint64_t stream, uint64_t size, eblock **out) {
+  eblock *c;
+  int rc = ensure_spare(st, 4);
+  if (rc < 0) return rc;
+  rc = find_expandable(st, pool, stream, size, &c);
+  if (rc < 0) return rc;
+  if (!c->mapped && (rc = map_block(st, c, c->size < size ? c->size : size)) < 0) return rc;
+  while (c->size < size) {
+    eblock *nx = c->next; /* unmapped, by has_room */
+    if (!nx || nx->mapped || nx->allocated) return PT_EOOM; /* cannot happen */
+    uint64_t want = size - c->size;
+    if ((rc = map_block(st, nx, want < nx->size ? want : nx->size)) < 0) return rc;
+    c = nx; /* map_block merged the old c into nx */
+  }
+  free_remove(st, c);
+  *out = c;
+  return 0;
+}
+
+/* alloc_block: the cap check on the native allocation size, then growth. */
+static int alloc_block(exp_state *st, int pool, uint64_t stream, uint64_t size, uint64_t target,
+                       eblock **out) {
+  if (pt_dev_would_exceed(st->env.dev, allocation_size(st, size))) return PT_EOOM;
+  return grow(st, pool, stream, target, out);
+}
+
+/* ---- giving memory back ------------------------------------------------- */
+
+/* unmap_block: unmap the whole pages inside free mapped block b. */
+static int unmap_block(exp_state *st, eblock *b) {
+  eseg *sg = b->seg;
+  uint64_t page = sg->page, off = b->addr - sg->base, end = off + b->size;
+  uint64_t first = (off + page - 1) / page, last = end / page;
+  if (first >= last) return 0;
+  int rc = ensure_spare(st, 2);
+  if (rc < 0) return rc;
+  free_remove(st, b);
+  uint64_t ua = sg->base + first * page, ubytes = (last - first) * page;
+  if (ua > b->addr) {
+    eblock *f = take_block(st, sg, b->addr, ua - b->addr, 1);
+    link_before(b, f);
+    free_insert(st, f);
+  }
+  if (ua + ubytes < b->addr + b->size) {
+    eblock *f = take_block(st, sg, ua + ubytes, b->addr + b->size - (ua + ubytes), 1);
+    link_after(b, f);
+    free_insert(st, f);
+  }
+  b->addr = ua;
+  b->size = ubytes;
+  b->mapped = 0;
+  try_merge(st, b, b->prev);
+  try_merge(st, b, b->next);
+  unmapped_insert(st, b);
+  for (uint64_t i = 0; i < last - first; i++) {
+    pt_dev_mem_unmap(st->env.dev, ua + i * page, page);
+    pt_dev_mem_release(st->env.dev, page);
+  }
+  return 0;
+}
+
+static size_t gather(tnode *n, eblock **out, size_t k) {
+  for (; n; n = n->r) {
+    k = gather(n->l, out, k);
+    out[k++] = BLK(n);
+  }
+  return k;
+}
+
+/* release_blocks: cudaFree whole plain segments, unmap free expandable pages. */
+static int release_blocks(exp_state *st, int pool) {
+  size_t n = st->nfree[pool];
+  if (n > st->scratch_cap) {
+    eblock **s = realloc(st->scratch, n * sizeof *s);
+    if (!s) return pt_err_set(st->env.err, PT_ENOMEM, "expandable: out of memory");
+    st->scratch = s;
+    st->scratch_cap = n;
+  }
+  n = gather(st->freet[pool].root, st->scratch, 0);
+  for (size_t i = 0; i < n; i++) { /* release_block */
+    eblock *b = st->scratch[i];
+    if (b->seg->page || b->prev || b->next) continue;
+    free_remove(st, b);
+    pt_dev_free(st->env.dev, b->addr, b->size);
+    seg_unlink(st, b->seg);
+    drop_block(st, b);
+    st->scratch[i] = NULL;
+  }
+  for (size_t i = 0; i < n; i++) {
+    eblock *b = st->scratch[i];
+    if (!b || !b->seg->page) continue;
+    int rc = unmap_block(st, b);
+    if (rc < 0) return rc;
+    if (!b->prev && !b->next && !b->mapped) { /* release_expandable_segment */
+      unmapped_remove(st, b);
+      pt_dev_address_free(st->env.dev, b->seg->base, b->seg->bytes);
+      seg_unlink(st, b->seg);
+      drop_block(st, b);
+    }
+  }
+  return 0;
+}
+
+/* release_cached_blocks: large pool first, then small (events: none in the model). */
+static int release_cached(exp_state *st) {
+  int rc = release_blocks(st, LARGE);
+  return rc < 0 ? rc : release_blocks(st, SMALL);
+}
+
+/* ---- the mechanism ------------------------------------------------------ */
+
+static const pt_mech_param exp_params[] = {
+    {"device_total_bytes", 2097152, 1125899906842624.0,
+     "GPU memory (totalGlobalMem): each segment reserves VA for 1.125 times it; default 150109880320 (H200)"},
+    {"large_segment_size_mb", 12, 4096,
+     "large-pool page (handle) size in MiB, even (PyTorch large_segment_size_mb); default 20"},
+    {NULL, 0, 0, NULL}};
+
+static int exp_create(const pt_mech_env *env, void **state) {
+  double total = pt_params_get(env->params, "device_total_bytes", (double)H200_TOTAL);
+  double large = pt_params_get(env->params, "large_segment_size_mb", 20);
+  if (!(total >= exp_params[0].min && total <= exp_params[0].max) || total != (double)(uint64_t)total)
+    return pt_err_set(env->err, PT_EUSAGE, "expandable: device_total_bytes must be a whole number from 2 MiB to 2^50, not %g",
+                      total);
+  if (!(large >= exp_params[1].min && large <= exp_params[1].max) || large != (double)(uint64_t)large ||
+      (uint64_t)large % 2)
+    return pt_err_set(env->err, PT_EUSAGE, "expandable: large_segment_size_mb must be an even whole number from 12 to 4096, not %g",
+                      large);
+  exp_state *st = calloc(1, sizeof *st);
+  if (!st) return pt_err_set(env->err, PT_ENOMEM, "expandable: out of memory");
+  st->env = *env;
+  st->init_phase = 1;
+  st->page[SMALL] = SMALL_PAGE;
+  st->page[LARGE] = (uint64_t)large * MIB;
+  uint64_t t = (uint64_t)total, va = t + t / 8;
+  for (int p = 0; p < NPOOLS; p++) {
+    st->va_bytes[p] = (va + st->page[p] - 1) / st->page[p] * st->page[p];
+    st->freet[p].seed = st->unmapped[p].seed = 0x9e3779b9u + (uint32_t)p;
+  }
+  st->addrt.seed = 0x85ebca6bu;
+  *state = st;
+  return 0;
+}
+
+static int exp_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *handle) {
+  exp_state *st = state;
+  const pt_policy_hooks *h = st->env.hooks;
+  uint64_t size;
+  if (st->init_phase) end_init(st);
+  int rc = round_request(st, bytes, &size);
+  if (rc < 0) return rc;
+  int pool = size <= SMALL_SIZE ? SMALL : LARGE;
+  if ((rc = ensure_spare(st, 1)) < 0) return rc;
+  eblock *b = get_free_block(st, pool, stream, size);
+  if (b) {
+    st->env.counters->cache_hits++;
+  } else {
+    uint64_t target = size;
+    if (h && h->should_collect) {
+      int yes = 0;
+      if ((rc = h->should_collect(h->ctx, st->env.dev->reserved, st->allocated, &yes, st->env.err)) < 0) return rc;
+      if (yes) {
+        if ((rc = release_cached(st)) < 0) return rc;
+        st->env.counters->collections++;
+      }
+    }
+    if (h && h->segment_size) {
+      if ((rc = h->segment_size(h->ctx, size, &target, st->env.err)) < 0) return rc;
+      if (target < size) target = size; /* a growth maps at least the request */
+    }
+    rc = alloc_block(st, pool, stream, size, target, &b);
+    if (rc == PT_EOOM) { /* free every cached page and segment, then once more */
+      if ((rc = release_cached(st)) < 0) return rc;
+      st->env.counters->alloc_retries++;
+      rc = alloc_block(st, pool, stream, size, target, &b);
+    }
+    if (rc < 0) return rc;
+    if ((rc = ensure_spare(st, 1)) < 0) {
+      free_insert(st, b);
+      return rc;
+    }
+  }
+  if (b->size - size >= MIN_BLOCK) { /* should_split with expandable segments on */
+    eblock *rest = take_block(st, b->seg, b->addr + size, b->size - size, 1);
+    link_after(b, rest);
+    free_insert(st, rest);
+    b->size = size;
+  }
+  b->allocated = 1;
+  st->allocated += b->size;
+  *handle = (uint64_t)(uintptr_t)b;
+  return 0;
+}
+
+static int exp_free(void *state, uint64_t handle) {
+  exp_state *st = state;
+  eblock *b = (eblock *)(uintptr_t)handle;
+  if (st->init_phase) end_init(st);
+  b->allocated = 0;
+  st->allocated -= b->size;
+  try_merge(st, b, b->prev);
+  try_merge(st, b, b->next);
+  free_insert(st, b);
+  return 0;
+}
+
+static int exp_empty_cache(void *state) {
+  exp_state *st = state;
+  if (st->init_phase) end_init(st);
+  return release_cached(st);
+}
+
+static int exp_init_segment(void *state, uint64_t addr, uint64_t bytes, uint64_t stream, int expandable) {
+  exp_state *st = state;
+  pt_err *err = st->env.err;
+  if (!st->init_phase) return pt_err_set(err, PT_EUSAGE, "expandable: initial segment after the first request");
+  if (!bytes) return pt_err_set(err, PT_EFORMAT, "expandable: initial segment of 0 bytes");
+  int rc = ensure_spare(st, 3);
+  if (rc < 0) return rc;
+  if (!expandable) {
+    eseg *sg = malloc(sizeof *sg);
+    if (!sg) return pt_err_set(err, PT_ENOMEM, "expandable: out of memory");
+    *sg = (eseg){.base = addr, .bytes = bytes, .stream = stream, .pool = bytes == SMALL_PAGE ? SMALL : LARGE};
+    seg_link(st, sg);
+    free_insert(st, take_block(st, sg, addr, bytes, 1));
+    pt_dev_adopt(st->env.dev, bytes);
+    return 0;
+  }
+  int pool = bytes % st->page[LARGE] == 0 ? LARGE : SMALL;
+  uint64_t page = st->page[pool];
+  if (bytes % page)
+    return pt_err_set(err, PT_EFORMAT, "expandable: initial expandable segment at 0x%llx maps %llu bytes, not whole 2 MiB pages",
+                      (unsigned long long)addr, (unsigned long long)bytes);
+  eseg *sg = NULL;
+  for (eseg *s = st->segs; s; s = s->next)
+    if (s->page && s->pool == pool && s->stream == stream && addr >= s->base && addr - s->base < s->bytes) sg = s;
+  if (!sg) { /* reserved before the trace began: no call counted */
+    if (!(sg = malloc(sizeof *sg))) return pt_err_set(err, PT_ENOMEM, "expandable: out of memory");
+    *sg = (eseg){.base = addr, .bytes = st->va_bytes[pool], .page = page, .stream = stream, .pool = pool};
+    seg_link(st, sg);
+    unmapped_insert(st, take_block(st, sg, addr, sg->bytes, 0));
+  }
+  tnode *n = t_le(&st->unmapped[pool], stream, addr, 0);
+  eblock *u = n ? BLK(n) : NULL;
+  if (!u || u->seg != sg || (addr - sg->base) % page || addr + bytes > u->addr + u->size)
+    return pt_err_set(err, PT_EFORMAT, "expandable: initial expandable segment at 0x%llx (%llu bytes) overlaps another or is misaligned",
+                      (unsigned long long)addr, (unsigned long long)bytes);
+  unmapped_remove(st, u);
+  if (addr > u->addr) {
+    eblock *f = take_block(st, sg, u->addr, addr - u->addr, 0);
+    link_before(u, f);
+    unmapped_insert(st, f);
+  }
+  if (addr + bytes < u->addr + u->size) {
+    eblock *f = take_block(st, sg, addr + bytes, u->addr + u->size - (addr + bytes), 0);
+    link_after(u, f);
+    unmapped_insert(st, f);
+  }
+  u->addr = addr;
+  u->size = bytes;
+  u->mapped = 1;
+  try_merge(st, u, u->prev);
+  try_merge(st, u, u->next);
+  free_insert(st, u);
+  pt_dev_adopt(st->env.dev, bytes);
+  return 0;
+}
+
+/*
+ * A block live at trace start: carved out of the free part of a segment
+ * that holds it.  Its size is the request rounded to 512 B; a real block
+ * may have been larger (an unsplit remainder), which no trace records.
+ */
+static int exp_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_t stream, uint64_t *handle) {
+  exp_state *st = state;
+  (void)stream;
+  if (!st->init_phase) return pt_err_set(st->env.err, PT_EUSAGE, "expandable: initial block after the first request");
+  uint64_t size = bytes < MIN_BLOCK ? MIN_BLOCK : (bytes + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
+  tnode *n = t_le(&st->addrt, addr, 0, 0);
+  eblock *b = n ? ABLK(n) : NULL;
+  if (!b || addr + size > b->addr + b->size)
+    return pt_err_set(st->env.err, PT_EFORMAT, "expandable: initial block at 0x%llx (%llu bytes) lies in no free part of a segment",
+                      (unsigned long long)addr, (unsigned long long)bytes);
+  int rc = ensure_spare(st, 2);
+  if (rc < 0) return rc;
+  free_remove(st, b);
+  if (addr > b->addr) {
+    eblock *f = take_block(st, b->seg, b->addr, addr - b->addr, 1);
+    link_before(b, f);
+    free_insert(st, f);
+  }
+  if (addr + size < b->addr + b->size) {
+    eblock *f = take_block(st, b->seg, addr + size, b->addr + b->size - (addr + size), 1);
+    link_after(b, f);
+    free_insert(st, f);
+  }
+  b->addr = addr;
+  b->size = size;
+  b->allocated = 1;
+  st->allocated += size;
+  *handle = (uint64_t)(uintptr_t)b;
+  return 0;
+}
+
+/* The model ends: records are dropped; no driver call is counted. */
+static void exp_destroy(void *state) {
+  exp_state *st = state;
+  if (!st) return;
+  while (st->segs) seg_unlink(st, st->segs);
+  while (st->slabs) {
+    slab *s = st->slabs;
+    st->slabs = s->next;
+    free(s);
+  }
+  free(st->scratch);
+  free(st);
+}
+
+const pt_mech_ops pt_mech_expandable = {
+    .name = "expandable",
+    .params = exp_params,
+    .create = exp_create,
+    .init_segment = exp_init_segment,
+    .init_alloc = exp_init_alloc,
+    .alloc = exp_alloc,
+    .free = exp_free,
+    .empty_cache = exp_empty_cache,
+    .destroy = exp_destroy,
+};

@@ -1,0 +1,148 @@
+/* gpu.c — reading GPU description files (see gpu.h). */
+#include "gpu.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef PT_DATADIR
+#define PT_DATADIR "/usr/local/share/pagetune"
+#endif
+
+static const char *const call_names[] = {
+#define PT_X(n) #n,
+    PT_DRIVER_CALLS(PT_X)
+#undef PT_X
+};
+
+static const char *search_dirs(int i) {
+  switch (i) {
+  case 0: return getenv("PAGETUNE_GPU_DIR");
+  case 1: return "sim/gpus";
+  case 2: return PT_DATADIR "/gpus";
+  default: return NULL;
+  }
+}
+
+static int parse_line(pt_gpu *g, char *line, const char *path, int lineno, pt_err *err) {
+  char *key = strtok(line, " \t"), *rest = strtok(NULL, "");
+  if (!key) return 0;
+  while (rest && (*rest == ' ' || *rest == '\t')) rest++;
+  if (!rest || !*rest) return pt_err_set(err, PT_EFORMAT, "%s:%d: %s has no value", path, lineno, key);
+  char extra;
+  if (!strcmp(key, "name")) snprintf(g->name, sizeof g->name, "%s", rest);
+  else if (!strcmp(key, "description")) snprintf(g->description, sizeof g->description, "%s", rest);
+  else if (!strcmp(key, "source")) snprintf(g->source, sizeof g->source, "%s", rest);
+  else if (!strcmp(key, "mmu")) {
+    if (!(g->mmu = pt_mmu_find(rest))) return pt_err_set(err, PT_EFORMAT, "%s:%d: unknown mmu '%s' (v3, v2)", path, lineno, rest);
+  } else if (!strcmp(key, "sms")) {
+    if (sscanf(rest, "%u %c", &g->tlb.sms, &extra) != 1 || !g->tlb.sms || g->tlb.sms > 4096)
+      return pt_err_set(err, PT_EFORMAT, "%s:%d: sms must be 1..4096", path, lineno);
+  } else if (!strcmp(key, "l1_tlb") || !strcmp(key, "l2_tlb")) {
+    pt_tlb_geom *t = key[1] == '1' ? &g->tlb.l1 : &g->tlb.l2;
+    if (sscanf(rest, "%u %u %lf %c", &t->sets, &t->ways, &t->hit_ns, &extra) != 3 || !t->sets || !t->ways ||
+        t->sets > (1u << 20) || t->ways > 4096 || !(t->hit_ns >= 0))
+      return pt_err_set(err, PT_EFORMAT, "%s:%d: %s wants SETS WAYS HIT_NS", path, lineno, key);
+  } else if (!strcmp(key, "pwc")) {
+    if (sscanf(rest, "%u %u %c", &g->tlb.pwc_sets, &g->tlb.pwc_ways, &extra) != 2 || !g->tlb.pwc_sets ||
+        !g->tlb.pwc_ways || g->tlb.pwc_sets > (1u << 20) || g->tlb.pwc_ways > 4096)
+      return pt_err_set(err, PT_EFORMAT, "%s:%d: pwc wants SETS WAYS", path, lineno);
+  } else if (!strcmp(key, "walk_access_ns") || !strcmp(key, "bookkeeping_us")) {
+    double *v = key[0] == 'w' ? &g->tlb.walk_access_ns : &g->cost.bookkeeping_us;
+    if (sscanf(rest, "%lf %c", v, &extra) != 1 || !(*v >= 0) || *v > 1e9)
+      return pt_err_set(err, PT_EFORMAT, "%s:%d: %s wants a number >= 0", path, lineno, key);
+  } else if (!strcmp(key, "cost")) {
+    char *call = strtok(rest, " \t");
+    int c = -1;
+    for (int i = 0; call && i < PT_DRV_NCALLS; i++)
+      if (!strcmp(call, call_names[i])) c = i;
+    if (c < 0) return pt_err_set(err, PT_EFORMAT, "%s:%d: cost of unknown call '%s'", path, lineno, call ? call : "");
+    pt_cost_points *p = &g->points[c];
+    p->n = 0;
+    for (char *pt = strtok(NULL, " \t"); pt; pt = strtok(NULL, " \t")) {
+      double b, us;
+      if (p->n == PT_COST_MAX_POINTS || sscanf(pt, "%lf:%lf %c", &b, &us, &extra) != 2)
+        return pt_err_set(err, PT_EFORMAT, "%s:%d: cost points are BYTES:US (at most %d)", path, lineno,
+                          PT_COST_MAX_POINTS);
+      p->bytes[p->n] = b;
+      p->us[p->n++] = us;
+    }
+    int rc = pt_cost_fit(p, &g->cost.call[c], err);
+    if (rc < 0) return pt_err_prefix(err, rc, "%s:%d", path, lineno);
+  } else {
+    return pt_err_set(err, PT_EFORMAT, "%s:%d: unknown setting '%s'", path, lineno, key);
+  }
+  return 0;
+}
+
+static int load_file(const char *path, FILE *f, pt_err *err, pt_gpu *g) {
+  char line[1024];
+  int lineno = 0, rc = 0;
+  while (rc == 0 && fgets(line, sizeof line, f)) {
+    lineno++;
+    size_t len = strlen(line);
+    if (len == sizeof line - 1 && line[len - 1] != '\n')
+      return pt_err_set(err, PT_EFORMAT, "%s:%d: line too long", path, lineno);
+    char *hash = strchr(line, '#');
+    if (hash) *hash = 0;
+    line[strcspn(line, "\r\n")] = 0;
+    rc = parse_line(g, line, path, lineno, err);
+  }
+  if (rc < 0) return rc;
+  if (ferror(f)) return pt_err_set(err, PT_EIO, "%s: read failed", path);
+  if (!g->name[0] || !g->mmu || !g->tlb.sms || !g->tlb.l1.sets || !g->tlb.l2.sets || !g->tlb.pwc_sets)
+    return pt_err_set(err, PT_EFORMAT, "%s: needs name, mmu, sms, l1_tlb, l2_tlb and pwc", path);
+  g->tlb.walk_levels = (uint32_t)g->mmu->nlevels;
+  return 0;
+}
+
+int pt_gpu_load(const char *name, pt_err *err, pt_gpu *out) {
+  memset(out, 0, sizeof *out);
+  char path[4096];
+  FILE *f = NULL;
+  if (strchr(name, '/') || strstr(name, ".gpu")) {
+    snprintf(path, sizeof path, "%s", name);
+    f = fopen(path, "r");
+  } else {
+    for (int i = 0; i < 3 && !f; i++) {
+      const char *dir = search_dirs(i);
+      if (!dir) continue;
+      snprintf(path, sizeof path, "%s/%s.gpu", dir, name);
+      f = fopen(path, "r");
+    }
+  }
+  if (!f) {
+    char names[512];
+    pt_gpu_list(names, sizeof names);
+    return pt_err_set(err, PT_ENOTFOUND, "%s: no such GPU description (known: %s)", name, names[0] ? names : "none");
+  }
+  int rc = load_file(path, f, err, out);
+  fclose(f);
+  return rc;
+}
+
+int pt_gpu_list(char *buf, size_t n) {
+  size_t len = 0;
+  buf[0] = 0;
+  for (int i = 0; i < 3; i++) {
+    const char *dir = search_dirs(i);
+    DIR *d = dir ? opendir(dir) : NULL;
+    if (!d) continue;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+      size_t l = strlen(e->d_name);
+      if (l < 5 || strcmp(e->d_name + l - 4, ".gpu")) continue;
+      char nm[256];
+      snprintf(nm, sizeof nm, "%.*s", (int)(l - 4), e->d_name);
+      if (strstr(buf, nm)) continue; /* first found wins */
+      int w = snprintf(buf + len, n - len, "%s%s", len ? " " : "", nm);
+      if (w < 0 || (size_t)w >= n - len) break;
+      len += (size_t)w;
+    }
+    closedir(d);
+    if (len) break;
+  }
+  return 0;
+}

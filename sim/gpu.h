@@ -1,0 +1,41 @@
+/*
+ * gpu.h — a GPU description: MMU layout, TLB geometry and latencies, and
+ * driver-call cost points.  Read from a small text file (sim/gpus/NAME.gpu),
+ * so calibration changes data, not code.  Format, one setting a line:
+ *   name h200
+ *   description NVIDIA H200 ...
+ *   mmu v3                          (v3: Hopper; v2: Pascal–Ada)
+ *   sms 132
+ *   l1_tlb SETS WAYS HIT_NS         (per SM)
+ *   l2_tlb SETS WAYS HIT_NS         (shared)
+ *   pwc SETS WAYS                   (page-walk cache)
+ *   walk_access_ns NS               (one page-table read)
+ *   bookkeeping_us US               (allocator work per request/free)
+ *   cost CALL BYTES:US ...          (CALL: malloc, free, mem_create, ...)
+ *   source TEXT                     (where the numbers come from)
+ * '#' starts a comment.
+ */
+#ifndef PT_GPU_H
+#define PT_GPU_H
+
+#include "cost.h"
+#include "error.h"
+#include "pagetable.h"
+#include "tlb.h"
+
+typedef struct pt_gpu {
+  char name[64];
+  char description[256];
+  char source[512];
+  const pt_mmu_desc *mmu;
+  pt_tlb_config tlb;
+  pt_cost_model cost;
+  pt_cost_points points[PT_DRV_NCALLS];
+} pt_gpu;
+
+/* Load NAME (searched in $PAGETUNE_GPU_DIR, sim/gpus, the installed data dir) or a path. */
+int pt_gpu_load(const char *name_or_path, pt_err *err, pt_gpu *out /* OUT */);
+/* Names of the bundled descriptions, space-separated, into buf. */
+int pt_gpu_list(char *buf, size_t n);
+
+#endif

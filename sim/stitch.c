@@ -1,0 +1,739 @@
+/*
+ * stitch.c — the "stitch" mechanism: virtual-memory stitching in the style
+ * of GMLake (Guo et al., ASPLOS 2024).  Physical memory is made of 2 MiB
+ * handles; free handles scattered over several VA ranges can be mapped
+ * side by side into a new VA range, so a request larger than any free
+ * contiguous block is served without creating memory.
+ *
+ * The model, kept small and deterministic:
+ *   - A primary range is one VA reservation backed by handles it created
+ *     (cuMemCreate, cuMemMap per 2 MiB handle, one cuMemSetAccess).  Inside
+ *     it, blocks are split (remainder >= 512 B) and merged as in PyTorch's
+ *     segments, so small requests share a range.
+ *   - A request (rounded to 512 B) is served, in this order, by:
+ *       1. best fit over free primary blocks of its stream, key (stream,
+ *          size, address): no driver call;
+ *       2. a cached stitched range of exactly the request's page count whose
+ *          pages are all free again (most recently freed first): no call;
+ *       3. stitching: whole free pages of free primary blocks, taken from
+ *          the largest block down, from blocks whose whole-page extent is at
+ *          least stitch_min_bytes, until the request's pages are covered.
+ *          The pages are lent out of their primary blocks and mapped in
+ *          order into a new VA range: cuMemAddressReserve, one cuMemMap per
+ *          page, one cuMemSetAccess; no cuMemCreate;
+ *       4. a new primary range of the request rounded up to 2 MiB (or of
+ *          what the segment_size hook says).
+ *   - A stitched range serves one allocation at a time.  When it is freed,
+ *     its pages go back to their primary blocks (free again for step 1)
+ *     and the range keeps its mappings as a cache entry for step 2.  At most
+ *     max_stitched ranges are cached; past that the least recently freed is
+ *     unmapped (cuMemUnmap per page) and its VA freed.
+ *   - Memory is released (step 4 failing against the cap, or empty_cache):
+ *     every cached stitched range is unmapped, then every primary range
+ *     with nothing allocated or lent is unmapped and released (per handle)
+ *     and its VA freed; a failed step 4 is then tried once more.  The
+ *     should_collect hook, asked before step 4, runs the same release.
+ *   - GMLake also stitches free pages with new ones when the free ones fall
+ *     short; this model creates a whole new range instead.
+ *   - Segments alive at trace start become primary ranges (held, no call
+ *     counted), released per 2 MiB like any other.
+ */
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mech.h"
+
+#define MIB (UINT64_C(1) << 20)
+#define PAGE (2 * MIB)                  /* handle size: the VMM granularity */
+#define MIN_BLOCK UINT64_C(512)
+#define MAX_BYTES 1125899906842624.0    /* 2^50 */
+
+/* ---- a treap keyed by three integers (deterministic priorities) --------- */
+
+/*
+ * Intrusive, with parent pointers: insertion is one descent and a few
+ * rotations up; removal rotates the node down to a leaf without a search;
+ * next/prev walk the tree.  Priorities come from a xorshift32 per tree, so
+ * a run is reproducible.  Keys are unique.
+ */
+typedef struct tnode {
+  struct tnode *l, *r, *p;
+  uint64_t k0, k1, k2;
+  uint32_t prio;
+} tnode;
+
+typedef struct ttree {
+  tnode *root;
+  uint32_t seed;
+} ttree;
+
+static int kcmp(const tnode *a, uint64_t k0, uint64_t k1, uint64_t k2) {
+  if (a->k0 != k0) return a->k0 < k0 ? -1 : 1;
+  if (a->k1 != k1) return a->k1 < k1 ? -1 : 1;
+  if (a->k2 != k2) return a->k2 < k2 ? -1 : 1;
+  return 0;
+}
+
+/* Rotate x above its parent. */
+static void t_rot_up(ttree *t, tnode *x) {
+  tnode *p = x->p, *g = p->p;
+  if (p->l == x) {
+    p->l = x->r;
+    if (x->r) x->r->p = p;
+    x->r = p;
+  } else {
+    p->r = x->l;
+    if (x->l) x->l->p = p;
+    x->l = p;
+  }
+  p->p = x;
+  x->p = g;
+  if (!g)
+    t->root = x;
+  else if (g->l == p)
+    g->l = x;
+  else
+    g->r = x;
+}
+
+static void t_insert(ttree *t, tnode *x) {
+  tnode *p = NULL, **link = &t->root;
+  t->seed ^= t->seed << 13; /* xorshift32 */
+  t->seed ^= t->seed >> 17;
+  t->seed ^= t->seed << 5;
+  x->prio = t->seed;
+  x->l = x->r = NULL;
+  while (*link) {
+    p = *link;
+    link = kcmp(x, p->k0, p->k1, p->k2) < 0 ? &p->l : &p->r;
+  }
+  *link = x;
+  x->p = p;
+  while (x->p && x->p->prio < x->prio) t_rot_up(t, x);
+}
+
+static void t_remove(ttree *t, tnode *x) {
+  while (x->l && x->r) t_rot_up(t, x->l->prio > x->r->prio ? x->l : x->r);
+  tnode *c = x->l ? x->l : x->r, *p = x->p;
+  if (c) c->p = p;
+  if (!p)
+    t->root = c;
+  else if (p->l == x)
+    p->l = c;
+  else
+    p->r = c;
+}
+
+/* Smallest node with key >= k. */
+static tnode *t_ge(const ttree *t, uint64_t k0, uint64_t k1, uint64_t k2) {
+  tnode *best = NULL;
+  for (tnode *n = t->root; n;)
+    if (kcmp(n, k0, k1, k2) >= 0) {
+      best = n;
+      n = n->l;
+    } else {
+      n = n->r;
+    }
+  return best;
+}
+
+/* Largest node with key <= k. */
+static tnode *t_le(const ttree *t, uint64_t k0, uint64_t k1, uint64_t k2) {
+  tnode *best = NULL;
+  for (tnode *n = t->root; n;)
+    if (kcmp(n, k0, k1, k2) <= 0) {
+      best = n;
+      n = n->r;
+    } else {
+      n = n->l;
+    }
+  return best;
+}
+
+/* The node after x in key order, or NULL. */
+static tnode *t_next(tnode *x) {
+  if (x->r) {
+    for (x = x->r; x->l;) x = x->l;
+    return x;
+  }
+  while (x->p && x->p->r == x) x = x->p;
+  return x->p;
+}
+
+/* The node before x in key order, or NULL. */
+static tnode *t_prev(tnode *x) {
+  if (x->l) {
+    for (x = x->l; x->r;) x = x->r;
+    return x;
+  }
+  while (x->p && x->p->l == x) x = x->p;
+  return x->p;
+}
+
+/* ---- ranges and blocks -------------------------------------------------- */
+
+enum { K_BLOCK = 1, K_STITCH = 2 };      /* what a handle points at */
+enum { B_FREE, B_ALLOC, B_LENT };        /* a primary block's state */
+
+typedef struct sblock sblock;
+
+typedef struct prange {
+  struct prange *prev, *next;
+  sblock *head;                /* lowest block; merges keep the lower block, so it lasts */
+  uint64_t base, bytes, stream;
+} prange;
+
+/* A run of a primary range.  Free: in the free tree.  Always: in the address tree. */
+struct sblock {
+  uint8_t kind;                /* K_BLOCK; first, as in srange */
+  uint8_t state;
+  tnode node;                  /* free tree: (stream, size, addr) */
+  tnode anode;                 /* address tree: (addr) */
+  sblock *prev, *next;
+  prange *pr;
+  uint64_t addr, size;
+};
+
+typedef struct srange {
+  uint8_t kind;                /* K_STITCH */
+  uint8_t cached;
+  tnode cnode;                 /* cache tree while cached: (stream, pages, ~seq) */
+  struct srange *lprev, *lnext;/* cached ranges, least recently freed first */
+  struct srange *prev, *next;  /* every stitched range, for destroy */
+  uint64_t stream, va, npages, size;
+  uint64_t *pages;             /* primary address of each page, in VA order */
+  sblock **lent;               /* primary blocks lent while allocated */
+  size_t nlent;
+} srange;
+
+#define BLK(n) ((sblock *)(void *)((char *)(n) - offsetof(sblock, node)))
+#define ABLK(n) ((sblock *)(void *)((char *)(n) - offsetof(sblock, anode)))
+#define SRNG(n) ((srange *)(void *)((char *)(n) - offsetof(srange, cnode)))
+
+#define SLAB_BLOCKS 256
+typedef struct slab {
+  struct slab *next;
+  sblock b[SLAB_BLOCKS];
+} slab;
+
+typedef struct run {
+  sblock *b;
+  uint64_t start, npages;
+} run;
+
+typedef struct stitch_state {
+  pt_mech_env env;
+  ttree freet, addrt, cachet;
+  prange *ranges;
+  srange *stitched;
+  srange *lru_head, *lru_tail;
+  size_t ncached, max_cached;
+  uint64_t seq, stitch_min, allocated;
+  slab *slabs;
+  sblock *spare;
+  size_t nspare;
+  run *runs;
+  size_t runs_cap;
+} stitch_state;
+
+static int oom(stitch_state *st) { return pt_err_set(st->env.err, PT_ENOMEM, "stitch: out of memory"); }
+
+static int ensure_spare(stitch_state *st, size_t n) {
+  while (st->nspare < n) {
+    slab *s = malloc(sizeof *s);
+    if (!s) return oom(st);
+    s->next = st->slabs;
+    st->slabs = s;
+    for (int i = 0; i < SLAB_BLOCKS; i++) {
+      s->b[i].next = st->spare;
+      st->spare = &s->b[i];
+    }
+    st->nspare += SLAB_BLOCKS;
+  }
+  return 0;
+}
+
+/* A free block record in the address tree; ensure_spare must have been called. */
+static sblock *take_block(stitch_state *st, prange *pr, uint64_t addr, uint64_t size) {
+  sblock *b = st->spare;
+  st->spare = b->next;
+  st->nspare--;
+  memset(b, 0, sizeof *b);
+  b->kind = K_BLOCK;
+  b->state = B_FREE;
+  b->pr = pr;
+  b->addr = addr;
+  b->size = size;
+  b->anode.k0 = addr;
+  t_insert(&st->addrt, &b->anode);
+  return b;
+}
+
+static void drop_block(stitch_state *st, sblock *b) {
+  t_remove(&st->addrt, &b->anode);
+  b->next = st->spare;
+  st->spare = b;
+  st->nspare++;
+}
+
+static void free_insert(stitch_state *st, sblock *b) {
+  b->node.k0 = b->pr->stream;
+  b->node.k1 = b->size;
+  b->node.k2 = b->addr;
+  t_insert(&st->freet, &b->node);
+}
+
+/*
+ * [a, a+len) out of free block b (in no free tree): the pieces before and
+ * after stay free; the middle is returned, b itself when a == b->addr, so a
+ * block's address never changes while it is in the address tree.  Needs two
+ * spare records.
+ */
+static sblock *carve(stitch_state *st, sblock *b, uint64_t a, uint64_t len) {
+  if (a > b->addr) {
+    sblock *m = take_block(st, b->pr, a, b->addr + b->size - a);
+    m->prev = b;
+    m->next = b->next;
+    if (b->next) b->next->prev = m;
+    b->next = m;
+    b->size = a - b->addr;
+    free_insert(st, b);
+    b = m;
+  }
+  if (b->size > len) {
+    sblock *r = take_block(st, b->pr, a + len, b->size - len);
+    r->prev = b;
+    r->next = b->next;
+    if (b->next) b->next->prev = r;
+    b->next = r;
+    b->size = len;
+    free_insert(st, r);
+  }
+  return b;
+}
+
+/* b (in no free tree) becomes free, merged into its free neighbours. */
+static void make_free(stitch_state *st, sblock *b) {
+  b->state = B_FREE;
+  sblock *p = b->prev, *n = b->next;
+  if (p && p->state == B_FREE) {
+    t_remove(&st->freet, &p->node);
+    p->size += b->size;
+    p->next = n;
+    if (n) n->prev = p;
+    drop_block(st, b);
+    b = p;
+  }
+  if (n && n->state == B_FREE) {
+    t_remove(&st->freet, &n->node);
+    b->size += n->size;
+    b->next = n->next;
+    if (n->next) n->next->prev = b;
+    drop_block(st, n);
+  }
+  free_insert(st, b);
+}
+
+/* ---- stitched ranges ---------------------------------------------------- */
+
+static void lru_unlink(stitch_state *st, srange *s) {
+  if (s->lprev)
+    s->lprev->lnext = s->lnext;
+  else
+    st->lru_head = s->lnext;
+  if (s->lnext)
+    s->lnext->lprev = s->lprev;
+  else
+    st->lru_tail = s->lprev;
+  s->lprev = s->lnext = NULL;
+}
+
+static void srange_free(stitch_state *st, srange *s) {
+  if (s->prev)
+    s->prev->next = s->next;
+  else
+    st->stitched = s->next;
+  if (s->next) s->next->prev = s->prev;
+  free(s->pages);
+  free(s->lent);
+  free(s);
+}
+
+/* Unmap a cached stitched range and give its VA back. */
+static void evict(stitch_state *st, srange *s) {
+  t_remove(&st->cachet, &s->cnode);
+  lru_unlink(st, s);
+  st->ncached--;
+  for (uint64_t i = 0; i < s->npages; i++) pt_dev_mem_unmap(st->env.dev, s->va + i * PAGE, PAGE);
+  pt_dev_address_free(st->env.dev, s->va, s->npages * PAGE);
+  srange_free(st, s);
+}
+
+static srange *srange_new(stitch_state *st, uint64_t stream, uint64_t npages) {
+  srange *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  s->pages = malloc(npages * sizeof *s->pages);
+  s->lent = malloc(npages * sizeof *s->lent);
+  if (!s->pages || !s->lent) {
+    free(s->pages);
+    free(s->lent);
+    free(s);
+    return NULL;
+  }
+  s->kind = K_STITCH;
+  s->stream = stream;
+  s->npages = npages;
+  s->next = st->stitched;
+  if (st->stitched) st->stitched->prev = s;
+  st->stitched = s;
+  return s;
+}
+
+/* The free primary block holding page p whole, or NULL. */
+static sblock *free_page_block(const stitch_state *st, uint64_t p) {
+  tnode *n = t_le(&st->addrt, p, 0, 0);
+  if (!n) return NULL;
+  sblock *b = ABLK(n);
+  return b->state == B_FREE && p + PAGE <= b->addr + b->size ? b : NULL;
+}
+
+/* Step 2: a cached stitched range of npages pages whose pages are all free. */
+static int reuse_cached(stitch_state *st, uint64_t stream, uint64_t npages, srange **out) {
+  *out = NULL;
+  for (tnode *n = t_ge(&st->cachet, stream, npages, 0); n && n->k0 == stream && n->k1 == npages;
+       n = t_next(n)) {
+    srange *s = SRNG(n);
+    uint64_t i = 0;
+    while (i < npages && free_page_block(st, s->pages[i])) i++;
+    if (i < npages) continue;
+    int rc = ensure_spare(st, 2 * npages);
+    if (rc < 0) return rc;
+    t_remove(&st->cachet, &s->cnode);
+    lru_unlink(st, s);
+    st->ncached--;
+    s->cached = 0;
+    for (i = 0; i < npages; i++) {
+      sblock *b = free_page_block(st, s->pages[i]);
+      t_remove(&st->freet, &b->node);
+      b = carve(st, b, s->pages[i], PAGE);
+      b->state = B_LENT;
+      s->lent[i] = b;
+    }
+    s->nlent = npages;
+    *out = s;
+    return 0;
+  }
+  return 0;
+}
+
+/* Step 3: stitch whole free pages of free primary blocks into a new range. */
+static int stitch(stitch_state *st, uint64_t stream, uint64_t npages, srange **out) {
+  uint64_t got = 0;
+  size_t nr = 0;
+  *out = NULL;
+  for (tnode *n = t_le(&st->freet, stream, UINT64_MAX, UINT64_MAX);
+       n && n->k0 == stream && n->k1 >= st->stitch_min && got < npages; n = t_prev(n)) {
+    sblock *b = BLK(n);
+    uint64_t ps = (b->addr + PAGE - 1) / PAGE * PAGE, pe = (b->addr + b->size) / PAGE * PAGE;
+    if (pe <= ps || pe - ps < st->stitch_min) continue;
+    if (nr == st->runs_cap) {
+      size_t cap = st->runs_cap ? 2 * st->runs_cap : 16;
+      run *r = realloc(st->runs, cap * sizeof *r);
+      if (!r) return oom(st);
+      st->runs = r;
+      st->runs_cap = cap;
+    }
+    uint64_t take = (pe - ps) / PAGE;
+    if (take > npages - got) take = npages - got;
+    st->runs[nr++] = (run){.b = b, .start = ps, .npages = take};
+    got += take;
+  }
+  if (got < npages) return 0;
+  int rc = ensure_spare(st, 2 * nr);
+  if (rc < 0) return rc;
+  srange *s = srange_new(st, stream, npages);
+  if (!s) return oom(st);
+  pt_device *dev = st->env.dev;
+  s->va = pt_dev_address_reserve(dev, npages * PAGE, PAGE);
+  uint64_t j = 0;
+  for (size_t r = 0; r < nr; r++) {
+    sblock *b = st->runs[r].b;
+    t_remove(&st->freet, &b->node);
+    b = carve(st, b, st->runs[r].start, st->runs[r].npages * PAGE);
+    b->state = B_LENT;
+    s->lent[s->nlent++] = b;
+    for (uint64_t i = 0; i < st->runs[r].npages; i++, j++) {
+      s->pages[j] = st->runs[r].start + i * PAGE;
+      pt_dev_mem_map(dev, s->va + j * PAGE, PAGE);
+    }
+  }
+  pt_dev_mem_set_access(dev, s->va, npages * PAGE);
+  *out = s;
+  return 0;
+}
+
+/* ---- primary ranges ----------------------------------------------------- */
+
+static prange *prange_new(stitch_state *st, uint64_t base, uint64_t bytes, uint64_t stream) {
+  prange *pr = calloc(1, sizeof *pr);
+  if (!pr) return NULL;
+  pr->base = base;
+  pr->bytes = bytes;
+  pr->stream = stream;
+  pr->next = st->ranges;
+  if (st->ranges) st->ranges->prev = pr;
+  st->ranges = pr;
+  pr->head = take_block(st, pr, base, bytes);
+  return pr;
+}
+
+static void prange_unlink(stitch_state *st, prange *pr) {
+  if (pr->prev)
+    pr->prev->next = pr->next;
+  else
+    st->ranges = pr->next;
+  if (pr->next) pr->next->prev = pr->prev;
+  free(pr);
+}
+
+/* Step 4: a new primary range of bytes (2 MiB multiple); its one block, in no free tree. */
+static int new_range(stitch_state *st, uint64_t stream, uint64_t bytes, sblock **out) {
+  pt_device *dev = st->env.dev;
+  uint64_t n = bytes / PAGE;
+  int rc = ensure_spare(st, 1);
+  if (rc < 0) return rc;
+  for (uint64_t i = 0; i < n; i++)
+    if ((rc = pt_dev_mem_create(dev, PAGE)) < 0) {
+      for (uint64_t j = 0; j < i; j++) pt_dev_mem_release(dev, PAGE);
+      return rc;
+    }
+  uint64_t va = pt_dev_address_reserve(dev, bytes, PAGE);
+  for (uint64_t i = 0; i < n; i++) pt_dev_mem_map(dev, va + i * PAGE, PAGE);
+  pt_dev_mem_set_access(dev, va, bytes);
+  prange *pr = prange_new(st, va, bytes, stream);
+  if (!pr) { /* undo, so the device's books stay right */
+    for (uint64_t i = 0; i < n; i++) {
+      pt_dev_mem_unmap(dev, va + i * PAGE, PAGE);
+      pt_dev_mem_release(dev, PAGE);
+    }
+    pt_dev_address_free(dev, va, bytes);
+    return oom(st);
+  }
+  *out = pr->head;
+  return 0;
+}
+
+/* Unmap every cached stitched range, then release every unused primary range. */
+static void release_all(stitch_state *st) {
+  pt_device *dev = st->env.dev;
+  while (st->lru_head) evict(st, st->lru_head);
+  for (prange *pr = st->ranges, *nx; pr; pr = nx) {
+    nx = pr->next;
+    sblock *b = pr->head;
+    if (b->state != B_FREE || b->next) continue;
+    t_remove(&st->freet, &b->node);
+    drop_block(st, b);
+    for (uint64_t off = 0; off < pr->bytes; off += PAGE) {
+      uint64_t len = pr->bytes - off < PAGE ? pr->bytes - off : PAGE;
+      pt_dev_mem_unmap(dev, pr->base + off, len);
+      pt_dev_mem_release(dev, len);
+    }
+    pt_dev_address_free(dev, pr->base, pr->bytes);
+    prange_unlink(st, pr);
+  }
+}
+
+/* ---- the mechanism ------------------------------------------------------ */
+
+static const pt_mech_param stitch_params[] = {
+    {"stitch_min_bytes", 2097152, MAX_BYTES,
+     "least whole-page extent of a free block for its pages to be stitched; default 2 MiB"},
+    {"max_stitched", 0, 1000000, "stitched ranges kept mapped after their allocation is freed; default 64"},
+    {NULL, 0, 0, NULL}};
+
+static int stitch_create(const pt_mech_env *env, void **state) {
+  double min = pt_params_get(env->params, "stitch_min_bytes", (double)PAGE);
+  double cap = pt_params_get(env->params, "max_stitched", 64);
+  if (!(min >= stitch_params[0].min && min <= stitch_params[0].max) || min != (double)(uint64_t)min)
+    return pt_err_set(env->err, PT_EUSAGE, "stitch: stitch_min_bytes must be a whole number from 2 MiB to 2^50, not %g", min);
+  if (!(cap >= 0 && cap <= stitch_params[1].max) || cap != (double)(uint64_t)cap)
+    return pt_err_set(env->err, PT_EUSAGE, "stitch: max_stitched must be a whole number from 0 to 1000000, not %g", cap);
+  stitch_state *st = calloc(1, sizeof *st);
+  if (!st) return pt_err_set(env->err, PT_ENOMEM, "stitch: out of memory");
+  st->env = *env;
+  st->stitch_min = (uint64_t)min;
+  st->max_cached = (size_t)cap;
+  st->freet.seed = 0x9e3779b9u;
+  st->addrt.seed = 0x85ebca6bu;
+  st->cachet.seed = 0xc2b2ae35u;
+  *state = st;
+  return 0;
+}
+
+static int hook_size(stitch_state *st, int (*fn)(void *, uint64_t, uint64_t *, pt_err *), const char *name,
+                     uint64_t in, uint64_t *out) {
+  int rc = fn(st->env.hooks->ctx, in, out, st->env.err);
+  if (rc < 0) return rc;
+  if (*out < in || *out == 0)
+    return pt_err_set(st->env.err, PT_EFORMAT, "stitch: policy %s(%llu) returned %llu, less than its argument", name,
+                      (unsigned long long)in, (unsigned long long)*out);
+  if (*out > (uint64_t)MAX_BYTES)
+    return pt_err_set(st->env.err, PT_ELIMIT, "stitch: policy %s(%llu) returned %llu, more than 2^50", name,
+                      (unsigned long long)in, (unsigned long long)*out);
+  return 0;
+}
+
+static int stitch_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *handle) {
+  stitch_state *st = state;
+  const pt_policy_hooks *h = st->env.hooks;
+  uint64_t size;
+  int rc;
+  if (h && h->round) {
+    if ((rc = hook_size(st, h->round, "round", bytes, &size)) < 0) return rc;
+  } else {
+    if (bytes > (uint64_t)MAX_BYTES)
+      return pt_err_set(st->env.err, PT_ELIMIT, "stitch: request of %llu bytes", (unsigned long long)bytes);
+    size = bytes < MIN_BLOCK ? MIN_BLOCK : (bytes + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
+  }
+  uint64_t npages = (size + PAGE - 1) / PAGE;
+  if ((rc = ensure_spare(st, 2)) < 0) return rc;
+
+  tnode *n = t_ge(&st->freet, stream, size, 0); /* 1: best fit */
+  sblock *b = n && n->k0 == stream ? BLK(n) : NULL;
+  if (b) {
+    t_remove(&st->freet, &b->node);
+    st->env.counters->cache_hits++;
+  } else {
+    srange *s;
+    if ((rc = reuse_cached(st, stream, npages, &s)) < 0) return rc; /* 2 */
+    if (s) st->env.counters->cache_hits++;
+    if (!s && (rc = stitch(st, stream, npages, &s)) < 0) return rc; /* 3 */
+    if (s) {
+      s->size = size;
+      st->allocated += size;
+      *handle = (uint64_t)(uintptr_t)s;
+      return 0;
+    }
+    if (h && h->should_collect) { /* 4: a new range */
+      int yes = 0;
+      if ((rc = h->should_collect(h->ctx, st->env.dev->reserved, st->allocated, &yes, st->env.err)) < 0) return rc;
+      if (yes) {
+        release_all(st);
+        st->env.counters->collections++;
+      }
+    }
+    uint64_t bytes_new = size;
+    if (h && h->segment_size && (rc = hook_size(st, h->segment_size, "segment_size", size, &bytes_new)) < 0) return rc;
+    bytes_new = (bytes_new + PAGE - 1) / PAGE * PAGE;
+    rc = new_range(st, stream, bytes_new, &b);
+    if (rc == PT_EOOM) {
+      release_all(st);
+      st->env.counters->alloc_retries++;
+      rc = new_range(st, stream, bytes_new, &b);
+    }
+    if (rc < 0) return rc;
+  }
+  b = carve(st, b, b->addr, b->size - size >= MIN_BLOCK ? size : b->size);
+  b->state = B_ALLOC;
+  st->allocated += b->size;
+  *handle = (uint64_t)(uintptr_t)b;
+  return 0;
+}
+
+static int stitch_free(void *state, uint64_t handle) {
+  stitch_state *st = state;
+  if (*(const uint8_t *)(uintptr_t)handle == K_BLOCK) {
+    sblock *b = (sblock *)(uintptr_t)handle;
+    st->allocated -= b->size;
+    make_free(st, b);
+    return 0;
+  }
+  srange *s = (srange *)(uintptr_t)handle;
+  st->allocated -= s->size;
+  for (size_t i = 0; i < s->nlent; i++) make_free(st, s->lent[i]);
+  s->nlent = 0;
+  s->cached = 1;
+  s->cnode.k0 = s->stream;
+  s->cnode.k1 = s->npages;
+  s->cnode.k2 = UINT64_MAX - ++st->seq; /* most recently freed first */
+  t_insert(&st->cachet, &s->cnode);
+  s->lprev = st->lru_tail;
+  s->lnext = NULL;
+  if (st->lru_tail)
+    st->lru_tail->lnext = s;
+  else
+    st->lru_head = s;
+  st->lru_tail = s;
+  st->ncached++;
+  while (st->ncached > st->max_cached) evict(st, st->lru_head);
+  return 0;
+}
+
+static int stitch_empty_cache(void *state) {
+  release_all(state);
+  return 0;
+}
+
+static int stitch_init_segment(void *state, uint64_t addr, uint64_t bytes, uint64_t stream, int expandable) {
+  stitch_state *st = state;
+  (void)expandable;
+  if (!bytes) return pt_err_set(st->env.err, PT_EFORMAT, "stitch: initial segment of 0 bytes");
+  tnode *n = t_le(&st->addrt, addr + bytes - 1, 0, 0); /* in the range with the highest base below the end */
+  if (n && ABLK(n)->pr->base + ABLK(n)->pr->bytes > addr)
+    return pt_err_set(st->env.err, PT_EFORMAT, "stitch: initial segment at 0x%llx overlaps another",
+                      (unsigned long long)addr);
+  int rc = ensure_spare(st, 1);
+  if (rc < 0) return rc;
+  prange *pr = prange_new(st, addr, bytes, stream);
+  if (!pr) return oom(st);
+  free_insert(st, pr->head);
+  pt_dev_adopt(st->env.dev, bytes);
+  return 0;
+}
+
+/* A block live at trace start, carved out of the free part of a range. */
+static int stitch_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_t stream, uint64_t *handle) {
+  stitch_state *st = state;
+  (void)stream;
+  uint64_t size = bytes < MIN_BLOCK ? MIN_BLOCK : (bytes + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
+  tnode *n = t_le(&st->addrt, addr, 0, 0);
+  sblock *b = n ? ABLK(n) : NULL;
+  if (!b || b->state != B_FREE || addr + size > b->addr + b->size)
+    return pt_err_set(st->env.err, PT_EFORMAT, "stitch: initial block at 0x%llx (%llu bytes) lies in no free part of a segment",
+                      (unsigned long long)addr, (unsigned long long)bytes);
+  int rc = ensure_spare(st, 2);
+  if (rc < 0) return rc;
+  t_remove(&st->freet, &b->node);
+  b = carve(st, b, addr, size);
+  b->state = B_ALLOC;
+  st->allocated += size;
+  *handle = (uint64_t)(uintptr_t)b;
+  return 0;
+}
+
+static void stitch_destroy(void *state) {
+  stitch_state *st = state;
+  if (!st) return;
+  while (st->stitched) srange_free(st, st->stitched);
+  while (st->ranges) prange_unlink(st, st->ranges);
+  while (st->slabs) {
+    slab *s = st->slabs;
+    st->slabs = s->next;
+    free(s);
+  }
+  free(st->runs);
+  free(st);
+}
+
+const pt_mech_ops pt_mech_stitch = {
+    .name = "stitch",
+    .params = stitch_params,
+    .create = stitch_create,
+    .init_segment = stitch_init_segment,
+    .init_alloc = stitch_init_alloc,
+    .alloc = stitch_alloc,
+    .free = stitch_free,
+    .empty_cache = stitch_empty_cache,
+    .destroy = stitch_destroy,
+};

@@ -1,0 +1,6 @@
+-- syntax_error.lua — not valid Lua.
+return {
+  name = "syntax_error",
+  mechanism = "caching"
+  params = {},
+}

@@ -1,0 +1,625 @@
+/*
+ * test_mechs.c — the direct, expandable, async_pool and stitch mechanisms:
+ * hand-computed driver calls and reserved bytes for small request
+ * sequences, the cap (release and one retry, then PT_EOOM), policy hooks,
+ * and the expandable model replayed over a real PyTorch trace captured with
+ * expandable_segments:True.
+ */
+#include <string.h>
+
+#include "mech.h"
+#include "testutil.h"
+#include "trace.h"
+#include "u64map.h"
+
+int pt_test_add_mechs(void); /* registered by tests/main.c (declared here until testutil.h lists it) */
+
+#define MIB (UINT64_C(1) << 20)
+
+/* A mechanism over a fresh device; set params/hooks between rig_init and rig_start. */
+typedef struct rig {
+  pt_device dev;
+  pt_mech_counters ctr;
+  pt_params params;
+  pt_policy_hooks hooks;
+  pt_err err;
+  const pt_mech_ops *ops;
+  void *st;
+} rig;
+
+static void rig_init(rig *r, const pt_mech_ops *ops, uint64_t capacity) {
+  memset(r, 0, sizeof *r);
+  pt_dev_init(&r->dev, capacity, NULL, 0);
+  r->ops = ops;
+}
+
+static int rig_start(rig *r) {
+  pt_mech_env env = {.dev = &r->dev, .counters = &r->ctr, .params = &r->params, .hooks = &r->hooks, .err = &r->err};
+  return r->ops->create(&env, &r->st);
+}
+
+static void rig_done(rig *r) {
+  r->ops->destroy(r->st);
+  r->st = NULL;
+}
+
+static uint64_t A(rig *r, uint64_t bytes) { /* an allocation that must succeed */
+  uint64_t h = 0;
+  int rc = r->ops->alloc(r->st, bytes, 0, &h);
+  CU_ASSERT_EQUAL(rc, 0);
+  return h;
+}
+
+static void F(rig *r, uint64_t h) { CU_ASSERT_EQUAL(r->ops->free(r->st, h), 0); }
+
+#define CALLS(r, c) ((r)->dev.calls[PT_DRV_##c])
+
+/* ---- direct --------------------------------------------------------------- */
+
+static void test_direct_counts(void) {
+  rig r;
+  rig_init(&r, &pt_mech_direct, 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  uint64_t h1 = A(&r, 1000), h2 = A(&r, 512), h3 = A(&r, 3000); /* 1024 + 512 + 3072 */
+  (void)h2;
+  F(&r, h1);
+  F(&r, h3);
+  CU_ASSERT_EQUAL(CALLS(&r, malloc), 3);
+  CU_ASSERT_EQUAL(CALLS(&r, free), 2);
+  CU_ASSERT_EQUAL(r.dev.call_bytes[PT_DRV_malloc], 4608);
+  CU_ASSERT_EQUAL(r.dev.peak_reserved, 4608);
+  CU_ASSERT_EQUAL(r.dev.reserved, 512);
+  CU_ASSERT_EQUAL(r.ctr.cache_hits, 0);
+  rig_done(&r);
+}
+
+static void test_direct_initial(void) {
+  rig r;
+  uint64_t h;
+  rig_init(&r, &pt_mech_direct, 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  CU_ASSERT_EQUAL(r.ops->init_segment(r.st, 0x10000000, 4 * MIB, 0, 0), 0);
+  CU_ASSERT_EQUAL(r.ops->init_segment(r.st, 0x20000000, 2 * MIB, 0, 0), 0);
+  CU_ASSERT_EQUAL(r.ops->init_alloc(r.st, 0x10000200, 1000, 0, &h), 0);
+  CU_ASSERT_EQUAL(r.ops->init_alloc(r.st, 0x30000000, 1000, 0, &h), PT_EFORMAT); /* in no segment */
+  CU_ASSERT_EQUAL(r.ops->init_alloc(r.st, 0x10000200, 1000, 0, &h), 0);
+  CU_ASSERT_EQUAL(r.dev.reserved, 6 * MIB);
+  CU_ASSERT_EQUAL(CALLS(&r, malloc), 0);
+  F(&r, h); /* one block left in the 4 MiB segment */
+  CU_ASSERT_EQUAL(CALLS(&r, free), 0);
+  CU_ASSERT_EQUAL(r.ops->empty_cache(r.st), 0); /* the idle 2 MiB segment */
+  CU_ASSERT_EQUAL(CALLS(&r, free), 1);
+  CU_ASSERT_EQUAL(r.dev.reserved, 4 * MIB);
+  rig_done(&r);
+}
+
+static void test_direct_capacity(void) {
+  rig r;
+  uint64_t h;
+  rig_init(&r, &pt_mech_direct, 4096);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  CU_ASSERT_EQUAL(r.ops->init_segment(r.st, 0x10000000, 2048, 0, 0), 0); /* idle */
+  h = A(&r, 3000); /* 2048 + 3072 > 4096: frees the idle segment, retries */
+  CU_ASSERT_EQUAL(r.ctr.alloc_retries, 1);
+  CU_ASSERT_EQUAL(CALLS(&r, free), 1);
+  CU_ASSERT_EQUAL(CALLS(&r, malloc), 1);
+  CU_ASSERT_EQUAL(r.dev.reserved, 3072);
+  CU_ASSERT_EQUAL(r.ops->alloc(r.st, 2000, 0, &h), PT_EOOM); /* nothing left to release */
+  CU_ASSERT_EQUAL(r.ctr.alloc_retries, 2);
+  CU_ASSERT_EQUAL(CALLS(&r, malloc), 1);
+  CU_ASSERT_EQUAL(r.dev.reserved, 3072);
+  rig_done(&r);
+}
+
+/* ---- expandable ----------------------------------------------------------- */
+
+static void test_expandable_small_share(void) {
+  rig r;
+  rig_init(&r, &pt_mech_expandable, 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  A(&r, 1000);
+  A(&r, 4096);
+  A(&r, 100000);
+  A(&r, MIB); /* exactly 1 MiB is still small */
+  CU_ASSERT_EQUAL(CALLS(&r, address_reserve), 1);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 1);
+  CU_ASSERT_EQUAL(r.dev.call_bytes[PT_DRV_mem_create], 2 * MIB);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_map), 1);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_set_access), 1);
+  CU_ASSERT_EQUAL(r.ctr.cache_hits, 3);
+  CU_ASSERT_EQUAL(r.dev.reserved, 2 * MIB);
+  /* the VA reserved is 1.125 x the H200's memory, in 2 MiB pages */
+  CU_ASSERT_EQUAL(r.dev.call_bytes[PT_DRV_address_reserve], UINT64_C(168875261952));
+  rig_done(&r);
+}
+
+static void test_expandable_large(void) {
+  rig r;
+  rig_init(&r, &pt_mech_expandable, 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  uint64_t a = A(&r, 30 * MIB); /* two 20 MiB pages, 10 MiB free after it */
+  CU_ASSERT_EQUAL(CALLS(&r, address_reserve), 1);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 2);
+  CU_ASSERT_EQUAL(r.dev.call_bytes[PT_DRV_mem_create], 40 * MIB);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_map), 2);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_set_access), 1);
+  CU_ASSERT_EQUAL(r.dev.reserved, 40 * MIB);
+  uint64_t b = A(&r, 25 * MIB); /* the free 10 MiB + one more page */
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 3);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_set_access), 2);
+  CU_ASSERT_EQUAL(r.dev.reserved, 60 * MIB);
+  uint64_t c = A(&r, 5 * MIB); /* the 5 MiB left at the end */
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 3);
+  CU_ASSERT_EQUAL(r.ctr.cache_hits, 1);
+  F(&r, a);
+  F(&r, b);
+  F(&r, c);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_unmap), 0); /* frees never unmap */
+  CU_ASSERT_EQUAL(r.ops->empty_cache(r.st), 0);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_unmap), 3);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_release), 3);
+  CU_ASSERT_EQUAL(CALLS(&r, address_free), 1);
+  CU_ASSERT_EQUAL(r.dev.reserved, 0);
+  CU_ASSERT_EQUAL(r.dev.peak_reserved, 60 * MIB);
+  A(&r, 30 * MIB); /* a new segment */
+  CU_ASSERT_EQUAL(CALLS(&r, address_reserve), 2);
+  rig_done(&r);
+}
+
+static void test_expandable_empty_cache_hole(void) {
+  rig r;
+  rig_init(&r, &pt_mech_expandable, 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  uint64_t s = A(&r, 4096);
+  uint64_t x = A(&r, 20 * MIB), y = A(&r, 20 * MIB), z = A(&r, 20 * MIB);
+  (void)x;
+  (void)z;
+  CU_ASSERT_EQUAL(CALLS(&r, mem_set_access), 4);
+  F(&r, y);
+  CU_ASSERT_EQUAL(r.ops->empty_cache(r.st), 0); /* only the middle large page; small one holds s */
+  CU_ASSERT_EQUAL(CALLS(&r, mem_unmap), 1);
+  CU_ASSERT_EQUAL(CALLS(&r, address_free), 0);
+  CU_ASSERT_EQUAL(r.dev.reserved, 42 * MIB);
+  A(&r, 20 * MIB); /* fills the hole: the lowest address with room */
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 5);
+  CU_ASSERT_EQUAL(CALLS(&r, address_reserve), 2);
+  CU_ASSERT_EQUAL(r.dev.reserved, 62 * MIB);
+  F(&r, s);
+  CU_ASSERT_EQUAL(r.ops->empty_cache(r.st), 0); /* the small segment goes entirely */
+  CU_ASSERT_EQUAL(CALLS(&r, address_free), 1);
+  CU_ASSERT_EQUAL(r.dev.reserved, 60 * MIB);
+  rig_done(&r);
+}
+
+static void test_expandable_capacity(void) {
+  rig r;
+  uint64_t h;
+  rig_init(&r, &pt_mech_expandable, 41 * MIB);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  F(&r, A(&r, 30 * MIB)); /* 40 MiB mapped, all free */
+  A(&r, 4096);            /* 40 + 2 > 41: unmaps the large pages, retries */
+  CU_ASSERT_EQUAL(r.ctr.alloc_retries, 1);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_unmap), 2);
+  CU_ASSERT_EQUAL(CALLS(&r, address_free), 1);
+  CU_ASSERT_EQUAL(r.dev.reserved, 2 * MIB);
+  CU_ASSERT_EQUAL(r.ops->alloc(r.st, 50 * MIB, 0, &h), PT_EOOM);
+  CU_ASSERT_EQUAL(r.ctr.alloc_retries, 2);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 3);
+  CU_ASSERT_EQUAL(r.dev.reserved, 2 * MIB);
+  rig_done(&r);
+
+  /* PyTorch's check passes (12 MiB) but the 20 MiB page does not fit: the device says no */
+  rig_init(&r, &pt_mech_expandable, 60 * MIB);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  A(&r, 40 * MIB);
+  A(&r, 4096);
+  CU_ASSERT_EQUAL(r.ops->alloc(r.st, 12 * MIB, 0, &h), PT_EOOM);
+  CU_ASSERT_EQUAL(r.ctr.alloc_retries, 1);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 3);
+  CU_ASSERT_EQUAL(r.dev.reserved, 42 * MIB);
+  rig_done(&r);
+}
+
+static void test_expandable_initial(void) {
+  rig r;
+  uint64_t h, g;
+  rig_init(&r, &pt_mech_expandable, 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  CU_ASSERT_EQUAL(r.ops->init_segment(r.st, 0x7f0000000000, 40 * MIB, 0, 1), 0); /* large, mapped */
+  CU_ASSERT_EQUAL(r.ops->init_segment(r.st, 0x7e0000000000, 20 * MIB, 0, 0), 0); /* cudaMalloc'd */
+  CU_ASSERT_EQUAL(r.ops->init_alloc(r.st, 0x7f0000000000 + 20 * MIB, 3 * MIB, 0, &h), 0);
+  CU_ASSERT_EQUAL(r.ops->init_alloc(r.st, 0x7f0000000000 + 21 * MIB, 512, 0, &g), PT_EFORMAT); /* taken */
+  CU_ASSERT_EQUAL(r.dev.reserved, 60 * MIB);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create) + CALLS(&r, malloc) + CALLS(&r, address_reserve), 0);
+  A(&r, 20 * MIB); /* best fit: the plain 20 MiB segment (lowest (size, addr)) */
+  A(&r, 20 * MIB); /* the first 20 MiB of the expandable one */
+  CU_ASSERT_EQUAL(r.ctr.cache_hits, 2);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 0);
+  A(&r, 16 * MIB); /* the 17 MiB before the unmapped tail: no smaller candidate, so no growth */
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 0);
+  CU_ASSERT_EQUAL(r.ctr.cache_hits, 3);
+  F(&r, h);
+  CU_ASSERT_EQUAL(r.ops->empty_cache(r.st), 0);
+  CU_ASSERT_EQUAL(CALLS(&r, free), 0); /* the plain segment is in use */
+  rig_done(&r);
+}
+
+/* Replays the requests of a real trace; reserved must follow its segment_map records. */
+static void test_expandable_trace(void) {
+  rig r;
+  pt_trace *t = NULL;
+  pt_err err;
+  pt_event ev;
+  pt_u64map ids = {0};
+  pt_trace_opts opts = {.device = -1};
+  uint64_t mapped = 0, maps = 0, allocs = 0, off_track = 0, first_off = 0;
+  int rc;
+  rig_init(&r, &pt_mech_expandable, 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  rc = pt_trace_open(pt_test_src("traces/expandable.pickle.gz"), &opts, &err, &t);
+  if (rc < 0) fprintf(stderr, "%s\n", err.msg);
+  CU_ASSERT_EQUAL_FATAL(rc, 0);
+  while ((rc = pt_trace_next(t, &ev, &err)) == 1) {
+    uint64_t h, *slot;
+    switch (ev.kind) {
+    case PT_EV_INIT_SEGMENT:
+      CU_ASSERT_EQUAL(r.ops->init_segment(r.st, ev.addr, ev.bytes, ev.stream, ev.flags & PT_SEGF_EXPANDABLE), 0);
+      break;
+    case PT_EV_INIT_ALLOC:
+    case PT_EV_ALLOC:
+      rc = ev.kind == PT_EV_ALLOC ? r.ops->alloc(r.st, ev.bytes, ev.stream, &h)
+                                  : r.ops->init_alloc(r.st, ev.addr, ev.bytes, ev.stream, &h);
+      CU_ASSERT_EQUAL_FATAL(rc, 0);
+      CU_ASSERT_EQUAL_FATAL(pt_u64map_put(&ids, ev.id, h), 0);
+      allocs++;
+      /* the real run's segment_map comes before the alloc it served */
+      if (ev.kind == PT_EV_ALLOC && r.dev.reserved != mapped && !off_track++) first_off = allocs;
+      break;
+    case PT_EV_FREE:
+      slot = pt_u64map_get(&ids, ev.id);
+      CU_ASSERT_PTR_NOT_NULL_FATAL(slot);
+      CU_ASSERT_EQUAL(r.ops->free(r.st, *slot), 0);
+      pt_u64map_del(&ids, ev.id);
+      break;
+    case PT_EV_SEG_MAP:
+      mapped += ev.bytes;
+      maps++;
+      break;
+    case PT_EV_SEG_UNMAP:
+      mapped -= ev.bytes;
+      break;
+    default:
+      break;
+    }
+  }
+  CU_ASSERT_EQUAL(rc, 0);
+  if (off_track) fprintf(stderr, "\n  expandable trace: model off the recorded maps from alloc %llu\n",
+                         (unsigned long long)first_off);
+  CU_ASSERT_EQUAL(off_track, 0);
+  CU_ASSERT_EQUAL(allocs, 2816);
+  CU_ASSERT_EQUAL(maps, 17);
+  CU_ASSERT_EQUAL(r.dev.peak_reserved, UINT64_C(369098752)); /* torch.cuda.memory_stats: reserved peak */
+  CU_ASSERT_EQUAL(r.dev.reserved, UINT64_C(369098752));
+  /*
+   * One segment_map (num_device_alloc) is one map_block: one cuMemSetAccess
+   * over pages that are cuMemCreate'd one by one.  The trace's 17 maps are
+   * 11 large (20, 20, 20, 20, 40, 20, 20, 20, 20, 80, 60 MiB: 17 pages of
+   * 20 MiB) and 6 small (2 MiB each): 23 handles.
+   */
+  CU_ASSERT_EQUAL(CALLS(&r, mem_set_access), 17);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 23);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_map), 23);
+  CU_ASSERT_EQUAL(r.dev.call_bytes[PT_DRV_mem_create], UINT64_C(369098752));
+  CU_ASSERT_EQUAL(CALLS(&r, address_reserve), 2); /* one segment per pool on stream 0 */
+  CU_ASSERT_EQUAL(CALLS(&r, mem_unmap), 0);
+  CU_ASSERT_EQUAL(r.ctr.alloc_retries, 0);
+  CU_ASSERT_EQUAL(r.ctr.cache_hits, 2816 - 17);
+  pt_u64map_free(&ids);
+  pt_trace_close(t);
+  rig_done(&r);
+}
+
+/* ---- async_pool ----------------------------------------------------------- */
+
+static void test_async_reuse(void) {
+  rig r;
+  rig_init(&r, &pt_mech_async_pool, 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  uint64_t a = A(&r, MIB); /* a 2 MiB chunk */
+  CU_ASSERT_EQUAL(CALLS(&r, address_reserve), 1);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 1);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_map), 1);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_set_access), 1);
+  uint64_t b = A(&r, 512 * 1024); /* from the chunk's free half */
+  F(&r, b);                       /* the pool is still in use: no trim */
+  b = A(&r, 512 * 1024);          /* reuse after free: no call */
+  CU_ASSERT_EQUAL(r.ctr.cache_hits, 2);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 1);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_release), 0);
+  F(&r, b);
+  F(&r, a); /* the pool goes idle: trimmed to the threshold, 0 */
+  CU_ASSERT_EQUAL(CALLS(&r, mem_unmap), 1);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_release), 1);
+  CU_ASSERT_EQUAL(r.ctr.collections, 1);
+  CU_ASSERT_EQUAL(r.dev.reserved, 0);
+  rig_done(&r);
+}
+
+static void test_async_threshold(void) {
+  rig r;
+  rig_init(&r, &pt_mech_async_pool, 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "release_threshold", 4.0 * (double)MIB), 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  F(&r, A(&r, 3 * MIB)); /* a 4 MiB chunk, kept: 4 MiB <= threshold */
+  CU_ASSERT_EQUAL(r.dev.reserved, 4 * MIB);
+  uint64_t a = A(&r, 3 * MIB); /* reused */
+  CU_ASSERT_EQUAL(r.ctr.cache_hits, 1);
+  uint64_t b = A(&r, 5 * MIB); /* a 6 MiB chunk */
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 2);
+  F(&r, b);
+  F(&r, a); /* idle at 10 MiB: the oldest idle chunk (6 MiB) goes, 4 MiB stays */
+  CU_ASSERT_EQUAL(CALLS(&r, mem_release), 1);
+  CU_ASSERT_EQUAL(r.dev.call_bytes[PT_DRV_mem_release], 6 * MIB);
+  CU_ASSERT_EQUAL(r.dev.reserved, 4 * MIB);
+  CU_ASSERT_EQUAL(r.ops->empty_cache(r.st), 0); /* trims to 0 */
+  CU_ASSERT_EQUAL(r.dev.reserved, 0);
+  CU_ASSERT_EQUAL(r.ctr.collections, 2);
+  rig_done(&r);
+}
+
+static void test_async_every_free(void) {
+  rig r;
+  rig_init(&r, &pt_mech_async_pool, 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "trim_every_free", 1), 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  A(&r, MIB);
+  F(&r, A(&r, 3 * MIB)); /* its own 4 MiB chunk, released at once though the pool is in use */
+  CU_ASSERT_EQUAL(CALLS(&r, mem_release), 1);
+  CU_ASSERT_EQUAL(r.dev.reserved, 2 * MIB);
+  rig_done(&r);
+}
+
+static void test_async_capacity(void) {
+  rig r;
+  uint64_t h;
+  rig_init(&r, &pt_mech_async_pool, 8 * MIB);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "release_threshold", 1125899906842624.0), 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  F(&r, A(&r, 3 * MIB)); /* 4 MiB kept */
+  A(&r, 5 * MIB);        /* 4 + 6 > 8: the idle chunk goes, then it fits */
+  CU_ASSERT_EQUAL(r.ctr.alloc_retries, 1);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_release), 1);
+  CU_ASSERT_EQUAL(r.dev.reserved, 6 * MIB);
+  CU_ASSERT_EQUAL(r.ops->alloc(r.st, 4 * MIB, 0, &h), PT_EOOM);
+  CU_ASSERT_EQUAL(r.ctr.alloc_retries, 2);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 2);
+  CU_ASSERT_EQUAL(r.dev.reserved, 6 * MIB);
+  rig_done(&r);
+}
+
+static void test_async_streams(void) {
+  rig r;
+  uint64_t h;
+  rig_init(&r, &pt_mech_async_pool, 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "release_threshold", 64.0 * (double)MIB), 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  F(&r, A(&r, MIB));
+  CU_ASSERT_EQUAL(r.ops->alloc(r.st, MIB, 7, &h), 0); /* another stream: its own pool */
+  CU_ASSERT_EQUAL(CALLS(&r, address_reserve), 2);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 2);
+  CU_ASSERT_EQUAL(r.ctr.cache_hits, 0);
+  rig_done(&r);
+}
+
+/* ---- stitch --------------------------------------------------------------- */
+
+static void test_stitch_two_chunks(void) {
+  rig r;
+  rig_init(&r, &pt_mech_stitch, 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  uint64_t a = A(&r, 2 * MIB), b = A(&r, 2 * MIB); /* two ranges of one handle */
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 2);
+  CU_ASSERT_EQUAL(CALLS(&r, address_reserve), 2);
+  F(&r, a);
+  F(&r, b);
+  uint64_t s = A(&r, 4 * MIB); /* both free handles in a new VA range */
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 2);
+  CU_ASSERT_EQUAL(CALLS(&r, address_reserve), 3);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_map), 4);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_set_access), 3);
+  CU_ASSERT_EQUAL(r.dev.reserved, 4 * MIB);
+  CU_ASSERT_EQUAL(r.ctr.cache_hits, 0);
+  uint64_t c = A(&r, MIB); /* both handles are lent: a new range */
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 3);
+  F(&r, s); /* the stitched range stays mapped, its pages free again */
+  uint64_t d = A(&r, MIB);
+  CU_ASSERT_EQUAL(r.ctr.cache_hits, 1); /* the rest of c's range: no call */
+  F(&r, d);
+  s = A(&r, 3 * MIB); /* two pages again: the cached stitched range, no call */
+  CU_ASSERT_EQUAL(r.ctr.cache_hits, 2);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_map), 5);
+  CU_ASSERT_EQUAL(CALLS(&r, address_reserve), 4);
+  F(&r, s);
+  F(&r, c);
+  CU_ASSERT_EQUAL(r.ops->empty_cache(r.st), 0);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_unmap), 2 + 3);   /* the stitched range, then the three ranges */
+  CU_ASSERT_EQUAL(CALLS(&r, mem_release), 3);
+  CU_ASSERT_EQUAL(CALLS(&r, address_free), 4);
+  CU_ASSERT_EQUAL(r.dev.reserved, 0);
+  rig_done(&r);
+}
+
+static void test_stitch_min_and_cap(void) {
+  rig r;
+  rig_init(&r, &pt_mech_stitch, 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "stitch_min_bytes", 4.0 * (double)MIB), 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  uint64_t a = A(&r, 2 * MIB), b = A(&r, 2 * MIB);
+  F(&r, a);
+  F(&r, b);
+  A(&r, 4 * MIB); /* 2 MiB pieces are below stitch_min_bytes */
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 4);
+  rig_done(&r);
+
+  rig_init(&r, &pt_mech_stitch, 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "max_stitched", 0), 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  a = A(&r, 2 * MIB);
+  b = A(&r, 2 * MIB);
+  F(&r, a);
+  F(&r, b);
+  F(&r, A(&r, 4 * MIB)); /* stitched, then unmapped at once */
+  CU_ASSERT_EQUAL(CALLS(&r, mem_unmap), 2);
+  CU_ASSERT_EQUAL(CALLS(&r, address_free), 1);
+  CU_ASSERT_EQUAL(r.dev.reserved, 4 * MIB);
+  rig_done(&r);
+}
+
+static void test_stitch_capacity(void) {
+  rig r;
+  uint64_t h;
+  rig_init(&r, &pt_mech_stitch, 4 * MIB);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  F(&r, A(&r, 2 * MIB));
+  /* 3 pages: the 2nd cuMemCreate fails; the free range is released; the 3rd fails */
+  CU_ASSERT_EQUAL(r.ops->alloc(r.st, 6 * MIB, 0, &h), PT_EOOM);
+  CU_ASSERT_EQUAL(r.ctr.alloc_retries, 1);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 1 + 1 + 2);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_release), 1 + 1 + 2);
+  CU_ASSERT_EQUAL(CALLS(&r, address_free), 1);
+  CU_ASSERT_EQUAL(r.dev.reserved, 0);
+  A(&r, 4 * MIB);
+  CU_ASSERT_EQUAL(r.dev.reserved, 4 * MIB);
+  rig_done(&r);
+}
+
+static void test_stitch_initial(void) {
+  rig r;
+  uint64_t h;
+  rig_init(&r, &pt_mech_stitch, 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  CU_ASSERT_EQUAL(r.ops->init_segment(r.st, 0x40000000, 4 * MIB, 0, 0), 0);
+  CU_ASSERT_EQUAL(r.ops->init_segment(r.st, 0x40200000, 4 * MIB, 0, 0), PT_EFORMAT); /* overlaps */
+  CU_ASSERT_EQUAL(r.ops->init_alloc(r.st, 0x40000000 + MIB, 4096, 0, &h), 0);
+  CU_ASSERT_EQUAL(r.dev.reserved, 4 * MIB);
+  A(&r, 2 * MIB); /* from the free space after the initial block */
+  CU_ASSERT_EQUAL(r.ctr.cache_hits, 1);
+  F(&r, h);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 0);
+  rig_done(&r);
+}
+
+/* ---- all four --------------------------------------------------------------- */
+
+static const pt_mech_ops *const mechs[] = {&pt_mech_direct, &pt_mech_expandable, &pt_mech_async_pool,
+                                           &pt_mech_stitch};
+
+static int hook_fails(void *ctx, uint64_t bytes, uint64_t *out, pt_err *err) {
+  (void)ctx;
+  (void)bytes;
+  (void)out;
+  return pt_err_set(err, PT_EFORBID, "policy.lua:3: boom");
+}
+
+static int hook_four_mib(void *ctx, uint64_t bytes, uint64_t *out, pt_err *err) {
+  (void)ctx;
+  (void)err;
+  *out = bytes < 4 * MIB ? 4 * MIB : bytes;
+  return 0;
+}
+
+static int hook_collect(void *ctx, uint64_t reserved, uint64_t allocated, int *out, pt_err *err) {
+  (void)err;
+  (void)allocated;
+  ++*(int *)ctx;
+  *out = reserved > 0;
+  return 0;
+}
+
+static void test_hooks(void) {
+  for (size_t i = 0; i < sizeof mechs / sizeof mechs[0]; i++) {
+    rig r;
+    uint64_t h;
+    rig_init(&r, mechs[i], 0);
+    r.hooks.round = hook_fails;
+    CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+    CU_ASSERT_EQUAL(r.ops->alloc(r.st, 1000, 0, &h), PT_EFORBID);
+    CU_ASSERT_STRING_EQUAL(r.err.msg, "policy.lua:3: boom");
+    rig_done(&r);
+
+    rig_init(&r, mechs[i], 0);
+    r.hooks.segment_size = hook_fails;
+    CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+    CU_ASSERT_EQUAL(r.ops->alloc(r.st, 1000, 0, &h), PT_EFORBID);
+    rig_done(&r);
+
+    rig_init(&r, mechs[i], 0); /* a 4 MiB growth for a 1000-byte request */
+    r.hooks.segment_size = hook_four_mib;
+    CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+    CU_ASSERT_EQUAL(r.ops->alloc(r.st, 1000, 0, &h), 0);
+    CU_ASSERT_EQUAL(r.dev.reserved, 4 * MIB);
+    rig_done(&r);
+  }
+  /* should_collect, asked before growing, releases cached memory when it says so */
+  int asked = 0;
+  rig r;
+  rig_init(&r, &pt_mech_expandable, 0);
+  r.hooks.ctx = &asked;
+  r.hooks.should_collect = hook_collect;
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  F(&r, A(&r, 30 * MIB));
+  A(&r, 4096);
+  CU_ASSERT_EQUAL(asked, 2);
+  CU_ASSERT_EQUAL(r.ctr.collections, 1);
+  CU_ASSERT_EQUAL(r.dev.reserved, 2 * MIB);
+  rig_done(&r);
+}
+
+static void test_params(void) {
+  static const char *const names[] = {"direct", "expandable", "async_pool", "stitch"};
+  for (size_t i = 0; i < sizeof mechs / sizeof mechs[0]; i++) {
+    const pt_mech_ops *m = mechs[i];
+    CU_ASSERT_STRING_EQUAL(m->name, names[i]);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m->params);
+    for (const pt_mech_param *p = m->params; p->name; p++) {
+      CU_ASSERT(p->min <= p->max);
+      CU_ASSERT_PTR_NOT_NULL(p->doc);
+      rig r; /* out of range: refused, with a message */
+      rig_init(&r, m, 0);
+      CU_ASSERT_EQUAL(pt_params_set(&r.params, p->name, p->max * 2 + 1), 0);
+      CU_ASSERT_EQUAL(rig_start(&r), PT_EUSAGE);
+      CU_ASSERT(strstr(r.err.msg, p->name) != NULL);
+    }
+    CU_ASSERT_PTR_NOT_NULL(m->empty_cache);
+  }
+  rig r;
+  rig_init(&r, &pt_mech_expandable, 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "large_segment_size_mb", 21), 0); /* not whole 2 MiB pages */
+  CU_ASSERT_EQUAL(rig_start(&r), PT_EUSAGE);
+}
+
+int pt_test_add_mechs(void) {
+  CU_pSuite s = CU_add_suite("mechs", NULL, NULL);
+  if (!s) return CU_get_error();
+  CU_add_test(s, "direct: one cudaMalloc/cudaFree a request, 512 B rounding", test_direct_counts);
+  CU_add_test(s, "direct: initial segments held until their blocks go", test_direct_initial);
+  CU_add_test(s, "direct: cap frees idle segments, retries once, then OOM", test_direct_capacity);
+  CU_add_test(s, "expandable: small requests share one 2 MiB handle", test_expandable_small_share);
+  CU_add_test(s, "expandable: large pool grows by 20 MiB handles, empty_cache unmaps", test_expandable_large);
+  CU_add_test(s, "expandable: unmapped hole refilled at the lowest address", test_expandable_empty_cache_hole);
+  CU_add_test(s, "expandable: cap releases pages and retries; device check stays", test_expandable_capacity);
+  CU_add_test(s, "expandable: initial mapped and plain segments", test_expandable_initial);
+  CU_add_test(s, "expandable: real trace maps and peak reserved match PyTorch", test_expandable_trace);
+  CU_add_test(s, "async_pool: reuse after free costs no call; idle pool trimmed", test_async_reuse);
+  CU_add_test(s, "async_pool: release_threshold keeps memory", test_async_threshold);
+  CU_add_test(s, "async_pool: trim_every_free trims a busy pool", test_async_every_free);
+  CU_add_test(s, "async_pool: cap trims idle chunks, retries once, then OOM", test_async_capacity);
+  CU_add_test(s, "async_pool: one pool per stream", test_async_streams);
+  CU_add_test(s, "stitch: two freed 2 MiB handles stitched for 4 MiB, no cuMemCreate", test_stitch_two_chunks);
+  CU_add_test(s, "stitch: stitch_min_bytes and max_stitched", test_stitch_min_and_cap);
+  CU_add_test(s, "stitch: cap releases free ranges, retries once, then OOM", test_stitch_capacity);
+  CU_add_test(s, "stitch: initial segments become ranges", test_stitch_initial);
+  CU_add_test(s, "hooks: errors propagate; segment_size and should_collect", test_hooks);
+  CU_add_test(s, "params: names, ranges, refusals", test_params);
+  return CU_get_error();
+}
