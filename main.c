@@ -20,6 +20,7 @@
 #include "driver.h"
 #include "error.h"
 #include "gen.h"
+#include "gpu.h"
 #include "mech.h"
 #include "policy.h"
 #include "sim.h"
@@ -277,6 +278,13 @@ static const char sim_help[] =
     "                      (suffixes K, M, G, T: powers of 1024); garbage collection acts only under it\n"
     "  --device N          device of a multi-GPU snapshot\n"
     "  --invent-addresses  do not place segments at the addresses the real run recorded\n"
+    "  --repeat N          replay N times and report the median replay rate (benchmarks)\n"
+    "  --gpu NAME          model that GPU's page tables and costs (h200, a100, or a .gpu file):\n"
+    "                      adds page_table and predicted_alloc_us to the output\n"
+    "  --tlb               also run the synthetic access stream through its TLBs (needs --gpu;\n"
+    "                      time grows with bytes allocated / page size): adds tlb and\n"
+    "                      predicted_translation_us\n"
+    "  --list-gpus         name the bundled GPU descriptions and exit\n"
     "  --json              one JSON object, with the timeline\n"
     "  -h, --help          this help\n";
 
@@ -330,18 +338,27 @@ static void json_string(FILE *f, const char *s) {
   fputc('"', f);
 }
 
-enum { SIM_TRACE = 300, SIM_POLICY, SIM_SET, SIM_CAPACITY, SIM_DEVICE, SIM_JSON, SIM_INVENT };
+enum { SIM_TRACE = 300, SIM_POLICY, SIM_SET, SIM_CAPACITY, SIM_DEVICE, SIM_JSON, SIM_INVENT, SIM_REPEAT,
+       SIM_GPU, SIM_TLB, SIM_LIST_GPUS };
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
 
 static int cmd_sim(int argc, char **argv) {
   static const struct option opts[] = {
       {"trace", required_argument, NULL, SIM_TRACE},     {"policy", required_argument, NULL, SIM_POLICY},
       {"set", required_argument, NULL, SIM_SET},         {"capacity", required_argument, NULL, SIM_CAPACITY},
       {"device", required_argument, NULL, SIM_DEVICE},   {"json", no_argument, NULL, SIM_JSON},
-      {"invent-addresses", no_argument, NULL, SIM_INVENT}, {"help", no_argument, NULL, 'h'},
+      {"invent-addresses", no_argument, NULL, SIM_INVENT}, {"repeat", required_argument, NULL, SIM_REPEAT},
+      {"gpu", required_argument, NULL, SIM_GPU},          {"tlb", no_argument, NULL, SIM_TLB},
+      {"list-gpus", no_argument, NULL, SIM_LIST_GPUS},
+      {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
-  const char *trace = NULL, *policy = NULL, *sets[PT_MAX_PARAMS];
-  int nsets = 0, json = 0, invent = 0, c;
-  unsigned long device = (unsigned long)-1;
+  const char *trace = NULL, *policy = NULL, *gpu_name = NULL, *sets[PT_MAX_PARAMS];
+  int nsets = 0, json = 0, invent = 0, tlb = 0, c;
+  unsigned long device = (unsigned long)-1, repeat = 1;
   uint64_t capacity = 0;
   optind = 1;
   opterr = 0;
@@ -364,22 +381,47 @@ static int cmd_sim(int argc, char **argv) {
       break;
     case SIM_JSON: json = 1; break;
     case SIM_INVENT: invent = 1; break;
+    case SIM_GPU: gpu_name = optarg; break;
+    case SIM_TLB: tlb = 1; break;
+    case SIM_LIST_GPUS: {
+      char names[1024];
+      pt_gpu_list(names, sizeof names);
+      printf("%s\n", names);
+      return 0;
+    }
+    case SIM_REPEAT:
+      if (parse_ulong(optarg, 100000, &repeat) < 0 || !repeat) return usage_error("sim", "bad --repeat '%s'", optarg);
+      break;
     }
   }
   if (optind < argc) return usage_error("sim", "unexpected argument '%s'", argv[optind]);
   if (!trace) return usage_error("sim", "%s", "needs --trace TRACE");
   if (!policy) return usage_error("sim", "%s", "needs --policy POLICY");
+  if (tlb && !gpu_name) return usage_error("sim", "%s", "--tlb needs --gpu NAME");
 
   pt_err err = {{0}};
   char pbuf[4096];
   pt_policy *pol;
   if (pt_policy_load(policy_path(policy, pbuf, sizeof pbuf), NULL, &err, &pol) < 0) return fail(&err);
+  if (!pt_mech_find(pt_policy_mechanism(pol))) {
+    pt_err_set(&err, PT_EFORMAT, "%s: unknown mechanism '%s'", policy, pt_policy_mechanism(pol));
+    pt_policy_free(pol);
+    return fail(&err);
+  }
   for (int i = 0; i < nsets; i++)
     if (pt_policy_set(pol, sets[i], &err) < 0) {
       pt_policy_free(pol);
       return fail(&err);
     }
-  pt_sim_config cfg = {.capacity = capacity, .invent_addresses = invent};
+  pt_sim_config cfg = {.capacity = capacity, .invent_addresses = invent, .tlb = tlb};
+  static pt_gpu gpu;
+  if (gpu_name) {
+    if (pt_gpu_load(gpu_name, &err, &gpu) < 0) {
+      pt_policy_free(pol);
+      return fail(&err);
+    }
+    cfg.gpu = &gpu;
+  }
   cfg.mech = pt_mech_find(pt_policy_mechanism(pol));
   pt_policy_params(pol, &cfg.params);
   pt_policy_get_hooks(pol, &cfg.hooks);
@@ -390,12 +432,21 @@ static int cmd_sim(int argc, char **argv) {
     return fail(&err);
   }
   pt_sim_result r;
-  int rc = pt_sim_run(&t, &cfg, &err, &r);
+  double *secs = calloc(repeat, sizeof *secs);
+  int rc = secs ? 0 : pt_err_set(&err, PT_ENOMEM, "out of memory");
+  for (unsigned long k = 0; rc == 0 && k < repeat; k++) {
+    if (k) pt_sim_result_free(&r);
+    if ((rc = pt_sim_run(&t, &cfg, &err, &r)) == 0) secs[k] = r.seconds;
+  }
   if (rc < 0) {
+    free(secs);
     pt_trace_data_free(&t);
     pt_policy_free(pol);
     return fail(&err);
   }
+  qsort(secs, repeat, sizeof *secs, cmp_double);
+  double median = secs[repeat / 2], fastest = secs[0], slowest = secs[repeat - 1];
+  free(secs);
   if (json) {
     fputs("{\"trace\":", stdout);
     json_string(stdout, trace);
@@ -411,7 +462,9 @@ static int cmd_sim(int argc, char **argv) {
       if (isfinite(v)) fprintf(stdout, ":%.17g", v);
       else fputs(":null", stdout); /* unlimited */
     }
-    printf("},\"capacity\":%" PRIu64 ",", capacity);
+    printf("},\"capacity\":%" PRIu64 ",\"repeat\":%lu,\"replay_seconds_median\":%.6g,"
+           "\"replay_seconds_min\":%.6g,\"replay_seconds_max\":%.6g,",
+           capacity, repeat, median, fastest, slowest);
     pt_sim_print_json_members(stdout, &r, 1);
     fputs("}\n", stdout);
   } else {
@@ -428,7 +481,9 @@ static int cmd_sim(int argc, char **argv) {
              r.segments_allocated == r.observed_segment_allocs && r.peak_reserved_bytes == r.observed_peak_reserved_bytes
                  ? "match"
                  : "differ");
-    printf("replayed %zu records in %.3f s (%.1f M/s)\n", t.n, r.seconds, r.seconds > 0 ? t.n / r.seconds / 1e6 : 0.0);
+    printf("replayed %zu records in %.4f s (%.1f M records/s)", t.n, median, median > 0 ? t.n / median / 1e6 : 0.0);
+    if (repeat > 1) printf(", median of %lu (min %.4f s, max %.4f s)", repeat, fastest, slowest);
+    putchar('\n');
   }
   pt_sim_result_free(&r);
   pt_trace_data_free(&t);

@@ -352,7 +352,7 @@ static int caching_init_segment(void *state, uint64_t addr, uint64_t bytes, uint
   b->stream = stream;
   b->pool = bytes == SMALL_BUFFER ? &c->small : &c->large; /* only small segments are 2 MiB */
   pool_insert(b->pool, b);
-  pt_dev_adopt(c->env.dev, bytes);
+  pt_dev_adopt_at(c->env.dev, addr, bytes);
   return 0;
 }
 
@@ -436,6 +436,11 @@ static void caching_destroy(void *state) {
   free(c);
 }
 
+static uint64_t caching_addr_of(void *state, uint64_t handle) {
+  (void)state;
+  return ((const block *)(uintptr_t)handle)->addr;
+}
+
 const pt_mech_ops pt_mech_caching = {
     .name = "caching",
     .params = caching_params,
@@ -446,4 +451,5 @@ const pt_mech_ops pt_mech_caching = {
     .free = caching_free,
     .empty_cache = caching_empty_cache,
     .destroy = caching_destroy,
+    .addr_of = caching_addr_of,
 };

@@ -43,6 +43,21 @@ static uint64_t invent(pt_device *d, uint64_t bytes, uint64_t align) {
   return va;
 }
 
+/* Map [va, va+bytes) in the page-table model, if there is one. */
+static void pt_map(pt_device *d, uint64_t va, uint64_t bytes, int vmm) {
+  if (!d->pt || d->error) return;
+  uint64_t page = vmm || bytes >= (UINT64_C(2) << 20) ? UINT64_C(2) << 20 : UINT64_C(64) << 10;
+  if (d->page_size && (d->error = d->page_size(d->page_ctx, bytes, &page, d->err)) < 0) return;
+  uint64_t start = va & ~(UINT64_C(4095)), len = ((va + bytes + 4095) & ~UINT64_C(4095)) - start;
+  d->error = pt_pagetable_map(d->pt, start, len, page, len, d->err);
+}
+
+static void pt_unmap(pt_device *d, uint64_t va, uint64_t bytes) {
+  if (!d->pt || d->error) return;
+  uint64_t start = va & ~(UINT64_C(4095)), len = ((va + bytes + 4095) & ~UINT64_C(4095)) - start;
+  d->error = pt_pagetable_unmap(d->pt, start, len, d->err);
+}
+
 int pt_dev_malloc(pt_device *d, uint64_t bytes, uint64_t *addr) {
   if (pt_dev_would_exceed(d, bytes)) return PT_EOOM;
   if (d->hints_followed && d->next_hint < d->nhints && d->hints[d->next_hint].bytes == bytes) {
@@ -54,16 +69,22 @@ int pt_dev_malloc(pt_device *d, uint64_t bytes, uint64_t *addr) {
   count(d, PT_DRV_malloc, bytes);
   d->segments_allocated++;
   held(d, bytes);
+  pt_map(d, *addr, bytes, 0);
   return 0;
 }
 
 void pt_dev_free(pt_device *d, uint64_t addr, uint64_t bytes) {
-  (void)addr;
+  pt_unmap(d, addr, bytes);
   count(d, PT_DRV_free, bytes);
   released(d, bytes);
 }
 
 void pt_dev_adopt(pt_device *d, uint64_t bytes) { held(d, bytes); }
+
+void pt_dev_adopt_at(pt_device *d, uint64_t addr, uint64_t bytes) {
+  held(d, bytes);
+  pt_map(d, addr, bytes, 0);
+}
 
 uint64_t pt_dev_address_reserve(pt_device *d, uint64_t bytes, uint64_t align) {
   count(d, PT_DRV_address_reserve, bytes);
@@ -89,7 +110,7 @@ void pt_dev_mem_release(pt_device *d, uint64_t bytes) {
 }
 
 void pt_dev_mem_map(pt_device *d, uint64_t va, uint64_t bytes) {
-  (void)va;
+  pt_map(d, va, bytes, 1);
   count(d, PT_DRV_mem_map, bytes);
   d->bytes_mapped_total += bytes;
 }
@@ -100,6 +121,6 @@ void pt_dev_mem_set_access(pt_device *d, uint64_t va, uint64_t bytes) {
 }
 
 void pt_dev_mem_unmap(pt_device *d, uint64_t va, uint64_t bytes) {
-  (void)va;
+  pt_unmap(d, va, bytes);
   count(d, PT_DRV_mem_unmap, bytes);
 }

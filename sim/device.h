@@ -17,6 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "error.h"
+#include "pagetable.h"
+
 /* X(name): the driver calls the model counts; the JSON keys of driver_calls. */
 #define PT_DRIVER_CALLS(X) \
   X(malloc)                \
@@ -54,6 +57,18 @@ typedef struct pt_device {
   /* called after every change of reserved (timelines); may be NULL */
   void (*on_change)(void *ctx);
   void *ctx;
+  /*
+   * Optional page-table model: every cudaMalloc segment and every VMM map is
+   * mapped in it, with the page size page_size(page_ctx, bytes) gives (the
+   * policy's hook) or the driver's default: 2 MiB pages for cudaMalloc
+   * segments of 2 MiB or more and for VMM handles, 64 KiB below.  A failure
+   * (a hook error) is kept in error/err and stops the run.
+   */
+  pt_pagetable *pt;
+  int (*page_size)(void *page_ctx, uint64_t bytes, uint64_t *out, pt_err *err);
+  void *page_ctx;
+  int error;
+  pt_err *err;
 } pt_device;
 
 void pt_dev_init(pt_device *d, uint64_t capacity, const pt_addr_hint *hints, size_t nhints);
@@ -65,6 +80,8 @@ int pt_dev_malloc(pt_device *d, uint64_t bytes, uint64_t *addr /* OUT */);
 void pt_dev_free(pt_device *d, uint64_t addr, uint64_t bytes);
 /* A segment that exists before the trace starts: held, but no call made. */
 void pt_dev_adopt(pt_device *d, uint64_t bytes);
+/* The same, mapping it in the page-table model at addr. */
+void pt_dev_adopt_at(pt_device *d, uint64_t addr, uint64_t bytes);
 
 /* VMM: reserve VA (no physical bytes), create/release physical handles, map. */
 uint64_t pt_dev_address_reserve(pt_device *d, uint64_t bytes, uint64_t align);

@@ -76,6 +76,11 @@ typedef struct ttree {
   uint32_t seed;
 } ttree;
 
+/* 1 when a's key < b's key, computed without branches (a descent mispredicts less). */
+static unsigned kless(const tnode *a, const tnode *b) {
+  return (unsigned)((a->k0 < b->k0) | ((a->k0 == b->k0) & ((a->k1 < b->k1) | ((a->k1 == b->k1) & (a->k2 < b->k2)))));
+}
+
 static int kcmp(const tnode *a, uint64_t k0, uint64_t k1, uint64_t k2) {
   if (a->k0 != k0) return a->k0 < k0 ? -1 : 1;
   if (a->k1 != k1) return a->k1 < k1 ? -1 : 1;
@@ -114,7 +119,7 @@ static void t_insert(ttree *t, tnode *x) {
   x->l = x->r = NULL;
   while (*link) {
     p = *link;
-    link = kcmp(x, p->k0, p->k1, p->k2) < 0 ? &p->l : &p->r;
+    link = kless(x, p) ? &p->l : &p->r;
   }
   *link = x;
   x->p = p;

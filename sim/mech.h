@@ -94,6 +94,8 @@ typedef struct pt_mech_ops {
   /* release cached memory, as torch.cuda.empty_cache() (NULL when meaningless) */
   int (*empty_cache)(void *state);
   void (*destroy)(void *state);
+  /* device address of a live handle (for the access stream); NULL: unknown */
+  uint64_t (*addr_of)(void *state, uint64_t handle);
 } pt_mech_ops;
 
 extern const pt_mech_ops pt_mech_direct, pt_mech_caching, pt_mech_expandable, pt_mech_async_pool,

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -36,6 +37,7 @@ static const char *const hook_names[H_N] = {"round", "segment_size", "page_size"
 #define MAX_NAME 200                    /* bytes in a policy's name */
 #define LOAD_MASK (LUA_MASKCOUNT | LUA_MASKLINE | LUA_MASKRET)
 #define CALL_MASK LUA_MASKCOUNT
+#define SLICE 1000 /* instructions between looks at the clock */
 
 /*
  * The byte budget, enforced by our allocator: a growth that would pass max
@@ -70,7 +72,12 @@ struct pt_policy {
   lua_State *L;
   budget mem;
   int max_instr;
-  int tripped;   /* the instruction budget ran out in this call */
+  double max_seconds;
+  /* this call's budgets: instructions left before the current slice, the slice, the clock's deadline */
+  int64_t instr_left;
+  int slice, mask;
+  double deadline;
+  const char *tripped; /* which budget ran out in this call, or NULL */
   int line, ret_line;
   int c_oom;     /* a C allocation failed while reading the table */
   char *path, *chunkname, *src;
@@ -179,15 +186,49 @@ static void *budget_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   return q;
 }
 
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/*
+ * The count hook fires every SLICE instructions.  Besides counting, it looks
+ * at the clock: some single instructions and library calls do work in C that
+ * no instruction count sees (comparing two 30 MB strings, shifting a table of
+ * millions in table.insert), so a script could stay within its instructions
+ * and still run for hours.  The clock bounds that, give or take two slices
+ * (it starts at the end of the first, so that short calls never read it).
+ */
 static void budget_hook(lua_State *L, lua_Debug *ar) {
   pt_policy *P = owner(L);
+  char buf[80];
   switch (ar->event) {
   case LUA_HOOKCOUNT:
-    /* From now on every instruction fails, so a pcall in the script cannot
-       catch the error and carry on. */
-    P->tripped = 1;
-    lua_sethook(L, budget_hook, CALL_MASK, 1);
-    lua_pushfstring(L, "instruction budget exceeded (%d instructions)", P->max_instr);
+    if (!P->tripped) {
+      P->instr_left -= P->slice;
+      double t = now();
+      if (P->deadline == 0) P->deadline = t + P->max_seconds; /* calls under a slice never read the clock */
+      if (P->instr_left <= 0)
+        P->tripped = "instruction";
+      else if (t > P->deadline)
+        P->tripped = "time";
+      else {
+        if (P->instr_left < P->slice) {
+          P->slice = (int)P->instr_left;
+          lua_sethook(L, budget_hook, P->mask, P->slice);
+        }
+        break;
+      }
+      /* From now on every instruction fails, so a pcall in the script cannot
+         catch the error and carry on. */
+      lua_sethook(L, budget_hook, CALL_MASK, 1);
+    }
+    if (!strcmp(P->tripped, "time"))
+      snprintf(buf, sizeof buf, "time budget exceeded (%g seconds)", P->max_seconds);
+    else
+      snprintf(buf, sizeof buf, "instruction budget exceeded (%d instructions)", P->max_instr);
+    lua_pushstring(L, buf);
     lua_error(L);
     break;
   case LUA_HOOKLINE: /* every Lua function in the state is the script's (no load) */
@@ -283,11 +324,15 @@ static int pcall_budgeted(pt_policy *P, int nargs, int nres, int mask, int first
   int base = lua_gettop(L) - nargs; /* the function */
   lua_pushcfunction(L, msgh);
   lua_insert(L, base);
-  P->tripped = 0;
+  P->tripped = NULL;
   P->mem.refused = 0;
   P->line = first_line;
   P->errmsg[0] = 0;
-  lua_sethook(L, budget_hook, mask, P->max_instr);
+  P->instr_left = P->max_instr;
+  P->slice = P->max_instr < SLICE ? P->max_instr : SLICE;
+  P->mask = mask;
+  P->deadline = 0; /* set at the first slice */
+  lua_sethook(L, budget_hook, mask, P->slice);
   int st = lua_pcall(L, nargs, nres, base);
   lua_sethook(L, NULL, 0, 0);
   P->mem.slack = 0;
@@ -869,6 +914,7 @@ int pt_policy_load_buffer(const char *src, size_t len, const char *name, const p
   P->mem.max = lim && lim->max_bytes ? lim->max_bytes : PT_POLICY_DEFAULT_BYTES;
   uint64_t mi = lim && lim->max_instructions ? lim->max_instructions : PT_POLICY_DEFAULT_INSTRUCTIONS;
   P->max_instr = mi > INT_MAX ? INT_MAX : (int)mi;
+  P->max_seconds = lim && lim->max_seconds > 0 ? lim->max_seconds : PT_POLICY_DEFAULT_SECONDS;
   size_t nlen = strlen(name);
   P->path = dup_str(name, nlen);
   P->chunkname = malloc(nlen + 2);

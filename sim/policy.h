@@ -35,7 +35,10 @@
  * `load` compiles text only; string.rep refuses empty-string repetitions (a C
  * loop of any length); setmetatable refuses __gc (finalizers would run outside
  * the budgets).  Binary chunks are refused.  An instruction budget applies
- * to running the script and, afresh, to each hook call.  Every error message
+ * to running the script and, afresh, to each hook call, and so does a time
+ * budget, for the work in C that instructions do not count (comparing huge
+ * strings, table.insert into huge tables); the clock is read every 1000
+ * instructions, so such work can overrun it by up to 2000 steps.  Every error message
  * is one line that starts "SCRIPT:LINE: " (or "SCRIPT: " where no line
  * applies) with SCRIPT the path the policy was loaded from.
  *
@@ -69,10 +72,12 @@ typedef struct pt_policy_param {
 typedef struct pt_policy_limits {
   size_t max_bytes;          /* Lua heap (and script size); default 64 MiB */
   uint64_t max_instructions; /* per load and per hook call; default 10 million (at most INT_MAX) */
+  double max_seconds;        /* wall-clock time per load and per hook call; default 30 */
 } pt_policy_limits;
 
 #define PT_POLICY_DEFAULT_BYTES ((size_t)64 << 20)
 #define PT_POLICY_DEFAULT_INSTRUCTIONS 10000000u
+#define PT_POLICY_DEFAULT_SECONDS 30.0
 
 /*
  * Load a policy from a file (or from a buffer; name is what messages call

@@ -81,6 +81,11 @@ void pt_trace_data_free(pt_trace_data *t) {
 
 typedef struct run {
   pt_device dev;
+  pt_pagetable *pt;         /* with a GPU description */
+  pt_tlb *tlb;              /* with --tlb */
+  int leaf_level[PT_NPAGE_SIZES];
+  uint32_t sms;
+  uint64_t unmaps_seen;     /* driver frees + unmaps at the last TLB flush */
   pt_mech_counters counters;
   uint64_t *handles;        /* dense id -> mechanism handle, FAILED, or FREED */
   uint64_t allocated, peak_allocated;
@@ -161,6 +166,31 @@ static int initial_state(const pt_trace_data *t, const pt_mech_ops *m, void *st,
   return 0;
 }
 
+/*
+ * The synthetic access stream (no trace here records real accesses yet):
+ * every allocation is touched page by page after its alloc and again before
+ * its free, page i by SM i mod SMs.  An unmap or free since the last touch
+ * flushes the TLBs, as the driver's invalidation would.
+ */
+static void touch(run *r, const pt_mech_ops *m, void *st, uint64_t handle, uint64_t bytes) {
+  if (!r->tlb || !m->addr_of || !bytes) return;
+  uint64_t unmaps = r->dev.calls[PT_DRV_free] + r->dev.calls[PT_DRV_mem_unmap];
+  if (unmaps != r->unmaps_seen) {
+    pt_tlb_flush(r->tlb);
+    r->unmaps_seen = unmaps;
+  }
+  uint64_t va = m->addr_of(st, handle), end = va + bytes;
+  while (va < end) {
+    uint64_t ps = pt_pagetable_page_at(r->pt, va);
+    if (!ps) ps = UINT64_C(2) << 20; /* not in the model's tables: assume the driver's 2 MiB */
+    int p = 63 - __builtin_clzll(ps);
+    int idx = p == 12 ? 0 : p == 16 ? 1 : p == 21 ? 2 : 3;
+    uint64_t page = va >> p;
+    pt_tlb_access(r->tlb, (uint32_t)(page % r->sms), va, ps, (uint32_t)r->leaf_level[idx]);
+    va = (page + 1) << p;
+  }
+}
+
 static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r, pt_sim_result *out, pt_err *err) {
   uint64_t win = 0;
   int rc;
@@ -179,6 +209,7 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
         r->allocated += e->bytes;
         if (r->allocated > r->peak_allocated) r->peak_allocated = r->allocated;
         if (r->allocated > r->win_allocated) r->win_allocated = r->allocated;
+        touch(r, m, st, h, e->bytes);
       }
       r->handles[e->id] = h;
     } else if (e->kind == PT_EV_OOM) {
@@ -193,11 +224,13 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
       out->frees++;
       uint64_t *h = &r->handles[e->id];
       if (*h != FAILED) {
+        touch(r, m, st, *h, e->bytes);
         if ((rc = m->free(st, *h)) < 0) return pt_err_prefix(err, rc, "%s: record %zu (free)", t->path, i);
         r->allocated -= e->bytes;
       }
       *h = FREED;
     }
+    if (r->dev.error) return pt_err_prefix(err, r->dev.error, "%s: record %zu", t->path, i);
     if (++win == r->every) {
       win = 0;
       if (close_window(r, i + 1, e->time_us) < 0) return pt_err_set(err, PT_ENOMEM, "out of memory");
@@ -232,13 +265,37 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   pt_dev_init(&r.dev, cfg->capacity, hints, nhints);
   r.dev.on_change = on_reserved_change;
   r.dev.ctx = &r;
+  r.dev.err = err;
+  int rc = 0;
+  if (cfg->gpu) {
+    const pt_mmu_desc *mmu = cfg->gpu->mmu;
+    rc = pt_pagetable_create(mmu, &r.pt);
+    if (rc == 0 && cfg->tlb) rc = pt_tlb_create(&cfg->gpu->tlb, &r.tlb);
+    if (rc < 0) {
+      pt_pagetable_destroy(r.pt);
+      free(hints);
+      free(r.handles);
+      return pt_err_set(err, rc, "out of memory");
+    }
+    r.dev.pt = r.pt;
+    r.dev.page_size = cfg->hooks.page_size;
+    r.dev.page_ctx = cfg->hooks.ctx;
+    r.sms = cfg->gpu->tlb.sms ? cfg->gpu->tlb.sms : 1;
+    for (int p = 0; p < PT_NPAGE_SIZES; p++) {
+      r.leaf_level[p] = mmu->nlevels; /* a PTE-table page: below every directory */
+      for (int l = 0; l < mmu->nlevels; l++)
+        if (mmu->level[l].leaf_page == p) r.leaf_level[p] = l;
+    }
+  }
   size_t points = cfg->timeline_points ? cfg->timeline_points : 1000;
   r.every = t->n / points + 1;
 
   pt_mech_env env = {.dev = &r.dev, .counters = &r.counters, .params = &cfg->params, .hooks = &cfg->hooks, .err = err};
   void *st = NULL;
-  int rc = cfg->mech->create(&env, &st);
+  rc = cfg->mech->create(&env, &st);
   if (rc < 0) {
+    pt_tlb_destroy(r.tlb);
+    pt_pagetable_destroy(r.pt);
     free(hints);
     free(r.handles);
     return rc;
@@ -264,11 +321,24 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   out->addresses_followed = nhints > 0 && r.dev.hints_followed;
   out->timeline = r.points;
   out->ntimeline = r.npoints;
+  if (cfg->gpu) {
+    out->has_gpu = 1;
+    out->page_table = *pt_pagetable_get_stats(r.pt);
+    out->mmu = cfg->gpu->mmu;
+    out->predicted_alloc_us = pt_cost_alloc_us(&cfg->gpu->cost, r.dev.calls, r.dev.call_bytes, out->allocs + out->frees);
+  }
+  if (r.tlb) {
+    out->has_tlb = 1;
+    out->tlb = *pt_tlb_get_stats(r.tlb);
+    out->predicted_translation_us = pt_tlb_miss_ns(r.tlb) / 1000.0;
+  }
 
   /* give every live block back before the mechanism goes, so it owns all memory */
   for (size_t i = 0; i < t->nallocs; i++)
     if (r.handles[i] != FAILED && r.handles[i] != FREED) cfg->mech->free(st, r.handles[i]);
   cfg->mech->destroy(st);
+  pt_tlb_destroy(r.tlb);
+  pt_pagetable_destroy(r.pt);
   free(r.handles);
   free(hints);
   if (rc < 0) {
@@ -292,6 +362,15 @@ static const char *const call_names[] = {
 #undef PT_X
 };
 
+static const char *const page_names[PT_NPAGE_SIZES] = {"4K", "64K", "2M", "512M"};
+
+static double rate(uint64_t part, uint64_t whole) { return whole ? (double)part / (double)whole : 0.0; }
+
+/* What the model may and may not claim (DESIGN.md): said in every report. */
+static const char translation_note[] =
+    "through the CUDA VMM API a policy picks handle sizes (2 MiB multiples) and VA layout, not the hardware "
+    "page size: page sizes other than the driver's are a model-only dimension";
+
 void pt_sim_print_text(FILE *f, const pt_sim_result *r) {
 #define PT_PRINT_U(f_, v) fprintf(f, "%-30s %15" PRIu64, #f_, v)
 #define PT_PRINT_D(f_, v) fprintf(f, "%-30s %15.4f", #f_, v)
@@ -304,6 +383,25 @@ void pt_sim_print_text(FILE *f, const pt_sim_result *r) {
   for (int i = 0; i < PT_DRV_NCALLS; i++)
     if (r->driver_calls[i]) fprintf(f, " %s=%" PRIu64, call_names[i], r->driver_calls[i]);
   fprintf(f, "\nrecorded segment addresses followed: %s\n", r->addresses_followed ? "yes" : "no");
+  if (r->has_gpu) {
+    const pt_pagetable_stats *p = &r->page_table;
+    fprintf(f, "\npage tables (MMU %s): %" PRIu64 " PTE writes, %" PRIu64 " invalidations, %" PRIu64
+               " fall-backs (%" PRIu64 " bytes)\n  peak table bytes:",
+            r->mmu->name, p->pte_writes, p->pte_invalidations, p->fallbacks, p->fallback_bytes);
+    for (int l = 0; l < r->mmu->nlevels; l++) fprintf(f, " %s=%" PRIu64, r->mmu->level[l].name, p->peak_table_bytes[l]);
+    fprintf(f, " PTE64K=%" PRIu64 " PTE4K=%" PRIu64 "\n  bytes mapped by page size:", p->peak_table_bytes[PT_MMU_MAX_LEVELS],
+            p->peak_table_bytes[PT_MMU_MAX_LEVELS + 1]);
+    for (int i = 0; i < PT_NPAGE_SIZES; i++) fprintf(f, " %s=%" PRIu64, page_names[i], p->mapped_by_page[i]);
+    fprintf(f, "\npredicted allocator time: %.1f us\n", r->predicted_alloc_us);
+  }
+  if (r->has_tlb) {
+    const pt_tlb_stats *t = &r->tlb;
+    fprintf(f, "TLB: %" PRIu64 " accesses, L1 hit rate %.4f, L2 hit rate %.4f, %" PRIu64
+               " walks, walk-cache hit rate %.4f\npredicted translation time: %.1f us\n",
+            t->accesses, rate(t->l1_hits, t->accesses), rate(t->l2_hits, t->accesses - t->l1_hits), t->walks,
+            rate(t->pwc_hits, t->pwc_hits + t->pwc_misses), r->predicted_translation_us);
+  }
+  if (r->has_gpu) fprintf(f, "note: %s\n", translation_note);
 }
 
 void pt_sim_print_json_members(FILE *f, const pt_sim_result *r, int with_timeline) {
@@ -320,6 +418,25 @@ void pt_sim_print_json_members(FILE *f, const pt_sim_result *r, int with_timelin
   fputs("},\"driver_bytes\":{", f);
   for (int i = 0; i < PT_DRV_NCALLS; i++) fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "", call_names[i], r->driver_bytes[i]);
   fprintf(f, "},\"addresses_followed\":%s", r->addresses_followed ? "true" : "false");
+  if (r->has_gpu) {
+    const pt_pagetable_stats *p = &r->page_table;
+    fprintf(f, ",\"page_table\":{\"mmu\":\"%s\",\"levels\":%d,\"pte_writes\":%" PRIu64 ",\"pte_invalidations\":%" PRIu64
+               ",\"fallbacks\":%" PRIu64 ",\"fallback_bytes\":%" PRIu64 ",\"table_bytes\":{",
+            r->mmu->name, r->mmu->nlevels + 1, p->pte_writes, p->pte_invalidations, p->fallbacks, p->fallback_bytes);
+    for (int l = 0; l < r->mmu->nlevels; l++) fprintf(f, "\"%s\":%" PRIu64 ",", r->mmu->level[l].name, p->peak_table_bytes[l]);
+    fprintf(f, "\"PTE64K\":%" PRIu64 ",\"PTE4K\":%" PRIu64 "},\"by_page_size\":{", p->peak_table_bytes[PT_MMU_MAX_LEVELS],
+            p->peak_table_bytes[PT_MMU_MAX_LEVELS + 1]);
+    for (int i = 0; i < PT_NPAGE_SIZES; i++) fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "", page_names[i], p->mapped_by_page[i]);
+    fprintf(f, "}},\"predicted_alloc_us\":%.6g", r->predicted_alloc_us);
+  }
+  if (r->has_tlb) {
+    const pt_tlb_stats *t = &r->tlb;
+    fprintf(f, ",\"tlb\":{\"accesses\":%" PRIu64 ",\"l1_hit_rate\":%.6g,\"l2_hit_rate\":%.6g,\"walks\":%" PRIu64
+               ",\"walk_cache_hit_rate\":%.6g},\"predicted_translation_us\":%.6g",
+            t->accesses, rate(t->l1_hits, t->accesses), rate(t->l2_hits, t->accesses - t->l1_hits), t->walks,
+            rate(t->pwc_hits, t->pwc_hits + t->pwc_misses), r->predicted_translation_us);
+  }
+  if (r->has_gpu) fprintf(f, ",\"translation_note\":\"%s\"", translation_note);
   if (!with_timeline) return;
   fputs(",\"timeline\":{\"event\":[", f);
   for (size_t i = 0; i < r->ntimeline; i++) fprintf(f, "%s%" PRIu64, i ? "," : "", r->timeline[i].event);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "device.h"
+#include "gpu.h"
 #include "mech.h"
 #include "trace.h"
 
@@ -39,6 +40,8 @@ typedef struct pt_sim_config {
   uint64_t capacity;         /* bytes; 0 = no cap */
   int invent_addresses;      /* ignore the recorded segment addresses */
   size_t timeline_points;    /* about this many samples; 0 = 1000 */
+  const pt_gpu *gpu;         /* NULL: no page tables, TLBs or predicted times */
+  int tlb;                   /* run the synthetic access stream through the TLBs */
 } pt_sim_config;
 
 /* X(type, name, help): U = uint64_t, D = double. */
@@ -79,6 +82,12 @@ typedef struct pt_sim_result {
   pt_sim_point *timeline;
   size_t ntimeline;
   double seconds;            /* wall time of the replay itself */
+  /* with a GPU description */
+  int has_gpu, has_tlb;
+  pt_pagetable_stats page_table;
+  const pt_mmu_desc *mmu;
+  pt_tlb_stats tlb;
+  double predicted_alloc_us, predicted_translation_us;
 } pt_sim_result;
 
 int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt_sim_result *out /* OUT */);
