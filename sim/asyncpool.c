@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bset.h"
 #include "mech.h"
 #include "u64map.h"
 
@@ -48,113 +49,6 @@
 #define CHUNK_GRAIN (2 * MIB)             /* VMM granularity */
 #define POOL_VA (UINT64_C(1) << 40)       /* VA reserved for a pool at a time */
 #define MAX_THRESHOLD 1125899906842624.0  /* 2^50 */
-
-/* ---- a treap keyed by three integers (deterministic priorities) --------- */
-
-/*
- * Intrusive, with parent pointers: insertion is one descent and a few
- * rotations up; removal rotates the node down to a leaf without a search;
- * next/prev walk the tree.  Priorities come from a xorshift32 per tree, so
- * a run is reproducible.  Keys are unique.
- */
-typedef struct tnode {
-  struct tnode *l, *r, *p;
-  uint64_t k0, k1, k2;
-  uint32_t prio;
-} tnode;
-
-typedef struct ttree {
-  tnode *root;
-  uint32_t seed;
-} ttree;
-
-/* 1 when a's key < b's key, computed without branches (a descent mispredicts less). */
-static unsigned kless(const tnode *a, const tnode *b) {
-  return (unsigned)((a->k0 < b->k0) | ((a->k0 == b->k0) & ((a->k1 < b->k1) | ((a->k1 == b->k1) & (a->k2 < b->k2)))));
-}
-
-static int kcmp(const tnode *a, uint64_t k0, uint64_t k1, uint64_t k2) {
-  if (a->k0 != k0) return a->k0 < k0 ? -1 : 1;
-  if (a->k1 != k1) return a->k1 < k1 ? -1 : 1;
-  if (a->k2 != k2) return a->k2 < k2 ? -1 : 1;
-  return 0;
-}
-
-/* Rotate x above its parent. */
-static void t_rot_up(ttree *t, tnode *x) {
-  tnode *p = x->p, *g = p->p;
-  if (p->l == x) {
-    p->l = x->r;
-    if (x->r) x->r->p = p;
-    x->r = p;
-  } else {
-    p->r = x->l;
-    if (x->l) x->l->p = p;
-    x->l = p;
-  }
-  p->p = x;
-  x->p = g;
-  if (!g)
-    t->root = x;
-  else if (g->l == p)
-    g->l = x;
-  else
-    g->r = x;
-}
-
-static void t_insert(ttree *t, tnode *x) {
-  tnode *p = NULL, **link = &t->root;
-  t->seed ^= t->seed << 13; /* xorshift32 */
-  t->seed ^= t->seed >> 17;
-  t->seed ^= t->seed << 5;
-  x->prio = t->seed;
-  x->l = x->r = NULL;
-  while (*link) {
-    p = *link;
-    link = kless(x, p) ? &p->l : &p->r;
-  }
-  *link = x;
-  x->p = p;
-  while (x->p && x->p->prio < x->prio) t_rot_up(t, x);
-}
-
-static void t_remove(ttree *t, tnode *x) {
-  while (x->l && x->r) t_rot_up(t, x->l->prio > x->r->prio ? x->l : x->r);
-  tnode *c = x->l ? x->l : x->r, *p = x->p;
-  if (c) c->p = p;
-  if (!p)
-    t->root = c;
-  else if (p->l == x)
-    p->l = c;
-  else
-    p->r = c;
-}
-
-/* Smallest node with key >= k. */
-static tnode *t_ge(const ttree *t, uint64_t k0, uint64_t k1, uint64_t k2) {
-  tnode *best = NULL;
-  for (tnode *n = t->root; n;)
-    if (kcmp(n, k0, k1, k2) >= 0) {
-      best = n;
-      n = n->l;
-    } else {
-      n = n->r;
-    }
-  return best;
-}
-
-/* Largest node with key <= k. */
-static tnode *t_le(const ttree *t, uint64_t k0, uint64_t k1, uint64_t k2) {
-  tnode *best = NULL;
-  for (tnode *n = t->root; n;)
-    if (kcmp(n, k0, k1, k2) <= 0) {
-      best = n;
-      n = n->r;
-    } else {
-      n = n->l;
-    }
-  return best;
-}
 
 /* ---- pools, chunks, blocks ---------------------------------------------- */
 
@@ -169,10 +63,10 @@ typedef struct achunk {
   uint64_t va, bytes;
 } achunk;
 
-/* A range of a chunk; free ones sit in the free tree, key (stream, size, addr). */
+/* A range of a chunk; free ones sit in the free set, key (stream, size, addr). */
 typedef struct ablock {
-  tnode node;
-  tnode anode;                 /* free blocks by address, while the initial state is built */
+  pt_bnode node;
+  pt_bnode anode;              /* free blocks by address (0, 0, addr), while the initial state is built */
   struct ablock *prev, *next;  /* neighbours in the chunk */
   achunk *chunk;
   uint64_t addr, size;
@@ -198,8 +92,8 @@ struct apool {
 
 typedef struct async_state {
   pt_mech_env env;
-  ttree freet;
-  ttree addrt;                 /* initial state only */
+  pt_bset freet;
+  pt_bset addrt;               /* initial state only */
   int init_phase;
   apool **pools;
   size_t npools, cap;
@@ -248,25 +142,23 @@ static void drop_block(async_state *st, ablock *b) {
 }
 
 static void free_insert(async_state *st, ablock *b) {
-  b->node.k0 = b->chunk->pool->stream;
-  b->node.k1 = b->size;
-  b->node.k2 = b->addr;
-  t_insert(&st->freet, &b->node);
+  b->node.key = (pt_bkey){b->chunk->pool->stream, b->size, b->addr};
+  pt_bset_insert(&st->freet, &b->node);
   if (st->init_phase) {
-    b->anode.k0 = b->addr;
-    b->anode.k1 = b->anode.k2 = 0;
-    t_insert(&st->addrt, &b->anode);
+    b->anode.key = (pt_bkey){0, 0, b->addr};
+    pt_bset_insert(&st->addrt, &b->anode);
   }
 }
 
 static void free_remove(async_state *st, ablock *b) {
-  t_remove(&st->freet, &b->node);
-  if (st->init_phase) t_remove(&st->addrt, &b->anode);
+  pt_bset_erase(&st->freet, &b->node);
+  if (st->init_phase) pt_bset_erase(&st->addrt, &b->anode);
 }
 
+/* The initial state is complete: the address index is no longer kept. */
 static void end_init(async_state *st) {
   st->init_phase = 0;
-  st->addrt.root = NULL;
+  st->addrt = (pt_bset){0};
 }
 
 static void idle_push(apool *p, achunk *c, ablock *whole) {
@@ -376,7 +268,7 @@ static int sync_point(async_state *st, apool *p) {
   return 0;
 }
 
-/* A new chunk of bytes in pool p, returned as one free block (in no tree); needs a spare record. */
+/* A new chunk of bytes in pool p, returned as one free block (in no set); needs a spare record. */
 static int grow(async_state *st, apool *p, uint64_t bytes, ablock **out) {
   pt_device *dev = st->env.dev;
   achunk *c = calloc(1, sizeof *c);
@@ -428,8 +320,6 @@ static int async_create(const pt_mech_env *env, void **state) {
   st->threshold = (uint64_t)thr;
   st->every_free = every == 1;
   st->init_phase = 1;
-  st->freet.seed = 0x9e3779b9u;
-  st->addrt.seed = 0x85ebca6bu;
   *state = st;
   return 0;
 }
@@ -454,8 +344,8 @@ static int async_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *h
   }
   if ((rc = ensure_spare(st, 2)) < 0) return rc; /* a chunk's block, a split remainder */
   ablock *b = NULL;
-  tnode *n = t_ge(&st->freet, stream, size, 0);
-  if (n && n->k0 == stream) {
+  pt_bnode *n = pt_bset_lower_bound(&st->freet, &(pt_bkey){stream, size, 0}); /* best fit */
+  if (n && n->key.stream == stream) {
     b = BLK(n);
     free_remove(st, b);
     if (b->chunk->whole) idle_remove(p, b->chunk);
@@ -550,7 +440,7 @@ static int async_init_segment(void *state, uint64_t addr, uint64_t bytes, uint64
   ablock *b = take_block(st, c, addr, bytes);
   free_insert(st, b);
   idle_push(p, c, b);
-  pt_dev_adopt(st->env.dev, bytes);
+  pt_dev_adopt_at(st->env.dev, addr, bytes);
   return 0;
 }
 
@@ -560,7 +450,7 @@ static int async_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_t
   (void)stream;
   if (!st->init_phase) return pt_err_set(st->env.err, PT_EUSAGE, "async_pool: initial block after the first request");
   uint64_t size = bytes < MIN_BLOCK ? MIN_BLOCK : (bytes + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
-  tnode *n = t_le(&st->addrt, addr, 0, 0);
+  pt_bnode *n = pt_bset_before(&st->addrt, &(pt_bkey){0, 0, addr + 1}); /* last at or below */
   ablock *b = n ? ABLK(n) : NULL;
   if (!b || addr + size > b->addr + b->size)
     return pt_err_set(st->env.err, PT_EFORMAT, "async_pool: initial block at 0x%llx (%llu bytes) lies in no free part of a segment",
@@ -595,6 +485,11 @@ static int async_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_t
   return 0;
 }
 
+static uint64_t async_addr_of(void *state, uint64_t handle) {
+  (void)state;
+  return ((const ablock *)(uintptr_t)handle)->addr;
+}
+
 static void async_destroy(void *state) {
   async_state *st = state;
   if (!st) return;
@@ -627,4 +522,5 @@ const pt_mech_ops pt_mech_async_pool = {
     .free = async_free,
     .empty_cache = async_empty_cache,
     .destroy = async_destroy,
+    .addr_of = async_addr_of,
 };

@@ -167,7 +167,7 @@ static int direct_init_segment(void *state, uint64_t addr, uint64_t bytes, uint6
     st->segcap = cap;
   }
   st->segs[st->nsegs++] = (dseg){.addr = addr, .bytes = bytes, .held = 1};
-  pt_dev_adopt(st->env.dev, bytes);
+  pt_dev_adopt_at(st->env.dev, addr, bytes);
   return 0;
 }
 
@@ -191,6 +191,11 @@ static int direct_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_
                     (unsigned long long)addr);
 }
 
+static uint64_t direct_addr_of(void *state, uint64_t handle) {
+  const direct_state *st = state;
+  return st->recs[handle].addr;
+}
+
 static void direct_destroy(void *state) {
   direct_state *st = state;
   if (!st) return;
@@ -211,4 +216,5 @@ const pt_mech_ops pt_mech_direct = {
     .free = direct_free,
     .empty_cache = direct_empty_cache,
     .destroy = direct_destroy,
+    .addr_of = direct_addr_of,
 };

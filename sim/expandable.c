@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bset.h"
 #include "mech.h"
 
 #define MIB (UINT64_C(1) << 20)
@@ -56,123 +57,6 @@
 #define H200_TOTAL UINT64_C(150109880320) /* totalGlobalMem of the traces' H200 */
 
 enum { SMALL, LARGE, NPOOLS };
-
-/* ---- a treap keyed by three integers (deterministic priorities) --------- */
-
-/*
- * Intrusive, with parent pointers: insertion is one descent and a few
- * rotations up; removal rotates the node down to a leaf without a search;
- * next/prev walk the tree.  Priorities come from a xorshift32 per tree, so
- * a run is reproducible.  Keys are unique.
- */
-typedef struct tnode {
-  struct tnode *l, *r, *p;
-  uint64_t k0, k1, k2;
-  uint32_t prio;
-} tnode;
-
-typedef struct ttree {
-  tnode *root;
-  uint32_t seed;
-} ttree;
-
-/* 1 when a's key < b's key, computed without branches (a descent mispredicts less). */
-static unsigned kless(const tnode *a, const tnode *b) {
-  return (unsigned)((a->k0 < b->k0) | ((a->k0 == b->k0) & ((a->k1 < b->k1) | ((a->k1 == b->k1) & (a->k2 < b->k2)))));
-}
-
-static int kcmp(const tnode *a, uint64_t k0, uint64_t k1, uint64_t k2) {
-  if (a->k0 != k0) return a->k0 < k0 ? -1 : 1;
-  if (a->k1 != k1) return a->k1 < k1 ? -1 : 1;
-  if (a->k2 != k2) return a->k2 < k2 ? -1 : 1;
-  return 0;
-}
-
-/* Rotate x above its parent. */
-static void t_rot_up(ttree *t, tnode *x) {
-  tnode *p = x->p, *g = p->p;
-  if (p->l == x) {
-    p->l = x->r;
-    if (x->r) x->r->p = p;
-    x->r = p;
-  } else {
-    p->r = x->l;
-    if (x->l) x->l->p = p;
-    x->l = p;
-  }
-  p->p = x;
-  x->p = g;
-  if (!g)
-    t->root = x;
-  else if (g->l == p)
-    g->l = x;
-  else
-    g->r = x;
-}
-
-static void t_insert(ttree *t, tnode *x) {
-  tnode *p = NULL, **link = &t->root;
-  t->seed ^= t->seed << 13; /* xorshift32 */
-  t->seed ^= t->seed >> 17;
-  t->seed ^= t->seed << 5;
-  x->prio = t->seed;
-  x->l = x->r = NULL;
-  while (*link) {
-    p = *link;
-    link = kless(x, p) ? &p->l : &p->r;
-  }
-  *link = x;
-  x->p = p;
-  while (x->p && x->p->prio < x->prio) t_rot_up(t, x);
-}
-
-static void t_remove(ttree *t, tnode *x) {
-  while (x->l && x->r) t_rot_up(t, x->l->prio > x->r->prio ? x->l : x->r);
-  tnode *c = x->l ? x->l : x->r, *p = x->p;
-  if (c) c->p = p;
-  if (!p)
-    t->root = c;
-  else if (p->l == x)
-    p->l = c;
-  else
-    p->r = c;
-}
-
-/* Smallest node with key >= k. */
-static tnode *t_ge(const ttree *t, uint64_t k0, uint64_t k1, uint64_t k2) {
-  tnode *best = NULL;
-  for (tnode *n = t->root; n;)
-    if (kcmp(n, k0, k1, k2) >= 0) {
-      best = n;
-      n = n->l;
-    } else {
-      n = n->r;
-    }
-  return best;
-}
-
-/* Largest node with key <= k. */
-static tnode *t_le(const ttree *t, uint64_t k0, uint64_t k1, uint64_t k2) {
-  tnode *best = NULL;
-  for (tnode *n = t->root; n;)
-    if (kcmp(n, k0, k1, k2) <= 0) {
-      best = n;
-      n = n->r;
-    } else {
-      n = n->l;
-    }
-  return best;
-}
-
-/* The node after x in key order, or NULL. */
-static tnode *t_next(tnode *x) {
-  if (x->r) {
-    for (x = x->r; x->l;) x = x->l;
-    return x;
-  }
-  while (x->p && x->p->r == x) x = x->p;
-  return x->p;
-}
 
 /* ---- blocks and segments ------------------------------------------------ */
 
@@ -186,12 +70,13 @@ typedef struct eseg {
 
 /*
  * A block: a run of a segment, allocated, free and mapped (in the pool's
- * free tree, key (stream, size, addr)), or unmapped (in the pool's unmapped
- * tree, key (stream, addr)).  prev/next are its neighbours in the segment.
+ * free set, key (stream, size, addr)), or unmapped (in the pool's unmapped
+ * set, key (stream, 0, addr): by address).  prev/next are its neighbours in
+ * the segment.
  */
 typedef struct eblock {
-  tnode node;
-  tnode anode;                 /* free blocks by address, while the initial state is built */
+  pt_bnode node;
+  pt_bnode anode;              /* free blocks by address (0, 0, addr), while the initial state is built */
   struct eblock *prev, *next;
   eseg *seg;
   uint64_t addr, size;
@@ -209,9 +94,8 @@ typedef struct slab {
 
 typedef struct exp_state {
   pt_mech_env env;
-  ttree freet[NPOOLS], unmapped[NPOOLS];
-  size_t nfree[NPOOLS];
-  ttree addrt;                 /* free mapped blocks by address: initial state only */
+  pt_bset freet[NPOOLS], unmapped[NPOOLS];
+  pt_bset addrt;               /* free mapped blocks by address: initial state only */
   int init_phase;              /* still reading initial segments and blocks */
   eseg *segs;
   slab *slabs;
@@ -273,37 +157,30 @@ static void link_before(eblock *at, eblock *b) {
 }
 
 static void free_insert(exp_state *st, eblock *b) {
-  b->node.k0 = b->seg->stream;
-  b->node.k1 = b->size;
-  b->node.k2 = b->addr;
-  t_insert(&st->freet[b->seg->pool], &b->node);
-  st->nfree[b->seg->pool]++;
+  b->node.key = (pt_bkey){b->seg->stream, b->size, b->addr};
+  pt_bset_insert(&st->freet[b->seg->pool], &b->node);
   if (st->init_phase) {
-    b->anode.k0 = b->addr;
-    b->anode.k1 = b->anode.k2 = 0;
-    t_insert(&st->addrt, &b->anode);
+    b->anode.key = (pt_bkey){0, 0, b->addr};
+    pt_bset_insert(&st->addrt, &b->anode);
   }
 }
 
 static void free_remove(exp_state *st, eblock *b) {
-  t_remove(&st->freet[b->seg->pool], &b->node);
-  st->nfree[b->seg->pool]--;
-  if (st->init_phase) t_remove(&st->addrt, &b->anode);
+  pt_bset_erase(&st->freet[b->seg->pool], &b->node);
+  if (st->init_phase) pt_bset_erase(&st->addrt, &b->anode);
 }
 
 static void unmapped_insert(exp_state *st, eblock *b) {
-  b->node.k0 = b->seg->stream;
-  b->node.k1 = b->addr;
-  b->node.k2 = 0;
-  t_insert(&st->unmapped[b->seg->pool], &b->node);
+  b->node.key = (pt_bkey){b->seg->stream, 0, b->addr};
+  pt_bset_insert(&st->unmapped[b->seg->pool], &b->node);
 }
 
-static void unmapped_remove(exp_state *st, eblock *b) { t_remove(&st->unmapped[b->seg->pool], &b->node); }
+static void unmapped_remove(exp_state *st, eblock *b) { pt_bset_erase(&st->unmapped[b->seg->pool], &b->node); }
 
 /* The initial state is complete: the address index is no longer kept. */
 static void end_init(exp_state *st) {
   st->init_phase = 0;
-  st->addrt.root = NULL;
+  st->addrt = (pt_bset){0};
 }
 
 /* try_merge_blocks: dst absorbs src when src is free in the same mapping state. */
@@ -373,14 +250,14 @@ static uint64_t allocation_size(const exp_state *st, uint64_t size) {
 static uint64_t esize(const eblock *b) { return b->size + (b->next && !b->next->mapped ? b->next->size : 0); }
 
 static eblock *get_free_block(exp_state *st, int pool, uint64_t stream, uint64_t size) {
-  const ttree *t = &st->freet[pool];
-  tnode *n = t_ge(t, stream, size, 0);
-  if (!n || n->k0 != stream) return NULL;
+  const pt_bset *t = &st->freet[pool];
+  pt_bnode *n = pt_bset_lower_bound(t, &(pt_bkey){stream, size, 0});
+  if (!n || n->key.stream != stream) return NULL;
   if (BLK(n)->seg->page) {
-    tnode *nx = t_next(n);
-    while (BLK(n)->seg->page && nx && nx->k0 == stream && esize(BLK(nx)) < esize(BLK(n))) {
+    pt_bnode *nx = pt_bset_next(t, n);
+    while (BLK(n)->seg->page && nx && nx->key.stream == stream && esize(BLK(nx)) < esize(BLK(n))) {
       n = nx;
-      nx = t_next(n);
+      nx = pt_bset_next(t, n);
     }
   }
   eblock *b = BLK(n);
@@ -397,8 +274,9 @@ static int has_room(const eblock *b, uint64_t size) {
 
 /* find_expandable_block: lowest-address room on this stream, else a new segment. */
 static int find_expandable(exp_state *st, int pool, uint64_t stream, uint64_t size, eblock **out) {
-  const ttree *t = &st->unmapped[pool];
-  for (tnode *n = t_ge(t, stream, 0, 0); n && n->k0 == stream; n = t_next(n)) {
+  const pt_bset *t = &st->unmapped[pool];
+  for (pt_bnode *n = pt_bset_lower_bound(t, &(pt_bkey){stream, 0, 0}); n && n->key.stream == stream;
+       n = pt_bset_next(t, n)) {
     eblock *c = BLK(n);
     if (c->prev && !c->prev->allocated) c = c->prev; /* the free mapped tail before the hole */
     if (has_room(c, size)) {
@@ -454,7 +332,7 @@ static int map_block(exp_state *st, eblock *u, uint64_t n) {
 
 /* try_allocate_expandable_block: a free mapped block of at least size bytes. */
 static int grow(exp_state *st, int pool, uint64_t stream, uint64_t size, eblock **out) {
-  eblock *c;
+  eblock *c = NULL;
   int rc = ensure_spare(st, 4);
   if (rc < 0) return rc;
   rc = find_expandable(st, pool, stream, size, &c);
@@ -514,24 +392,17 @@ static int unmap_block(exp_state *st, eblock *b) {
   return 0;
 }
 
-static size_t gather(tnode *n, eblock **out, size_t k) {
-  for (; n; n = n->r) {
-    k = gather(n->l, out, k);
-    out[k++] = BLK(n);
-  }
-  return k;
-}
-
 /* release_blocks: cudaFree whole plain segments, unmap free expandable pages. */
 static int release_blocks(exp_state *st, int pool) {
-  size_t n = st->nfree[pool];
+  size_t n = st->freet[pool].len;
   if (n > st->scratch_cap) {
     eblock **s = realloc(st->scratch, n * sizeof *s);
     if (!s) return pt_err_set(st->env.err, PT_ENOMEM, "expandable: out of memory");
     st->scratch = s;
     st->scratch_cap = n;
   }
-  n = gather(st->freet[pool].root, st->scratch, 0);
+  n = 0;
+  for (pt_bnode *x = pt_bset_first(&st->freet[pool]); x; x = pt_bset_next(&st->freet[pool], x)) st->scratch[n++] = BLK(x);
   for (size_t i = 0; i < n; i++) { /* release_block */
     eblock *b = st->scratch[i];
     if (b->seg->page || b->prev || b->next) continue;
@@ -588,11 +459,7 @@ static int exp_create(const pt_mech_env *env, void **state) {
   st->page[SMALL] = SMALL_PAGE;
   st->page[LARGE] = (uint64_t)large * MIB;
   uint64_t t = (uint64_t)total, va = t + t / 8;
-  for (int p = 0; p < NPOOLS; p++) {
-    st->va_bytes[p] = (va + st->page[p] - 1) / st->page[p] * st->page[p];
-    st->freet[p].seed = st->unmapped[p].seed = 0x9e3779b9u + (uint32_t)p;
-  }
-  st->addrt.seed = 0x85ebca6bu;
+  for (int p = 0; p < NPOOLS; p++) st->va_bytes[p] = (va + st->page[p] - 1) / st->page[p] * st->page[p];
   *state = st;
   return 0;
 }
@@ -678,7 +545,7 @@ static int exp_init_segment(void *state, uint64_t addr, uint64_t bytes, uint64_t
     *sg = (eseg){.base = addr, .bytes = bytes, .stream = stream, .pool = bytes == SMALL_PAGE ? SMALL : LARGE};
     seg_link(st, sg);
     free_insert(st, take_block(st, sg, addr, bytes, 1));
-    pt_dev_adopt(st->env.dev, bytes);
+    pt_dev_adopt_at(st->env.dev, addr, bytes);
     return 0;
   }
   int pool = bytes % st->page[LARGE] == 0 ? LARGE : SMALL;
@@ -695,7 +562,7 @@ static int exp_init_segment(void *state, uint64_t addr, uint64_t bytes, uint64_t
     seg_link(st, sg);
     unmapped_insert(st, take_block(st, sg, addr, sg->bytes, 0));
   }
-  tnode *n = t_le(&st->unmapped[pool], stream, addr, 0);
+  pt_bnode *n = pt_bset_before(&st->unmapped[pool], &(pt_bkey){stream, 0, addr + 1}); /* last at or below */
   eblock *u = n ? BLK(n) : NULL;
   if (!u || u->seg != sg || (addr - sg->base) % page || addr + bytes > u->addr + u->size)
     return pt_err_set(err, PT_EFORMAT, "expandable: initial expandable segment at 0x%llx (%llu bytes) overlaps another or is misaligned",
@@ -717,7 +584,7 @@ static int exp_init_segment(void *state, uint64_t addr, uint64_t bytes, uint64_t
   try_merge(st, u, u->prev);
   try_merge(st, u, u->next);
   free_insert(st, u);
-  pt_dev_adopt(st->env.dev, bytes);
+  pt_dev_adopt_at(st->env.dev, addr, bytes);
   return 0;
 }
 
@@ -731,7 +598,7 @@ static int exp_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_t s
   (void)stream;
   if (!st->init_phase) return pt_err_set(st->env.err, PT_EUSAGE, "expandable: initial block after the first request");
   uint64_t size = bytes < MIN_BLOCK ? MIN_BLOCK : (bytes + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
-  tnode *n = t_le(&st->addrt, addr, 0, 0);
+  pt_bnode *n = pt_bset_before(&st->addrt, &(pt_bkey){0, 0, addr + 1}); /* last at or below */
   eblock *b = n ? ABLK(n) : NULL;
   if (!b || addr + size > b->addr + b->size)
     return pt_err_set(st->env.err, PT_EFORMAT, "expandable: initial block at 0x%llx (%llu bytes) lies in no free part of a segment",
@@ -755,6 +622,11 @@ static int exp_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_t s
   st->allocated += size;
   *handle = (uint64_t)(uintptr_t)b;
   return 0;
+}
+
+static uint64_t exp_addr_of(void *state, uint64_t handle) {
+  (void)state;
+  return ((const eblock *)(uintptr_t)handle)->addr;
 }
 
 /* The model ends: records are dropped; no driver call is counted. */
@@ -781,4 +653,5 @@ const pt_mech_ops pt_mech_expandable = {
     .free = exp_free,
     .empty_cache = exp_empty_cache,
     .destroy = exp_destroy,
+    .addr_of = exp_addr_of,
 };

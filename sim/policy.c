@@ -311,7 +311,10 @@ static int lua_failure(pt_policy *P, int status, const char *what, pt_err *err) 
     }
     break;
   default: /* LUA_ERRERR and anything unforeseen */
-    code = fail(err, PT_EFORMAT, "%s:%d: error while reporting an error", P->path, P->line);
+    if (P->line > 0)
+      code = fail(err, PT_EFORMAT, "%s:%d: error while reporting an error", P->path, P->line);
+    else
+      code = fail(err, PT_EFORMAT, "%s: error while reporting an error", P->path);
     break;
   }
   lua_pop(L, 1);
@@ -561,12 +564,11 @@ static void walk_idents(const char *s, size_t n, ident_visit visit, void *ctx) {
       i = long_skip(s, n, i, long_open(s, n, i), &line);
       prev = '"';
     } else if (c == '"' || c == '\'') {
-      for (i++; i < n && s[i] != c && s[i] != '\n'; i++)
-        if (s[i] == '\\' && i + 1 < n) {
-          i++;
-          if (s[i] == '\n') line++;
-        }
-      i++;
+      for (i++; i < n && s[i] != c; i++) { /* the source loaded, so the string ends */
+        if (s[i] == '\\' && i + 1 < n) i++;
+        if (s[i] == '\n') line++;
+      }
+      if (i < n) i++;
       prev = '"';
     } else if (is_ident0(c)) {
       size_t b = i;
@@ -657,30 +659,29 @@ static const char *opt_string(lua_State *L, int t, const char *key, int line, si
 static const char *value_problem(const pt_policy *P, const param *pr, double v, char *why, size_t n) {
   char a[40], b[40], c[40];
   const pt_policy_param *q = &pr->pub;
-  if (isnan(v)) return snprintf(why, n, "nan is not a value"), why;
-  if (q->integer && v != floor(v))
-    return snprintf(why, n, "%s is not an integer", fmt_num(v, a, sizeof a)), why;
-  if (q->has_range && (v < q->min || v > q->max))
-    return snprintf(why, n, "%s lies outside the range [%s, %s]", fmt_num(v, a, sizeof a),
-                    fmt_num(q->min, b, sizeof b), fmt_num(q->max, c, sizeof c)),
-           why;
-  if (q->nchoices) {
+  fmt_num(v, a, sizeof a);
+  if (isnan(v)) {
+    snprintf(why, n, "nan is not a value");
+  } else if (q->integer && (!isfinite(v) || v != floor(v))) {
+    snprintf(why, n, "%s is not an integer", a);
+  } else if (q->has_range && (v < q->min || v > q->max)) {
+    snprintf(why, n, "%s lies outside the range [%s, %s]", a, fmt_num(q->min, b, sizeof b),
+             fmt_num(q->max, c, sizeof c));
+  } else if (q->nchoices) {
     int k = 0;
     while (k < q->nchoices && q->choices[k] != v) k++;
-    if (k == q->nchoices) {
-      size_t at = (size_t)snprintf(why, n, "%s is not one of the choices {", fmt_num(v, a, sizeof a));
-      for (k = 0; k < q->nchoices && at < n; k++)
-        at += (size_t)snprintf(why + at, n - at, "%s%s", k ? ", " : "", fmt_num(q->choices[k], a, sizeof a));
-      if (at < n) snprintf(why + at, n - at, "}");
-      return why;
-    }
+    if (k < q->nchoices) return NULL;
+    size_t at = (size_t)snprintf(why, n, "%s is not one of the choices {", a);
+    for (k = 0; k < q->nchoices && at < n; k++)
+      at += (size_t)snprintf(why + at, n - at, "%s%s", k ? ", " : "", fmt_num(q->choices[k], b, sizeof b));
+    if (at < n) snprintf(why + at, n - at, "}");
+  } else if (pr->mech && (v < pr->mech->min || v > pr->mech->max)) {
+    snprintf(why, n, "%s lies outside what the %s mechanism accepts, [%s, %s]", a, P->mech->name,
+             fmt_num(pr->mech->min, b, sizeof b), fmt_num(pr->mech->max, c, sizeof c));
+  } else {
+    return NULL;
   }
-  if (pr->mech && (v < pr->mech->min || v > pr->mech->max))
-    return snprintf(why, n, "%s lies outside what the %s mechanism accepts, [%s, %s]",
-                    fmt_num(v, a, sizeof a), P->mech->name, fmt_num(pr->mech->min, b, sizeof b),
-                    fmt_num(pr->mech->max, c, sizeof c)),
-           why;
-  return NULL;
+  return why;
 }
 
 static int valid_name(const char *s, size_t len) {
@@ -695,7 +696,7 @@ static void read_param(lua_State *L, pt_policy *P, param *pr, int pline) {
   static const char *const known[] = {"default", "range", "choices", "scale", "integer", "doc", NULL};
   int t = lua_gettop(L);
   const char *nm = pr->name;
-  char a[40], b[40], c[40], why[PT_ERRMSG_MAX];
+  char a[40], b[40], c[40], d[40], why[PT_ERRMSG_MAX];
   if (lua_type(L, t) != LUA_TTABLE)
     bad(L, pline, "params.%s must be a table {default = ..., range = {lo, hi} | choices = {...}}, not a %s",
         nm, luaL_typename(L, t));
@@ -719,9 +720,8 @@ static void read_param(lua_State *L, pt_policy *P, param *pr, int pline) {
   lua_pushliteral(L, "default");
   int ty = lua_rawget(L, t);
   int dline = field_line(P, "default", pline);
-  if (ty != LUA_TNUMBER)
-    bad(L, ty == LUA_TNIL ? pline : dline, "params.%s: 'default' must be a number, not %s", nm,
-        ty == LUA_TNIL ? "missing" : lua_typename(L, ty));
+  if (ty == LUA_TNIL) bad(L, pline, "params.%s: 'default' is missing (every parameter needs a number)", nm);
+  if (ty != LUA_TNUMBER) bad(L, dline, "params.%s: 'default' must be a number, not a %s", nm, lua_typename(L, ty));
   q->dflt = q->value = lua_tonumber(L, -1);
   lua_pop(L, 1);
 
@@ -766,7 +766,7 @@ static void read_param(lua_State *L, pt_policy *P, param *pr, int pline) {
     if (pr->mech && (q->min < pr->mech->min || q->max > pr->mech->max))
       bad(L, rline, "params.%s: range [%s, %s] reaches outside what the %s mechanism accepts, [%s, %s]", nm,
           fmt_num(q->min, a, sizeof a), fmt_num(q->max, b, sizeof b), P->mech->name,
-          fmt_num(pr->mech->min, c, sizeof c), fmt_num(pr->mech->max, why, sizeof why));
+          fmt_num(pr->mech->min, c, sizeof c), fmt_num(pr->mech->max, d, sizeof d));
     q->has_range = 1;
   } else if (cty != LUA_TNIL) {
     size_t nc = cty == LUA_TTABLE ? lua_rawlen(L, -1) : 0;
@@ -778,7 +778,7 @@ static void read_param(lua_State *L, pt_policy *P, param *pr, int pline) {
         bad(L, cline, "params.%s: choice %zu is not a number", nm, k + 1);
       double v = pr->choices[k] = lua_tonumber(L, -1);
       lua_pop(L, 1);
-      if (q->integer && v != floor(v))
+      if (q->integer && (!isfinite(v) || v != floor(v)))
         bad(L, cline, "params.%s: choice %s is not an integer", nm, fmt_num(v, a, sizeof a));
       if (q->log_scale && v <= 0)
         bad(L, cline, "params.%s: a log scale needs choices above 0, not %s", nm, fmt_num(v, a, sizeof a));
@@ -951,18 +951,21 @@ int pt_policy_load_buffer(const char *src, size_t len, const char *name, const p
   const char *code = P->src;
   size_t clen = P->srclen;
   if (clen >= 3 && !memcmp(code, "\xEF\xBB\xBF", 3)) code += 3, clen -= 3;
+  P->mem.refused = 0;
+  P->line = 0;
   st = luaL_loadbufferx(L, code, clen, P->chunkname, "t");
   if (st != LUA_OK) {
     if (st == LUA_ERRMEM) {
       rc = lua_failure(P, st, NULL, err);
     } else {
-      char msg[PT_ERRMSG_MAX];
-      locate(P, lua_tostring(L, -1), 0, msg, sizeof msg);
-      if (clen > 0 && code[0] == LUA_SIGNATURE[0])
+      if (clen > 0 && code[0] == LUA_SIGNATURE[0]) { /* mode "t" refused it */
         rc = fail(err, PT_EFORBID, "%s: a precompiled (binary) Lua chunk; policies are loaded from source "
                   "text only", name);
-      else
+      } else {
+        char msg[PT_ERRMSG_MAX];
+        locate(P, lua_tostring(L, -1), 0, msg, sizeof msg);
         rc = fail(err, PT_EFORMAT, "%s", msg);
+      }
       lua_pop(L, 1);
     }
     goto out;
@@ -984,8 +987,6 @@ int pt_policy_load_buffer(const char *src, size_t len, const char *name, const p
     rc = P->c_oom ? fail(err, PT_ENOMEM, "%s: out of memory", name) : lua_failure(P, st, NULL, err);
     goto out;
   }
-  free(P->traceback); /* a script may have caught errors of its own; none is ours */
-  P->traceback = NULL;
   *out = P;
   return 0;
 out:

@@ -27,20 +27,26 @@
  * a read-only view of the current parameter values; reading an undeclared
  * name is an error.
  *
- * Sandbox: a private lua_State whose allocator enforces a byte budget; only
- * the base, table, string and math libraries, without dofile, loadfile,
- * print, warn, collectgarbage, string.dump, the string pattern functions
- * (find, match, gmatch, gsub: their backtracking runs in C where the
- * instruction budget cannot stop it) and table.move (a C loop of any length);
- * `load` compiles text only; string.rep refuses empty-string repetitions (a C
- * loop of any length); setmetatable refuses __gc (finalizers would run outside
- * the budgets).  Binary chunks are refused.  An instruction budget applies
- * to running the script and, afresh, to each hook call, and so does a time
- * budget, for the work in C that instructions do not count (comparing huge
- * strings, table.insert into huge tables); the clock is read every 1000
- * instructions, so such work can overrun it by up to 2000 steps.  Every error message
- * is one line that starts "SCRIPT:LINE: " (or "SCRIPT: " where no line
- * applies) with SCRIPT the path the policy was loaded from.
+ * Sandbox: a private lua_State whose allocator enforces a byte budget, with
+ * only the base, table, string and math libraries, less what could reach
+ * outside or run unbounded: dofile, loadfile, load (so no chunk but the
+ * script itself, and no bytecode), require, print, warn, collectgarbage,
+ * string.dump, the string pattern functions (find, match, gmatch, gsub: their
+ * backtracking runs in C, out of the instruction count) and table.move (a C
+ * loop of any length).  string.rep answers empty repetitions itself (Lua 5.4
+ * loops n times over them); setmetatable refuses __gc (finalizers would run
+ * outside the budgets); math.random is seeded with 0.  A binary chunk in
+ * place of the script is refused.
+ *
+ * Budgets, fresh for the load and for each hook call: instructions, and
+ * wall-clock time for the work in C that instructions do not count
+ * (comparing huge strings, table.insert into huge tables; the clock is read
+ * every 1000 instructions, so such work can overrun it by up to 2000 steps).
+ * Memory is one budget for the state's life.
+ *
+ * Every error message is one line, "SCRIPT:LINE: reason" (or "SCRIPT:
+ * reason" where no line applies), SCRIPT being the path the policy was
+ * loaded as.
  *
  * Not thread-safe: one policy, one thread at a time.
  */

@@ -42,139 +42,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bset.h"
 #include "mech.h"
 
 #define MIB (UINT64_C(1) << 20)
 #define PAGE (2 * MIB)                  /* handle size: the VMM granularity */
 #define MIN_BLOCK UINT64_C(512)
 #define MAX_BYTES 1125899906842624.0    /* 2^50 */
-
-/* ---- a treap keyed by three integers (deterministic priorities) --------- */
-
-/*
- * Intrusive, with parent pointers: insertion is one descent and a few
- * rotations up; removal rotates the node down to a leaf without a search;
- * next/prev walk the tree.  Priorities come from a xorshift32 per tree, so
- * a run is reproducible.  Keys are unique.
- */
-typedef struct tnode {
-  struct tnode *l, *r, *p;
-  uint64_t k0, k1, k2;
-  uint32_t prio;
-} tnode;
-
-typedef struct ttree {
-  tnode *root;
-  uint32_t seed;
-} ttree;
-
-/* 1 when a's key < b's key, computed without branches (a descent mispredicts less). */
-static unsigned kless(const tnode *a, const tnode *b) {
-  return (unsigned)((a->k0 < b->k0) | ((a->k0 == b->k0) & ((a->k1 < b->k1) | ((a->k1 == b->k1) & (a->k2 < b->k2)))));
-}
-
-static int kcmp(const tnode *a, uint64_t k0, uint64_t k1, uint64_t k2) {
-  if (a->k0 != k0) return a->k0 < k0 ? -1 : 1;
-  if (a->k1 != k1) return a->k1 < k1 ? -1 : 1;
-  if (a->k2 != k2) return a->k2 < k2 ? -1 : 1;
-  return 0;
-}
-
-/* Rotate x above its parent. */
-static void t_rot_up(ttree *t, tnode *x) {
-  tnode *p = x->p, *g = p->p;
-  if (p->l == x) {
-    p->l = x->r;
-    if (x->r) x->r->p = p;
-    x->r = p;
-  } else {
-    p->r = x->l;
-    if (x->l) x->l->p = p;
-    x->l = p;
-  }
-  p->p = x;
-  x->p = g;
-  if (!g)
-    t->root = x;
-  else if (g->l == p)
-    g->l = x;
-  else
-    g->r = x;
-}
-
-static void t_insert(ttree *t, tnode *x) {
-  tnode *p = NULL, **link = &t->root;
-  t->seed ^= t->seed << 13; /* xorshift32 */
-  t->seed ^= t->seed >> 17;
-  t->seed ^= t->seed << 5;
-  x->prio = t->seed;
-  x->l = x->r = NULL;
-  while (*link) {
-    p = *link;
-    link = kless(x, p) ? &p->l : &p->r;
-  }
-  *link = x;
-  x->p = p;
-  while (x->p && x->p->prio < x->prio) t_rot_up(t, x);
-}
-
-static void t_remove(ttree *t, tnode *x) {
-  while (x->l && x->r) t_rot_up(t, x->l->prio > x->r->prio ? x->l : x->r);
-  tnode *c = x->l ? x->l : x->r, *p = x->p;
-  if (c) c->p = p;
-  if (!p)
-    t->root = c;
-  else if (p->l == x)
-    p->l = c;
-  else
-    p->r = c;
-}
-
-/* Smallest node with key >= k. */
-static tnode *t_ge(const ttree *t, uint64_t k0, uint64_t k1, uint64_t k2) {
-  tnode *best = NULL;
-  for (tnode *n = t->root; n;)
-    if (kcmp(n, k0, k1, k2) >= 0) {
-      best = n;
-      n = n->l;
-    } else {
-      n = n->r;
-    }
-  return best;
-}
-
-/* Largest node with key <= k. */
-static tnode *t_le(const ttree *t, uint64_t k0, uint64_t k1, uint64_t k2) {
-  tnode *best = NULL;
-  for (tnode *n = t->root; n;)
-    if (kcmp(n, k0, k1, k2) <= 0) {
-      best = n;
-      n = n->r;
-    } else {
-      n = n->l;
-    }
-  return best;
-}
-
-/* The node after x in key order, or NULL. */
-static tnode *t_next(tnode *x) {
-  if (x->r) {
-    for (x = x->r; x->l;) x = x->l;
-    return x;
-  }
-  while (x->p && x->p->r == x) x = x->p;
-  return x->p;
-}
-
-/* The node before x in key order, or NULL. */
-static tnode *t_prev(tnode *x) {
-  if (x->l) {
-    for (x = x->l; x->r;) x = x->r;
-    return x;
-  }
-  while (x->p && x->p->l == x) x = x->p;
-  return x->p;
-}
 
 /* ---- ranges and blocks -------------------------------------------------- */
 
@@ -189,31 +63,35 @@ typedef struct prange {
   uint64_t base, bytes, stream;
 } prange;
 
-/* A run of a primary range.  Free: in the free tree.  Always: in the address tree. */
+/* A run of a primary range; a free one is in the free set. */
 struct sblock {
   uint8_t kind;                /* K_BLOCK; first, as in srange */
   uint8_t state;
-  tnode node;                  /* free tree: (stream, size, addr) */
-  tnode anode;                 /* address tree: (addr) */
+  pt_bnode node;               /* free set: (stream, size, addr) */
   sblock *prev, *next;
   prange *pr;
   uint64_t addr, size;
 };
 
+/* A page of a stitched range: where it lives in its primary range. */
+typedef struct spage {
+  prange *pr;
+  uint64_t addr;
+} spage;
+
 typedef struct srange {
   uint8_t kind;                /* K_STITCH */
   uint8_t cached;
-  tnode cnode;                 /* cache tree while cached: (stream, pages, ~seq) */
+  pt_bnode cnode;              /* cache set while cached: (stream, pages, ~seq) */
   struct srange *lprev, *lnext;/* cached ranges, least recently freed first */
   struct srange *prev, *next;  /* every stitched range, for destroy */
   uint64_t stream, va, npages, size;
-  uint64_t *pages;             /* primary address of each page, in VA order */
+  spage *pages;                /* each page in its primary range, in VA order */
   sblock **lent;               /* primary blocks lent while allocated */
   size_t nlent;
 } srange;
 
 #define BLK(n) ((sblock *)(void *)((char *)(n) - offsetof(sblock, node)))
-#define ABLK(n) ((sblock *)(void *)((char *)(n) - offsetof(sblock, anode)))
 #define SRNG(n) ((srange *)(void *)((char *)(n) - offsetof(srange, cnode)))
 
 #define SLAB_BLOCKS 256
@@ -229,17 +107,19 @@ typedef struct run {
 
 typedef struct stitch_state {
   pt_mech_env env;
-  ttree freet, addrt, cachet;
+  pt_bset freet, cachet;
   prange *ranges;
   srange *stitched;
   srange *lru_head, *lru_tail;
   size_t ncached, max_cached;
   uint64_t seq, stitch_min, allocated;
+  uint64_t free_pages;         /* stitchable pages in free blocks, every stream: step 3's bound */
   slab *slabs;
   sblock *spare;
   size_t nspare;
   run *runs;
   size_t runs_cap;
+  sblock *init_cursor;         /* last initial block carved: the next one is usually after it */
 } stitch_state;
 
 static int oom(stitch_state *st) { return pt_err_set(st->env.err, PT_ENOMEM, "stitch: out of memory"); }
@@ -259,7 +139,7 @@ static int ensure_spare(stitch_state *st, size_t n) {
   return 0;
 }
 
-/* A free block record in the address tree; ensure_spare must have been called. */
+/* A free block record; ensure_spare must have been called. */
 static sblock *take_block(stitch_state *st, prange *pr, uint64_t addr, uint64_t size) {
   sblock *b = st->spare;
   st->spare = b->next;
@@ -270,30 +150,36 @@ static sblock *take_block(stitch_state *st, prange *pr, uint64_t addr, uint64_t 
   b->pr = pr;
   b->addr = addr;
   b->size = size;
-  b->anode.k0 = addr;
-  t_insert(&st->addrt, &b->anode);
   return b;
 }
 
 static void drop_block(stitch_state *st, sblock *b) {
-  t_remove(&st->addrt, &b->anode);
   b->next = st->spare;
   st->spare = b;
   st->nspare++;
 }
 
+/* Whole pages of free block b that step 3 may stitch (its whole-page extent >= stitch_min_bytes). */
+static uint64_t stitchable(const stitch_state *st, const sblock *b) {
+  uint64_t ps = (b->addr + PAGE - 1) / PAGE * PAGE, pe = (b->addr + b->size) / PAGE * PAGE;
+  return pe > ps && pe - ps >= st->stitch_min ? (pe - ps) / PAGE : 0;
+}
+
 static void free_insert(stitch_state *st, sblock *b) {
-  b->node.k0 = b->pr->stream;
-  b->node.k1 = b->size;
-  b->node.k2 = b->addr;
-  t_insert(&st->freet, &b->node);
+  b->node.key = (pt_bkey){b->pr->stream, b->size, b->addr};
+  pt_bset_insert(&st->freet, &b->node);
+  st->free_pages += stitchable(st, b);
+}
+
+static void free_erase(stitch_state *st, sblock *b) {
+  pt_bset_erase(&st->freet, &b->node);
+  st->free_pages -= stitchable(st, b);
 }
 
 /*
- * [a, a+len) out of free block b (in no free tree): the pieces before and
+ * [a, a+len) out of free block b (in no free set): the pieces before and
  * after stay free; the middle is returned, b itself when a == b->addr, so a
- * block's address never changes while it is in the address tree.  Needs two
- * spare records.
+ * range's lowest block stays its head.  Needs two spare records.
  */
 static sblock *carve(stitch_state *st, sblock *b, uint64_t a, uint64_t len) {
   if (a > b->addr) {
@@ -318,12 +204,12 @@ static sblock *carve(stitch_state *st, sblock *b, uint64_t a, uint64_t len) {
   return b;
 }
 
-/* b (in no free tree) becomes free, merged into its free neighbours. */
+/* b (in no free set) becomes free, merged into its free neighbours. */
 static void make_free(stitch_state *st, sblock *b) {
   b->state = B_FREE;
   sblock *p = b->prev, *n = b->next;
   if (p && p->state == B_FREE) {
-    t_remove(&st->freet, &p->node);
+    free_erase(st, p);
     p->size += b->size;
     p->next = n;
     if (n) n->prev = p;
@@ -331,7 +217,7 @@ static void make_free(stitch_state *st, sblock *b) {
     b = p;
   }
   if (n && n->state == B_FREE) {
-    t_remove(&st->freet, &n->node);
+    free_erase(st, n);
     b->size += n->size;
     b->next = n->next;
     if (n->next) n->next->prev = b;
@@ -367,7 +253,7 @@ static void srange_free(stitch_state *st, srange *s) {
 
 /* Unmap a cached stitched range and give its VA back. */
 static void evict(stitch_state *st, srange *s) {
-  t_remove(&st->cachet, &s->cnode);
+  pt_bset_erase(&st->cachet, &s->cnode);
   lru_unlink(st, s);
   st->ncached--;
   for (uint64_t i = 0; i < s->npages; i++) pt_dev_mem_unmap(st->env.dev, s->va + i * PAGE, PAGE);
@@ -395,33 +281,41 @@ static srange *srange_new(stitch_state *st, uint64_t stream, uint64_t npages) {
   return s;
 }
 
-/* The free primary block holding page p whole, or NULL. */
-static sblock *free_page_block(const stitch_state *st, uint64_t p) {
-  tnode *n = t_le(&st->addrt, p, 0, 0);
-  if (!n) return NULL;
-  sblock *b = ABLK(n);
-  return b->state == B_FREE && p + PAGE <= b->addr + b->size ? b : NULL;
+/*
+ * The block of its primary range that holds page pg, walking the range's
+ * blocks from *from (when it lies in the same range, at or below the page)
+ * or from the range's head; *from is left at that block.  Only the rare
+ * reuse of a cached stitched range walks, so no address index is kept.
+ */
+static sblock *page_block(const spage *pg, sblock **from) {
+  sblock *b = *from && (*from)->pr == pg->pr && (*from)->addr <= pg->addr ? *from : pg->pr->head;
+  while (b->addr + b->size <= pg->addr) b = b->next; /* the range holds the page */
+  return *from = b;
 }
+
+static int page_free(const spage *pg, const sblock *b) { return b->state == B_FREE && pg->addr + PAGE <= b->addr + b->size; }
 
 /* Step 2: a cached stitched range of npages pages whose pages are all free. */
 static int reuse_cached(stitch_state *st, uint64_t stream, uint64_t npages, srange **out) {
   *out = NULL;
-  for (tnode *n = t_ge(&st->cachet, stream, npages, 0); n && n->k0 == stream && n->k1 == npages;
-       n = t_next(n)) {
+  for (pt_bnode *n = pt_bset_lower_bound(&st->cachet, &(pt_bkey){stream, npages, 0});
+       n && n->key.stream == stream && n->key.size == npages; n = pt_bset_next(&st->cachet, n)) {
     srange *s = SRNG(n);
+    sblock *at = NULL;
     uint64_t i = 0;
-    while (i < npages && free_page_block(st, s->pages[i])) i++;
+    while (i < npages && page_free(&s->pages[i], page_block(&s->pages[i], &at))) i++;
     if (i < npages) continue;
     int rc = ensure_spare(st, 2 * npages);
     if (rc < 0) return rc;
-    t_remove(&st->cachet, &s->cnode);
+    pt_bset_erase(&st->cachet, &s->cnode);
     lru_unlink(st, s);
     st->ncached--;
     s->cached = 0;
+    at = NULL;
     for (i = 0; i < npages; i++) {
-      sblock *b = free_page_block(st, s->pages[i]);
-      t_remove(&st->freet, &b->node);
-      b = carve(st, b, s->pages[i], PAGE);
+      sblock *b = page_block(&s->pages[i], &at);
+      free_erase(st, b);
+      at = b = carve(st, b, s->pages[i].addr, PAGE);
       b->state = B_LENT;
       s->lent[i] = b;
     }
@@ -437,11 +331,13 @@ static int stitch(stitch_state *st, uint64_t stream, uint64_t npages, srange **o
   uint64_t got = 0;
   size_t nr = 0;
   *out = NULL;
-  for (tnode *n = t_le(&st->freet, stream, UINT64_MAX, UINT64_MAX);
-       n && n->k0 == stream && n->k1 >= st->stitch_min && got < npages; n = t_prev(n)) {
+  if (st->free_pages < npages) return 0; /* not enough anywhere: skip the walk */
+  for (pt_bnode *n = pt_bset_before(&st->freet, &(pt_bkey){stream, UINT64_MAX, UINT64_MAX});
+       n && n->key.stream == stream && n->key.size >= st->stitch_min && got < npages;
+       n = pt_bset_before(&st->freet, &n->key)) { /* largest first */
     sblock *b = BLK(n);
-    uint64_t ps = (b->addr + PAGE - 1) / PAGE * PAGE, pe = (b->addr + b->size) / PAGE * PAGE;
-    if (pe <= ps || pe - ps < st->stitch_min) continue;
+    uint64_t take = stitchable(st, b);
+    if (!take) continue;
     if (nr == st->runs_cap) {
       size_t cap = st->runs_cap ? 2 * st->runs_cap : 16;
       run *r = realloc(st->runs, cap * sizeof *r);
@@ -449,9 +345,8 @@ static int stitch(stitch_state *st, uint64_t stream, uint64_t npages, srange **o
       st->runs = r;
       st->runs_cap = cap;
     }
-    uint64_t take = (pe - ps) / PAGE;
     if (take > npages - got) take = npages - got;
-    st->runs[nr++] = (run){.b = b, .start = ps, .npages = take};
+    st->runs[nr++] = (run){.b = b, .start = (b->addr + PAGE - 1) / PAGE * PAGE, .npages = take};
     got += take;
   }
   if (got < npages) return 0;
@@ -464,12 +359,12 @@ static int stitch(stitch_state *st, uint64_t stream, uint64_t npages, srange **o
   uint64_t j = 0;
   for (size_t r = 0; r < nr; r++) {
     sblock *b = st->runs[r].b;
-    t_remove(&st->freet, &b->node);
+    free_erase(st, b);
     b = carve(st, b, st->runs[r].start, st->runs[r].npages * PAGE);
     b->state = B_LENT;
     s->lent[s->nlent++] = b;
     for (uint64_t i = 0; i < st->runs[r].npages; i++, j++) {
-      s->pages[j] = st->runs[r].start + i * PAGE;
+      s->pages[j] = (spage){b->pr, st->runs[r].start + i * PAGE};
       pt_dev_mem_map(dev, s->va + j * PAGE, PAGE);
     }
   }
@@ -502,7 +397,7 @@ static void prange_unlink(stitch_state *st, prange *pr) {
   free(pr);
 }
 
-/* Step 4: a new primary range of bytes (2 MiB multiple); its one block, in no free tree. */
+/* Step 4: a new primary range of bytes (2 MiB multiple); its one block, in no free set. */
 static int new_range(stitch_state *st, uint64_t stream, uint64_t bytes, sblock **out) {
   pt_device *dev = st->env.dev;
   uint64_t n = bytes / PAGE;
@@ -537,7 +432,7 @@ static void release_all(stitch_state *st) {
     nx = pr->next;
     sblock *b = pr->head;
     if (b->state != B_FREE || b->next) continue;
-    t_remove(&st->freet, &b->node);
+    free_erase(st, b);
     drop_block(st, b);
     for (uint64_t off = 0; off < pr->bytes; off += PAGE) {
       uint64_t len = pr->bytes - off < PAGE ? pr->bytes - off : PAGE;
@@ -569,9 +464,6 @@ static int stitch_create(const pt_mech_env *env, void **state) {
   st->env = *env;
   st->stitch_min = (uint64_t)min;
   st->max_cached = (size_t)cap;
-  st->freet.seed = 0x9e3779b9u;
-  st->addrt.seed = 0x85ebca6bu;
-  st->cachet.seed = 0xc2b2ae35u;
   *state = st;
   return 0;
 }
@@ -602,12 +494,13 @@ static int stitch_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *
     size = bytes < MIN_BLOCK ? MIN_BLOCK : (bytes + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
   }
   uint64_t npages = (size + PAGE - 1) / PAGE;
+  st->init_cursor = NULL; /* merges may drop it from here on */
   if ((rc = ensure_spare(st, 2)) < 0) return rc;
 
-  tnode *n = t_ge(&st->freet, stream, size, 0); /* 1: best fit */
-  sblock *b = n && n->k0 == stream ? BLK(n) : NULL;
+  pt_bnode *n = pt_bset_lower_bound(&st->freet, &(pt_bkey){stream, size, 0}); /* 1: best fit */
+  sblock *b = n && n->key.stream == stream ? BLK(n) : NULL;
   if (b) {
-    t_remove(&st->freet, &b->node);
+    free_erase(st, b);
     st->env.counters->cache_hits++;
   } else {
     srange *s;
@@ -648,6 +541,7 @@ static int stitch_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *
 
 static int stitch_free(void *state, uint64_t handle) {
   stitch_state *st = state;
+  st->init_cursor = NULL;
   if (*(const uint8_t *)(uintptr_t)handle == K_BLOCK) {
     sblock *b = (sblock *)(uintptr_t)handle;
     st->allocated -= b->size;
@@ -659,10 +553,8 @@ static int stitch_free(void *state, uint64_t handle) {
   for (size_t i = 0; i < s->nlent; i++) make_free(st, s->lent[i]);
   s->nlent = 0;
   s->cached = 1;
-  s->cnode.k0 = s->stream;
-  s->cnode.k1 = s->npages;
-  s->cnode.k2 = UINT64_MAX - ++st->seq; /* most recently freed first */
-  t_insert(&st->cachet, &s->cnode);
+  s->cnode.key = (pt_bkey){s->stream, s->npages, UINT64_MAX - ++st->seq}; /* most recently freed first */
+  pt_bset_insert(&st->cachet, &s->cnode);
   s->lprev = st->lru_tail;
   s->lnext = NULL;
   if (st->lru_tail)
@@ -676,7 +568,9 @@ static int stitch_free(void *state, uint64_t handle) {
 }
 
 static int stitch_empty_cache(void *state) {
-  release_all(state);
+  stitch_state *st = state;
+  st->init_cursor = NULL;
+  release_all(st);
   return 0;
 }
 
@@ -684,16 +578,16 @@ static int stitch_init_segment(void *state, uint64_t addr, uint64_t bytes, uint6
   stitch_state *st = state;
   (void)expandable;
   if (!bytes) return pt_err_set(st->env.err, PT_EFORMAT, "stitch: initial segment of 0 bytes");
-  tnode *n = t_le(&st->addrt, addr + bytes - 1, 0, 0); /* in the range with the highest base below the end */
-  if (n && ABLK(n)->pr->base + ABLK(n)->pr->bytes > addr)
-    return pt_err_set(st->env.err, PT_EFORMAT, "stitch: initial segment at 0x%llx overlaps another",
-                      (unsigned long long)addr);
+  for (const prange *pr = st->ranges; pr; pr = pr->next) /* initial segments are few */
+    if (addr < pr->base + pr->bytes && pr->base < addr + bytes)
+      return pt_err_set(st->env.err, PT_EFORMAT, "stitch: initial segment at 0x%llx overlaps another",
+                        (unsigned long long)addr);
   int rc = ensure_spare(st, 1);
   if (rc < 0) return rc;
   prange *pr = prange_new(st, addr, bytes, stream);
   if (!pr) return oom(st);
   free_insert(st, pr->head);
-  pt_dev_adopt(st->env.dev, bytes);
+  pt_dev_adopt_at(st->env.dev, addr, bytes);
   return 0;
 }
 
@@ -702,19 +596,26 @@ static int stitch_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_
   stitch_state *st = state;
   (void)stream;
   uint64_t size = bytes < MIN_BLOCK ? MIN_BLOCK : (bytes + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
-  tnode *n = t_le(&st->addrt, addr, 0, 0);
-  sblock *b = n ? ABLK(n) : NULL;
+  sblock *b = NULL;
+  for (prange *pr = st->ranges; pr && !b; pr = pr->next)
+    if (addr >= pr->base && addr - pr->base < pr->bytes) b = page_block(&(spage){pr, addr}, &st->init_cursor);
   if (!b || b->state != B_FREE || addr + size > b->addr + b->size)
     return pt_err_set(st->env.err, PT_EFORMAT, "stitch: initial block at 0x%llx (%llu bytes) lies in no free part of a segment",
                       (unsigned long long)addr, (unsigned long long)bytes);
   int rc = ensure_spare(st, 2);
   if (rc < 0) return rc;
-  t_remove(&st->freet, &b->node);
-  b = carve(st, b, addr, size);
+  free_erase(st, b);
+  st->init_cursor = b = carve(st, b, addr, size);
   b->state = B_ALLOC;
   st->allocated += size;
   *handle = (uint64_t)(uintptr_t)b;
   return 0;
+}
+
+static uint64_t stitch_addr_of(void *state, uint64_t handle) {
+  (void)state;
+  if (*(const uint8_t *)(uintptr_t)handle == K_BLOCK) return ((const sblock *)(uintptr_t)handle)->addr;
+  return ((const srange *)(uintptr_t)handle)->va;
 }
 
 static void stitch_destroy(void *state) {
@@ -741,4 +642,5 @@ const pt_mech_ops pt_mech_stitch = {
     .free = stitch_free,
     .empty_cache = stitch_empty_cache,
     .destroy = stitch_destroy,
+    .addr_of = stitch_addr_of,
 };

@@ -12,8 +12,6 @@
 #include "trace.h"
 #include "u64map.h"
 
-int pt_test_add_mechs(void); /* registered by tests/main.c (declared here until testutil.h lists it) */
-
 #define MIB (UINT64_C(1) << 20)
 
 /* A mechanism over a fresh device; set params/hooks between rig_init and rig_start. */
@@ -449,6 +447,28 @@ static void test_stitch_two_chunks(void) {
   rig_done(&r);
 }
 
+static void test_stitch_reuse_blocked(void) {
+  rig r;
+  rig_init(&r, &pt_mech_stitch, 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  uint64_t a = A(&r, 2 * MIB), b = A(&r, 2 * MIB);
+  F(&r, a);
+  F(&r, b);
+  F(&r, A(&r, 4 * MIB)); /* stitched, freed, cached */
+  uint64_t c = A(&r, 2 * MIB); /* best fit takes the first page back */
+  CU_ASSERT_EQUAL(r.ctr.cache_hits, 1);
+  A(&r, 4 * MIB); /* the cached range has a page in use, one free page is too few: a new range */
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 4);
+  CU_ASSERT_EQUAL(CALLS(&r, address_reserve), 4);
+  F(&r, c);
+  uint64_t d = A(&r, 4 * MIB); /* both pages free again: the cached range */
+  CU_ASSERT_EQUAL(r.ctr.cache_hits, 2);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 4);
+  CU_ASSERT_EQUAL(CALLS(&r, address_reserve), 4);
+  CU_ASSERT_EQUAL(r.ops->addr_of(r.st, d), r.ops->addr_of(r.st, d)); /* a stitched handle has an address */
+  rig_done(&r);
+}
+
 static void test_stitch_min_and_cap(void) {
   rig r;
   rig_init(&r, &pt_mech_stitch, 0);
@@ -575,6 +595,51 @@ static void test_hooks(void) {
   rig_done(&r);
 }
 
+/*
+ * A seeded random stream on two streams: live allocations never overlap
+ * (addr_of), and once all are freed empty_cache gives everything back.
+ */
+static void test_random_consistency(void) {
+  enum { LIVE = 300, STEPS = 20000 };
+  for (size_t m = 0; m < sizeof mechs / sizeof mechs[0]; m++) {
+    static uint64_t h[LIVE], at[LIVE], len[LIVE];
+    uint64_t x = 12345, bad = 0;
+    int n = 0;
+    rig r;
+    rig_init(&r, mechs[m], 0);
+    CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r.ops->addr_of);
+    for (int step = 0; step < STEPS; step++) {
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      if (n < LIVE && (n < LIVE / 2 || (x & 1))) {
+        uint64_t bytes = (UINT64_C(1) << (9 + x % 17)) + (x >> 32) % 4096, stream = (x >> 20) & 1;
+        CU_ASSERT_EQUAL_FATAL(r.ops->alloc(r.st, bytes, stream, &h[n]), 0);
+        at[n] = r.ops->addr_of(r.st, h[n]);
+        len[n] = bytes;
+        for (int i = 0; i < n; i++)
+          if (at[n] < at[i] + len[i] && at[i] < at[n] + len[n]) bad++;
+        n++;
+      } else {
+        int k = (int)((x >> 8) % (uint64_t)n);
+        CU_ASSERT_EQUAL(r.ops->free(r.st, h[k]), 0);
+        h[k] = h[--n];
+        at[k] = at[n];
+        len[k] = len[n];
+      }
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    while (n) CU_ASSERT_EQUAL(r.ops->free(r.st, h[--n]), 0);
+    CU_ASSERT_EQUAL(r.ops->empty_cache(r.st), 0);
+    CU_ASSERT_EQUAL(r.dev.reserved, 0);
+    CU_ASSERT(r.dev.calls[PT_DRV_address_reserve] >= r.dev.calls[PT_DRV_address_free]);
+    CU_ASSERT_EQUAL(r.dev.calls[PT_DRV_mem_create], r.dev.calls[PT_DRV_mem_release]);
+    CU_ASSERT_EQUAL(r.dev.calls[PT_DRV_malloc], r.dev.calls[PT_DRV_free]);
+    rig_done(&r);
+  }
+}
+
 static void test_params(void) {
   static const char *const names[] = {"direct", "expandable", "async_pool", "stitch"};
   for (size_t i = 0; i < sizeof mechs / sizeof mechs[0]; i++) {
@@ -616,10 +681,12 @@ int pt_test_add_mechs(void) {
   CU_add_test(s, "async_pool: cap trims idle chunks, retries once, then OOM", test_async_capacity);
   CU_add_test(s, "async_pool: one pool per stream", test_async_streams);
   CU_add_test(s, "stitch: two freed 2 MiB handles stitched for 4 MiB, no cuMemCreate", test_stitch_two_chunks);
+  CU_add_test(s, "stitch: a cached range waits until all its pages are free", test_stitch_reuse_blocked);
   CU_add_test(s, "stitch: stitch_min_bytes and max_stitched", test_stitch_min_and_cap);
   CU_add_test(s, "stitch: cap releases free ranges, retries once, then OOM", test_stitch_capacity);
   CU_add_test(s, "stitch: initial segments become ranges", test_stitch_initial);
   CU_add_test(s, "hooks: errors propagate; segment_size and should_collect", test_hooks);
+  CU_add_test(s, "all: random stream, no overlap, empty_cache gives all back", test_random_consistency);
   CU_add_test(s, "params: names, ranges, refusals", test_params);
   return CU_get_error();
 }
