@@ -35,6 +35,7 @@ static int parse_line(pt_gpu *g, char *line, const char *path, int lineno, pt_er
   if (!strcmp(key, "name")) snprintf(g->name, sizeof g->name, "%s", rest);
   else if (!strcmp(key, "description")) snprintf(g->description, sizeof g->description, "%s", rest);
   else if (!strcmp(key, "source")) snprintf(g->source, sizeof g->source, "%s", rest);
+  else if (!strcmp(key, "note")) snprintf(g->note, sizeof g->note, "%s", rest);
   else if (!strcmp(key, "mmu")) {
     if (!(g->mmu = pt_mmu_find(rest))) return pt_err_set(err, PT_EFORMAT, "%s:%d: unknown mmu '%s' (v3, v2)", path, lineno, rest);
   } else if (!strcmp(key, "sms")) {
@@ -49,10 +50,22 @@ static int parse_line(pt_gpu *g, char *line, const char *path, int lineno, pt_er
     if (sscanf(rest, "%u %u %c", &g->tlb.pwc_sets, &g->tlb.pwc_ways, &extra) != 2 || !g->tlb.pwc_sets ||
         !g->tlb.pwc_ways || g->tlb.pwc_sets > (1u << 20) || g->tlb.pwc_ways > 4096)
       return pt_err_set(err, PT_EFORMAT, "%s:%d: pwc wants SETS WAYS", path, lineno);
-  } else if (!strcmp(key, "walk_access_ns") || !strcmp(key, "bookkeeping_us")) {
-    double *v = key[0] == 'w' ? &g->tlb.walk_access_ns : &g->cost.bookkeeping_us;
+  } else if (!strcmp(key, "walk_access_ns")) {
+    double *v = &g->tlb.walk_access_ns;
     if (sscanf(rest, "%lf %c", v, &extra) != 1 || !(*v >= 0) || *v > 1e9)
       return pt_err_set(err, PT_EFORMAT, "%s:%d: %s wants a number >= 0", path, lineno, key);
+  } else if (!strcmp(key, "bookkeeping_us")) {
+    char mech[16] = "";
+    double us;
+    if (sscanf(rest, "%lf %c", &us, &extra) == 1) {
+      g->cost.bookkeeping_us = us;
+    } else if (sscanf(rest, "%15s %lf %c", mech, &us, &extra) == 2 && g->nbookkeeping < 8) {
+      snprintf(g->bookkeeping[g->nbookkeeping].mech, sizeof g->bookkeeping[0].mech, "%s", mech);
+      g->bookkeeping[g->nbookkeeping++].us = us;
+    } else {
+      return pt_err_set(err, PT_EFORMAT, "%s:%d: bookkeeping_us wants [MECHANISM] US", path, lineno);
+    }
+    if (!(us >= 0) || us > 1e9) return pt_err_set(err, PT_EFORMAT, "%s:%d: bookkeeping_us must be >= 0", path, lineno);
   } else if (!strcmp(key, "cost")) {
     char *call = strtok(rest, " \t");
     int c = -1;
@@ -121,6 +134,12 @@ int pt_gpu_load(const char *name, pt_err *err, pt_gpu *out) {
   int rc = load_file(path, f, err, out);
   fclose(f);
   return rc;
+}
+
+double pt_gpu_bookkeeping_us(const pt_gpu *g, const char *mech) {
+  for (int i = 0; i < g->nbookkeeping; i++)
+    if (!strcmp(g->bookkeeping[i].mech, mech)) return g->bookkeeping[i].us;
+  return g->cost.bookkeeping_us;
 }
 
 int pt_gpu_list(char *buf, size_t n) {

@@ -10,7 +10,8 @@
  *   l2_tlb SETS WAYS HIT_NS         (shared)
  *   pwc SETS WAYS                   (page-walk cache)
  *   walk_access_ns NS               (one page-table read)
- *   bookkeeping_us US               (allocator work per request/free)
+ *   bookkeeping_us [MECH] US        (allocator work per request/free; per mechanism)
+ *   note TEXT                       (what reports must say about this GPU)
  *   cost CALL BYTES:US ...          (CALL: malloc, free, mem_create, ...)
  *   source TEXT                     (where the numbers come from)
  * '#' starts a comment.
@@ -27,6 +28,12 @@ typedef struct pt_gpu {
   char name[64];
   char description[256];
   char source[512];
+  char note[512];
+  struct {
+    char mech[16];
+    double us;
+  } bookkeeping[8];
+  int nbookkeeping;
   const pt_mmu_desc *mmu;
   pt_tlb_config tlb;
   pt_cost_model cost;
@@ -35,6 +42,8 @@ typedef struct pt_gpu {
 
 /* Load NAME (searched in $PAGETUNE_GPU_DIR, sim/gpus, the installed data dir) or a path. */
 int pt_gpu_load(const char *name_or_path, pt_err *err, pt_gpu *out /* OUT */);
+/* Bookkeeping µs per operation for a mechanism (its own line, else the default). */
+double pt_gpu_bookkeeping_us(const pt_gpu *g, const char *mech);
 /* Names of the bundled descriptions, space-separated, into buf. */
 int pt_gpu_list(char *buf, size_t n);
 

@@ -325,7 +325,10 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
     out->has_gpu = 1;
     out->page_table = *pt_pagetable_get_stats(r.pt);
     out->mmu = cfg->gpu->mmu;
-    out->predicted_alloc_us = pt_cost_alloc_us(&cfg->gpu->cost, r.dev.calls, r.dev.call_bytes, out->allocs + out->frees);
+    pt_cost_model cost = cfg->gpu->cost;
+    cost.bookkeeping_us = pt_gpu_bookkeeping_us(cfg->gpu, cfg->mech->name);
+    out->predicted_alloc_us = pt_cost_alloc_us(&cost, r.dev.calls, r.dev.call_bytes, out->allocs + out->frees);
+    out->gpu_note = cfg->gpu->note;
   }
   if (r.tlb) {
     out->has_tlb = 1;
@@ -402,6 +405,7 @@ void pt_sim_print_text(FILE *f, const pt_sim_result *r) {
             rate(t->pwc_hits, t->pwc_hits + t->pwc_misses), r->predicted_translation_us);
   }
   if (r->has_gpu) fprintf(f, "note: %s\n", translation_note);
+  if (r->gpu_note && r->gpu_note[0]) fprintf(f, "note: %s\n", r->gpu_note);
 }
 
 void pt_sim_print_json_members(FILE *f, const pt_sim_result *r, int with_timeline) {
@@ -437,6 +441,13 @@ void pt_sim_print_json_members(FILE *f, const pt_sim_result *r, int with_timelin
             rate(t->pwc_hits, t->pwc_hits + t->pwc_misses), r->predicted_translation_us);
   }
   if (r->has_gpu) fprintf(f, ",\"translation_note\":\"%s\"", translation_note);
+  if (r->gpu_note && r->gpu_note[0]) {
+    fputs(",\"gpu_note\":\"", f);
+    for (const char *c = r->gpu_note; *c; c++)
+      if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
+      else if ((unsigned char)*c >= 0x20) fputc(*c, f);
+    fputc('"', f);
+  }
   if (!with_timeline) return;
   fputs(",\"timeline\":{\"event\":[", f);
   for (size_t i = 0; i < r->ntimeline; i++) fprintf(f, "%s%" PRIu64, i ? "," : "", r->timeline[i].event);

@@ -86,6 +86,7 @@ typedef struct pt_sim_result {
   int has_gpu, has_tlb;
   pt_pagetable_stats page_table;
   const pt_mmu_desc *mmu;
+  const char *gpu_note;      /* the description's note (points into the pt_gpu) */
   pt_tlb_stats tlb;
   double predicted_alloc_us, predicted_translation_us;
 } pt_sim_result;
