@@ -1,0 +1,179 @@
+/* tune.c — grid × Nelder–Mead search over policy parameters (see tune.h). */
+#include "tune.h"
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_multimin.h>
+#include <gsl/gsl_rng.h>
+#include <math.h>
+#include <string.h>
+
+#define MAX_SEEN 4096
+
+typedef struct search {
+  const pt_tune_param *params;
+  int nparams;
+  int cont[PT_MAX_PARAMS];    /* indices of continuous parameters */
+  int ncont;
+  pt_params point;            /* grid values fixed, continuous ones filled per evaluation */
+  pt_tune_eval eval;
+  void *ctx;
+  pt_err *err;
+  int rc;                     /* first error from eval */
+  int evaluations, budget;
+  pt_tune_result *out;
+  /* memo of evaluated points */
+  pt_params seen[MAX_SEEN];
+  double seen_value[MAX_SEEN];
+  int nseen;
+} search;
+
+static double to_space(const pt_tune_param *p, double v) { return p->log_scale ? log(v) : v; }
+
+static double from_space(const pt_tune_param *p, double x) {
+  double lo = to_space(p, p->lo), hi = to_space(p, p->hi);
+  if (x < lo) x = lo;
+  if (x > hi) x = hi;
+  double v = p->log_scale ? exp(x) : x;
+  if (p->integer) v = round(v);
+  if (v < p->lo) v = p->lo;
+  if (v > p->hi) v = p->hi;
+  return v;
+}
+
+static int same_point(const pt_params *a, const pt_params *b) {
+  if (a->n != b->n) return 0;
+  for (int i = 0; i < a->n; i++)
+    if (a->v[i].value != b->v[i].value || strcmp(a->v[i].name, b->v[i].name)) return 0;
+  return 1;
+}
+
+/* Evaluate s->point (memoised); returns the objective, HUGE_VAL once stopped. */
+static double evaluate(search *s) {
+  for (int i = 0; i < s->nseen; i++)
+    if (same_point(&s->seen[i], &s->point)) return s->seen_value[i];
+  if (s->rc < 0 || s->evaluations >= s->budget) return HUGE_VAL;
+  double v;
+  int rc = s->eval(s->ctx, &s->point, &v, s->err);
+  s->evaluations++;
+  if (rc < 0) {
+    s->rc = rc;
+    return HUGE_VAL;
+  }
+  if (isnan(v)) v = HUGE_VAL;
+  if (s->nseen < MAX_SEEN) {
+    s->seen[s->nseen] = s->point;
+    s->seen_value[s->nseen++] = v;
+  }
+  if (v < s->out->best_value) {
+    s->out->best_value = v;
+    s->out->best = s->point;
+  }
+  return v;
+}
+
+static double nm_f(const gsl_vector *x, void *arg) {
+  search *s = arg;
+  for (int k = 0; k < s->ncont; k++) {
+    const pt_tune_param *p = &s->params[s->cont[k]];
+    pt_params_set(&s->point, p->name, from_space(p, gsl_vector_get(x, (size_t)k)));
+  }
+  return evaluate(s);
+}
+
+/* Nelder–Mead from x0 (in search space) until the budget or convergence. */
+static void simplex(search *s, const double *x0) {
+  size_t n = (size_t)s->ncont;
+  gsl_vector *x = gsl_vector_alloc(n), *step = gsl_vector_alloc(n);
+  gsl_multimin_fminimizer *m = gsl_multimin_fminimizer_alloc(gsl_multimin_fminimizer_nmsimplex2, n);
+  if (!x || !step || !m) {
+    s->rc = pt_err_set(s->err, PT_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t k = 0; k < n; k++) {
+    const pt_tune_param *p = &s->params[s->cont[k]];
+    gsl_vector_set(x, k, x0[k]);
+    gsl_vector_set(step, k, (to_space(p, p->hi) - to_space(p, p->lo)) / 4);
+  }
+  gsl_multimin_function f = {nm_f, n, s};
+  gsl_multimin_fminimizer_set(m, &f, x, step);
+  for (int iter = 0; iter < 1000 && s->rc == 0 && s->evaluations < s->budget; iter++) {
+    if (gsl_multimin_fminimizer_iterate(m) != GSL_SUCCESS) break;
+    if (gsl_multimin_test_size(gsl_multimin_fminimizer_size(m), 1e-3) == GSL_SUCCESS) break;
+  }
+out:
+  gsl_multimin_fminimizer_free(m);
+  gsl_vector_free(x);
+  gsl_vector_free(step);
+}
+
+/* Recurse over grid parameters; at each full grid point run the starts. */
+static void grid(search *s, int i, const pt_tune_opts *o, gsl_rng *rng) {
+  if (s->rc < 0 || s->evaluations >= s->budget) return;
+  if (i == s->nparams) {
+    if (!s->ncont) {
+      evaluate(s);
+      return;
+    }
+    for (int start = 0; start < o->starts && s->rc == 0 && s->evaluations < s->budget; start++) {
+      double x0[PT_MAX_PARAMS];
+      for (int k = 0; k < s->ncont; k++) {
+        const pt_tune_param *p = &s->params[s->cont[k]];
+        double lo = to_space(p, p->lo), hi = to_space(p, p->hi);
+        x0[k] = start == 0 ? to_space(p, p->dflt) : lo + (hi - lo) * gsl_rng_uniform(rng);
+        if (!isfinite(x0[k])) x0[k] = (lo + hi) / 2;
+      }
+      simplex(s, x0);
+    }
+    return;
+  }
+  const pt_tune_param *p = &s->params[i];
+  if (p->nchoices <= 0) {
+    grid(s, i + 1, o, rng);
+    return;
+  }
+  for (int c = 0; c < p->nchoices; c++) {
+    pt_params_set(&s->point, p->name, p->choices[c]);
+    grid(s, i + 1, o, rng);
+  }
+}
+
+int pt_tune(const pt_tune_param *params, int nparams, const pt_tune_opts *opts, pt_tune_eval eval, void *ctx,
+            pt_err *err, pt_tune_result *out) {
+  static search s; /* large (the memo); one tuner runs at a time */
+  memset(&s, 0, sizeof s);
+  memset(out, 0, sizeof *out);
+  out->best_value = HUGE_VAL;
+  pt_tune_opts o = {.budget = 60, .starts = 3, .seed = 1};
+  if (opts) {
+    if (opts->budget > 0) o.budget = opts->budget;
+    if (opts->starts > 0) o.starts = opts->starts;
+    o.seed = opts->seed;
+  }
+  if (nparams > PT_MAX_PARAMS) return pt_err_set(err, PT_ELIMIT, "too many parameters (%d)", nparams);
+  s = (search){.params = params, .nparams = nparams, .eval = eval, .ctx = ctx, .err = err, .budget = o.budget, .out = out};
+  for (int i = 0; i < nparams; i++) {
+    const pt_tune_param *p = &params[i];
+    if (p->nchoices <= 0) {
+      if (!(p->lo <= p->hi) || (p->log_scale && p->lo <= 0))
+        return pt_err_set(err, PT_EUSAGE, "parameter %s: bad range [%g, %g]%s", p->name, p->lo, p->hi,
+                          p->log_scale ? " for a log scale" : "");
+      if (p->lo == p->hi) { /* nothing to search: fixed */
+        pt_params_set(&s.point, p->name, p->lo);
+        continue;
+      }
+      s.cont[s.ncont++] = i;
+    }
+    pt_params_set(&s.point, p->name, p->nchoices > 0 ? p->choices[0] : p->dflt);
+  }
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  if (!rng) return pt_err_set(err, PT_ENOMEM, "out of memory");
+  gsl_rng_set(rng, o.seed);
+  gsl_error_handler_t *old = gsl_set_error_handler_off();
+  grid(&s, 0, &o, rng);
+  gsl_set_error_handler(old);
+  gsl_rng_free(rng);
+  out->evaluations = s.evaluations;
+  if (s.rc < 0) return s.rc;
+  if (!isfinite(out->best_value)) return pt_err_set(err, PT_EUSAGE, "no point could be evaluated");
+  return 0;
+}

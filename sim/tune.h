@@ -1,0 +1,48 @@
+/*
+ * tune.h — searching a policy's parameter space.
+ *
+ * Parameters with a list of choices are searched by grid (every
+ * combination); continuous ones by GSL's Nelder–Mead simplex
+ * (gsl_multimin_fminimizer_nmsimplex2) in a space where log-scaled
+ * parameters are searched by their logarithm, from several starts (the
+ * defaults first, then seeded random points).  Ranges hold by clamping; an
+ * integer parameter is rounded before evaluation, and each distinct point is
+ * evaluated once (memoised), so the budget counts real evaluations.
+ * The objective is a callback: the tuner knows neither the simulator nor
+ * the store.
+ */
+#ifndef PT_TUNE_H
+#define PT_TUNE_H
+
+#include <stddef.h>
+
+#include "error.h"
+#include "mech.h"
+
+typedef struct pt_tune_param {
+  const char *name;
+  double dflt, lo, hi;       /* lo/hi for continuous parameters */
+  int log_scale, integer;
+  const double *choices;     /* nchoices > 0: a grid parameter */
+  int nchoices;
+} pt_tune_param;
+
+/* Evaluate one point: 0 with *value (lower is better), or a negative PT_E* (stops the search). */
+typedef int (*pt_tune_eval)(void *ctx, const pt_params *point, double *value, pt_err *err);
+
+typedef struct pt_tune_opts {
+  int budget;                /* most evaluations in all (default 60) */
+  int starts;                /* Nelder–Mead starts per grid point (default 3) */
+  unsigned long seed;        /* for the random starts */
+} pt_tune_opts;
+
+typedef struct pt_tune_result {
+  pt_params best;
+  double best_value;
+  int evaluations;
+} pt_tune_result;
+
+int pt_tune(const pt_tune_param *params, int nparams, const pt_tune_opts *opts, pt_tune_eval eval, void *ctx,
+            pt_err *err, pt_tune_result *out /* OUT */);
+
+#endif

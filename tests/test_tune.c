@@ -1,0 +1,76 @@
+/*
+ * test_tune.c — the tuner on objectives whose optimum is known:
+ * f(x, y, z) = (x - 3)^2 + (log10 y - 2)^2 + (z == 4 ? 0 : 1), with x
+ * continuous in [0, 10], y log-scaled in [1, 1e4], z a choice of {1, 2, 4, 8}:
+ * the minimum is 0 at x = 3, y = 100, z = 4.
+ */
+#include <math.h>
+
+#include "testutil.h"
+#include "tune.h"
+
+static int calls;
+
+static int bowl(void *ctx, const pt_params *p, double *value, pt_err *err) {
+  (void)ctx;
+  (void)err;
+  calls++;
+  double x = pt_params_get(p, "x", NAN), y = pt_params_get(p, "y", NAN), z = pt_params_get(p, "z", NAN);
+  *value = (x - 3) * (x - 3) + (log10(y) - 2) * (log10(y) - 2) + (z == 4 ? 0 : 1);
+  return 0;
+}
+
+static void test_known_optimum(void) {
+  static const double zs[] = {1, 2, 4, 8};
+  pt_tune_param ps[] = {
+      {"x", 9, 0, 10, 0, 0, NULL, 0},
+      {"y", 5000, 1, 1e4, 1, 0, NULL, 0},
+      {"z", 1, 0, 0, 0, 0, zs, 4},
+  };
+  pt_tune_opts o = {.budget = 800, .starts = 2, .seed = 7};
+  pt_tune_result r;
+  pt_err err;
+  calls = 0;
+  CU_ASSERT_EQUAL_FATAL(pt_tune(ps, 3, &o, bowl, NULL, &err, &r), 0);
+  CU_ASSERT_DOUBLE_EQUAL(pt_params_get(&r.best, "x", NAN), 3, 0.05);
+  CU_ASSERT_DOUBLE_EQUAL(log10(pt_params_get(&r.best, "y", NAN)), 2, 0.05);
+  CU_ASSERT_EQUAL(pt_params_get(&r.best, "z", NAN), 4);
+  CU_ASSERT(r.best_value < 0.01);
+  CU_ASSERT(r.evaluations <= 800);
+  CU_ASSERT_EQUAL(r.evaluations, calls); /* memoised points are counted once */
+}
+
+static int parabola(void *ctx, const pt_params *p, double *value, pt_err *err) {
+  (void)ctx;
+  (void)err;
+  calls++;
+  double n = pt_params_get(p, "n", NAN);
+  *value = (n - 10.3) * (n - 10.3);
+  return 0;
+}
+
+static void test_budget_and_integer(void) {
+  pt_tune_param ps[] = {{"n", 1, 1, 64, 1, 1, NULL, 0}};
+  pt_tune_opts o = {.budget = 10, .starts = 5, .seed = 1};
+  pt_tune_result r;
+  pt_err err;
+  calls = 0;
+  CU_ASSERT_EQUAL(pt_tune(ps, 1, &o, parabola, NULL, &err, &r), 0);
+  CU_ASSERT(r.evaluations <= 10);
+  CU_ASSERT_EQUAL(r.evaluations, calls);
+  double n = pt_params_get(&r.best, "n", NAN);
+  CU_ASSERT_EQUAL(n, round(n)); /* integer parameters are rounded */
+  o.budget = 100;
+  CU_ASSERT_EQUAL(pt_tune(ps, 1, &o, parabola, NULL, &err, &r), 0);
+  CU_ASSERT_EQUAL(pt_params_get(&r.best, "n", NAN), 10); /* the best integer */
+  pt_tune_param bad[] = {{"y", 1, 0, 10, 1, 0, NULL, 0}};
+  CU_ASSERT(pt_tune(bad, 1, &o, bowl, NULL, &err, &r) < 0); /* log scale from 0 */
+}
+
+int pt_test_add_tune(void) {
+  CU_pSuite s = CU_add_suite("tune", NULL, NULL);
+  if (!s) return CU_get_error();
+  CU_add_test(s, "finds the known optimum (grid x Nelder-Mead, log scale)", test_known_optimum);
+  CU_add_test(s, "budget, integers, bad ranges", test_budget_and_integer);
+  return CU_get_error();
+}
