@@ -403,15 +403,11 @@ static int cmd_sim(int argc, char **argv) {
   char pbuf[4096];
   pt_policy *pol;
   if (pt_policy_load(policy_path(policy, pbuf, sizeof pbuf), NULL, &err, &pol) < 0) return fail(&err);
-  if (!pt_mech_find(pt_policy_mechanism(pol))) {
-    pt_err_set(&err, PT_EFORMAT, "%s: unknown mechanism '%s'", policy, pt_policy_mechanism(pol));
-    pt_policy_free(pol);
-    return fail(&err);
-  }
   for (int i = 0; i < nsets; i++)
-    if (pt_policy_set(pol, sets[i], &err) < 0) {
+    if (pt_policy_set(pol, sets[i], &err) < 0) { /* a bad --set is bad usage: exit 2 */
       pt_policy_free(pol);
-      return fail(&err);
+      fail(&err);
+      return EXIT_USAGE;
     }
   pt_sim_config cfg = {.capacity = capacity, .invent_addresses = invent, .tlb = tlb};
   static pt_gpu gpu;
@@ -471,7 +467,7 @@ static int cmd_sim(int argc, char **argv) {
     printf("trace:     %s (%zu records)\npolicy:    %s (mechanism %s)\n", trace, t.n, pt_policy_name(pol),
            cfg.mech->name);
     printf("params:   ");
-    for (int i = 0; i < cfg.params.n; i++) printf(" %s=%g", cfg.params.v[i].name, cfg.params.v[i].value);
+    for (int i = 0; i < cfg.params.n; i++) printf(" %s=%.10g", cfg.params.v[i].name, cfg.params.v[i].value);
     if (capacity) printf("\ncapacity:  %" PRIu64 " bytes\n\n", capacity);
     else printf("\ncapacity:  none\n\n");
     pt_sim_print_text(stdout, &r);

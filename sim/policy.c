@@ -455,8 +455,10 @@ static int setup(lua_State *L) {
     lua_pop(L, 1);
   }
   lua_pushglobaltable(L);
+  /* xpcall: an error raised by the budget hook runs the message handler
+     while Lua has hooks switched off, so a handler could loop unbudgeted. */
   static const char *const drop_base[] = {"dofile", "loadfile", "load", "require", "print",
-                                          "warn", "collectgarbage"};
+                                          "warn", "collectgarbage", "xpcall"};
   for (size_t i = 0; i < sizeof drop_base / sizeof drop_base[0]; i++) {
     lua_pushnil(L);
     lua_setfield(L, -2, drop_base[i]);

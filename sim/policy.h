@@ -31,12 +31,14 @@
  * only the base, table, string and math libraries, less what could reach
  * outside or run unbounded: dofile, loadfile, load (so no chunk but the
  * script itself, and no bytecode), require, print, warn, collectgarbage,
- * string.dump, the string pattern functions (find, match, gmatch, gsub: their
- * backtracking runs in C, out of the instruction count) and table.move (a C
- * loop of any length).  string.rep answers empty repetitions itself (Lua 5.4
- * loops n times over them); setmetatable refuses __gc (finalizers would run
- * outside the budgets); math.random is seeded with 0.  A binary chunk in
- * place of the script is refused.
+ * xpcall (a handler for an error the budget raises would run with Lua's
+ * hooks off, unbudgeted; pcall stays), string.dump, the string pattern
+ * functions (find, match, gmatch, gsub: their backtracking runs in C, out of
+ * the instruction count) and table.move (a C loop of any length).
+ * string.rep answers empty repetitions itself (Lua 5.4 loops n times over
+ * them); setmetatable refuses __gc (finalizers would run outside the
+ * budgets); math.random is seeded with 0.  A binary chunk in place of the
+ * script is refused.
  *
  * Budgets, fresh for the load and for each hook call: instructions, and
  * wall-clock time for the work in C that instructions do not count

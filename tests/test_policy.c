@@ -15,8 +15,6 @@
 #include "policy.h"
 #include "testutil.h"
 
-int pt_test_add_policy(void); /* not yet in testutil.h */
-
 #define KiB 1024ull
 #define MiB (1024ull * 1024)
 
@@ -428,6 +426,9 @@ static void test_budgets(void) {
                PT_ELIMIT, 4, "memory budget exceeded");
   buffer_fails("local s = string.rep('x', 1 << 30)\n", PT_ELIMIT, 1, "memory budget exceeded");
   buffer_fails("local s = ('ab'):rep(1 << 28, ',')\n", PT_ELIMIT, 1, "memory budget exceeded");
+  /* an xpcall handler for the budget's error would run with Lua's hooks off */
+  buffer_fails("local ok = xpcall(function() while true do end end, function(e) while true do end end)\n",
+               PT_EFORMAT, 1, "attempt to call a nil value (global 'xpcall')");
   /* work in C that no instruction count sees (4 MiB compared per loop): the clock stops it */
   pt_policy_limits quick = {.max_seconds = 0.2};
   const char *slow = "local a, b = string.rep('x', 1 << 22), string.rep('x', 1 << 22)\n"

@@ -1,0 +1,1069 @@
+/*
+ * store.c — the SQLite store (see store.h; the schema is documented for
+ * users in docs/store.md).
+ *
+ * In order: the schema (migration steps and the per-field columns, both
+ * generated from the stats X-macros), the statements (one table, each
+ * prepared once with SQLITE_PREPARE_PERSISTENT, then bind / step / reset),
+ * opening (every check that can refuse a file runs before the first write),
+ * transactions, writes, reads, and SHA-256 for policy text hashes.
+ *
+ * Integers go in as SQLite's signed 64-bit INTEGER: a uint64_t is stored by
+ * its bit pattern and read back the same, so the round trip is exact (values
+ * of 2^63 and more would look negative in the sqlite3 shell; no byte count
+ * gets there).  A double NaN is stored as NULL (SQLite does that) and read
+ * back as NaN.  No user text is ever pasted into SQL: it is bound.
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#define PT_STR_(x) #x
+#define PT_STR(x) PT_STR_(x)
+
+#define PT_NOW "(strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))"
+#define PT_SQL_U " INTEGER"     /* column type of a uint64_t stats field */
+#define PT_SQL_D " REAL"        /* ... of a double */
+
+/* ---- schema ------------------------------------------------------------ */
+
+/* Column definitions, names and placeholders generated from the X-macros. */
+#define PT_RES_DEF(t, f, h) ", " #f PT_SQL_##t
+#define PT_RES_CALL_DEF(n) ", calls_" #n " INTEGER, bytes_" #n " INTEGER"
+#define PT_RES_NAME(t, f, h) ", " #f
+#define PT_RES_CALL_NAME(n) ", calls_" #n ", bytes_" #n
+#define PT_RES_QM(t, f, h) ", ?"
+#define PT_RES_CALL_QM(n) ", ?, ?"
+#define PT_RES_SEL(t, f, h) ", s." #f
+#define PT_RES_CALL_SEL(n) ", s.calls_" #n ", s.bytes_" #n
+#define PT_RES_CALL_SUM(n) " + s.calls_" #n
+#define PT_TR_DEF(f, h) ", " #f " INTEGER"
+#define PT_TR_NAME(f, h) ", " #f
+#define PT_TR_QM(f, h) ", ?"
+
+/* Columns of results after the stats and the driver calls (fixed). */
+#define PT_RES_TAIL_DEF ", predicted_alloc_us REAL, predicted_translation_us REAL, " \
+                        "addresses_followed INTEGER, sim_seconds REAL"
+#define PT_RES_TAIL_NAME ", predicted_alloc_us, predicted_translation_us, addresses_followed, sim_seconds"
+
+/*
+ * Schema version 1.  Runs without a GPU description have predicted_alloc_us
+ * NULL, so the time objective and the Pareto front leave them out.  Ties in
+ * the best views go to the other objective, then to the older run.
+ */
+static const char pt_store_schema_v1[] =
+  "PRAGMA application_id = " PT_STR(PT_STORE_APPLICATION_ID) ";"
+  "CREATE TABLE traces ("
+  " id INTEGER PRIMARY KEY,"
+  " content_hash TEXT NOT NULL UNIQUE,"
+  " name TEXT NOT NULL,"
+  " source TEXT NOT NULL DEFAULT ''"
+  PT_TRACE_STATS_FIELDS(PT_TR_DEF) ","
+  " added_at TEXT NOT NULL DEFAULT " PT_NOW ");"
+  "CREATE TABLE policies ("
+  " id INTEGER PRIMARY KEY,"
+  " text_hash TEXT NOT NULL UNIQUE,"
+  " name TEXT NOT NULL,"
+  " mechanism TEXT NOT NULL DEFAULT '',"
+  " text TEXT NOT NULL,"
+  " added_at TEXT NOT NULL DEFAULT " PT_NOW ");"
+  "CREATE TABLE runs ("
+  " id INTEGER PRIMARY KEY,"
+  " trace_id INTEGER NOT NULL REFERENCES traces(id),"
+  " policy_id INTEGER NOT NULL REFERENCES policies(id),"
+  " params_json TEXT NOT NULL,"
+  " capacity INTEGER NOT NULL,"
+  " gpu TEXT NOT NULL,"
+  " engine_version TEXT NOT NULL,"
+  " git_revision TEXT NOT NULL DEFAULT '',"
+  " created_at TEXT NOT NULL DEFAULT " PT_NOW ","
+  " UNIQUE (trace_id, policy_id, params_json, capacity, gpu, engine_version));"
+  "CREATE INDEX runs_policy ON runs(policy_id);"
+  "CREATE TABLE results ("
+  " run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE"
+  PT_SIM_STATS_FIELDS(PT_RES_DEF) PT_DRIVER_CALLS(PT_RES_CALL_DEF) PT_RES_TAIL_DEF ");"
+  "CREATE TABLE timelines ("
+  " run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+  " seq INTEGER NOT NULL,"
+  " event INTEGER NOT NULL,"
+  " time_us INTEGER NOT NULL,"
+  " reserved_bytes INTEGER NOT NULL,"
+  " allocated_bytes INTEGER NOT NULL,"
+  " PRIMARY KEY (run_id, seq)) WITHOUT ROWID;"
+  "CREATE TABLE calibrations ("
+  " id INTEGER PRIMARY KEY,"
+  " gpu TEXT NOT NULL,"
+  " call TEXT NOT NULL,"
+  " bytes INTEGER NOT NULL,"
+  " us REAL NOT NULL,"
+  " measured_at TEXT NOT NULL DEFAULT " PT_NOW ","
+  " source TEXT NOT NULL DEFAULT '');"
+  "CREATE INDEX calibrations_gpu_call ON calibrations(gpu, call);"
+  "CREATE TABLE measurements ("
+  " id INTEGER PRIMARY KEY,"
+  " run_id INTEGER REFERENCES runs(id) ON DELETE CASCADE,"
+  " kind TEXT NOT NULL,"
+  " value REAL NOT NULL,"
+  " unit TEXT NOT NULL DEFAULT '',"
+  " measured_at TEXT NOT NULL DEFAULT " PT_NOW ","
+  " machine TEXT NOT NULL DEFAULT '',"
+  " notes TEXT NOT NULL DEFAULT '');"
+  "CREATE INDEX measurements_run ON measurements(run_id);"
+  "CREATE VIEW run_summary AS"
+  " SELECT r.id AS run_id, t.name AS trace, t.content_hash AS trace_hash,"
+  "  p.name AS policy, p.mechanism AS mechanism, r.params_json, r.capacity, r.gpu,"
+  "  r.engine_version, r.git_revision, r.created_at,"
+  "  s.peak_reserved_bytes, s.peak_allocated_bytes, s.fragmentation, s.segments_allocated,"
+  "  s.cache_hits, s.ooms, (0" PT_DRIVER_CALLS(PT_RES_CALL_SUM) ") AS driver_calls,"
+  "  s.predicted_alloc_us, s.predicted_translation_us, r.trace_id, r.policy_id"
+  " FROM runs r JOIN traces t ON t.id = r.trace_id JOIN policies p ON p.id = r.policy_id"
+  "  JOIN results s ON s.run_id = r.id;"
+  "CREATE VIEW best_per_trace AS"
+  " SELECT objective, trace_id, trace, run_id, policy, params_json, capacity, gpu,"
+  "  peak_reserved_bytes, predicted_alloc_us FROM ("
+  "  SELECT 'memory' AS objective, *, row_number() OVER (PARTITION BY trace_id"
+  "   ORDER BY peak_reserved_bytes, predicted_alloc_us IS NULL, predicted_alloc_us, run_id) AS rank"
+  "  FROM run_summary"
+  "  UNION ALL"
+  "  SELECT 'time' AS objective, *, row_number() OVER (PARTITION BY trace_id"
+  "   ORDER BY predicted_alloc_us, peak_reserved_bytes, run_id) AS rank"
+  "  FROM run_summary WHERE predicted_alloc_us IS NOT NULL)"
+  " WHERE rank = 1;"
+  "CREATE VIEW pareto AS"
+  " SELECT a.* FROM run_summary a"
+  " WHERE a.predicted_alloc_us IS NOT NULL AND NOT EXISTS ("
+  "  SELECT 1 FROM runs rb JOIN results b ON b.run_id = rb.id"
+  "  WHERE rb.trace_id = a.trace_id AND b.predicted_alloc_us IS NOT NULL"
+  "   AND b.predicted_alloc_us <= a.predicted_alloc_us"
+  "   AND b.peak_reserved_bytes <= a.peak_reserved_bytes"
+  "   AND (b.predicted_alloc_us < a.predicted_alloc_us"
+  "        OR b.peak_reserved_bytes < a.peak_reserved_bytes));";
+
+/*
+ * Migration steps: step i takes user_version i to i + 1.  A step is applied
+ * once, in the same transaction as the user_version it sets; never edit a
+ * step once released — append one.
+ */
+static const char *const pt_store_migrations[] = {
+  pt_store_schema_v1,   /* 0 -> 1 */
+};
+_Static_assert(sizeof pt_store_migrations / sizeof pt_store_migrations[0] == PT_STORE_SCHEMA_VERSION,
+               "one migration step per schema version");
+
+/*
+ * The per-field columns, so a database written by a build that knew fewer
+ * stats fields gains the new ones (ALTER TABLE ... ADD COLUMN) when a newer
+ * build opens it read-write; older rows hold NULL there.  Additive only: a
+ * field dropped from the X-macro leaves its column in place, unused.
+ */
+typedef struct pt_store_column {
+  const char *table, *name, *add;
+} pt_store_column;
+
+static const pt_store_column pt_store_columns[] = {
+#define PT_X(t, f, h) {"results", #f, "ALTER TABLE results ADD COLUMN " #f PT_SQL_##t},
+  PT_SIM_STATS_FIELDS(PT_X)
+#undef PT_X
+#define PT_X(n) {"results", "calls_" #n, "ALTER TABLE results ADD COLUMN calls_" #n " INTEGER"}, \
+                {"results", "bytes_" #n, "ALTER TABLE results ADD COLUMN bytes_" #n " INTEGER"},
+  PT_DRIVER_CALLS(PT_X)
+#undef PT_X
+#define PT_X(f, h) {"traces", #f, "ALTER TABLE traces ADD COLUMN " #f " INTEGER"},
+  PT_TRACE_STATS_FIELDS(PT_X)
+#undef PT_X
+};
+
+/* ---- statements -------------------------------------------------------- */
+
+#define PT_RUN_KEY_WHERE \
+  "trace_id = ? AND policy_id = ? AND params_json = ? AND capacity = ? AND gpu = ? AND engine_version = ?"
+
+/* X(id, sql): every statement the store runs after open, prepared once. */
+#define PT_STORE_STATEMENTS(X)                                                                     \
+  X(BEGIN, "BEGIN IMMEDIATE")                                                                      \
+  X(COMMIT, "COMMIT")                                                                              \
+  X(ROLLBACK, "ROLLBACK")                                                                          \
+  X(SAVEPOINT, "SAVEPOINT pt_store_put")                                                           \
+  X(RELEASE, "RELEASE pt_store_put")                                                               \
+  X(ROLLBACK_TO, "ROLLBACK TO pt_store_put")                                                       \
+  X(TRACE_INSERT, "INSERT INTO traces (content_hash, name, source" PT_TRACE_STATS_FIELDS(PT_TR_NAME) \
+                  ") VALUES (?, ?, ?" PT_TRACE_STATS_FIELDS(PT_TR_QM)                              \
+                  ") ON CONFLICT (content_hash) DO NOTHING")                                       \
+  X(TRACE_FIND, "SELECT id FROM traces WHERE content_hash = ?")                                    \
+  X(POLICY_INSERT, "INSERT INTO policies (text_hash, name, mechanism, text) VALUES (?, ?, ?, ?)"  \
+                   " ON CONFLICT (text_hash) DO NOTHING")                                          \
+  X(POLICY_FIND, "SELECT id FROM policies WHERE text_hash = ?")                                    \
+  X(RUN_INSERT, "INSERT INTO runs (trace_id, policy_id, params_json, capacity, gpu, engine_version," \
+                " git_revision) VALUES (?, ?, ?, ?, ?, ?, ?)"                                      \
+                " ON CONFLICT (trace_id, policy_id, params_json, capacity, gpu, engine_version)"   \
+                " DO NOTHING")                                                                     \
+  X(RUN_FIND, "SELECT id FROM runs WHERE " PT_RUN_KEY_WHERE)                                       \
+  X(RESULT_INSERT, "INSERT INTO results (run_id" PT_SIM_STATS_FIELDS(PT_RES_NAME)                  \
+                   PT_DRIVER_CALLS(PT_RES_CALL_NAME) PT_RES_TAIL_NAME ") VALUES (?"                \
+                   PT_SIM_STATS_FIELDS(PT_RES_QM) PT_DRIVER_CALLS(PT_RES_CALL_QM) ", ?, ?, ?, ?)") \
+  X(POINT_INSERT, "INSERT INTO timelines (run_id, seq, event, time_us, reserved_bytes,"           \
+                  " allocated_bytes) VALUES (?, ?, ?, ?, ?, ?)")                                   \
+  X(RUNS, "SELECT r.id, r.trace_id, r.policy_id, t.name, t.content_hash, p.name, p.mechanism,"    \
+          " r.params_json, r.gpu, r.engine_version, r.git_revision, r.created_at, r.capacity"      \
+          PT_SIM_STATS_FIELDS(PT_RES_SEL) PT_DRIVER_CALLS(PT_RES_CALL_SEL)                         \
+          ", s.predicted_alloc_us, s.predicted_translation_us, s.addresses_followed, s.sim_seconds" \
+          " FROM runs r JOIN traces t ON t.id = r.trace_id JOIN policies p ON p.id = r.policy_id"  \
+          " JOIN results s ON s.run_id = r.id"                                                     \
+          " WHERE (?1 IS NULL OR t.name = ?1"                                                      \
+          "        OR (length(?1) >= 4 AND substr(t.content_hash, 1, length(?1)) = ?1))"           \
+          "   AND (?2 IS NULL OR p.name = ?2"                                                      \
+          "        OR (length(?2) >= 4 AND substr(p.text_hash, 1, length(?2)) = ?2))"             \
+          " ORDER BY r.id")                                                                        \
+  X(RUN_EXISTS, "SELECT 1 FROM runs WHERE id = ?")                                                 \
+  X(TIMELINE, "SELECT event, time_us, reserved_bytes, allocated_bytes FROM timelines"             \
+              " WHERE run_id = ? ORDER BY seq")                                                    \
+  X(CALIBRATION_INSERT, "INSERT INTO calibrations (gpu, call, bytes, us, source)"                 \
+                        " VALUES (?, ?, ?, ?, ?)")                                                 \
+  X(MEASUREMENT_INSERT, "INSERT INTO measurements (run_id, kind, value, unit, machine, notes)"     \
+                        " VALUES (?, ?, ?, ?, ?, ?)")
+
+enum pt_store_stmt {
+#define PT_X(id, sql) PT_ST_##id,
+  PT_STORE_STATEMENTS(PT_X)
+#undef PT_X
+  PT_ST_COUNT
+};
+
+static const char *const pt_store_sql[PT_ST_COUNT] = {
+#define PT_X(id, sql) sql,
+  PT_STORE_STATEMENTS(PT_X)
+#undef PT_X
+};
+
+/*
+ * The handle.  batch: inside pt_store_begin ... pt_store_commit, where a put
+ * is a savepoint rather than its own transaction.
+ */
+struct pt_store {
+  sqlite3 *db;
+  sqlite3_stmt *st[PT_ST_COUNT];
+  char *path;
+  int readonly;
+  int batch;
+};
+
+/* ---- errors ------------------------------------------------------------ */
+
+static int pt_code_of(int src) {
+  switch (src & 0xff) {
+  case SQLITE_NOMEM: return PT_ENOMEM;
+  case SQLITE_NOTADB:
+  case SQLITE_CORRUPT:
+  case SQLITE_FORMAT: return PT_EFORMAT;
+  case SQLITE_TOOBIG: return PT_ELIMIT;
+  case SQLITE_CONSTRAINT: return PT_EUSAGE;  /* e.g. a trace_id or run_id that is not stored */
+  default: return PT_EIO;   /* FULL, IOERR, READONLY, CANTOPEN, BUSY, ... */
+  }
+}
+
+/*
+ * "DBPATH: WHAT: sqlite's message", and a note when the failure also ended
+ * the caller's batch (SQLite rolls a whole transaction back on some errors,
+ * SQLITE_FULL among them).  Call it before anything else touches the handle.
+ */
+static int pt_fail(pt_store *s, int src, pt_err *err, const char *what) {
+  int code = pt_code_of(src);
+  const char *m = sqlite3_errmsg(s->db);
+  if (s->batch && sqlite3_get_autocommit(s->db)) {
+    s->batch = 0;
+    return pt_err_set(err, code, "%s: %s: %s (the open batch was rolled back)", s->path, what, m);
+  }
+  return pt_err_set(err, code, "%s: %s: %s", s->path, what, m);
+}
+
+/* Reset after use.  reset only repeats the step's result, which was handled. */
+static void pt_done(sqlite3_stmt *st) {
+  (void)sqlite3_reset(st);
+  (void)sqlite3_clear_bindings(st);
+}
+
+static int pt_too_long(pt_store *s, pt_err *err, const char *what, const char *v, size_t size) {
+  if (v && strlen(v) >= size)
+    return pt_err_set(err, PT_ELIMIT, "%s: %s is %zu bytes long; at most %zu are kept", s->path, what,
+                      strlen(v), size - 1);
+  return 0;
+}
+
+static int pt_writable(pt_store *s, pt_err *err) {
+  return s->readonly ? pt_err_set(err, PT_EUSAGE, "%s: opened read-only", s->path) : 0;
+}
+
+/* ---- binding and reading ------------------------------------------------ */
+
+/* Binds parameters 1, 2, ... in turn; the first failure sticks in rc. */
+typedef struct pt_binder {
+  sqlite3_stmt *st;
+  int i, rc;
+} pt_binder;
+
+static void pt_bind_i64(pt_binder *b, int64_t v) {
+  if (b->rc == SQLITE_OK) b->rc = sqlite3_bind_int64(b->st, ++b->i, v);
+}
+static void pt_bind_U(pt_binder *b, uint64_t v) {
+  pt_bind_i64(b, (int64_t)v);   /* bit pattern kept; read back with (uint64_t) */
+}
+static void pt_bind_D(pt_binder *b, double v) {
+  if (b->rc == SQLITE_OK) b->rc = sqlite3_bind_double(b->st, ++b->i, v);
+}
+static void pt_bind_null(pt_binder *b) {
+  if (b->rc == SQLITE_OK) b->rc = sqlite3_bind_null(b->st, ++b->i);
+}
+static void pt_bind_text(pt_binder *b, const char *v) {
+  if (b->rc == SQLITE_OK) b->rc = sqlite3_bind_text(b->st, ++b->i, v, -1, SQLITE_STATIC);
+}
+static void pt_bind_textn(pt_binder *b, const char *v, size_t len) {
+  if (b->rc == SQLITE_OK) b->rc = sqlite3_bind_text64(b->st, ++b->i, v, len, SQLITE_STATIC, SQLITE_UTF8);
+}
+
+/* Reads columns 0, 1, ... in turn. */
+typedef struct pt_reader {
+  sqlite3_stmt *st;
+  int i;
+} pt_reader;
+
+static int64_t pt_get_i64(pt_reader *c) { return sqlite3_column_int64(c->st, c->i++); }
+static uint64_t pt_get_U(pt_reader *c) { return (uint64_t)sqlite3_column_int64(c->st, c->i++); }
+static int pt_get_null(pt_reader *c) { return sqlite3_column_type(c->st, c->i) == SQLITE_NULL; }
+static double pt_get_D(pt_reader *c) {
+  int i = c->i++;
+  return sqlite3_column_type(c->st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(c->st, i);
+}
+static void pt_get_text(pt_reader *c, char *dst, size_t size) {
+  const unsigned char *v = sqlite3_column_text(c->st, c->i);
+  size_t n = v ? (size_t)sqlite3_column_bytes(c->st, c->i) : 0;
+  c->i++;
+  if (n >= size) n = size - 1;   /* only from rows another program wrote: puts check lengths */
+  if (n) memcpy(dst, v, n);
+  dst[n] = 0;
+}
+
+/* Step a statement that returns no rows (or whose rows do not matter). */
+static int pt_exec_stmt(pt_store *s, int id, pt_err *err, const char *what) {
+  sqlite3_stmt *st = s->st[id];
+  int rc = sqlite3_step(st);
+  if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+    rc = pt_fail(s, rc, err, what);
+    pt_done(st);
+    return rc;
+  }
+  pt_done(st);
+  return 0;
+}
+
+/* Step a bound statement that yields at most one id; *id = 0 when none. */
+static int pt_step_id(pt_store *s, sqlite3_stmt *st, pt_err *err, const char *what, int64_t *id) {
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    *id = sqlite3_column_int64(st, 0);
+    rc = 0;
+  } else if (rc == SQLITE_DONE) {
+    *id = 0;
+    rc = 0;
+  } else {
+    rc = pt_fail(s, rc, err, what);
+  }
+  pt_done(st);
+  return rc;
+}
+
+/* ---- opening ------------------------------------------------------------ */
+
+/*
+ * One-off statement of open and migration (not kept): one row's first column
+ * as a number and, when text is given, as text.  Returns a SQLite code.
+ */
+static int pt_one_row(sqlite3 *db, const char *sql, int64_t *num, char *text, size_t tsize) {
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+  if (rc != SQLITE_OK) return rc;
+  rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW) {
+    if (num) *num = sqlite3_column_int64(st, 0);
+    if (text) {
+      const unsigned char *v = sqlite3_column_text(st, 0);
+      snprintf(text, tsize, "%s", v ? (const char *)v : "");
+    }
+    rc = SQLITE_OK;
+  } else if (rc == SQLITE_DONE) {
+    if (num) *num = 0;
+    if (text && tsize) text[0] = 0;
+    rc = SQLITE_OK;
+  }
+  int frc = sqlite3_finalize(st);
+  return rc != SQLITE_OK ? rc : frc;
+}
+
+/* A failure before the file is known to be ours: name what the file is. */
+static int pt_open_fail(pt_store *s, int src, pt_err *err, const char *what) {
+  const char *m = sqlite3_errmsg(s->db);
+  switch (src & 0xff) {
+  case SQLITE_NOTADB:
+    return pt_err_set(err, PT_EFORMAT, "%s: not a pagetune database (%s)", s->path, m);
+  case SQLITE_CORRUPT:
+    return pt_err_set(err, PT_EFORMAT, "%s: damaged database (%s)", s->path, m);
+  case SQLITE_CANTOPEN:
+  case SQLITE_READONLY:
+  case SQLITE_PERM:
+  case SQLITE_IOERR: {
+    int e = sqlite3_system_errno(s->db);
+    const char *hint = (src & 0xff) == SQLITE_READONLY || (src & 0xff) == SQLITE_PERM || e == EACCES ||
+                               e == EPERM || e == EROFS
+                           ? "; check the permissions of the file and its directory"
+                           : "";
+    if (e) return pt_err_set(err, PT_EIO, "%s: %s: %s (%s)%s", s->path, what, m, strerror(e), hint);
+    return pt_err_set(err, PT_EIO, "%s: %s: %s%s", s->path, what, m, hint);
+  }
+  default:
+    return pt_err_set(err, pt_code_of(src), "%s: %s: %s", s->path, what, m);
+  }
+}
+
+/*
+ * Count the per-field columns the database lacks (tables of version >= 1)
+ * and, with add, add them (inside the migration transaction).
+ */
+static int pt_sync_columns(pt_store *s, int add, size_t *missing) {
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(s->db, "SELECT count(*) FROM pragma_table_info(?1) WHERE name = ?2", -1,
+                              &st, NULL);
+  if (rc != SQLITE_OK) return rc;
+  *missing = 0;
+  for (size_t i = 0; i < sizeof pt_store_columns / sizeof pt_store_columns[0] && rc == SQLITE_OK; i++) {
+    int have = 1;
+    rc = sqlite3_bind_text(st, 1, pt_store_columns[i].table, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_text(st, 2, pt_store_columns[i].name, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK) rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+      have = sqlite3_column_int64(st, 0) != 0;
+      rc = SQLITE_OK;
+    }
+    if (rc == SQLITE_OK) rc = sqlite3_reset(st);
+    if (rc == SQLITE_OK && !have) {
+      (*missing)++;
+      if (add) rc = sqlite3_exec(s->db, pt_store_columns[i].add, NULL, NULL, NULL);
+    }
+  }
+  int frc = sqlite3_finalize(st);
+  return rc != SQLITE_OK ? rc : frc;
+}
+
+/*
+ * Bring the schema to PT_STORE_SCHEMA_VERSION in one transaction: the steps
+ * from the version found, then the per-field columns.  The version is read
+ * again under the write lock, since another process may have migrated it.
+ */
+static int pt_migrate(pt_store *s, pt_err *err) {
+  int rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+  if (rc != SQLITE_OK) return pt_open_fail(s, rc, err, "migrating the schema");
+  int64_t v = 0;
+  rc = pt_one_row(s->db, "PRAGMA user_version", &v, NULL, 0);
+  if (rc == SQLITE_OK && v > PT_STORE_SCHEMA_VERSION) {
+    (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);  /* nothing written; the refusal is the news */
+    return pt_err_set(err, PT_EFORMAT,
+                      "%s: database schema version %lld is newer than this pagetune (%d); upgrade pagetune",
+                      s->path, (long long)v, PT_STORE_SCHEMA_VERSION);
+  }
+  for (int64_t i = v < 0 ? 0 : v; rc == SQLITE_OK && i < PT_STORE_SCHEMA_VERSION; i++)
+    rc = sqlite3_exec(s->db, pt_store_migrations[i], NULL, NULL, NULL);
+  size_t added = 0;
+  if (rc == SQLITE_OK) rc = pt_sync_columns(s, 1, &added);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_exec(s->db, "PRAGMA user_version = " PT_STR(PT_STORE_SCHEMA_VERSION), NULL, NULL, NULL);
+  if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+  if (rc != SQLITE_OK) {
+    int out = pt_open_fail(s, rc, err, "migrating the schema");
+    if (!sqlite3_get_autocommit(s->db))
+      (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);  /* the error above is what matters */
+    return out;
+  }
+  return 0;
+}
+
+/*
+ * Everything that can refuse the file reads only, so a refused file is left
+ * byte for byte as it was: the header fields, then (read-write) WAL, the
+ * migration and the statements.
+ */
+static int pt_open_db(pt_store *s, int flags, pt_err *err) {
+  int oflags = (flags & PT_STORE_READONLY) ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  int rc = sqlite3_open_v2(s->path, &s->db, oflags, NULL);
+  if (!s->db) return pt_err_set(err, PT_ENOMEM, "%s: out of memory", s->path);
+  if (rc != SQLITE_OK) return pt_open_fail(s, rc, err, "cannot open");
+  if (!s->readonly && sqlite3_db_readonly(s->db, "main") == 1)
+    return pt_err_set(err, PT_EIO,
+                      "%s: database file is read-only; fix its permissions or open it read-only", s->path);
+  rc = sqlite3_busy_timeout(s->db, 5000);
+  if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL);
+  if (rc != SQLITE_OK) return pt_open_fail(s, rc, err, "cannot open");
+
+  int64_t app = 0, version = 0, objects = 0;
+  rc = pt_one_row(s->db, "PRAGMA application_id", &app, NULL, 0);
+  if (rc == SQLITE_OK) rc = pt_one_row(s->db, "PRAGMA user_version", &version, NULL, 0);
+  if (rc == SQLITE_OK) rc = pt_one_row(s->db, "SELECT count(*) FROM sqlite_master", &objects, NULL, 0);
+  if (rc != SQLITE_OK) return pt_open_fail(s, rc, err, "cannot read");
+  if (app != 0 && app != PT_STORE_APPLICATION_ID)
+    return pt_err_set(err, PT_EFORMAT, "%s: not a pagetune database (application_id %lld)", s->path,
+                      (long long)app);
+  if (version > PT_STORE_SCHEMA_VERSION)
+    return pt_err_set(err, PT_EFORMAT,
+                      "%s: database schema version %lld is newer than this pagetune (%d); upgrade pagetune",
+                      s->path, (long long)version, PT_STORE_SCHEMA_VERSION);
+  if (app == 0 && (version != 0 || objects != 0))
+    return pt_err_set(err, PT_EFORMAT, "%s: not a pagetune database (it holds another program's tables)",
+                      s->path);
+
+  size_t missing = 0;
+  if (version > 0) {
+    rc = pt_sync_columns(s, 0, &missing);
+    if (rc != SQLITE_OK) return pt_open_fail(s, rc, err, "cannot read");
+  }
+  if (s->readonly) {
+    if (version == 0)
+      return pt_err_set(err, PT_EFORMAT, "%s: empty database, not yet a pagetune database", s->path);
+    if (version < PT_STORE_SCHEMA_VERSION || missing)
+      return pt_err_set(err, PT_EFORMAT,
+                        "%s: database schema is older than this pagetune's; open it once read-write "
+                        "to migrate it", s->path);
+  } else {
+    char mode[16];
+    rc = pt_one_row(s->db, "PRAGMA journal_mode = WAL", NULL, mode, sizeof mode);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
+    if (rc != SQLITE_OK) return pt_open_fail(s, rc, err, "setting the journal");
+    if (version < PT_STORE_SCHEMA_VERSION || missing) {
+      int r = pt_migrate(s, err);
+      if (r < 0) return r;
+    }
+  }
+  for (int i = 0; i < PT_ST_COUNT; i++) {
+    rc = sqlite3_prepare_v3(s->db, pt_store_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->st[i], NULL);
+    if (rc != SQLITE_OK) return pt_open_fail(s, rc, err, "preparing statements");
+  }
+  return 0;
+}
+
+int pt_store_open(const char *path, int flags, pt_err *err, pt_store **out) {
+  *out = NULL;
+  if (!path || !*path) return pt_err_set(err, PT_EUSAGE, "database path is empty");
+  pt_store *s = calloc(1, sizeof *s);
+  if (!s) return pt_err_set(err, PT_ENOMEM, "%s: out of memory", path);
+  s->path = strdup(path);
+  if (!s->path) {
+    free(s);
+    return pt_err_set(err, PT_ENOMEM, "%s: out of memory", path);
+  }
+  s->readonly = (flags & PT_STORE_READONLY) != 0;
+  int rc = pt_open_db(s, flags, err);
+  if (rc < 0) {
+    pt_store_close(s);
+    return rc;
+  }
+  *out = s;
+  return 0;
+}
+
+void pt_store_close(pt_store *s) {
+  if (!s) return;
+  if (s->db && !sqlite3_get_autocommit(s->db))
+    (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);  /* an unfinished batch is not kept */
+  for (int i = 0; i < PT_ST_COUNT; i++)
+    (void)sqlite3_finalize(s->st[i]);  /* returns the statement's last error, already reported */
+  /* With every statement finalized close cannot be busy; close_v2 defers if it were. */
+  (void)sqlite3_close_v2(s->db);
+  free(s->path);
+  free(s);
+}
+
+/* ---- transactions ------------------------------------------------------- */
+
+/* A put's own transaction, or a savepoint inside the caller's batch. */
+static int pt_tx_begin(pt_store *s, pt_err *err) {
+  return pt_exec_stmt(s, s->batch ? PT_ST_SAVEPOINT : PT_ST_BEGIN, err, "starting a transaction");
+}
+
+static void pt_tx_abort(pt_store *s) {
+  if (sqlite3_get_autocommit(s->db)) {  /* SQLite already rolled everything back */
+    s->batch = 0;
+    return;
+  }
+  /* Errors here cannot be reported better than the one that brought us here. */
+  if (s->batch) {
+    if (sqlite3_step(s->st[PT_ST_ROLLBACK_TO]) == SQLITE_DONE) (void)sqlite3_step(s->st[PT_ST_RELEASE]);
+    pt_done(s->st[PT_ST_ROLLBACK_TO]);
+    pt_done(s->st[PT_ST_RELEASE]);
+  } else {
+    (void)sqlite3_step(s->st[PT_ST_ROLLBACK]);
+    pt_done(s->st[PT_ST_ROLLBACK]);
+  }
+}
+
+static int pt_tx_end(pt_store *s, pt_err *err) {
+  int rc = pt_exec_stmt(s, s->batch ? PT_ST_RELEASE : PT_ST_COMMIT, err, "committing");
+  if (rc < 0) pt_tx_abort(s);
+  return rc;
+}
+
+int pt_store_begin(pt_store *s, pt_err *err) {
+  int rc = pt_writable(s, err);
+  if (rc < 0) return rc;
+  if (s->batch) return pt_err_set(err, PT_EUSAGE, "%s: a batch is already open", s->path);
+  rc = pt_exec_stmt(s, PT_ST_BEGIN, err, "starting a batch");
+  if (rc == 0) s->batch = 1;
+  return rc;
+}
+
+int pt_store_commit(pt_store *s, pt_err *err) {
+  if (!s->batch) return pt_err_set(err, PT_EUSAGE, "%s: commit without an open batch", s->path);
+  int rc = pt_exec_stmt(s, PT_ST_COMMIT, err, "committing the batch");
+  if (rc < 0 && !sqlite3_get_autocommit(s->db)) {
+    (void)sqlite3_step(s->st[PT_ST_ROLLBACK]);  /* the commit's error is the one reported */
+    pt_done(s->st[PT_ST_ROLLBACK]);
+  }
+  s->batch = 0;
+  return rc;
+}
+
+int pt_store_rollback(pt_store *s, pt_err *err) {
+  if (!s->batch) return pt_err_set(err, PT_EUSAGE, "%s: rollback without an open batch", s->path);
+  s->batch = 0;
+  if (sqlite3_get_autocommit(s->db)) return 0;
+  return pt_exec_stmt(s, PT_ST_ROLLBACK, err, "rolling the batch back");
+}
+
+/* ---- writes ------------------------------------------------------------- */
+
+static void pt_sha256_hex(const void *data, size_t len, char out[65]);
+
+/* INSERT ... ON CONFLICT DO NOTHING, then the id of the row that is there. */
+static int pt_insert_or_find(pt_store *s, sqlite3_stmt *ins, sqlite3_stmt *find, const char *key,
+                             pt_err *err, const char *what, int64_t *id) {
+  int rc = sqlite3_step(ins);
+  if (rc != SQLITE_DONE) {
+    rc = pt_fail(s, rc, err, what);
+    pt_done(ins);
+    return rc;
+  }
+  pt_done(ins);
+  if (sqlite3_changes(s->db) > 0) {
+    *id = sqlite3_last_insert_rowid(s->db);
+    return 0;
+  }
+  rc = sqlite3_bind_text(find, 1, key, -1, SQLITE_STATIC);
+  if (rc != SQLITE_OK) {
+    rc = pt_fail(s, rc, err, what);
+    pt_done(find);
+    return rc;
+  }
+  rc = pt_step_id(s, find, err, what, id);
+  if (rc == 0 && *id == 0) return pt_err_set(err, PT_EIO, "%s: %s: row vanished", s->path, what);
+  return rc;
+}
+
+int pt_store_put_trace(pt_store *s, const char *name, const char *source, const char *content_hash,
+                       const pt_trace_stats *st, pt_err *err, int64_t *id) {
+  *id = 0;
+  int rc = pt_writable(s, err);
+  if (rc < 0) return rc;
+  if (!name || !content_hash || !*content_hash)
+    return pt_err_set(err, PT_EUSAGE, "%s: a trace needs a name and a content hash", s->path);
+  if ((rc = pt_too_long(s, err, "trace name", name, sizeof ((pt_store_run *)0)->trace)) < 0 ||
+      (rc = pt_too_long(s, err, "trace hash", content_hash, sizeof ((pt_store_run *)0)->trace_hash)) < 0)
+    return rc;
+  sqlite3_stmt *ins = s->st[PT_ST_TRACE_INSERT];
+  pt_binder b = {ins, 0, SQLITE_OK};
+  pt_bind_text(&b, content_hash);
+  pt_bind_text(&b, name);
+  pt_bind_text(&b, source ? source : "");
+#define PT_X(f, h) if (st) pt_bind_U(&b, st->f); else pt_bind_null(&b);
+  PT_TRACE_STATS_FIELDS(PT_X)
+#undef PT_X
+  if (b.rc != SQLITE_OK) {
+    rc = pt_fail(s, b.rc, err, "storing trace");
+    pt_done(ins);
+    return rc;
+  }
+  return pt_insert_or_find(s, ins, s->st[PT_ST_TRACE_FIND], content_hash, err, "storing trace", id);
+}
+
+int pt_store_put_policy(pt_store *s, const char *name, const char *mechanism, const char *text,
+                        size_t len, pt_err *err, int64_t *id) {
+  *id = 0;
+  int rc = pt_writable(s, err);
+  if (rc < 0) return rc;
+  if (!name || (!text && len))
+    return pt_err_set(err, PT_EUSAGE, "%s: a policy needs a name and its text", s->path);
+  if ((rc = pt_too_long(s, err, "policy name", name, sizeof ((pt_store_run *)0)->policy)) < 0 ||
+      (rc = pt_too_long(s, err, "mechanism", mechanism, sizeof ((pt_store_run *)0)->mechanism)) < 0)
+    return rc;
+  char hash[65];
+  pt_sha256_hex(text, len, hash);
+  sqlite3_stmt *ins = s->st[PT_ST_POLICY_INSERT];
+  pt_binder b = {ins, 0, SQLITE_OK};
+  pt_bind_text(&b, hash);
+  pt_bind_text(&b, name);
+  pt_bind_text(&b, mechanism ? mechanism : "");
+  pt_bind_textn(&b, text ? text : "", len);
+  if (b.rc != SQLITE_OK) {
+    rc = pt_fail(s, b.rc, err, "storing policy");
+    pt_done(ins);
+    return rc;
+  }
+  return pt_insert_or_find(s, ins, s->st[PT_ST_POLICY_FIND], hash, err, "storing policy", id);
+}
+
+/* The key with NULLs replaced, checked against pt_store_run's field sizes. */
+static int pt_key_norm(pt_store *s, const pt_store_run_key *k, pt_err *err, pt_store_run_key *n) {
+  *n = *k;
+  if (!n->params_json) n->params_json = "{}";
+  if (!n->gpu) n->gpu = "";
+  if (!n->engine_version) n->engine_version = "";
+  int rc;
+  if ((rc = pt_too_long(s, err, "params_json", n->params_json, sizeof ((pt_store_run *)0)->params_json)) < 0 ||
+      (rc = pt_too_long(s, err, "gpu", n->gpu, sizeof ((pt_store_run *)0)->gpu)) < 0 ||
+      (rc = pt_too_long(s, err, "engine_version", n->engine_version,
+                        sizeof ((pt_store_run *)0)->engine_version)) < 0)
+    return rc;
+  return 0;
+}
+
+static void pt_bind_key(pt_binder *b, const pt_store_run_key *k) {
+  pt_bind_i64(b, k->trace_id);
+  pt_bind_i64(b, k->policy_id);
+  pt_bind_text(b, k->params_json);
+  pt_bind_U(b, k->capacity);
+  pt_bind_text(b, k->gpu);
+  pt_bind_text(b, k->engine_version);
+}
+
+int pt_store_find_run(pt_store *s, const pt_store_run_key *k, pt_err *err, int64_t *run_id) {
+  *run_id = 0;
+  pt_store_run_key key;
+  int rc = pt_key_norm(s, k, err, &key);
+  if (rc < 0) return rc;
+  sqlite3_stmt *st = s->st[PT_ST_RUN_FIND];
+  pt_binder b = {st, 0, SQLITE_OK};
+  pt_bind_key(&b, &key);
+  if (b.rc != SQLITE_OK) {
+    rc = pt_fail(s, b.rc, err, "looking a run up");
+    pt_done(st);
+    return rc;
+  }
+  return pt_step_id(s, st, err, "looking a run up", run_id);
+}
+
+/* Step a bound insert; a failure is reported and the statement reset. */
+static int pt_step_insert(pt_store *s, sqlite3_stmt *st, int brc, pt_err *err, const char *what) {
+  int rc = brc == SQLITE_OK ? sqlite3_step(st) : brc;
+  if (rc != SQLITE_DONE) {
+    rc = pt_fail(s, rc, err, what);
+    pt_done(st);
+    return rc;
+  }
+  pt_done(st);
+  return 0;
+}
+
+/* The rows of one run, inside the transaction pt_store_put_run opened. */
+static int pt_put_run_rows(pt_store *s, const pt_store_run_key *k, const char *git_revision,
+                           const pt_sim_result *r, pt_err *err, int64_t *run_id) {
+  sqlite3_stmt *st = s->st[PT_ST_RUN_INSERT];
+  pt_binder b = {st, 0, SQLITE_OK};
+  pt_bind_key(&b, k);
+  pt_bind_text(&b, git_revision ? git_revision : "");
+  int rc = pt_step_insert(s, st, b.rc, err, "storing run");
+  if (rc < 0) return rc;
+  if (sqlite3_changes(s->db) == 0) {   /* stored before: keep that one */
+    st = s->st[PT_ST_RUN_FIND];
+    b = (pt_binder){st, 0, SQLITE_OK};
+    pt_bind_key(&b, k);
+    if (b.rc != SQLITE_OK) {
+      rc = pt_fail(s, b.rc, err, "storing run");
+      pt_done(st);
+      return rc;
+    }
+    rc = pt_step_id(s, st, err, "storing run", run_id);
+    if (rc == 0 && *run_id == 0) return pt_err_set(err, PT_EIO, "%s: storing run: row vanished", s->path);
+    return rc;
+  }
+  int64_t id = sqlite3_last_insert_rowid(s->db);
+
+  st = s->st[PT_ST_RESULT_INSERT];
+  b = (pt_binder){st, 0, SQLITE_OK};
+  pt_bind_i64(&b, id);
+#define PT_X(t, f, h) pt_bind_##t(&b, r->f);
+  PT_SIM_STATS_FIELDS(PT_X)
+#undef PT_X
+#define PT_X(n) pt_bind_U(&b, r->driver_calls[PT_DRV_##n]); pt_bind_U(&b, r->driver_bytes[PT_DRV_##n]);
+  PT_DRIVER_CALLS(PT_X)
+#undef PT_X
+  if (r->has_gpu) pt_bind_D(&b, r->predicted_alloc_us); else pt_bind_null(&b);
+  if (r->has_tlb) pt_bind_D(&b, r->predicted_translation_us); else pt_bind_null(&b);
+  pt_bind_i64(&b, r->addresses_followed != 0);
+  pt_bind_D(&b, r->seconds);
+  rc = pt_step_insert(s, st, b.rc, err, "storing results");
+  if (rc < 0) return rc;
+
+  st = s->st[PT_ST_POINT_INSERT];
+  for (size_t i = 0; i < r->ntimeline; i++) {
+    const pt_sim_point *p = &r->timeline[i];
+    b = (pt_binder){st, 0, SQLITE_OK};
+    pt_bind_i64(&b, id);
+    pt_bind_i64(&b, (int64_t)i);
+    pt_bind_U(&b, p->event);
+    pt_bind_i64(&b, p->time_us);
+    pt_bind_U(&b, p->reserved);
+    pt_bind_U(&b, p->allocated);
+    rc = pt_step_insert(s, st, b.rc, err, "storing timeline");
+    if (rc < 0) return rc;
+  }
+  *run_id = id;
+  return 0;
+}
+
+int pt_store_put_run(pt_store *s, const pt_store_run_key *k, const char *git_revision,
+                     const pt_sim_result *r, pt_err *err, int64_t *run_id) {
+  *run_id = 0;
+  int rc = pt_writable(s, err);
+  if (rc < 0) return rc;
+  if (!k || !r) return pt_err_set(err, PT_EUSAGE, "%s: storing run: no key or no result", s->path);
+  pt_store_run_key key;
+  if ((rc = pt_key_norm(s, k, err, &key)) < 0 ||
+      (rc = pt_too_long(s, err, "git_revision", git_revision, sizeof ((pt_store_run *)0)->git_revision)) < 0)
+    return rc;
+  if (r->ntimeline && !r->timeline)
+    return pt_err_set(err, PT_EUSAGE, "%s: storing run: timeline points missing", s->path);
+  if ((rc = pt_tx_begin(s, err)) < 0) return rc;
+  int64_t id = 0;
+  rc = pt_put_run_rows(s, &key, git_revision, r, err, &id);
+  if (rc == 0) rc = pt_tx_end(s, err);
+  else pt_tx_abort(s);
+  if (rc == 0) *run_id = id;
+  return rc;
+}
+
+int pt_store_put_calibration(pt_store *s, const char *gpu, const char *call, uint64_t bytes, double us,
+                             const char *source, pt_err *err, int64_t *id) {
+  *id = 0;
+  int rc = pt_writable(s, err);
+  if (rc < 0) return rc;
+  if (!gpu || !call) return pt_err_set(err, PT_EUSAGE, "%s: a calibration needs a gpu and a call", s->path);
+  sqlite3_stmt *st = s->st[PT_ST_CALIBRATION_INSERT];
+  pt_binder b = {st, 0, SQLITE_OK};
+  pt_bind_text(&b, gpu);
+  pt_bind_text(&b, call);
+  pt_bind_U(&b, bytes);
+  pt_bind_D(&b, us);
+  pt_bind_text(&b, source ? source : "");
+  rc = pt_step_insert(s, st, b.rc, err, "storing calibration");
+  if (rc == 0) *id = sqlite3_last_insert_rowid(s->db);
+  return rc;
+}
+
+int pt_store_put_measurement(pt_store *s, int64_t run_id, const char *kind, double value,
+                             const char *unit, const char *machine, const char *notes, pt_err *err,
+                             int64_t *id) {
+  *id = 0;
+  int rc = pt_writable(s, err);
+  if (rc < 0) return rc;
+  if (!kind) return pt_err_set(err, PT_EUSAGE, "%s: a measurement needs a kind", s->path);
+  sqlite3_stmt *st = s->st[PT_ST_MEASUREMENT_INSERT];
+  pt_binder b = {st, 0, SQLITE_OK};
+  if (run_id) pt_bind_i64(&b, run_id); else pt_bind_null(&b);
+  pt_bind_text(&b, kind);
+  pt_bind_D(&b, value);
+  pt_bind_text(&b, unit ? unit : "");
+  pt_bind_text(&b, machine ? machine : "");
+  pt_bind_text(&b, notes ? notes : "");
+  rc = pt_step_insert(s, st, b.rc, err, "storing measurement");
+  if (rc == 0) *id = sqlite3_last_insert_rowid(s->db);
+  return rc;
+}
+
+/* ---- reads -------------------------------------------------------------- */
+
+/* One row of PT_ST_RUNS, columns in the order the statement names them. */
+static void pt_read_run(sqlite3_stmt *st, pt_store_run *row) {
+  memset(row, 0, sizeof *row);
+  pt_reader c = {st, 0};
+  row->id = pt_get_i64(&c);
+  row->trace_id = pt_get_i64(&c);
+  row->policy_id = pt_get_i64(&c);
+  pt_get_text(&c, row->trace, sizeof row->trace);
+  pt_get_text(&c, row->trace_hash, sizeof row->trace_hash);
+  pt_get_text(&c, row->policy, sizeof row->policy);
+  pt_get_text(&c, row->mechanism, sizeof row->mechanism);
+  pt_get_text(&c, row->params_json, sizeof row->params_json);
+  pt_get_text(&c, row->gpu, sizeof row->gpu);
+  pt_get_text(&c, row->engine_version, sizeof row->engine_version);
+  pt_get_text(&c, row->git_revision, sizeof row->git_revision);
+  pt_get_text(&c, row->created_at, sizeof row->created_at);
+  row->capacity = pt_get_U(&c);
+  pt_sim_result *r = &row->r;
+#define PT_X(t, f, h) r->f = pt_get_##t(&c);
+  PT_SIM_STATS_FIELDS(PT_X)
+#undef PT_X
+#define PT_X(n) r->driver_calls[PT_DRV_##n] = pt_get_U(&c); r->driver_bytes[PT_DRV_##n] = pt_get_U(&c);
+  PT_DRIVER_CALLS(PT_X)
+#undef PT_X
+  r->has_gpu = !pt_get_null(&c);   /* stored NULL when the run had none */
+  double us = pt_get_D(&c);
+  r->predicted_alloc_us = r->has_gpu ? us : 0.0;
+  r->has_tlb = !pt_get_null(&c);
+  us = pt_get_D(&c);
+  r->predicted_translation_us = r->has_tlb ? us : 0.0;
+  r->addresses_followed = (int)pt_get_i64(&c);
+  r->seconds = pt_get_D(&c);
+}
+
+int pt_store_runs(pt_store *s, const char *trace, const char *policy, pt_err *err, pt_store_run **rows,
+                  size_t *n) {
+  *rows = NULL;
+  *n = 0;
+  sqlite3_stmt *st = s->st[PT_ST_RUNS];
+  pt_binder b = {st, 0, SQLITE_OK};
+  if (trace) pt_bind_text(&b, trace); else pt_bind_null(&b);
+  if (policy) pt_bind_text(&b, policy); else pt_bind_null(&b);
+  int rc = b.rc == SQLITE_OK ? SQLITE_ROW : b.rc;
+  pt_store_run *v = NULL;
+  size_t cnt = 0, cap = 0;
+  while (rc == SQLITE_ROW && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (cnt == cap) {
+      size_t ncap = cap ? 2 * cap : 16;
+      pt_store_run *nv = ncap <= SIZE_MAX / sizeof *nv ? realloc(v, ncap * sizeof *nv) : NULL;
+      if (!nv) {
+        pt_done(st);
+        free(v);
+        return pt_err_set(err, PT_ENOMEM, "%s: listing runs: out of memory", s->path);
+      }
+      v = nv;
+      cap = ncap;
+    }
+    pt_read_run(st, &v[cnt++]);
+  }
+  if (rc != SQLITE_DONE) {
+    rc = pt_fail(s, rc, err, "listing runs");
+    pt_done(st);
+    free(v);
+    return rc;
+  }
+  pt_done(st);
+  *rows = v;
+  *n = cnt;
+  return 0;
+}
+
+int pt_store_timeline(pt_store *s, int64_t run_id, pt_err *err, pt_sim_point **pts, size_t *n) {
+  *pts = NULL;
+  *n = 0;
+  sqlite3_stmt *st = s->st[PT_ST_RUN_EXISTS];
+  int64_t found = 0;
+  int rc = sqlite3_bind_int64(st, 1, run_id);
+  if (rc != SQLITE_OK) {
+    rc = pt_fail(s, rc, err, "reading timeline");
+    pt_done(st);
+    return rc;
+  }
+  if ((rc = pt_step_id(s, st, err, "reading timeline", &found)) < 0) return rc;
+  if (!found) return pt_err_set(err, PT_ENOTFOUND, "%s: no run %lld", s->path, (long long)run_id);
+
+  st = s->st[PT_ST_TIMELINE];
+  rc = sqlite3_bind_int64(st, 1, run_id);
+  if (rc == SQLITE_OK) rc = SQLITE_ROW;
+  pt_sim_point *v = NULL;
+  size_t cnt = 0, cap = 0;
+  while (rc == SQLITE_ROW && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (cnt == cap) {
+      size_t ncap = cap ? 2 * cap : 256;
+      pt_sim_point *nv = ncap <= SIZE_MAX / sizeof *nv ? realloc(v, ncap * sizeof *nv) : NULL;
+      if (!nv) {
+        pt_done(st);
+        free(v);
+        return pt_err_set(err, PT_ENOMEM, "%s: reading timeline: out of memory", s->path);
+      }
+      v = nv;
+      cap = ncap;
+    }
+    pt_reader c = {st, 0};
+    v[cnt].event = pt_get_U(&c);
+    v[cnt].time_us = pt_get_i64(&c);
+    v[cnt].reserved = pt_get_U(&c);
+    v[cnt].allocated = pt_get_U(&c);
+    cnt++;
+  }
+  if (rc != SQLITE_DONE) {
+    rc = pt_fail(s, rc, err, "reading timeline");
+    pt_done(st);
+    free(v);
+    return rc;
+  }
+  pt_done(st);
+  *pts = v;
+  *n = cnt;
+  return 0;
+}
+
+/* ---- SHA-256 (FIPS 180-4) for policy text hashes ------------------------- */
+
+static const uint32_t pt_sha256_k[64] = {
+  0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+  0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+  0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+  0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+  0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+  0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+  0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+  0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+};
+
+#define PT_ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+
+static void pt_sha256_block(uint32_t h[8], const unsigned char *p) {
+  uint32_t w[64], a[8];
+  for (int i = 0; i < 16; i++)
+    w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+  for (int i = 16; i < 64; i++) {
+    uint32_t s0 = PT_ROR(w[i - 15], 7) ^ PT_ROR(w[i - 15], 18) ^ (w[i - 15] >> 3);
+    uint32_t s1 = PT_ROR(w[i - 2], 17) ^ PT_ROR(w[i - 2], 19) ^ (w[i - 2] >> 10);
+    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+  }
+  memcpy(a, h, sizeof a);
+  for (int i = 0; i < 64; i++) {
+    uint32_t S1 = PT_ROR(a[4], 6) ^ PT_ROR(a[4], 11) ^ PT_ROR(a[4], 25);
+    uint32_t ch = (a[4] & a[5]) ^ (~a[4] & a[6]);
+    uint32_t t1 = a[7] + S1 + ch + pt_sha256_k[i] + w[i];
+    uint32_t S0 = PT_ROR(a[0], 2) ^ PT_ROR(a[0], 13) ^ PT_ROR(a[0], 22);
+    uint32_t maj = (a[0] & a[1]) ^ (a[0] & a[2]) ^ (a[1] & a[2]);
+    uint32_t t2 = S0 + maj;
+    memmove(a + 1, a, 7 * sizeof a[0]);
+    a[4] += t1;
+    a[0] = t1 + t2;
+  }
+  for (int i = 0; i < 8; i++) h[i] += a[i];
+}
+
+static void pt_sha256_hex(const void *data, size_t len, char out[65]) {
+  uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  const unsigned char *p = data;
+  size_t left = len;
+  for (; left >= 64; p += 64, left -= 64) pt_sha256_block(h, p);
+  unsigned char last[128] = {0};
+  if (left) memcpy(last, p, left);
+  last[left] = 0x80;
+  size_t nb = left + 9 <= 64 ? 64 : 128;
+  uint64_t bits = (uint64_t)len * 8;
+  for (size_t i = 0; i < 8; i++) last[nb - 1 - i] = (unsigned char)(bits >> (8 * i));
+  pt_sha256_block(h, last);
+  if (nb == 128) pt_sha256_block(h, last + 64);
+  for (int i = 0; i < 8; i++) snprintf(out + 8 * i, 9, "%08x", (unsigned)h[i]);
+}

@@ -1,0 +1,140 @@
+/*
+ * store.h — every result kept in one SQLite database (`--db`, default
+ * pagetune.db): traces, policies, runs, their results and timelines, GPU
+ * calibrations and measurements.  docs/store.md documents the schema for
+ * users of the sqlite3 shell.
+ *
+ * This is the only module that includes sqlite3.h; callers see an opaque
+ * handle.  Results go in as pt_sim_result and come out the same way: the
+ * columns of the results table, the INSERT and the row reader are generated
+ * from PT_SIM_STATS_FIELDS and PT_DRIVER_CALLS (and the traces table from
+ * PT_TRACE_STATS_FIELDS), so a new stats field needs no change here.  A
+ * database written by an older build gets the new column added when it is
+ * next opened read-write (NULL in the rows stored before; read back as 0).
+ *
+ * Every function returns 0 or a negative PT_E* code with one line in err,
+ * "DBPATH: reason".  PT_EIO: the file or its directory cannot be written,
+ * the disk is full, a lock was held past the 5 s busy timeout; PT_EFORMAT:
+ * not a pagetune database, or one from a newer pagetune; PT_ELIMIT: a string
+ * too long for pt_store_run's fields; PT_EUSAGE: a write on a read-only
+ * handle, commit without begin.  A failed write rolls back what it had
+ * written, so the database never holds half a run.
+ *
+ * A handle belongs to one thread at a time.  Several processes may open the
+ * same database: the journal is WAL, so readers query while a writer writes.
+ */
+#ifndef PT_STORE_H
+#define PT_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "sim.h"
+#include "tracestats.h"
+
+#define PT_STORE_SCHEMA_VERSION 1       /* PRAGMA user_version this build writes */
+#define PT_STORE_APPLICATION_ID 1347699778 /* PRAGMA application_id: 0x50544442, "PTDB" */
+
+typedef struct pt_store pt_store;
+
+#define PT_STORE_READONLY 1  /* open for queries only: no create, no migration */
+
+/*
+ * Open (creating and migrating unless PT_STORE_READONLY) the database at path.
+ * Refuses, untouched: a file that is not a SQLite database or holds another
+ * program's tables, and a schema newer than PT_STORE_SCHEMA_VERSION.
+ * Journal WAL, synchronous FULL, busy timeout 5 s, foreign keys on.
+ */
+int pt_store_open(const char *path, int flags, pt_err *err, pt_store **out /* OUT */);
+/* Finalize every statement and close; an open batch is rolled back.  NULL is fine. */
+void pt_store_close(pt_store *s);
+
+/*
+ * Idempotent by content_hash (at most 64 characters, e.g. hex SHA-256 of the
+ * trace file): the second put of a hash returns the first id and keeps the
+ * first name.  st may be NULL (stats columns left NULL).  name < 256 bytes.
+ */
+int pt_store_put_trace(pt_store *s, const char *name, const char *source, const char *content_hash,
+                       const pt_trace_stats *st, pt_err *err, int64_t *id /* OUT */);
+
+/*
+ * Idempotent by the SHA-256 of the text (text_hash, hex): the same script
+ * under another name returns the first id.  name < 128 bytes, mechanism < 32.
+ */
+int pt_store_put_policy(pt_store *s, const char *name, const char *mechanism, const char *text,
+                        size_t len, pt_err *err, int64_t *id /* OUT */);
+
+/*
+ * What makes a run the same run.  NULL strings are stored as "{}" (params_json)
+ * and "" (gpu, engine_version).  params_json is compared as text, so the caller
+ * writes it canonically (keys sorted, numbers formatted one way); < 1024 bytes.
+ * gpu < 64 bytes, engine_version < 32.
+ */
+typedef struct pt_store_run_key {
+  int64_t trace_id, policy_id;
+  const char *params_json;
+  uint64_t capacity;          /* bytes; 0 = no cap */
+  const char *gpu;            /* GPU description name; "" = none */
+  const char *engine_version;
+} pt_store_run_key;
+
+/* *run_id = the stored run with this key, 0 when there is none. */
+int pt_store_find_run(pt_store *s, const pt_store_run_key *k, pt_err *err, int64_t *run_id /* OUT */);
+
+/*
+ * Store a run, its results and its timeline in one transaction (a savepoint
+ * inside a batch).  A run with the same key already stored is left as it is
+ * and its id returned.  git_revision may be NULL ("", < 64 bytes).
+ * predicted_alloc_us is stored NULL unless r->has_gpu, predicted_translation_us
+ * NULL unless r->has_tlb.
+ */
+int pt_store_put_run(pt_store *s, const pt_store_run_key *k, const char *git_revision,
+                     const pt_sim_result *r, pt_err *err, int64_t *run_id /* OUT */);
+
+/*
+ * Optional outer batch for sweeps: BEGIN IMMEDIATE ... COMMIT.  Puts inside
+ * it use savepoints, so one failed put does not undo the others — except a
+ * full disk or an I/O error, after which SQLite may have rolled the whole
+ * batch back (the message then says so, and the batch is over).
+ */
+int pt_store_begin(pt_store *s, pt_err *err);
+int pt_store_commit(pt_store *s, pt_err *err);
+int pt_store_rollback(pt_store *s, pt_err *err);
+
+/* One stored run, as pt_store_runs returns it.  Strings are NUL-terminated. */
+typedef struct pt_store_run {
+  int64_t id, trace_id, policy_id;
+  char trace[256], trace_hash[65], policy[128], mechanism[32], params_json[1024], gpu[64];
+  char engine_version[32], git_revision[64], created_at[32];
+  uint64_t capacity;
+  /*
+   * Scalar stats, driver_calls/driver_bytes, addresses_followed, seconds,
+   * predicted_alloc_us (has_gpu) and predicted_translation_us (has_tlb).
+   * Not stored: timeline (pt_store_timeline), page_table, tlb, mmu, gpu_note.
+   */
+  pt_sim_result r;
+} pt_store_run;
+
+/*
+ * Runs ordered by id.  trace: a trace name or a prefix (4 characters or more)
+ * of its content hash; policy: a policy name or a prefix of its text hash;
+ * NULL matches all.  *rows is NULL when *n is 0; the caller frees it with free().
+ */
+int pt_store_runs(pt_store *s, const char *trace, const char *policy, pt_err *err,
+                  pt_store_run **rows /* OUT */, size_t *n /* OUT */);
+
+/* A run's timeline in order; PT_ENOTFOUND for no such run.  Free *pts with free(). */
+int pt_store_timeline(pt_store *s, int64_t run_id, pt_err *err, pt_sim_point **pts /* OUT */,
+                      size_t *n /* OUT */);
+
+/* One calibration point: a driver call (PT_DRIVER_CALLS name) of `bytes` took `us` on gpu. */
+int pt_store_put_calibration(pt_store *s, const char *gpu, const char *call, uint64_t bytes, double us,
+                             const char *source, pt_err *err, int64_t *id /* OUT */);
+
+/* One measurement on a real GPU, of a stored run (run_id 0: of none). */
+int pt_store_put_measurement(pt_store *s, int64_t run_id, const char *kind, double value,
+                             const char *unit, const char *machine, const char *notes, pt_err *err,
+                             int64_t *id /* OUT */);
+
+#endif
