@@ -89,5 +89,29 @@ expect 0 "gen" -- "$pt" trace gen --kind infer --seed 5 --steps 10 -o "$tmp/a.tr
 expect 0 "gen again" -- "$pt" trace gen --kind infer --seed 5 --steps 10 -o "$tmp/b.trace"
 cmp -s "$tmp/a.trace" "$tmp/b.trace" || { echo "FAIL: gen not reproducible"; fails=$((fails + 1)); }
 
+# sim: usage, policies, the sandbox from the command line
+export PAGETUNE_POLICY_DIR="$top_srcdir/policies"
+pol="$data/policies"
+snap="$data/synthetic_snapshot.pickle"
+expect 0 "sim --help" -- "$pt" sim --help
+expect 2 "sim without --policy" -- "$pt" sim --trace "$snap"
+expect 2 "sim --tlb without --gpu" -- "$pt" sim --trace "$snap" --policy pytorch_native --tlb
+expect 2 "sim bad --set" -- "$pt" sim --trace "$snap" --policy pytorch_native --set max_split_size_mb=5
+one_line "pytorch_native.lua: --set max_split_size_mb=5"
+expect 2 "sim --set of an undeclared parameter" -- "$pt" sim --trace "$snap" --policy pytorch_native --set nope=1
+expect 0 "sim on a snapshot" -- "$pt" sim --trace "$snap" --policy pytorch_native --json
+grep -q '"peak_reserved_bytes":' "$tmp/out" || { echo "FAIL: sim --json lacks peak_reserved_bytes"; fails=$((fails + 1)); }
+expect 1 "sim with an unknown GPU" -- "$pt" sim --trace "$snap" --policy pytorch_native --gpu nosuchgpu
+one_line "no such GPU description"
+rm -f /tmp/pagetune-pwned
+for bad in os_execute:3 io_open:2 require:2 bytecode_load:3 infinite_loop:[345] huge_table:4 wrong_shape unknown_mechanism syntax_error; do
+  name=${bad%%:*}
+  expect 1 "sim with policy $name" -- "$pt" sim --trace "$snap" --policy "$pol/$name.lua"
+  case $bad in *:*) one_line "$name.lua:${bad#*:}" ;; *) one_line "$name.lua" ;; esac
+done
+[ -e /tmp/pagetune-pwned ] && { echo "FAIL: a policy executed a command"; fails=$((fails + 1)); }
+expect 1 "sim with a precompiled policy" -- "$pt" sim --trace "$snap" --policy "$pol/precompiled.lua"
+one_line "precompiled.lua"
+
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]
