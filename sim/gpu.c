@@ -41,6 +41,11 @@ static int parse_line(pt_gpu *g, char *line, const char *path, int lineno, pt_er
   } else if (!strcmp(key, "sms")) {
     if (sscanf(rest, "%u %c", &g->tlb.sms, &extra) != 1 || !g->tlb.sms || g->tlb.sms > 4096)
       return pt_err_set(err, PT_EFORMAT, "%s:%d: sms must be 1..4096", path, lineno);
+  } else if (!strcmp(key, "memory_bytes")) {
+    unsigned long long v;
+    if (sscanf(rest, "%llu %c", &v, &extra) != 1 || !v)
+      return pt_err_set(err, PT_EFORMAT, "%s:%d: memory_bytes wants a positive integer", path, lineno);
+    g->memory_bytes = v;
   } else if (!strcmp(key, "l1_tlb") || !strcmp(key, "l2_tlb")) {
     pt_tlb_geom *t = key[1] == '1' ? &g->tlb.l1 : &g->tlb.l2;
     if (sscanf(rest, "%u %u %lf %c", &t->sets, &t->ways, &t->hit_ns, &extra) != 3 || !t->sets || !t->ways ||

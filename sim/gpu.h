@@ -6,6 +6,7 @@
  *   description NVIDIA H200 ...
  *   mmu v3                          (v3: Hopper; v2: Pascal–Ada)
  *   sms 132
+ *   memory_bytes N                  (device memory as CUDA reports it; caps are fractions of it)
  *   l1_tlb SETS WAYS HIT_NS         (per SM)
  *   l2_tlb SETS WAYS HIT_NS         (shared)
  *   pwc SETS WAYS                   (page-walk cache)
@@ -35,6 +36,7 @@ typedef struct pt_gpu {
   } bookkeeping[8];
   int nbookkeeping;
   const pt_mmu_desc *mmu;
+  uint64_t memory_bytes;
   pt_tlb_config tlb;
   pt_cost_model cost;
   pt_cost_points points[PT_DRV_NCALLS];

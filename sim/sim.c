@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sha256.h"
 #include "u64map.h"
 
 #define FAILED UINT64_MAX       /* handle of a request that hit OOM */
@@ -75,6 +76,30 @@ void pt_trace_data_free(pt_trace_data *t) {
   free(t->ev);
   free(t->path);
   memset(t, 0, sizeof *t);
+}
+
+static unsigned char *put_le(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) *p++ = (unsigned char)(v >> (8 * i));
+  return p;
+}
+
+void pt_trace_content_hash(const pt_trace_data *t, char out[65]) {
+  pt_sha256 s;
+  pt_sha256_init(&s);
+  for (size_t i = 0; i < t->n; i++) {
+    const pt_event *e = &t->ev[i];
+    unsigned char buf[2 + 6 * 8], *p = buf;
+    *p++ = e->kind;
+    *p++ = e->flags;
+    p = put_le(p, e->id);
+    p = put_le(p, e->bytes);
+    p = put_le(p, e->addr);
+    p = put_le(p, e->stream);
+    p = put_le(p, e->offset);
+    p = put_le(p, (uint64_t)e->time_us);
+    pt_sha256_update(&s, buf, (size_t)(p - buf));
+  }
+  pt_sha256_final_hex(&s, out);
 }
 
 /* ---- run state ------------------------------------------------------------------ */

@@ -32,6 +32,9 @@ typedef struct pt_trace_data {
 
 int pt_trace_load(const char *path, const pt_trace_opts *opts, pt_err *err, pt_trace_data *out /* OUT */);
 void pt_trace_data_free(pt_trace_data *t);
+/* SHA-256 (hex) of the records, field by field: the same content from a
+   snapshot or from its imported native trace hashes the same. */
+void pt_trace_content_hash(const pt_trace_data *t, char out[65]);
 
 typedef struct pt_sim_config {
   const pt_mech_ops *mech;
