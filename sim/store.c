@@ -15,12 +15,15 @@
  * back as NaN.  No user text is ever pasted into SQL: it is bound.
  */
 #include "store.h"
+#include "sha256.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -34,8 +37,8 @@
 /* ---- schema ------------------------------------------------------------ */
 
 /* Column definitions, names and placeholders generated from the X-macros. */
-#define PT_RES_DEF(t, f, h) ", " #f PT_SQL_##t
-#define PT_RES_CALL_DEF(n) ", calls_" #n " INTEGER, bytes_" #n " INTEGER"
+#define PT_RES_DEF(t, f, h) ",\n  " #f PT_SQL_##t
+#define PT_RES_CALL_DEF(n) ",\n  calls_" #n " INTEGER, bytes_" #n " INTEGER"
 #define PT_RES_NAME(t, f, h) ", " #f
 #define PT_RES_CALL_NAME(n) ", calls_" #n ", bytes_" #n
 #define PT_RES_QM(t, f, h) ", ?"
@@ -43,13 +46,13 @@
 #define PT_RES_SEL(t, f, h) ", s." #f
 #define PT_RES_CALL_SEL(n) ", s.calls_" #n ", s.bytes_" #n
 #define PT_RES_CALL_SUM(n) " + s.calls_" #n
-#define PT_TR_DEF(f, h) ", " #f " INTEGER"
+#define PT_TR_DEF(f, h) ",\n  " #f " INTEGER"
 #define PT_TR_NAME(f, h) ", " #f
 #define PT_TR_QM(f, h) ", ?"
 
 /* Columns of results after the stats and the driver calls (fixed). */
-#define PT_RES_TAIL_DEF ", predicted_alloc_us REAL, predicted_translation_us REAL, " \
-                        "addresses_followed INTEGER, sim_seconds REAL"
+#define PT_RES_TAIL_DEF ",\n  predicted_alloc_us REAL, predicted_translation_us REAL,\n" \
+                        "  addresses_followed INTEGER, sim_seconds REAL"
 #define PT_RES_TAIL_NAME ", predicted_alloc_us, predicted_translation_us, addresses_followed, sim_seconds"
 
 /*
@@ -58,92 +61,99 @@
  * the best views go to the other objective, then to the older run.
  */
 static const char pt_store_schema_v1[] =
-  "PRAGMA application_id = " PT_STR(PT_STORE_APPLICATION_ID) ";"
-  "CREATE TABLE traces ("
-  " id INTEGER PRIMARY KEY,"
-  " content_hash TEXT NOT NULL UNIQUE,"
-  " name TEXT NOT NULL,"
-  " source TEXT NOT NULL DEFAULT ''"
-  PT_TRACE_STATS_FIELDS(PT_TR_DEF) ","
-  " added_at TEXT NOT NULL DEFAULT " PT_NOW ");"
-  "CREATE TABLE policies ("
-  " id INTEGER PRIMARY KEY,"
-  " text_hash TEXT NOT NULL UNIQUE,"
-  " name TEXT NOT NULL,"
-  " mechanism TEXT NOT NULL DEFAULT '',"
-  " text TEXT NOT NULL,"
-  " added_at TEXT NOT NULL DEFAULT " PT_NOW ");"
-  "CREATE TABLE runs ("
-  " id INTEGER PRIMARY KEY,"
-  " trace_id INTEGER NOT NULL REFERENCES traces(id),"
-  " policy_id INTEGER NOT NULL REFERENCES policies(id),"
-  " params_json TEXT NOT NULL,"
-  " capacity INTEGER NOT NULL,"
-  " gpu TEXT NOT NULL,"
-  " engine_version TEXT NOT NULL,"
-  " git_revision TEXT NOT NULL DEFAULT '',"
-  " created_at TEXT NOT NULL DEFAULT " PT_NOW ","
-  " UNIQUE (trace_id, policy_id, params_json, capacity, gpu, engine_version));"
-  "CREATE INDEX runs_policy ON runs(policy_id);"
-  "CREATE TABLE results ("
-  " run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE"
-  PT_SIM_STATS_FIELDS(PT_RES_DEF) PT_DRIVER_CALLS(PT_RES_CALL_DEF) PT_RES_TAIL_DEF ");"
-  "CREATE TABLE timelines ("
-  " run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-  " seq INTEGER NOT NULL,"
-  " event INTEGER NOT NULL,"
-  " time_us INTEGER NOT NULL,"
-  " reserved_bytes INTEGER NOT NULL,"
-  " allocated_bytes INTEGER NOT NULL,"
-  " PRIMARY KEY (run_id, seq)) WITHOUT ROWID;"
-  "CREATE TABLE calibrations ("
-  " id INTEGER PRIMARY KEY,"
-  " gpu TEXT NOT NULL,"
-  " call TEXT NOT NULL,"
-  " bytes INTEGER NOT NULL,"
-  " us REAL NOT NULL,"
-  " measured_at TEXT NOT NULL DEFAULT " PT_NOW ","
-  " source TEXT NOT NULL DEFAULT '');"
-  "CREATE INDEX calibrations_gpu_call ON calibrations(gpu, call);"
-  "CREATE TABLE measurements ("
-  " id INTEGER PRIMARY KEY,"
-  " run_id INTEGER REFERENCES runs(id) ON DELETE CASCADE,"
-  " kind TEXT NOT NULL,"
-  " value REAL NOT NULL,"
-  " unit TEXT NOT NULL DEFAULT '',"
-  " measured_at TEXT NOT NULL DEFAULT " PT_NOW ","
-  " machine TEXT NOT NULL DEFAULT '',"
-  " notes TEXT NOT NULL DEFAULT '');"
-  "CREATE INDEX measurements_run ON measurements(run_id);"
-  "CREATE VIEW run_summary AS"
-  " SELECT r.id AS run_id, t.name AS trace, t.content_hash AS trace_hash,"
-  "  p.name AS policy, p.mechanism AS mechanism, r.params_json, r.capacity, r.gpu,"
-  "  r.engine_version, r.git_revision, r.created_at,"
-  "  s.peak_reserved_bytes, s.peak_allocated_bytes, s.fragmentation, s.segments_allocated,"
-  "  s.cache_hits, s.ooms, (0" PT_DRIVER_CALLS(PT_RES_CALL_SUM) ") AS driver_calls,"
-  "  s.predicted_alloc_us, s.predicted_translation_us, r.trace_id, r.policy_id"
-  " FROM runs r JOIN traces t ON t.id = r.trace_id JOIN policies p ON p.id = r.policy_id"
-  "  JOIN results s ON s.run_id = r.id;"
-  "CREATE VIEW best_per_trace AS"
-  " SELECT objective, trace_id, trace, run_id, policy, params_json, capacity, gpu,"
-  "  peak_reserved_bytes, predicted_alloc_us FROM ("
-  "  SELECT 'memory' AS objective, *, row_number() OVER (PARTITION BY trace_id"
-  "   ORDER BY peak_reserved_bytes, predicted_alloc_us IS NULL, predicted_alloc_us, run_id) AS rank"
-  "  FROM run_summary"
-  "  UNION ALL"
-  "  SELECT 'time' AS objective, *, row_number() OVER (PARTITION BY trace_id"
-  "   ORDER BY predicted_alloc_us, peak_reserved_bytes, run_id) AS rank"
-  "  FROM run_summary WHERE predicted_alloc_us IS NOT NULL)"
-  " WHERE rank = 1;"
-  "CREATE VIEW pareto AS"
-  " SELECT a.* FROM run_summary a"
-  " WHERE a.predicted_alloc_us IS NOT NULL AND NOT EXISTS ("
-  "  SELECT 1 FROM runs rb JOIN results b ON b.run_id = rb.id"
-  "  WHERE rb.trace_id = a.trace_id AND b.predicted_alloc_us IS NOT NULL"
-  "   AND b.predicted_alloc_us <= a.predicted_alloc_us"
-  "   AND b.peak_reserved_bytes <= a.peak_reserved_bytes"
-  "   AND (b.predicted_alloc_us < a.predicted_alloc_us"
-  "        OR b.peak_reserved_bytes < a.peak_reserved_bytes));";
+  "PRAGMA application_id = " PT_STR(PT_STORE_APPLICATION_ID) ";\n"
+  "CREATE TABLE traces (\n"
+  "  id INTEGER PRIMARY KEY,\n"
+  "  content_hash TEXT NOT NULL UNIQUE,\n"
+  "  name TEXT NOT NULL,\n"
+  "  source TEXT NOT NULL DEFAULT ''"
+  PT_TRACE_STATS_FIELDS(PT_TR_DEF) ",\n"
+  "  added_at TEXT NOT NULL DEFAULT " PT_NOW "\n"
+  ");\n"
+  "CREATE TABLE policies (\n"
+  "  id INTEGER PRIMARY KEY,\n"
+  "  text_hash TEXT NOT NULL UNIQUE,\n"
+  "  name TEXT NOT NULL,\n"
+  "  mechanism TEXT NOT NULL DEFAULT '',\n"
+  "  text TEXT NOT NULL,\n"
+  "  added_at TEXT NOT NULL DEFAULT " PT_NOW "\n"
+  ");\n"
+  "CREATE TABLE runs (\n"
+  "  id INTEGER PRIMARY KEY,\n"
+  "  trace_id INTEGER NOT NULL REFERENCES traces(id),\n"
+  "  policy_id INTEGER NOT NULL REFERENCES policies(id),\n"
+  "  params_json TEXT NOT NULL,\n"
+  "  capacity INTEGER NOT NULL,\n"
+  "  gpu TEXT NOT NULL,\n"
+  "  engine_version TEXT NOT NULL,\n"
+  "  git_revision TEXT NOT NULL DEFAULT '',\n"
+  "  created_at TEXT NOT NULL DEFAULT " PT_NOW ",\n"
+  "  UNIQUE (trace_id, policy_id, params_json, capacity, gpu, engine_version)\n"
+  ");\n"
+  "CREATE INDEX runs_policy ON runs(policy_id);\n"
+  "CREATE TABLE results (\n"
+  "  run_id INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE"
+  PT_SIM_STATS_FIELDS(PT_RES_DEF) PT_DRIVER_CALLS(PT_RES_CALL_DEF) PT_RES_TAIL_DEF "\n"
+  ");\n"
+  "CREATE TABLE timelines (\n"
+  "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
+  "  seq INTEGER NOT NULL,\n"
+  "  event INTEGER NOT NULL,\n"
+  "  time_us INTEGER NOT NULL,\n"
+  "  reserved_bytes INTEGER NOT NULL,\n"
+  "  allocated_bytes INTEGER NOT NULL,\n"
+  "  PRIMARY KEY (run_id, seq)\n"
+  ") WITHOUT ROWID;\n"
+  "CREATE TABLE calibrations (\n"
+  "  id INTEGER PRIMARY KEY,\n"
+  "  gpu TEXT NOT NULL,\n"
+  "  call TEXT NOT NULL,\n"
+  "  bytes INTEGER NOT NULL,\n"
+  "  us REAL NOT NULL,\n"
+  "  measured_at TEXT NOT NULL DEFAULT " PT_NOW ",\n"
+  "  source TEXT NOT NULL DEFAULT ''\n"
+  ");\n"
+  "CREATE INDEX calibrations_gpu_call ON calibrations(gpu, call);\n"
+  "CREATE TABLE measurements (\n"
+  "  id INTEGER PRIMARY KEY,\n"
+  "  run_id INTEGER REFERENCES runs(id) ON DELETE CASCADE,\n"
+  "  kind TEXT NOT NULL,\n"
+  "  value REAL NOT NULL,\n"
+  "  unit TEXT NOT NULL DEFAULT '',\n"
+  "  measured_at TEXT NOT NULL DEFAULT " PT_NOW ",\n"
+  "  machine TEXT NOT NULL DEFAULT '',\n"
+  "  notes TEXT NOT NULL DEFAULT ''\n"
+  ");\n"
+  "CREATE INDEX measurements_run ON measurements(run_id);\n"
+  "CREATE VIEW run_summary AS\n"
+  "  SELECT r.id AS run_id, t.name AS trace, t.content_hash AS trace_hash,\n"
+  "    p.name AS policy, p.mechanism AS mechanism, r.params_json, r.capacity, r.gpu,\n"
+  "    r.engine_version, r.git_revision, r.created_at,\n"
+  "    s.peak_reserved_bytes, s.peak_allocated_bytes, s.fragmentation, s.segments_allocated,\n"
+  "    s.cache_hits, s.ooms, (0" PT_DRIVER_CALLS(PT_RES_CALL_SUM) ") AS driver_calls,\n"
+  "    s.predicted_alloc_us, s.predicted_translation_us, r.trace_id, r.policy_id\n"
+  "  FROM runs r JOIN traces t ON t.id = r.trace_id JOIN policies p ON p.id = r.policy_id\n"
+  "    JOIN results s ON s.run_id = r.id;\n"
+  "CREATE VIEW best_per_trace AS\n"
+  "  SELECT objective, trace_id, trace, run_id, policy, params_json, capacity, gpu,\n"
+  "    peak_reserved_bytes, predicted_alloc_us\n"
+  "  FROM (SELECT 'memory' AS objective, *, row_number() OVER (PARTITION BY trace_id\n"
+  "          ORDER BY peak_reserved_bytes, predicted_alloc_us IS NULL, predicted_alloc_us, run_id) AS place\n"
+  "        FROM run_summary\n"
+  "        UNION ALL\n"
+  "        SELECT 'time' AS objective, *, row_number() OVER (PARTITION BY trace_id\n"
+  "          ORDER BY predicted_alloc_us, peak_reserved_bytes, run_id) AS place\n"
+  "        FROM run_summary WHERE predicted_alloc_us IS NOT NULL)\n"
+  "  WHERE place = 1;\n"
+  "CREATE VIEW pareto AS\n"
+  "  SELECT a.* FROM run_summary a\n"
+  "  WHERE a.predicted_alloc_us IS NOT NULL AND NOT EXISTS (\n"
+  "    SELECT 1 FROM runs rb JOIN results b ON b.run_id = rb.id\n"
+  "    WHERE rb.trace_id = a.trace_id AND b.predicted_alloc_us IS NOT NULL\n"
+  "      AND b.predicted_alloc_us <= a.predicted_alloc_us\n"
+  "      AND b.peak_reserved_bytes <= a.peak_reserved_bytes\n"
+  "      AND (b.predicted_alloc_us < a.predicted_alloc_us\n"
+  "           OR b.peak_reserved_bytes < a.peak_reserved_bytes));\n";
 
 /*
  * Migration steps: step i takes user_version i to i + 1.  A step is applied
@@ -404,6 +414,41 @@ static int pt_one_row(sqlite3 *db, const char *sql, int64_t *num, char *text, si
   return rc != SQLITE_OK ? rc : frc;
 }
 
+/*
+ * Why the file could not be opened or read, in words.  SQLite's errno is
+ * often that of a later, harmless call (its fallback open), so look again:
+ * a missing file, a directory we cannot create files in (the database keeps
+ * its -wal and -shm files beside it, so even a reader needs that), a file we
+ * cannot write.
+ */
+static int pt_access_fail(pt_store *s, pt_err *err, const char *what, const char *m) {
+  char dir[4096];
+  const char *slash = strrchr(s->path, '/');
+  if (!slash) snprintf(dir, sizeof dir, ".");
+  else if (slash == s->path) snprintf(dir, sizeof dir, "/");
+  else snprintf(dir, sizeof dir, "%.*s", (int)(slash - s->path), s->path);
+  struct stat sb;
+  if (stat(s->path, &sb) != 0) {
+    int e = errno;
+    if (e == ENOENT && !s->readonly && access(dir, W_OK | X_OK) != 0)
+      return pt_err_set(err, PT_EIO, "%s: cannot create the database: directory %s: %s", s->path, dir,
+                        strerror(errno));
+    return pt_err_set(err, PT_EIO, "%s: %s: %s", s->path, what, strerror(e));
+  }
+  if (S_ISDIR(sb.st_mode))
+    return pt_err_set(err, PT_EIO, "%s: %s: is a directory", s->path, what);
+  if (access(dir, W_OK | X_OK) != 0)
+    return pt_err_set(err, PT_EIO,
+                      "%s: %s: directory %s is not writable, and the database keeps its -wal and -shm "
+                      "files beside it", s->path, what, dir);
+  if (!s->readonly && access(s->path, R_OK | W_OK) != 0)
+    return pt_err_set(err, PT_EIO, "%s: %s: %s; fix the file's permissions", s->path, what,
+                      strerror(errno));
+  int e = sqlite3_system_errno(s->db);
+  if (e) return pt_err_set(err, PT_EIO, "%s: %s: %s (%s)", s->path, what, m, strerror(e));
+  return pt_err_set(err, PT_EIO, "%s: %s: %s", s->path, what, m);
+}
+
 /* A failure before the file is known to be ours: name what the file is. */
 static int pt_open_fail(pt_store *s, int src, pt_err *err, const char *what) {
   const char *m = sqlite3_errmsg(s->db);
@@ -415,14 +460,11 @@ static int pt_open_fail(pt_store *s, int src, pt_err *err, const char *what) {
   case SQLITE_CANTOPEN:
   case SQLITE_READONLY:
   case SQLITE_PERM:
+    return pt_access_fail(s, err, what, m);
   case SQLITE_IOERR: {
     int e = sqlite3_system_errno(s->db);
-    const char *hint = (src & 0xff) == SQLITE_READONLY || (src & 0xff) == SQLITE_PERM || e == EACCES ||
-                               e == EPERM || e == EROFS
-                           ? "; check the permissions of the file and its directory"
-                           : "";
-    if (e) return pt_err_set(err, PT_EIO, "%s: %s: %s (%s)%s", s->path, what, m, strerror(e), hint);
-    return pt_err_set(err, PT_EIO, "%s: %s: %s%s", s->path, what, m, hint);
+    if (e) return pt_err_set(err, PT_EIO, "%s: %s: %s (%s)", s->path, what, m, strerror(e));
+    return pt_err_set(err, PT_EIO, "%s: %s: %s", s->path, what, m);
   }
   default:
     return pt_err_set(err, pt_code_of(src), "%s: %s: %s", s->path, what, m);
@@ -608,7 +650,7 @@ static void pt_tx_abort(pt_store *s) {
 }
 
 static int pt_tx_end(pt_store *s, pt_err *err) {
-  int rc = pt_exec_stmt(s, s->batch ? PT_ST_RELEASE : PT_ST_COMMIT, err, "committing");
+  int rc = pt_exec_stmt(s, s->batch ? PT_ST_RELEASE : PT_ST_COMMIT, err, "committing run");
   if (rc < 0) pt_tx_abort(s);
   return rc;
 }
@@ -642,7 +684,6 @@ int pt_store_rollback(pt_store *s, pt_err *err) {
 
 /* ---- writes ------------------------------------------------------------- */
 
-static void pt_sha256_hex(const void *data, size_t len, char out[65]);
 
 /* INSERT ... ON CONFLICT DO NOTHING, then the id of the row that is there. */
 static int pt_insert_or_find(pt_store *s, sqlite3_stmt *ins, sqlite3_stmt *find, const char *key,
@@ -1012,58 +1053,3 @@ int pt_store_timeline(pt_store *s, int64_t run_id, pt_err *err, pt_sim_point **p
   return 0;
 }
 
-/* ---- SHA-256 (FIPS 180-4) for policy text hashes ------------------------- */
-
-static const uint32_t pt_sha256_k[64] = {
-  0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
-  0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
-  0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-  0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
-  0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
-  0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-  0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-  0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
-};
-
-#define PT_ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
-
-static void pt_sha256_block(uint32_t h[8], const unsigned char *p) {
-  uint32_t w[64], a[8];
-  for (int i = 0; i < 16; i++)
-    w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
-  for (int i = 16; i < 64; i++) {
-    uint32_t s0 = PT_ROR(w[i - 15], 7) ^ PT_ROR(w[i - 15], 18) ^ (w[i - 15] >> 3);
-    uint32_t s1 = PT_ROR(w[i - 2], 17) ^ PT_ROR(w[i - 2], 19) ^ (w[i - 2] >> 10);
-    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-  }
-  memcpy(a, h, sizeof a);
-  for (int i = 0; i < 64; i++) {
-    uint32_t S1 = PT_ROR(a[4], 6) ^ PT_ROR(a[4], 11) ^ PT_ROR(a[4], 25);
-    uint32_t ch = (a[4] & a[5]) ^ (~a[4] & a[6]);
-    uint32_t t1 = a[7] + S1 + ch + pt_sha256_k[i] + w[i];
-    uint32_t S0 = PT_ROR(a[0], 2) ^ PT_ROR(a[0], 13) ^ PT_ROR(a[0], 22);
-    uint32_t maj = (a[0] & a[1]) ^ (a[0] & a[2]) ^ (a[1] & a[2]);
-    uint32_t t2 = S0 + maj;
-    memmove(a + 1, a, 7 * sizeof a[0]);
-    a[4] += t1;
-    a[0] = t1 + t2;
-  }
-  for (int i = 0; i < 8; i++) h[i] += a[i];
-}
-
-static void pt_sha256_hex(const void *data, size_t len, char out[65]) {
-  uint32_t h[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                   0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  const unsigned char *p = data;
-  size_t left = len;
-  for (; left >= 64; p += 64, left -= 64) pt_sha256_block(h, p);
-  unsigned char last[128] = {0};
-  if (left) memcpy(last, p, left);
-  last[left] = 0x80;
-  size_t nb = left + 9 <= 64 ? 64 : 128;
-  uint64_t bits = (uint64_t)len * 8;
-  for (size_t i = 0; i < 8; i++) last[nb - 1 - i] = (unsigned char)(bits >> (8 * i));
-  pt_sha256_block(h, last);
-  if (nb == 128) pt_sha256_block(h, last + 64);
-  for (int i = 0; i < 8; i++) snprintf(out + 8 * i, 9, "%08x", (unsigned)h[i]);
-}

@@ -10,15 +10,17 @@
  * from PT_SIM_STATS_FIELDS and PT_DRIVER_CALLS (and the traces table from
  * PT_TRACE_STATS_FIELDS), so a new stats field needs no change here.  A
  * database written by an older build gets the new column added when it is
- * next opened read-write (NULL in the rows stored before; read back as 0).
+ * next opened read-write (NULL in the rows stored before; read back as 0,
+ * or NaN for a double).
  *
  * Every function returns 0 or a negative PT_E* code with one line in err,
- * "DBPATH: reason".  PT_EIO: the file or its directory cannot be written,
- * the disk is full, a lock was held past the 5 s busy timeout; PT_EFORMAT:
- * not a pagetune database, or one from a newer pagetune; PT_ELIMIT: a string
- * too long for pt_store_run's fields; PT_EUSAGE: a write on a read-only
- * handle, commit without begin.  A failed write rolls back what it had
- * written, so the database never holds half a run.
+ * "DBPATH: reason".  PT_EIO: the file or its directory cannot be read or
+ * written, the disk is full, a lock was held past the 5 s busy timeout;
+ * PT_EFORMAT: not a pagetune database (corrupt, another program's), or one
+ * from a newer pagetune; PT_ELIMIT: a string too long for pt_store_run's
+ * fields; PT_EUSAGE: a write on a read-only handle, commit without begin, a
+ * trace_id, policy_id or run_id that is not stored.  A failed write rolls
+ * back what it had written, so the database never holds half a run.
  *
  * A handle belongs to one thread at a time.  Several processes may open the
  * same database: the journal is WAL, so readers query while a writer writes.
@@ -93,10 +95,11 @@ int pt_store_put_run(pt_store *s, const pt_store_run_key *k, const char *git_rev
                      const pt_sim_result *r, pt_err *err, int64_t *run_id /* OUT */);
 
 /*
- * Optional outer batch for sweeps: BEGIN IMMEDIATE ... COMMIT.  Puts inside
- * it use savepoints, so one failed put does not undo the others — except a
- * full disk or an I/O error, after which SQLite may have rolled the whole
- * batch back (the message then says so, and the batch is over).
+ * Optional outer batch for sweeps: BEGIN IMMEDIATE ... COMMIT (fewer fsyncs,
+ * but a kill loses the whole open batch).  Puts inside it use savepoints, so
+ * one failed put does not undo the others — except a full disk or an I/O
+ * error, after which SQLite may have rolled the whole batch back (the message
+ * then says so, and the batch is over).  A failed commit rolls the batch back.
  */
 int pt_store_begin(pt_store *s, pt_err *err);
 int pt_store_commit(pt_store *s, pt_err *err);
