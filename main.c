@@ -15,17 +15,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "driver.h"
 #include "error.h"
+#include "export.h"
 #include "gen.h"
 #include "gpu.h"
 #include "mech.h"
 #include "policy.h"
+#include "report.h"
 #include "sim.h"
+#include "store.h"
 #include "trace.h"
 #include "tracestats.h"
+#include "tune.h"
 
 #define EXIT_BAD 1
 #define EXIT_USAGE 2
@@ -487,6 +493,810 @@ static int cmd_sim(int argc, char **argv) {
   return 0;
 }
 
+/* ---- the workbench: sweep, tune, best, report, export ------------------------------ */
+
+#define ENGINE_VERSION "pagetune-" PACKAGE_VERSION "/model-1"
+#define DEFAULT_DB "pagetune.db"
+
+/* A trace loaded for the workbench, and its row in the store. */
+typedef struct wb_trace {
+  pt_trace_data t;
+  char hash[65];
+  int64_t id;
+} wb_trace;
+
+static const char *base_name(const char *path) {
+  const char *s = strrchr(path, '/');
+  return s ? s + 1 : path;
+}
+
+static int wb_load_trace(pt_store *db, const char *path, pt_err *err, wb_trace *out) {
+  memset(out, 0, sizeof *out);
+  int rc = pt_trace_load(path, NULL, err, &out->t);
+  if (rc < 0) return rc;
+  pt_trace *t;
+  pt_trace_stats st;
+  if ((rc = pt_trace_open(path, NULL, err, &t)) < 0) goto fail;
+  rc = pt_trace_stats_compute(t, &st, err);
+  pt_trace_close(t);
+  if (rc < 0) goto fail;
+  pt_trace_content_hash(&out->t, out->hash);
+  if ((rc = pt_store_put_trace(db, base_name(path), path, out->hash, &st, err, &out->id)) < 0) goto fail;
+  return 0;
+fail:
+  pt_trace_data_free(&out->t);
+  return rc;
+}
+
+static int wb_load_policy(pt_store *db, const char *arg, pt_err *err, pt_policy **pol, int64_t *id) {
+  char buf[4096];
+  int rc = pt_policy_load(policy_path(arg, buf, sizeof buf), NULL, err, pol);
+  if (rc < 0) return rc;
+  size_t len;
+  const char *text = pt_policy_source(*pol, &len);
+  if ((rc = pt_store_put_policy(db, pt_policy_name(*pol), pt_policy_mechanism(*pol), text, len, err, id)) < 0) {
+    pt_policy_free(*pol);
+    *pol = NULL;
+  }
+  return rc;
+}
+
+/* Parameters as canonical JSON: keys sorted, numbers in one format, unlimited (inf) as null. */
+static void params_json(const pt_params *p, char *buf, size_t n) {
+  int order[PT_MAX_PARAMS];
+  for (int i = 0; i < p->n; i++) order[i] = i;
+  for (int i = 1; i < p->n; i++)
+    for (int j = i; j > 0 && strcmp(p->v[order[j - 1]].name, p->v[order[j]].name) > 0; j--) {
+      int tmp = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = tmp;
+    }
+  size_t len = 0;
+  len += (size_t)snprintf(buf + len, n - len, "{");
+  for (int k = 0; k < p->n && len < n; k++) {
+    double v = p->v[order[k]].value;
+    if (isfinite(v)) len += (size_t)snprintf(buf + len, n - len, "%s\"%s\":%.17g", k ? "," : "", p->v[order[k]].name, v);
+    else len += (size_t)snprintf(buf + len, n - len, "%s\"%s\":null", k ? "," : "", p->v[order[k]].name); /* unlimited */
+  }
+  if (len < n) snprintf(buf + len, n - len, "}");
+}
+
+typedef struct wb_env {
+  pt_store *db;
+  const pt_gpu *gpu;
+  uint64_t capacity;
+} wb_env;
+
+/*
+ * Run the policy's current parameters on the trace unless that run is
+ * stored already; *stored says which.  On success *res holds the result
+ * (free with pt_sim_result_free) when it was run, and is zeroed otherwise.
+ */
+static int wb_run(const wb_env *env, wb_trace *tr, pt_policy *pol, int64_t policy_id, pt_err *err,
+                  int64_t *run_id, int *ran, pt_sim_result *res) {
+  pt_sim_config cfg = {.capacity = env->capacity, .gpu = env->gpu};
+  cfg.mech = pt_mech_find(pt_policy_mechanism(pol));
+  pt_policy_params(pol, &cfg.params);
+  pt_policy_get_hooks(pol, &cfg.hooks);
+  char pj[1024];
+  params_json(&cfg.params, pj, sizeof pj);
+  pt_store_run_key key = {tr->id, policy_id, pj, env->capacity, env->gpu ? env->gpu->name : "", ENGINE_VERSION};
+  memset(res, 0, sizeof *res);
+  *ran = 0;
+  int rc = pt_store_find_run(env->db, &key, err, run_id);
+  if (rc < 0 || *run_id) return rc;
+  if ((rc = pt_sim_run(&tr->t, &cfg, err, res)) < 0) return rc;
+  *ran = 1;
+  if ((rc = pt_store_put_run(env->db, &key, PT_GIT_REVISION, res, err, run_id)) < 0) pt_sim_result_free(res);
+  return rc;
+}
+
+/* ---- objectives ---- */
+
+typedef struct objective {
+  int kind; /* 0 time, 1 memory, 2 weighted */
+  double w, t_ref, m_ref;
+} objective;
+
+static int parse_objective(const char *s, objective *o) {
+  *o = (objective){0};
+  if (!strcmp(s, "time")) return 0;
+  if (!strcmp(s, "memory")) {
+    o->kind = 1;
+    return 0;
+  }
+  if (!strncmp(s, "weighted:", 9)) {
+    char *end;
+    o->kind = 2;
+    o->w = strtod(s + 9, &end);
+    if (end != s + 9 && !*end && o->w >= 0 && o->w <= 1) return 0;
+  }
+  return -1;
+}
+
+/* Lower is better; a run that hit OOM, or lacks the figure, is out (HUGE_VAL). */
+static double objective_value(const objective *o, const pt_sim_result *r) {
+  if (r->ooms) return HUGE_VAL;
+  double t = r->has_gpu ? r->predicted_alloc_us : NAN, m = (double)r->peak_reserved_bytes;
+  double v = o->kind == 0 ? t : o->kind == 1 ? m : o->w * t / o->t_ref + (1 - o->w) * m / o->m_ref;
+  return isfinite(v) ? v : HUGE_VAL;
+}
+
+/* ---- progress ---- */
+
+typedef struct progress {
+  size_t done, total;
+  double t0;
+  int tty;
+} progress;
+
+static double wall_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void progress_step(progress *p, const char *what, int ran) {
+  p->done++;
+  double el = wall_now() - p->t0, rate = el > 0 ? (double)p->done / el : 0;
+  double eta = rate > 0 ? (double)(p->total - p->done) / rate : 0;
+  if (p->tty)
+    fprintf(stderr, "\r[%zu/%zu] %5.1f runs/s  ETA %4.0f s  %-50.50s", p->done, p->total, rate, eta, what);
+  else
+    fprintf(stderr, "run %zu/%zu: %s: %s\n", p->done, p->total, what, ran ? "stored" : "already stored, skipped");
+  if (p->tty && p->done == p->total) fputc('\n', stderr);
+}
+
+/* ---- pagetune sweep ---- */
+
+static const char sweep_help[] =
+    "usage: pagetune sweep [--db DB] --trace T... --policy P... [--grid NAME=A,B,C]...\n"
+    "                      [--capacity BYTES] [--gpu NAME] [--json]\n"
+    "\n"
+    "Simulate every trace under every policy, for every combination of the --grid\n"
+    "values (applied to the policies that declare that parameter), and store each\n"
+    "result in DB (default pagetune.db).  A run already stored (same trace\n"
+    "content, policy text, parameters, capacity, GPU and engine version) is\n"
+    "skipped, so an interrupted sweep resumes where it stopped.  Progress goes to\n"
+    "stderr: a bar on a terminal, one line a run otherwise.\n"
+    "\n"
+    "  --db DB           the SQLite database (created if missing)\n"
+    "  --trace T         a trace or PyTorch snapshot (repeatable)\n"
+    "  --policy P        a policy file or bundled name (repeatable)\n"
+    "  --grid NAME=LIST  values for a parameter, comma-separated (repeatable)\n"
+    "  --capacity BYTES  cap on reserved bytes (set_per_process_memory_fraction)\n"
+    "  --gpu NAME        GPU description for predicted times (default h200; 'none' for none)\n"
+    "  --json            a JSON summary on stdout\n";
+
+#define MAX_LIST 64
+
+typedef struct grid_axis {
+  char name[PT_PARAM_NAME_MAX];
+  char values[MAX_LIST][64];
+  int n;
+} grid_axis;
+
+static int parse_grid(const char *arg, grid_axis *g) {
+  const char *eq = strchr(arg, '=');
+  if (!eq || eq == arg || (size_t)(eq - arg) >= sizeof g->name) return -1;
+  snprintf(g->name, sizeof g->name, "%.*s", (int)(eq - arg), arg);
+  g->n = 0;
+  for (const char *p = eq + 1; *p;) {
+    const char *c = strchr(p, ',');
+    size_t len = c ? (size_t)(c - p) : strlen(p);
+    if (!len || len >= sizeof g->values[0] || g->n == MAX_LIST) return -1;
+    snprintf(g->values[g->n++], sizeof g->values[0], "%.*s", (int)len, p);
+    p += len + (c ? 1 : 0);
+  }
+  return g->n ? 0 : -1;
+}
+
+static int policy_declares(const pt_policy *pol, const char *name) {
+  for (int i = 0; i < pt_policy_nparams(pol); i++)
+    if (!strcmp(pt_policy_param_at(pol, i)->name, name)) return 1;
+  return 0;
+}
+
+/* Load the GPU description named by --gpu ("none" = none); h200 by default. */
+static int wb_gpu(const char *name, pt_gpu *g, const pt_gpu **out, pt_err *err) {
+  *out = NULL;
+  if (name && !strcmp(name, "none")) return 0;
+  int rc = pt_gpu_load(name ? name : "h200", err, g);
+  if (rc == 0) *out = g;
+  return rc;
+}
+
+enum { WB_DB = 400, WB_TRACE, WB_POLICY, WB_GRID, WB_CAPACITY, WB_GPU, WB_JSON, WB_OBJECTIVE, WB_BUDGET,
+       WB_SEED, WB_HTML, WB_RUN, WB_FORMAT, WB_MERGE };
+
+static const struct option wb_opts[] = {
+    {"db", required_argument, NULL, WB_DB},           {"trace", required_argument, NULL, WB_TRACE},
+    {"policy", required_argument, NULL, WB_POLICY},   {"grid", required_argument, NULL, WB_GRID},
+    {"capacity", required_argument, NULL, WB_CAPACITY}, {"gpu", required_argument, NULL, WB_GPU},
+    {"json", no_argument, NULL, WB_JSON},             {"objective", required_argument, NULL, WB_OBJECTIVE},
+    {"budget", required_argument, NULL, WB_BUDGET},   {"seed", required_argument, NULL, WB_SEED},
+    {"html", required_argument, NULL, WB_HTML},       {"run", required_argument, NULL, WB_RUN},
+    {"format", required_argument, NULL, WB_FORMAT},   {"merge", required_argument, NULL, WB_MERGE},
+    {"help", no_argument, NULL, 'h'},                 {NULL, 0, NULL, 0}};
+
+/* Options of the workbench commands; `allowed` lists what a command takes. */
+typedef struct wb_args {
+  const char *db, *gpu, *objective, *html, *format, *merge;
+  const char *traces[MAX_LIST], *policies[MAX_LIST];
+  int ntraces, npolicies, json, ngrid;
+  grid_axis grid[8];
+  uint64_t capacity;
+  unsigned long budget, seed, run;
+} wb_args;
+
+#define WB_BIT(o) (1ul << ((o) - WB_DB))
+
+static int parse_wb_args(const char *cmd, const char *help, int argc, char **argv, unsigned long allowed, wb_args *a) {
+  *a = (wb_args){.db = DEFAULT_DB, .objective = "time", .budget = 60, .seed = 1};
+  int c;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":h", wb_opts, NULL)) != -1) {
+    if (c == 'h') {
+      fputs(help, stdout);
+      return -1;
+    }
+    if (c == '?') return usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+    if (c == ':') return usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
+    if (!(allowed & WB_BIT(c))) return usage_error(cmd, "option '%s' does not apply here", argv[optind - 1]);
+    objective o;
+    switch (c) {
+    case WB_DB: a->db = optarg; break;
+    case WB_TRACE:
+      if (a->ntraces == MAX_LIST) return usage_error(cmd, "too many --trace (at most %s)", "64");
+      a->traces[a->ntraces++] = optarg;
+      break;
+    case WB_POLICY:
+      if (a->npolicies == MAX_LIST) return usage_error(cmd, "too many --policy (at most %s)", "64");
+      a->policies[a->npolicies++] = optarg;
+      break;
+    case WB_GRID:
+      if (a->ngrid == 8 || parse_grid(optarg, &a->grid[a->ngrid]) < 0)
+        return usage_error(cmd, "bad --grid '%s' (NAME=A,B,C; at most 8 grids of 64 values)", optarg);
+      a->ngrid++;
+      break;
+    case WB_CAPACITY:
+      if (parse_bytes(optarg, &a->capacity) < 0 || !a->capacity) return usage_error(cmd, "bad --capacity '%s'", optarg);
+      break;
+    case WB_GPU: a->gpu = optarg; break;
+    case WB_JSON: a->json = 1; break;
+    case WB_OBJECTIVE:
+      if (parse_objective(optarg, &o) < 0)
+        return usage_error(cmd, "bad --objective '%s' (time, memory or weighted:W with W in [0,1])", optarg);
+      a->objective = optarg;
+      break;
+    case WB_BUDGET:
+      if (parse_ulong(optarg, 100000, &a->budget) < 0 || !a->budget) return usage_error(cmd, "bad --budget '%s'", optarg);
+      break;
+    case WB_SEED:
+      if (parse_ulong(optarg, ULONG_MAX, &a->seed) < 0) return usage_error(cmd, "bad --seed '%s'", optarg);
+      break;
+    case WB_HTML: a->html = optarg; break;
+    case WB_RUN:
+      if (parse_ulong(optarg, LONG_MAX, &a->run) < 0 || !a->run) return usage_error(cmd, "bad --run '%s'", optarg);
+      break;
+    case WB_FORMAT:
+      if (strcmp(optarg, "env") && strcmp(optarg, "dockerfile") && strcmp(optarg, "json"))
+        return usage_error(cmd, "bad --format '%s' (env, dockerfile or json)", optarg);
+      a->format = optarg;
+      break;
+    case WB_MERGE: a->merge = optarg; break;
+    }
+  }
+  if (optind < argc) return usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+  return 0;
+}
+
+/* Apply grid combination k (mixed radix over the axes the policy declares); -1 when k is past the end. */
+static int apply_grid(pt_policy *pol, const wb_args *a, size_t k, pt_err *err) {
+  for (int g = 0; g < a->ngrid; g++) {
+    if (!policy_declares(pol, a->grid[g].name)) continue;
+    char as[PT_PARAM_NAME_MAX + 80];
+    snprintf(as, sizeof as, "%s=%s", a->grid[g].name, a->grid[g].values[k % (size_t)a->grid[g].n]);
+    k /= (size_t)a->grid[g].n;
+    int rc = pt_policy_set(pol, as, err);
+    if (rc < 0) return rc;
+  }
+  return 0;
+}
+
+static size_t grid_size(const pt_policy *pol, const wb_args *a) {
+  size_t n = 1;
+  for (int g = 0; g < a->ngrid; g++)
+    if (policy_declares(pol, a->grid[g].name)) n *= (size_t)a->grid[g].n;
+  return n;
+}
+
+static int cmd_sweep(int argc, char **argv) {
+  wb_args a;
+  int rc = parse_wb_args("sweep", sweep_help, argc, argv,
+                         WB_BIT(WB_DB) | WB_BIT(WB_TRACE) | WB_BIT(WB_POLICY) | WB_BIT(WB_GRID) | WB_BIT(WB_CAPACITY) |
+                             WB_BIT(WB_GPU) | WB_BIT(WB_JSON),
+                         &a);
+  if (rc) return rc < 0 ? 0 : rc;
+  if (!a.ntraces || !a.npolicies) return usage_error("sweep", "%s", "needs at least one --trace and one --policy");
+  pt_err err = {{0}};
+  static pt_gpu gpu;
+  wb_env env = {.capacity = a.capacity};
+  if (wb_gpu(a.gpu, &gpu, &env.gpu, &err) < 0) return fail(&err);
+  if (pt_store_open(a.db, 0, &err, &env.db) < 0) return fail(&err);
+  pt_policy *pols[MAX_LIST] = {0};
+  int64_t pids[MAX_LIST];
+  wb_trace *trs = calloc((size_t)a.ntraces, sizeof *trs);
+  int ntr = 0, npol = 0;
+  size_t stored = 0, skipped = 0;
+  rc = trs ? 0 : pt_err_set(&err, PT_ENOMEM, "out of memory");
+  for (; rc == 0 && npol < a.npolicies; npol++) rc = wb_load_policy(env.db, a.policies[npol], &err, &pols[npol], &pids[npol]);
+  if (rc < 0) npol--;
+  /* unknown grid names are a usage error: no policy declares them */
+  for (int g = 0; rc == 0 && g < a.ngrid; g++) {
+    int any = 0;
+    for (int p = 0; p < npol; p++) any |= policy_declares(pols[p], a.grid[g].name);
+    if (!any) rc = pt_err_set(&err, PT_EUSAGE, "--grid %s: no policy given declares that parameter", a.grid[g].name);
+  }
+  for (; rc == 0 && ntr < a.ntraces; ntr++) rc = wb_load_trace(env.db, a.traces[ntr], &err, &trs[ntr]);
+  if (rc < 0 && ntr < a.ntraces) ntr--;
+  progress pr = {.t0 = wall_now(), .tty = isatty(2)};
+  for (int p = 0; rc == 0 && p < npol; p++) pr.total += grid_size(pols[p], &a) * (size_t)ntr;
+  for (int ti = 0; rc == 0 && ti < ntr; ti++)
+    for (int p = 0; rc == 0 && p < npol; p++) {
+      size_t n = grid_size(pols[p], &a);
+      for (size_t k = 0; rc == 0 && k < n; k++) {
+        if ((rc = apply_grid(pols[p], &a, k, &err)) < 0) break;
+        int64_t id;
+        int ran;
+        pt_sim_result res;
+        rc = wb_run(&env, &trs[ti], pols[p], pids[p], &err, &id, &ran, &res);
+        if (rc < 0) break;
+        pt_sim_result_free(&res);
+        ran ? stored++ : skipped++;
+        char what[200];
+        pt_params cur;
+        pt_policy_params(pols[p], &cur);
+        char pj[1024];
+        params_json(&cur, pj, sizeof pj);
+        snprintf(what, sizeof what, "%.40s %.40s %.110s", base_name(a.traces[ti]), pt_policy_name(pols[p]), pj);
+        progress_step(&pr, what, ran);
+      }
+    }
+  for (int p = 0; p < npol; p++) pt_policy_free(pols[p]);
+  for (int t = 0; t < ntr; t++) pt_trace_data_free(&trs[t].t);
+  free(trs);
+  pt_store_close(env.db);
+  if (rc < 0) {
+    if (pr.tty && pr.done) fputc('\n', stderr);
+    fail(&err);
+    return rc == PT_EUSAGE ? EXIT_USAGE : EXIT_BAD;
+  }
+  if (a.json) {
+    fputs("{\"db\":", stdout);
+    json_string(stdout, a.db);
+    printf(",\"runs\":%zu,\"stored\":%zu,\"skipped\":%zu}\n", pr.total, stored, skipped);
+  }
+  else printf("%zu runs: %zu simulated and stored, %zu already in %s\n", pr.total, stored, skipped, a.db);
+  return 0;
+}
+
+/* ---- pagetune tune ---- */
+
+static const char tune_help[] =
+    "usage: pagetune tune [--db DB] --trace T --policy P [--objective time|memory|weighted:W]\n"
+    "                     [--budget N] [--capacity BYTES] [--gpu NAME] [--seed S] [--json]\n"
+    "\n"
+    "Search the parameter ranges POLICY declares for the best value of the\n"
+    "objective on TRACE: every combination of parameters with choices (a grid),\n"
+    "and GSL's Nelder-Mead simplex over continuous ones (log scale where declared),\n"
+    "from several starts.  Every point is stored in DB; a run that hits OOM is\n"
+    "out.  Prints the best point and the Pareto front of predicted allocator time\n"
+    "against peak reserved bytes over all stored runs of this trace and policy.\n"
+    "\n"
+    "  --objective O  time (predicted allocator time, default), memory (peak reserved\n"
+    "                 bytes), weighted:W (W*time/time0 + (1-W)*memory/memory0, the 0s\n"
+    "                 being the policy's defaults)\n"
+    "  --budget N     at most N simulations (default 60)\n"
+    "  --seed S       seed of the random starts (default 1)\n"
+    "  --gpu NAME     GPU description for predicted times (default h200)\n"
+    "  (--db, --capacity, --json as for sweep)\n";
+
+typedef struct tune_ctx {
+  const wb_env *env;
+  wb_trace *tr;
+  pt_policy *pol;
+  int64_t policy_id;
+  objective obj;
+  int stored;
+} tune_ctx;
+
+/* Simulate the policy at its current values (storing the run if new). */
+static int tune_point(tune_ctx *c, pt_err *err, pt_sim_result *res) {
+  pt_sim_config cfg = {.capacity = c->env->capacity, .gpu = c->env->gpu};
+  cfg.mech = pt_mech_find(pt_policy_mechanism(c->pol));
+  pt_policy_params(c->pol, &cfg.params);
+  pt_policy_get_hooks(c->pol, &cfg.hooks);
+  char pj[1024];
+  params_json(&cfg.params, pj, sizeof pj);
+  pt_store_run_key key = {c->tr->id, c->policy_id, pj, c->env->capacity, c->env->gpu ? c->env->gpu->name : "",
+                          ENGINE_VERSION};
+  int rc = pt_sim_run(&c->tr->t, &cfg, err, res);
+  if (rc < 0) return rc;
+  int64_t id, found;
+  if ((rc = pt_store_find_run(c->env->db, &key, err, &found)) == 0 && !found &&
+      (rc = pt_store_put_run(c->env->db, &key, PT_GIT_REVISION, res, err, &id)) == 0)
+    c->stored++;
+  if (rc < 0) pt_sim_result_free(res);
+  return rc;
+}
+
+static int tune_eval(void *ctx, const pt_params *point, double *value, pt_err *err) {
+  tune_ctx *c = ctx;
+  for (int i = 0; i < point->n; i++) {
+    char as[PT_PARAM_NAME_MAX + 40];
+    snprintf(as, sizeof as, "%s=%.17g", point->v[i].name, point->v[i].value);
+    int rc = pt_policy_set(c->pol, as, err);
+    if (rc < 0) return rc;
+  }
+  pt_sim_result res;
+  int rc = tune_point(c, err, &res);
+  if (rc < 0) return rc;
+  *value = objective_value(&c->obj, &res);
+  pt_sim_result_free(&res);
+  return 0;
+}
+
+static pt_report_run report_run_of(const pt_store_run *r) {
+  uint64_t calls = 0;
+  for (int i = 0; i < PT_DRV_NCALLS; i++) calls += r->r.driver_calls[i];
+  return (pt_report_run){r->id, r->trace, r->policy, r->mechanism, r->params_json, r->capacity,
+                         r->r.peak_reserved_bytes, r->r.peak_allocated_bytes, r->r.segments_allocated, r->r.ooms, calls,
+                         r->r.fragmentation, r->r.has_gpu ? r->r.predicted_alloc_us : NAN, NULL, 0};
+}
+
+/* Print the stored runs of a trace (and policy) on the Pareto front. */
+static int print_front(pt_store *db, const char *trace, const char *policy, int json, pt_err *err) {
+  pt_store_run *rows;
+  size_t n;
+  int rc = pt_store_runs(db, trace, policy, err, &rows, &n);
+  if (rc < 0) return rc;
+  pt_report_run *rr = calloc(n ? n : 1, sizeof *rr);
+  int *front = calloc(n ? n : 1, sizeof *front);
+  if (!rr || !front) {
+    free(rr);
+    free(front);
+    free(rows);
+    return pt_err_set(err, PT_ENOMEM, "out of memory");
+  }
+  for (size_t i = 0; i < n; i++) rr[i] = report_run_of(&rows[i]);
+  pt_report_pareto(rr, n, front);
+  if (json) fputs("\"pareto\":[", stdout);
+  else printf("Pareto front (predicted allocator time vs peak reserved), %s:\n", trace);
+  int first = 1;
+  for (size_t i = 0; i < n; i++) {
+    if (!front[i]) continue;
+    if (json) {
+      printf("%s{\"run\":%" PRId64 ",\"policy\":", first ? "" : ",", rows[i].id);
+      json_string(stdout, rows[i].policy);
+      printf(",\"params\":%s,\"predicted_alloc_us\":%.6g,\"peak_reserved_bytes\":%" PRIu64 "}", rows[i].params_json,
+             rows[i].r.predicted_alloc_us, rows[i].r.peak_reserved_bytes);
+    } else {
+      printf("  run %-6" PRId64 " %-20s %10.1f us  %12.1f MiB  %s\n", rows[i].id, rows[i].policy,
+             rows[i].r.predicted_alloc_us, rows[i].r.peak_reserved_bytes / 1048576.0, rows[i].params_json);
+    }
+    first = 0;
+  }
+  if (json) fputs("]", stdout);
+  free(rr);
+  free(front);
+  free(rows);
+  return 0;
+}
+
+static int cmd_tune(int argc, char **argv) {
+  wb_args a;
+  int rc = parse_wb_args("tune", tune_help, argc, argv,
+                         WB_BIT(WB_DB) | WB_BIT(WB_TRACE) | WB_BIT(WB_POLICY) | WB_BIT(WB_OBJECTIVE) |
+                             WB_BIT(WB_BUDGET) | WB_BIT(WB_CAPACITY) | WB_BIT(WB_GPU) | WB_BIT(WB_SEED) | WB_BIT(WB_JSON),
+                         &a);
+  if (rc) return rc < 0 ? 0 : rc;
+  if (a.ntraces != 1 || a.npolicies != 1) return usage_error("tune", "%s", "needs exactly one --trace and one --policy");
+  objective obj;
+  parse_objective(a.objective, &obj);
+  pt_err err = {{0}};
+  static pt_gpu gpu;
+  wb_env env = {.capacity = a.capacity};
+  if (wb_gpu(a.gpu, &gpu, &env.gpu, &err) < 0) return fail(&err);
+  if (!env.gpu && obj.kind != 1) return usage_error("tune", "%s", "a time objective needs a GPU description (--gpu)");
+  if (pt_store_open(a.db, 0, &err, &env.db) < 0) return fail(&err);
+  tune_ctx c = {.env = &env, .obj = obj};
+  wb_trace tr;
+  pt_tune_param tp[PT_MAX_PARAMS];
+  int ntp = 0;
+  rc = wb_load_policy(env.db, a.policies[0], &err, &c.pol, &c.policy_id);
+  if (rc == 0 && (rc = wb_load_trace(env.db, a.traces[0], &err, &tr)) < 0) {
+    pt_policy_free(c.pol);
+    c.pol = NULL;
+  }
+  if (rc < 0) {
+    pt_store_close(env.db);
+    return fail(&err);
+  }
+  c.tr = &tr;
+  for (int i = 0; i < pt_policy_nparams(c.pol); i++) {
+    const pt_policy_param *p = pt_policy_param_at(c.pol, i);
+    if (!p->has_range && p->nchoices <= 0) continue;
+    tp[ntp++] = (pt_tune_param){p->name, p->dflt, p->min, p->max, p->log_scale, p->integer, p->choices, p->nchoices};
+  }
+  pt_sim_result res;
+  if (!ntp) rc = pt_err_set(&err, PT_EUSAGE, "%s declares no range or choices to tune", pt_policy_path(c.pol));
+  else rc = tune_point(&c, &err, &res); /* the defaults: the weighted objective's references */
+  pt_tune_result best;
+  if (rc == 0) {
+    c.obj.t_ref = res.has_gpu && res.predicted_alloc_us > 0 ? res.predicted_alloc_us : 1;
+    c.obj.m_ref = res.peak_reserved_bytes ? (double)res.peak_reserved_bytes : 1;
+    pt_sim_result_free(&res);
+    pt_tune_opts o = {.budget = (int)a.budget, .starts = 3, .seed = a.seed};
+    rc = pt_tune(tp, ntp, &o, tune_eval, &c, &err, &best);
+  }
+  if (rc == 0) {
+    char pj[1024];
+    params_json(&best.best, pj, sizeof pj);
+    if (a.json) {
+      printf("{\"trace\":");
+      json_string(stdout, a.traces[0]);
+      printf(",\"policy\":");
+      json_string(stdout, pt_policy_name(c.pol));
+      printf(",\"objective\":\"%s\",\"best_value\":%.9g,\"best_params\":%s,\"evaluations\":%d,\"stored\":%d,",
+             a.objective, best.best_value, pj, best.evaluations, c.stored);
+      rc = print_front(env.db, tr.hash, pt_policy_name(c.pol), 1, &err);
+      puts("}");
+    } else {
+      printf("tuned %s on %s (%s): %d simulations, %d new runs stored in %s\n", pt_policy_name(c.pol), a.traces[0],
+             a.objective, best.evaluations, c.stored, a.db);
+      printf("best: %s  objective %.6g\n\n", pj, best.best_value);
+      rc = print_front(env.db, tr.hash, pt_policy_name(c.pol), 0, &err);
+    }
+  }
+  pt_policy_free(c.pol);
+  pt_trace_data_free(&tr.t);
+  pt_store_close(env.db);
+  if (rc < 0) {
+    fail(&err);
+    return rc == PT_EUSAGE ? EXIT_USAGE : EXIT_BAD;
+  }
+  return 0;
+}
+
+/* ---- pagetune best, report, export ---- */
+
+static const char best_help[] =
+    "usage: pagetune best [--db DB] --trace T [--objective time|memory|weighted:W] [--json]\n"
+    "\n"
+    "The best stored run for TRACE (a name or a prefix of its content hash) by the\n"
+    "objective; runs that hit OOM are out.  weighted:W compares W*time/best_time +\n"
+    "(1-W)*memory/best_memory over the stored runs.\n";
+
+/* Rows of a trace and the index of the best by the objective (-1: none). */
+static int best_of(pt_store *db, const char *trace, const char *objective_s, pt_err *err, pt_store_run **rows,
+                   size_t *n, long *best) {
+  int rc = pt_store_runs(db, trace, NULL, err, rows, n);
+  if (rc < 0) return rc;
+  objective o;
+  parse_objective(objective_s, &o);
+  o.t_ref = o.m_ref = HUGE_VAL;
+  for (size_t i = 0; i < *n; i++) {
+    const pt_sim_result *r = &(*rows)[i].r;
+    if (r->ooms) continue;
+    if (r->has_gpu && r->predicted_alloc_us > 0 && r->predicted_alloc_us < o.t_ref) o.t_ref = r->predicted_alloc_us;
+    if (r->peak_reserved_bytes && (double)r->peak_reserved_bytes < o.m_ref) o.m_ref = (double)r->peak_reserved_bytes;
+  }
+  *best = -1;
+  double bv = HUGE_VAL;
+  for (size_t i = 0; i < *n; i++) {
+    double v = objective_value(&o, &(*rows)[i].r);
+    if (v < bv) bv = v, *best = (long)i;
+  }
+  return 0;
+}
+
+static int cmd_best(int argc, char **argv) {
+  wb_args a;
+  int rc = parse_wb_args("best", best_help, argc, argv, WB_BIT(WB_DB) | WB_BIT(WB_TRACE) | WB_BIT(WB_OBJECTIVE) | WB_BIT(WB_JSON), &a);
+  if (rc) return rc < 0 ? 0 : rc;
+  if (a.ntraces != 1) return usage_error("best", "%s", "needs exactly one --trace");
+  pt_err err = {{0}};
+  pt_store *db;
+  if (pt_store_open(a.db, PT_STORE_READONLY, &err, &db) < 0) return fail(&err);
+  pt_store_run *rows;
+  size_t n;
+  long b;
+  rc = best_of(db, a.traces[0], a.objective, &err, &rows, &n, &b);
+  pt_store_close(db);
+  if (rc < 0) return fail(&err);
+  if (b < 0) {
+    free(rows);
+    pt_err_set(&err, PT_ENOTFOUND, "%s: no run of trace '%s' (without OOM%s) to choose from", a.db, a.traces[0],
+               strcmp(a.objective, "memory") ? ", with a predicted time" : "");
+    return fail(&err);
+  }
+  const pt_store_run *r = &rows[b];
+  if (a.json) {
+    printf("{\"run\":%" PRId64 ",\"trace\":", r->id);
+    json_string(stdout, r->trace);
+    printf(",\"policy\":");
+    json_string(stdout, r->policy);
+    printf(",\"mechanism\":\"%s\",\"params\":%s,\"capacity\":%" PRIu64 ",\"objective\":\"%s\",", r->mechanism,
+           r->params_json, r->capacity, a.objective);
+    pt_sim_print_json_members(stdout, &r->r, 0);
+    printf(",\"predicted_alloc_us\":%.6g}\n", r->r.has_gpu ? r->r.predicted_alloc_us : 0.0);
+  } else {
+    printf("best run for %s by %s: run %" PRId64 ", policy %s (%s)\nparams: %s\n", r->trace, a.objective, r->id,
+           r->policy, r->mechanism, r->params_json);
+    printf("peak reserved %" PRIu64 " bytes (%.1f MiB), fragmentation %.3f, %" PRIu64 " segments, predicted allocator time %.1f us\n",
+           r->r.peak_reserved_bytes, r->r.peak_reserved_bytes / 1048576.0, r->r.fragmentation, r->r.segments_allocated,
+           r->r.predicted_alloc_us);
+  }
+  free(rows);
+  return 0;
+}
+
+static const char report_help[] =
+    "usage: pagetune report [--db DB] [--trace T] [--html FILE]\n"
+    "\n"
+    "Tables of the stored runs (all traces, or TRACE: a name or a content-hash\n"
+    "prefix), each trace's Pareto front marked '*'.  With --html, also one\n"
+    "self-contained page (inline SVG, no network): each policy's reserved/\n"
+    "allocated timeline, the Pareto plot, and the table of runs.\n";
+
+static int cmd_report(int argc, char **argv) {
+  wb_args a;
+  int rc = parse_wb_args("report", report_help, argc, argv, WB_BIT(WB_DB) | WB_BIT(WB_TRACE) | WB_BIT(WB_HTML), &a);
+  if (rc) return rc < 0 ? 0 : rc;
+  if (a.ntraces > 1) return usage_error("report", "%s", "takes at most one --trace");
+  pt_err err = {{0}};
+  pt_store *db;
+  if (pt_store_open(a.db, PT_STORE_READONLY, &err, &db) < 0) return fail(&err);
+  pt_store_run *rows = NULL;
+  size_t n = 0;
+  rc = pt_store_runs(db, a.ntraces ? a.traces[0] : NULL, NULL, &err, &rows, &n);
+  pt_report_run *rr = rc == 0 ? calloc(n ? n : 1, sizeof *rr) : NULL;
+  pt_sim_point **tl = rc == 0 ? calloc(n ? n : 1, sizeof *tl) : NULL;
+  if (rc == 0 && (!rr || !tl)) rc = pt_err_set(&err, PT_ENOMEM, "out of memory");
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    rr[i] = report_run_of(&rows[i]);
+    if (a.html) rc = pt_store_timeline(db, rows[i].id, &err, &tl[i], &rr[i].ntimeline);
+    rr[i].timeline = tl[i];
+  }
+  pt_store_close(db);
+  if (rc == 0) rc = pt_report_text(stdout, rr, n, &err);
+  if (rc == 0 && a.html) {
+    /* write beside the target, then rename: no half-written page */
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", a.html);
+    FILE *f = fopen(tmp, "w");
+    if (!f) rc = pt_err_set(&err, PT_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+    else {
+      rc = pt_report_html(f, "pagetune report", rr, n, &err);
+      if (fclose(f) != 0 && rc == 0) rc = pt_err_set(&err, PT_EIO, "%s: write failed: %s", tmp, strerror(errno));
+      if (rc == 0 && rename(tmp, a.html) != 0) rc = pt_err_set(&err, PT_EIO, "%s: cannot rename: %s", a.html, strerror(errno));
+      if (rc < 0) remove(tmp);
+      else fprintf(stderr, "wrote %s (%zu runs)\n", a.html, n);
+    }
+  }
+  for (size_t i = 0; tl && i < n; i++) free(tl[i]);
+  free(tl);
+  free(rr);
+  free(rows);
+  return rc < 0 ? fail(&err) : 0;
+}
+
+static const char export_help[] =
+    "usage: pagetune export [--db DB] --trace T [--run ID] [--objective O]\n"
+    "                       --format env|dockerfile|json [--merge \"EXISTING\"]\n"
+    "\n"
+    "The configuration of a stored run (--run, or the best run of TRACE by the\n"
+    "objective) for a PyTorch image: what PyTorch can express as a\n"
+    "PYTORCH_CUDA_ALLOC_CONF value with only keys PyTorch accepts, set as both\n"
+    "PYTORCH_ALLOC_CONF (read first by current PyTorch) and PYTORCH_CUDA_ALLOC_CONF\n"
+    "(older PyTorch, vLLM); what it cannot, as pagetune's allocator library\n"
+    "configuration.  Approximations and knobs that would do nothing are said.\n"
+    "\n"
+    "  --format F     env (shell export lines), dockerfile (ENV lines), json\n"
+    "  --merge VALUE  an existing PYTORCH_CUDA_ALLOC_CONF value to merge into\n";
+
+/* Parse our canonical params JSON back ({"k":1.5,"k2":null}). */
+static int params_from_json(const char *s, pt_params *p) {
+  memset(p, 0, sizeof *p);
+  const char *q = strchr(s, '{');
+  if (!q) return -1;
+  for (q++;;) {
+    while (*q == ' ' || *q == ',') q++;
+    if (*q == '}') return 0;
+    if (*q != '"') return -1;
+    const char *k = ++q;
+    while (*q && *q != '"') q++;
+    if (!*q || q - k >= PT_PARAM_NAME_MAX) return -1;
+    char name[PT_PARAM_NAME_MAX];
+    snprintf(name, sizeof name, "%.*s", (int)(q - k), k);
+    q++;
+    if (*q++ != ':') return -1;
+    double v;
+    if (!strncmp(q, "null", 4)) { /* unlimited */
+      v = INFINITY;
+      q += 4;
+    } else {
+      char *end;
+      v = strtod(q, &end);
+      if (end == q) return -1;
+      q = end;
+    }
+    if (pt_params_set(p, name, v) < 0) return -1;
+  }
+}
+
+static int cmd_export(int argc, char **argv) {
+  wb_args a;
+  int rc = parse_wb_args("export", export_help, argc, argv,
+                         WB_BIT(WB_DB) | WB_BIT(WB_TRACE) | WB_BIT(WB_RUN) | WB_BIT(WB_OBJECTIVE) | WB_BIT(WB_FORMAT) |
+                             WB_BIT(WB_MERGE),
+                         &a);
+  if (rc) return rc < 0 ? 0 : rc;
+  if (a.ntraces != 1) return usage_error("export", "%s", "needs exactly one --trace");
+  if (!a.format) return usage_error("export", "%s", "needs --format env|dockerfile|json");
+  pt_err err = {{0}};
+  pt_store *db;
+  if (pt_store_open(a.db, PT_STORE_READONLY, &err, &db) < 0) return fail(&err);
+  pt_store_run *rows;
+  size_t n;
+  long b = -1;
+  rc = best_of(db, a.traces[0], a.objective, &err, &rows, &n, &b);
+  pt_store_close(db);
+  if (rc < 0) return fail(&err);
+  if (a.run) {
+    b = -1;
+    for (size_t i = 0; i < n; i++)
+      if (rows[i].id == (int64_t)a.run) b = (long)i;
+    if (b < 0) pt_err_set(&err, PT_ENOTFOUND, "%s: no run %lu of trace '%s'", a.db, a.run, a.traces[0]);
+  } else if (b < 0) {
+    pt_err_set(&err, PT_ENOTFOUND, "%s: no run of trace '%s' to export", a.db, a.traces[0]);
+  }
+  if (b < 0) {
+    free(rows);
+    return fail(&err);
+  }
+  const pt_store_run *r = &rows[b];
+  pt_params params;
+  if (params_from_json(r->params_json, &params) < 0) {
+    pt_err_set(&err, PT_EFORMAT, "%s: run %" PRId64 ": unreadable parameters %s", a.db, r->id, r->params_json);
+    free(rows);
+    return fail(&err);
+  }
+  /* whether the policy had hooks: ask the policy itself when it can be found */
+  int hooks = 0;
+  char pb[4096];
+  pt_policy *pol;
+  pt_err perr;
+  if (pt_policy_load(policy_path(r->policy, pb, sizeof pb), NULL, &perr, &pol) == 0) {
+    pt_policy_hooks h;
+    pt_policy_get_hooks(pol, &h);
+    hooks = h.round || h.segment_size || h.page_size || h.should_collect;
+    pt_policy_free(pol);
+  }
+  pt_gpu gpu;
+  uint64_t total = pt_gpu_load(r->gpu[0] ? r->gpu : "h200", &perr, &gpu) == 0 ? gpu.memory_bytes : 0;
+  pt_export_input in = {r->policy, r->mechanism, &params, r->capacity, total, hooks, r->trace, r->id};
+  rc = pt_export_write(stdout, &in, a.format, a.merge, &err);
+  free(rows);
+  if (rc < 0) {
+    fail(&err);
+    return rc == PT_EUSAGE ? EXIT_USAGE : EXIT_BAD;
+  }
+  return 0;
+}
+
 /* ---- pagetune gpu ------------------------------------------------------------ */
 
 static const char gpu_help[] =
@@ -540,6 +1350,11 @@ static const char main_help[] =
     "Commands:\n"
     "  trace import|stats|gen   read, convert and synthesise allocation traces\n"
     "  sim                      replay a trace through an allocator policy\n"
+    "  sweep                    traces x policies x parameter grids, stored in SQLite\n"
+    "  tune                     search a policy's parameters (grid + Nelder-Mead)\n"
+    "  best                     the best stored run of a trace\n"
+    "  report                   tables, and an HTML page with timelines and the Pareto plot\n"
+    "  export                   PYTORCH_CUDA_ALLOC_CONF / Dockerfile ENV / JSON for a run\n"
     "  gpu info                 describe the GPU through the CUDA driver (needs one)\n"
     "\n"
     "'pagetune COMMAND --help' describes each.  Exit status: 0 success, 1 bad\n"
@@ -568,6 +1383,11 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "trace")) return cmd_trace(argc - 1, argv + 1);
   if (!strcmp(cmd, "gpu")) return cmd_gpu(argc - 1, argv + 1);
   if (!strcmp(cmd, "sim")) return cmd_sim(argc - 1, argv + 1);
+  if (!strcmp(cmd, "sweep")) return cmd_sweep(argc - 1, argv + 1);
+  if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
+  if (!strcmp(cmd, "best")) return cmd_best(argc - 1, argv + 1);
+  if (!strcmp(cmd, "report")) return cmd_report(argc - 1, argv + 1);
+  if (!strcmp(cmd, "export")) return cmd_export(argc - 1, argv + 1);
   fprintf(stderr, "%s: unknown command '%s' (try '%s --help')\n", prog, cmd, prog);
   return EXIT_USAGE;
 }

@@ -34,6 +34,10 @@ static double from_space(const pt_tune_param *p, double x) {
   if (x < lo) x = lo;
   if (x > hi) x = hi;
   double v = p->log_scale ? exp(x) : x;
+  if (p->log_scale) { /* exp(log(v)) is not v: keep 12 significant digits, so 4096 stays 4096 */
+    double mag = pow(10, floor(log10(fabs(v))) - 11);
+    v = round(v / mag) * mag;
+  }
   if (p->integer) v = round(v);
   if (v < p->lo) v = p->lo;
   if (v > p->hi) v = p->hi;

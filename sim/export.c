@@ -1,0 +1,904 @@
+/*
+ * export.c — the tuned policy as PyTorch settings (see export.h).
+ *
+ * The value rules follow PyTorch 2.11's parser (c10/core/AllocatorConfig.cpp
+ * and c10/cuda/CUDAAllocatorConfig.cpp; docs/pytorch-caching-allocator.md):
+ *   max_split_size_mb, max_non_split_rounding_mb   whole MiB, >= 20 (older: > 20)
+ *   garbage_collection_threshold                   a double in the open (0, 1)
+ *   roundup_power2_divisions                       a power of two, or [B:v,...,>:v]
+ *   expandable_segments, release_lock_on_cudamalloc,
+ *   pinned_use_cuda_host_register                  True | False
+ *   pinned_num_register_threads                    a power of two <= 128
+ *   backend                                        native | cudaMallocAsync
+ * An unknown key makes PyTorch throw at the first CUDA allocation, so the
+ * export writes none and refuses one in --merge.
+ */
+#include "export.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIB (UINT64_C(1) << 20)
+#define GRANULE (UINT64_C(2) << 20) /* every reservation is a multiple of 2 MiB */
+#define RP2_N 16
+#define MAX_ITEMS 16
+#define VAL_MAX 256
+#define NOTE_MAX 480
+#define MAX_NOTES 32
+#define LIB_PATH "/opt/pagetune/libpagetune_alloc.so"
+#define LIB_ALLOC "pagetune_alloc"
+#define LIB_FREE "pagetune_free"
+#define PINNED_MAX_THREADS 128
+
+/* ---- the keys PyTorch accepts (DESIGN.md) ------------------------------------ */
+
+enum { K_BACKEND, K_MAX_SPLIT, K_NON_SPLIT, K_GC, K_RP2, K_EXPANDABLE, K_RELEASE_LOCK, K_PINNED_REG, K_PINNED_THREADS, NKEYS };
+
+static const char *const key_names[NKEYS] = {
+    "backend", "max_split_size_mb", "max_non_split_rounding_mb", "garbage_collection_threshold",
+    "roundup_power2_divisions", "expandable_segments", "release_lock_on_cudamalloc",
+    "pinned_use_cuda_host_register", "pinned_num_register_threads"};
+
+#define KEY_LIST                                                                                              \
+  "backend, max_split_size_mb, max_non_split_rounding_mb, garbage_collection_threshold, "                    \
+  "roundup_power2_divisions, expandable_segments, release_lock_on_cudamalloc, pinned_use_cuda_host_register, " \
+  "pinned_num_register_threads"
+
+/* One key:value of a conf, parsed. */
+typedef struct item {
+  int key;
+  char text[VAL_MAX];  /* the value as written, spaces removed */
+  double num;          /* numbers and booleans (0/1); *_mb: INFINITY when unlimited */
+  unsigned tab[RP2_N]; /* roundup_power2_divisions per interval */
+} item;
+
+static int key_find(const char *s, size_t len) {
+  for (int k = 0; k < NKEYS; k++)
+    if (strlen(key_names[k]) == len && !memcmp(key_names[k], s, len)) return k;
+  return -1;
+}
+
+static int is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
+
+static int log2_floor(uint64_t v) { return 63 - __builtin_clzll(v); }
+
+/* Strict unsigned decimal: digits only, no sign, at most 19 digits. */
+static int parse_uint(const char *s, uint64_t *out) {
+  size_t len = strlen(s);
+  if (len == 0 || len > 19) return -1;
+  uint64_t v = 0;
+  for (size_t i = 0; i < len; i++) {
+    if (!isdigit((unsigned char)s[i])) return -1;
+    v = v * 10 + (uint64_t)(s[i] - '0');
+  }
+  *out = v;
+  return 0;
+}
+
+/* A character allowed in a conf value; everything else could break a shell or Dockerfile line. */
+static int conf_char_ok(int c) {
+  return isalnum(c) || c == '_' || c == '.' || c == ':' || c == ',' || c == '[' || c == ']' || c == '>' ||
+         c == '-' || c == '+' || c == ' ';
+}
+
+/* roundup_power2_divisions, list form, PyTorch 2.11 semantics ('>' fills from last+1). */
+static int parse_rp2_list(const char *s, unsigned tab[RP2_N], pt_err *err) {
+  size_t len = strlen(s);
+  memset(tab, 0, sizeof(unsigned) * RP2_N);
+  if (len < 2 || s[0] != '[' || s[len - 1] != ']')
+    return pt_err_set(err, PT_EFORMAT, "roundup_power2_divisions: a list is [BOUNDARY:DIVISIONS,...,>:DIVISIONS], not '%s'", s);
+  char buf[VAL_MAX];
+  if (len - 2 >= sizeof buf) return pt_err_set(err, PT_ELIMIT, "roundup_power2_divisions: list too long");
+  memcpy(buf, s + 1, len - 2);
+  buf[len - 2] = 0;
+  if (!buf[0]) return 0; /* [] leaves every interval at 0, as PyTorch does */
+  int first = 1, last = 0;
+  char *save = NULL;
+  for (char *pair = strtok_r(buf, ",", &save); pair; pair = strtok_r(NULL, ",", &save)) {
+    char *colon = strchr(pair, ':');
+    uint64_t b = 0, v = 0;
+    if (!colon || colon == pair || strchr(colon + 1, ':') || parse_uint(colon + 1, &v) < 0)
+      return pt_err_set(err, PT_EFORMAT, "roundup_power2_divisions: bad list entry '%s' (want MIB:DIVISIONS or >:DIVISIONS)", pair);
+    if (v != 0 && !is_pow2(v))
+      return pt_err_set(err, PT_EFORMAT, "roundup_power2_divisions: divisions must be 0 or a power of two, not %llu",
+                        (unsigned long long)v);
+    if (v > UINT32_MAX) return pt_err_set(err, PT_EFORMAT, "roundup_power2_divisions: %llu divisions is too many", (unsigned long long)v);
+    *colon = 0;
+    if (!strcmp(pair, ">")) {
+      for (int i = last + 1; i < RP2_N; i++) tab[i] = (unsigned)v;
+    } else {
+      if (parse_uint(pair, &b) < 0 || !is_pow2(b))
+        return pt_err_set(err, PT_EFORMAT, "roundup_power2_divisions: interval boundary '%s' must be a power of two (MiB) or '>'", pair);
+      int idx = log2_floor(b);
+      if (idx > RP2_N - 1) idx = RP2_N - 1;
+      if (first) {
+        for (int i = 0; i < idx; i++) tab[i] = (unsigned)v;
+        first = 0;
+      }
+      tab[idx] = (unsigned)v;
+      last = idx;
+    }
+  }
+  return 0;
+}
+
+/* Check and decode one value (spaces already removed). */
+static int parse_value(item *it, pt_err *err) {
+  const char *v = it->text, *name = key_names[it->key];
+  uint64_t u;
+  memset(it->tab, 0, sizeof it->tab);
+  it->num = 0;
+  switch (it->key) {
+  case K_BACKEND:
+    if (strcmp(v, "native") && strcmp(v, "cudaMallocAsync"))
+      return pt_err_set(err, PT_EFORMAT, "backend must be native or cudaMallocAsync, not '%s'", v);
+    it->num = !strcmp(v, "cudaMallocAsync");
+    return 0;
+  case K_MAX_SPLIT:
+  case K_NON_SPLIT:
+    if (parse_uint(v, &u) < 0) return pt_err_set(err, PT_EFORMAT, "%s must be a whole number of MiB, not '%s'", name, v);
+    if (u < 20) return pt_err_set(err, PT_EFORMAT, "%s must be at least 20 (MiB), not %llu", name, (unsigned long long)u);
+    it->num = (double)u >= PT_EXPORT_MB_UNLIMITED ? INFINITY : (double)u;
+    return 0;
+  case K_GC: {
+    char *end;
+    double d = strtod(v, &end);
+    if (!*v || *end || !isfinite(d)) return pt_err_set(err, PT_EFORMAT, "garbage_collection_threshold must be a number, not '%s'", v);
+    if (!(d > 0 && d < 1))
+      return pt_err_set(err, PT_EFORMAT, "garbage_collection_threshold must be in the open interval (0, 1), not %s", v);
+    it->num = d;
+    return 0;
+  }
+  case K_RP2:
+    if (v[0] == '[') return parse_rp2_list(v, it->tab, err);
+    if (parse_uint(v, &u) < 0 || !is_pow2(u) || u > UINT32_MAX)
+      return pt_err_set(err, PT_EFORMAT, "roundup_power2_divisions must be a power of two or a [MIB:DIVISIONS,...] list, not '%s'", v);
+    for (int i = 0; i < RP2_N; i++) it->tab[i] = (unsigned)u;
+    it->num = (double)u;
+    return 0;
+  case K_EXPANDABLE:
+  case K_RELEASE_LOCK:
+  case K_PINNED_REG:
+    if (strcmp(v, "True") && strcmp(v, "False")) return pt_err_set(err, PT_EFORMAT, "%s must be True or False, not '%s'", name, v);
+    it->num = !strcmp(v, "True");
+    return 0;
+  case K_PINNED_THREADS:
+    if (parse_uint(v, &u) < 0 || !is_pow2(u) || u > PINNED_MAX_THREADS)
+      return pt_err_set(err, PT_EFORMAT, "pinned_num_register_threads must be a power of two up to %d, not '%s'", PINNED_MAX_THREADS, v);
+    it->num = (double)u;
+    return 0;
+  }
+  return pt_err_set(err, PT_EFORMAT, "internal: key %d", it->key);
+}
+
+/* Split a conf value into items; checks characters, keys, values, duplicates. */
+static int parse_items(const char *conf, item *items, int *n, pt_err *err) {
+  *n = 0;
+  if (!conf) return 0;
+  size_t len = strlen(conf);
+  if (len >= PT_EXPORT_CONF_MAX) return pt_err_set(err, PT_ELIMIT, "allocator conf is %zu bytes, more than %d", len, PT_EXPORT_CONF_MAX - 1);
+  char buf[PT_EXPORT_CONF_MAX];
+  size_t m = 0;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)conf[i];
+    if (!conf_char_ok(c))
+      return pt_err_set(err, PT_EFORBID,
+                        "allocator conf: character 0x%02x at offset %zu is not allowed (only letters, digits, space and _ . : , [ ] > - +)",
+                        c, i);
+    if (c != ' ') buf[m++] = (char)c; /* PyTorch drops whitespace too */
+  }
+  buf[m] = 0;
+  if (!m) return 0;
+  size_t start = 0;
+  int depth = 0;
+  for (size_t i = 0; i <= m; i++) {
+    char c = buf[i];
+    if (c == '[' && ++depth > 1) return pt_err_set(err, PT_EFORMAT, "allocator conf: nested '[' at offset %zu", i);
+    if (c == ']' && --depth < 0) return pt_err_set(err, PT_EFORMAT, "allocator conf: unmatched ']' at offset %zu", i);
+    if (c && (c != ',' || depth)) continue;
+    if (c == 0 && depth) return pt_err_set(err, PT_EFORMAT, "allocator conf: '[' without ']'");
+    const char *s = buf + start;
+    size_t ilen = i - start;
+    start = i + 1;
+    if (!ilen) return pt_err_set(err, PT_EFORMAT, "allocator conf: empty item before offset %zu", i);
+    const char *colon = memchr(s, ':', ilen);
+    if (!colon) return pt_err_set(err, PT_EFORMAT, "allocator conf: '%.*s' has no ':VALUE'", (int)ilen, s);
+    int k = key_find(s, (size_t)(colon - s));
+    if (k < 0)
+      return pt_err_set(err, PT_EFORMAT, "allocator conf: unknown key '%.*s' (PyTorch accepts: " KEY_LIST ")", (int)(colon - s), s);
+    for (int j = 0; j < *n; j++)
+      if (items[j].key == k) return pt_err_set(err, PT_EFORMAT, "allocator conf: key '%s' given twice", key_names[k]);
+    if (*n == MAX_ITEMS) return pt_err_set(err, PT_ELIMIT, "allocator conf: more than %d keys", MAX_ITEMS);
+    item *it = &items[(*n)++];
+    it->key = k;
+    size_t vlen = ilen - (size_t)(colon + 1 - s);
+    if (!vlen) return pt_err_set(err, PT_EFORMAT, "allocator conf: key '%s' has an empty value", key_names[k]);
+    if (vlen >= sizeof it->text) return pt_err_set(err, PT_ELIMIT, "allocator conf: value of '%s' too long", key_names[k]);
+    memcpy(it->text, colon + 1, vlen);
+    it->text[vlen] = 0;
+    int rc = parse_value(it, err);
+    if (rc < 0) return rc;
+  }
+  return 0;
+}
+
+int pt_export_parse_conf(const char *conf, pt_params *out, char *backend, size_t nb, pt_err *err) {
+  item items[MAX_ITEMS];
+  int n = 0;
+  if (out) memset(out, 0, sizeof *out);
+  if (backend && nb) snprintf(backend, nb, "native");
+  int rc = parse_items(conf, items, &n, err);
+  if (rc < 0) return rc;
+  for (int i = 0; i < n; i++) {
+    const item *it = &items[i];
+    if (it->key == K_BACKEND) {
+      if (backend && nb) snprintf(backend, nb, "%s", it->text);
+      continue;
+    }
+    if (!out) continue;
+    if (it->key == K_RP2) {
+      int same = 1;
+      for (int j = 1; j < RP2_N; j++) same &= it->tab[j] == it->tab[0];
+      if (same) {
+        rc = pt_params_set(out, "roundup_power2_divisions", it->tab[0]);
+      } else {
+        for (int j = 0; j < RP2_N && rc == 0; j++) {
+          char name[PT_PARAM_NAME_MAX];
+          snprintf(name, sizeof name, "roundup_power2_divisions.%d", j);
+          rc = pt_params_set(out, name, it->tab[j]);
+        }
+      }
+    } else {
+      rc = pt_params_set(out, key_names[it->key], it->num);
+    }
+    if (rc < 0) return pt_err_set(err, rc, "allocator conf: too many parameters");
+  }
+  return 0;
+}
+
+/* ---- numbers as PyTorch parses them ---------------------------------------------- */
+
+/* Shortest %g that reads back as exactly d. */
+static void fmt_double(char *buf, size_t n, double d) {
+  for (int p = 1; p <= 17; p++) {
+    snprintf(buf, n, "%.*g", p, d);
+    if (strtod(buf, NULL) == d) return;
+  }
+}
+
+/* A parameter value for the pagetune library's conf: integers plain, inf as "inf". */
+static void fmt_param(char *buf, size_t n, double d) {
+  if (isinf(d)) snprintf(buf, n, d > 0 ? "inf" : "-inf");
+  else if (d == floor(d) && fabs(d) < 9007199254740992.0) snprintf(buf, n, "%.0f", d);
+  else fmt_double(buf, n, d);
+}
+
+int pt_export_fraction(uint64_t capacity, uint64_t total, char *buf, size_t n, pt_err *err) {
+  if (!capacity || !total) return pt_err_set(err, PT_EUSAGE, "memory fraction: capacity and device total must be known");
+  if (capacity >= total)
+    return pt_err_set(err, PT_EUSAGE,
+                      "memory fraction: capacity %llu B is not below the device's %llu B (a fraction of 1.0 means no cap in PyTorch)",
+                      (unsigned long long)capacity, (unsigned long long)total);
+  if (total > (UINT64_C(1) << 59)) return pt_err_set(err, PT_EUSAGE, "memory fraction: device total too large");
+  /* F = 0.d1d2...dk rounded UP at k digits (exact long division), shortest k that works.
+   * Up is the safe side: a cap below the tuned capacity could fail a run the model
+   * said fits; one less than a 2 MiB step above it admits the very same reservations,
+   * since every reservation is a multiple of 2 MiB. */
+  char digits[20];
+  uint64_t r = capacity;
+  for (int k = 1; k <= 17; k++) {
+    r *= 10;
+    digits[k - 1] = (char)('0' + r / total);
+    r %= total;
+    char cand[24];
+    memcpy(cand, digits, (size_t)k);
+    int carry = r != 0, i = k - 1;
+    while (carry && i >= 0) {
+      if (cand[i] == '9') {
+        cand[i--] = '0';
+      } else {
+        cand[i]++;
+        carry = 0;
+      }
+    }
+    if (carry) continue; /* rounded up to 1.0: no cap; try more digits */
+    int len = k;
+    while (len > 1 && cand[len - 1] == '0') len--;
+    char txt[24];
+    snprintf(txt, sizeof txt, "0.%.*s", len, cand);
+    double f = strtod(txt, NULL);
+    uint64_t got = (uint64_t)(f * (double)total); /* what PyTorch computes */
+    if (f < 1.0 && got >= capacity && got / GRANULE == capacity / GRANULE) {
+      if (strlen(txt) >= n) return pt_err_set(err, PT_ELIMIT, "memory fraction: buffer too small");
+      snprintf(buf, n, "%s", txt);
+      return 0;
+    }
+  }
+  return pt_err_set(err, PT_EUSAGE, "memory fraction: no decimal below 1.0 gives a cap of %llu B on %llu B",
+                    (unsigned long long)capacity, (unsigned long long)total);
+}
+
+/* ---- building an export ---------------------------------------------------------------- */
+
+enum { N_APPROX, N_WARN, N_OVERRIDE, N_NOTE };
+static const char *const note_prefix[] = {"approximation: ", "warning: ", "override: ", "note: "};
+
+typedef struct built {
+  char conf[PT_EXPORT_CONF_MAX];
+  int nnotes;
+  struct {
+    int kind;
+    char text[NOTE_MAX];
+  } notes[MAX_NOTES];
+  int nenv; /* variables besides the two PYTORCH_*ALLOC_CONF ones */
+  struct {
+    const char *name;
+    char value[PT_EXPORT_CONF_MAX];
+  } env[2];
+  int npy;
+  char py[6][NOTE_MAX];
+  char fraction[24]; /* set_per_process_memory_fraction argument, or "" */
+  int library;       /* the pagetune allocator library is needed */
+  char lib_conf[PT_EXPORT_CONF_MAX];
+  int merged;        /* a merge value was given */
+} built;
+
+__attribute__((format(printf, 3, 4))) static void note(built *b, int kind, const char *fmt, ...) {
+  if (b->nnotes == MAX_NOTES) return;
+  b->notes[b->nnotes].kind = kind;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(b->notes[b->nnotes].text, NOTE_MAX, fmt, ap);
+  va_end(ap);
+  b->nnotes++;
+}
+
+static int has_param(const pt_params *p, const char *name) {
+  if (!p) return 0;
+  for (int i = 0; i < p->n; i++)
+    if (!strcmp(p->v[i].name, name)) return 1;
+  return 0;
+}
+
+static double param(const pt_params *p, const char *name, double dflt) { return p ? pt_params_get(p, name, dflt) : dflt; }
+
+/* Append an export item (text is checked by the same parser a merge value goes through). */
+static int add_item(item *items, int *n, int key, const char *text, pt_err *err) {
+  if (*n == MAX_ITEMS) return pt_err_set(err, PT_ELIMIT, "export: too many keys");
+  item *it = &items[(*n)++];
+  it->key = key;
+  snprintf(it->text, sizeof it->text, "%s", text);
+  int rc = parse_value(it, err);
+  return rc < 0 ? pt_err_prefix(err, PT_EUSAGE, "export produced an invalid value") : 0;
+}
+
+/* The caching allocator's knobs as items; notes what cannot be written as given. */
+static int caching_items(const pt_params *p, built *b, item *items, int *n, double *gc_out, pt_err *err) {
+  char t[64];
+  double gc = param(p, "garbage_collection_threshold", 0);
+  double split = param(p, "max_split_size_mb", INFINITY);
+  double rounding = param(p, "max_non_split_rounding_mb", 20);
+  double rp2 = param(p, "roundup_power2_divisions", 0);
+  if (isnan(gc) || isnan(split) || isnan(rounding) || isnan(rp2) || gc < 0 || gc > 1 || split < 0 || rounding < 0 || rp2 < 0)
+    return pt_err_set(err, PT_EUSAGE, "export: caching parameters out of range (gc %g, max_split_size_mb %g, max_non_split_rounding_mb %g, roundup_power2_divisions %g)",
+                      gc, split, rounding, rp2);
+  *gc_out = 0;
+  if (gc > 0 && gc < 1) {
+    fmt_double(t, sizeof t, gc);
+    if (add_item(items, n, K_GC, t, err) < 0) return PT_EUSAGE;
+    *gc_out = gc;
+  } else if (gc == 1) {
+    note(b, N_APPROX, "garbage_collection_threshold 1 left out: PyTorch accepts only the open interval (0, 1), and 1 never triggers (reserved cannot exceed the cap)");
+  }
+  if (split < PT_EXPORT_MB_UNLIMITED) {
+    double mb = floor(split);
+    if (mb != split) note(b, N_NOTE, "max_split_size_mb %g written as %.0f: whole MiB, as the model used it", split, mb);
+    if (mb < 20) {
+      note(b, N_APPROX, "max_split_size_mb %.0f is below PyTorch's minimum of 20; 20 written instead", mb);
+      mb = 20;
+    }
+    if (mb == 20)
+      note(b, N_WARN, "max_split_size_mb:20 is accepted by PyTorch 2.11 (it requires >= 20) but older releases required > 20 and reject it at the first allocation; for those write 21");
+    snprintf(t, sizeof t, "%.0f", mb);
+    if (add_item(items, n, K_MAX_SPLIT, t, err) < 0) return PT_EUSAGE;
+  }
+  if (rounding != 20) {
+    double mb = rounding >= PT_EXPORT_MB_UNLIMITED ? PT_EXPORT_MB_UNLIMITED : floor(rounding);
+    if (mb < 20) {
+      note(b, N_APPROX, "max_non_split_rounding_mb %g is below PyTorch's minimum of 20; left at PyTorch's default 20", rounding);
+    } else if (mb > 20) {
+      if (mb != rounding && rounding < PT_EXPORT_MB_UNLIMITED)
+        note(b, N_NOTE, "max_non_split_rounding_mb %g written as %.0f: whole MiB, as the model used it", rounding, mb);
+      if (mb == PT_EXPORT_MB_UNLIMITED)
+        note(b, N_NOTE, "max_non_split_rounding_mb unlimited written as 2147483647 (MiB): the largest value every PyTorch release parses");
+      snprintf(t, sizeof t, "%.0f", mb);
+      if (add_item(items, n, K_NON_SPLIT, t, err) < 0) return PT_EUSAGE;
+    }
+  }
+  if (rp2 >= 2) {
+    if (rp2 > UINT32_MAX) return pt_err_set(err, PT_EUSAGE, "export: roundup_power2_divisions %g too large", rp2);
+    unsigned d = (unsigned)rp2;
+    if (!is_pow2(d)) return pt_err_set(err, PT_EUSAGE, "export: roundup_power2_divisions must be a power of two, not %u", d);
+    snprintf(t, sizeof t, "%u", d);
+    if (add_item(items, n, K_RP2, t, err) < 0) return PT_EUSAGE;
+  }
+  return 0;
+}
+
+/* Is the merged value of key at PyTorch's default? */
+static int is_default(const item *it) {
+  switch (it->key) {
+  case K_BACKEND: return !strcmp(it->text, "native");
+  case K_MAX_SPLIT: return isinf(it->num);
+  case K_NON_SPLIT: return it->num == 20;
+  case K_GC: return it->num == 0;
+  case K_RP2:
+    for (int i = 0; i < RP2_N; i++)
+      if (it->tab[i] > 1) return 0;
+    return 1;
+  case K_EXPANDABLE: return it->num == 0;
+  default: return 0;
+  }
+}
+
+static int same_value(const item *a, const item *b) {
+  if (a->key != b->key) return 0;
+  if (a->key == K_BACKEND) return !strcmp(a->text, b->text);
+  if (a->key == K_RP2) {
+    for (int i = 0; i < RP2_N; i++)
+      if ((a->tab[i] > 1 ? a->tab[i] : 0) != (b->tab[i] > 1 ? b->tab[i] : 0)) return 0;
+    return 1;
+  }
+  return a->num == b->num;
+}
+
+static int append(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int append(char *dst, size_t n, const char *fmt, ...) {
+  size_t len = strlen(dst);
+  va_list ap;
+  va_start(ap, fmt);
+  int w = vsnprintf(dst + len, n - len, fmt, ap);
+  va_end(ap);
+  return w < 0 || (size_t)w >= n - len ? -1 : 0;
+}
+
+/* Keys a mechanism decides: the merge value's setting is overridden (or removed). */
+static unsigned owned_keys(const char *mech, int library) {
+  unsigned device = 1u << K_BACKEND | 1u << K_EXPANDABLE | 1u << K_MAX_SPLIT | 1u << K_NON_SPLIT | 1u << K_GC | 1u << K_RP2;
+  if (library || strcmp(mech, "expandable")) return device;
+  return 1u << K_BACKEND | 1u << K_EXPANDABLE;
+}
+
+static const char *owned_reason(const char *mech, int library, int key) {
+  if (library) return "pagetune's allocator replaces PyTorch's, so the tuned run did not use it";
+  if (!strcmp(mech, "async_pool")) return key == K_EXPANDABLE || key == K_BACKEND ? "the tuned run used backend:cudaMallocAsync"
+                                                                                   : "backend:cudaMallocAsync ignores it (PyTorch warns)";
+  if (!strcmp(mech, "direct")) return "the tuned run used no caching (PYTORCH_NO_CUDA_MEMORY_CACHING=1)";
+  if (!strcmp(mech, "expandable")) return "the tuned run used the native allocator with expandable segments";
+  return "the tuned run used the native caching allocator without expandable segments, at this key's default";
+}
+
+/* Sanitised copy for a value of PAGETUNE_ALLOC_CONF: [A-Za-z0-9_.-], others become '_'. */
+static int sanitize_name(char *dst, size_t n, const char *src) {
+  int changed = 0;
+  size_t i = 0;
+  for (; src[i] && i + 1 < n; i++) {
+    int c = (unsigned char)src[i];
+    int ok = isalnum(c) || c == '_' || c == '.' || c == '-';
+    dst[i] = ok ? (char)c : '_';
+    changed |= !ok;
+  }
+  changed |= src[i] != 0;
+  dst[i] = 0;
+  return changed;
+}
+
+static int build(const pt_export_input *in, const char *merge, built *b, pt_err *err) {
+  memset(b, 0, sizeof *b);
+  if (!in || !in->mechanism) return pt_err_set(err, PT_EUSAGE, "export: no mechanism");
+  const char *mech = in->mechanism;
+  const pt_mech_ops *ops = pt_mech_find(mech);
+  if (!ops) return pt_err_set(err, PT_EUSAGE, "export: unknown mechanism '%.64s' (known: %s)", mech, pt_mech_names());
+  const pt_params *p = in->params;
+  if (p)
+    for (int i = 0; i < p->n; i++)
+      if (isnan(p->v[i].value)) return pt_err_set(err, PT_EUSAGE, "export: parameter %s is NaN", p->v[i].name);
+  b->merged = merge != NULL;
+  b->library = in->has_hooks || !strcmp(mech, "stitch");
+  uint64_t total = in->device_total_bytes;
+  if (!total && has_param(p, "device_total_bytes")) {
+    double t = param(p, "device_total_bytes", 0);
+    if (t > 0 && t < 1.8e19) total = (uint64_t)t;
+  }
+
+  item ex[MAX_ITEMS];
+  int nex = 0;
+  double gc = 0;
+  int rc = 0;
+
+  /* parameters the mechanism does not know (policy-only, read by hooks) */
+  if (p && !b->library)
+    for (int i = 0; i < p->n; i++) {
+      int known = !strcmp(p->v[i].name, "device_total_bytes");
+      for (const pt_mech_param *mp = ops->params; mp->name && !known; mp++) known = !strcmp(mp->name, p->v[i].name);
+      if (!known)
+        note(b, N_NOTE, "parameter %s=%g is not a parameter of the %s mechanism: not exported", p->v[i].name, p->v[i].value, mech);
+    }
+
+  if (b->library) {
+    char pol[64];
+    if (sanitize_name(pol, sizeof pol, in->policy ? in->policy : "unnamed"))
+      note(b, N_NOTE, "policy name written as '%s' in PAGETUNE_ALLOC_CONF (only letters, digits, _ . - are kept)", pol);
+    if (append(b->lib_conf, sizeof b->lib_conf, "mechanism=%s,policy=%s", mech, pol) < 0) goto toolong;
+    if (in->capacity && append(b->lib_conf, sizeof b->lib_conf, ",capacity=%llu", (unsigned long long)in->capacity) < 0) goto toolong;
+    if (p)
+      for (int i = 0; i < p->n; i++) {
+        const char *nm = p->v[i].name;
+        for (const char *c = nm; *c; c++)
+          if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '.'))
+            return pt_err_set(err, PT_EFORBID, "export: parameter name '%.48s' has a character other than letters, digits, _ and .", nm);
+        char v[48];
+        fmt_param(v, sizeof v, p->v[i].value);
+        if (append(b->lib_conf, sizeof b->lib_conf, ",%s=%s", nm, v) < 0) goto toolong;
+      }
+    if (in->has_hooks && append(b->lib_conf, sizeof b->lib_conf, ",hooks=policy") < 0) goto toolong;
+    b->env[b->nenv].name = "PAGETUNE_ALLOC_CONF";
+    snprintf(b->env[b->nenv].value, sizeof b->env[b->nenv].value, "%s", b->lib_conf);
+    b->nenv++;
+    note(b, N_WARN,
+         "PLANNED, NOT SHIPPED: pagetune's allocator library for PyTorch (" LIB_PATH ") does not exist yet; the COPY and Python lines "
+         "that load it are written as comments and fail until it ships: do not deploy them");
+    if (!strcmp(mech, "stitch"))
+      note(b, N_APPROX, "stitch (VMM stitching of free pages) is not expressible in PyTorch's allocator conf; it needs pagetune's allocator library");
+    if (in->has_hooks)
+      note(b, N_APPROX, "the policy's hooks (page sizes, per-size thresholds, rounding, collection) are not expressible in PyTorch's allocator conf; "
+                        "the library would run them from the policy script");
+    if (in->capacity)
+      note(b, N_NOTE, "the cap (capacity=%llu) goes to the library: set_per_process_memory_fraction does not apply to a pluggable allocator",
+           (unsigned long long)in->capacity);
+    /* the nearest PyTorch setting, for until the library ships */
+    const char *near = "expandable_segments:True";
+    char nearbuf[PT_EXPORT_CONF_MAX] = "";
+    if (!strcmp(mech, "caching")) {
+      built tmp;
+      pt_export_input plain = *in;
+      plain.has_hooks = 0;
+      if (build(&plain, NULL, &tmp, err) == 0) snprintf(nearbuf, sizeof nearbuf, "%s", tmp.conf);
+      near = nearbuf;
+    } else if (!strcmp(mech, "async_pool")) {
+      near = "backend:cudaMallocAsync";
+    } else if (!strcmp(mech, "direct")) {
+      near = NULL;
+    }
+    if (near && *near)
+      note(b, N_NOTE, "until the library ships, the nearest PyTorch setting is PYTORCH_ALLOC_CONF='%s' (without what the library adds)", near);
+    else if (near)
+      note(b, N_NOTE, "until the library ships, the nearest PyTorch setting is PyTorch's default caching allocator (without what the library adds)");
+    b->npy = 0;
+    snprintf(b->py[b->npy++], NOTE_MAX, "# PLANNED, NOT SHIPPED: %s does not exist yet; these lines fail until it ships", LIB_PATH);
+    snprintf(b->py[b->npy++], NOTE_MAX, "import torch");
+    snprintf(b->py[b->npy++], NOTE_MAX, "alloc = torch.cuda.memory.CUDAPluggableAllocator(\"%s\", \"%s\", \"%s\")", LIB_PATH, LIB_ALLOC, LIB_FREE);
+    snprintf(b->py[b->npy++], NOTE_MAX, "torch.cuda.memory.change_current_allocator(alloc)  # before the first CUDA allocation");
+  } else if (!strcmp(mech, "caching")) {
+    rc = caching_items(p, b, ex, &nex, &gc, err);
+    if (rc < 0) return rc;
+  } else if (!strcmp(mech, "expandable")) {
+    if (add_item(ex, &nex, K_EXPANDABLE, "True", err) < 0) return PT_EUSAGE;
+    double large = param(p, "large_segment_size_mb", 20);
+    if (large != 20)
+      note(b, N_APPROX, "large_segment_size_mb %g (the large pool's page size) is not among the keys PyTorch accepts (DESIGN.md); PyTorch uses 20", large);
+  } else if (!strcmp(mech, "async_pool")) {
+    if (add_item(ex, &nex, K_BACKEND, "cudaMallocAsync", err) < 0) return PT_EUSAGE;
+    char t[48];
+    fmt_param(t, sizeof t, param(p, "release_threshold", 0));
+    note(b, N_APPROX, "release_threshold (%s B in the tuned run) is not expressible: PyTorch's cudaMallocAsync backend sets the pool's "
+                      "release threshold to UINT64_MAX, so freed memory stays in the pool until torch.cuda.empty_cache() and reserved "
+                      "memory can stay above the model's", t);
+    if (param(p, "trim_every_free", 0) == 1)
+      note(b, N_APPROX, "trim_every_free=1 is not expressible: PyTorch trims the pool only in torch.cuda.empty_cache()");
+    note(b, N_NOTE, "backend is read once, when the process starts: set it in the environment, not from Python");
+  } else if (!strcmp(mech, "direct")) {
+    b->env[b->nenv].name = "PYTORCH_NO_CUDA_MEMORY_CACHING";
+    snprintf(b->env[b->nenv].value, sizeof b->env[b->nenv].value, "1");
+    b->nenv++;
+    note(b, N_APPROX, "direct (one cudaMalloc/cudaFree per request) has no allocator-conf key; the nearest is PYTORCH_NO_CUDA_MEMORY_CACHING=1, "
+                      "which makes every tensor allocation one cudaMalloc and every free one cudaFree, but PyTorch documents it as a "
+                      "debugging switch");
+  }
+
+  /* the cap */
+  if (!b->library) {
+    if (in->capacity) {
+      pt_err ferr = {{0}};
+      if (!strcmp(mech, "direct")) {
+        note(b, N_WARN, "the tuned run had a cap of %llu B, but under PYTORCH_NO_CUDA_MEMORY_CACHING PyTorch bypasses its allocator and "
+                        "does not enforce set_per_process_memory_fraction", (unsigned long long)in->capacity);
+      } else if (total && pt_export_fraction(in->capacity, total, b->fraction, sizeof b->fraction, &ferr) == 0) {
+        uint64_t got = (uint64_t)(strtod(b->fraction, NULL) * (double)total);
+        snprintf(b->py[b->npy++], NOTE_MAX, "import torch");
+        snprintf(b->py[b->npy++], NOTE_MAX,
+                 "torch.cuda.set_per_process_memory_fraction(%s)  # cap int(%s*%llu) = %llu B >= the tuned %llu B: rounded up, never below it",
+                 b->fraction, b->fraction, (unsigned long long)total, (unsigned long long)got, (unsigned long long)in->capacity);
+      } else if (total) {
+        note(b, N_WARN, "the tuned run's cap cannot be set through set_per_process_memory_fraction: %s", ferr.msg);
+      } else {
+        /* device unknown: compute F on the machine; (cap+1)/total keeps int(F*total) >= cap */
+        snprintf(b->py[b->npy++], NOTE_MAX, "import torch");
+        snprintf(b->py[b->npy++], NOTE_MAX,
+                 "torch.cuda.set_per_process_memory_fraction(%llu / torch.cuda.get_device_properties(0).total_memory)  "
+                 "# %llu B + 1: int(F*total) never falls below the tuned cap",
+                 (unsigned long long)in->capacity + 1, (unsigned long long)in->capacity);
+        note(b, N_NOTE, "the device's total memory is not known to the export: the fraction line computes it on the machine");
+      }
+      if (b->npy)
+        note(b, N_NOTE, "the tuned run had a cap of %llu B; the Python line sets the matching cap "
+                        "(the fraction is rounded up: a lower cap could fail a run the model said fits)", (unsigned long long)in->capacity);
+    } else if (gc > 0) {
+      note(b, N_WARN, "garbage_collection_threshold does nothing without a memory-fraction cap "
+                      "(torch.cuda.set_per_process_memory_fraction), and the tuned run had none (no --capacity): it did nothing there either");
+    }
+  }
+
+  /* merge */
+  item mg[MAX_ITEMS];
+  int nmg = 0;
+  if (merge) {
+    rc = parse_items(merge, mg, &nmg, err);
+    if (rc < 0) return pt_err_prefix(err, rc, "--merge");
+  }
+  unsigned owned = owned_keys(mech, b->library);
+  int used[MAX_ITEMS] = {0};
+  for (int i = 0; i < nmg; i++) {
+    const item *m = &mg[i], *e = NULL;
+    for (int j = 0; j < nex; j++)
+      if (ex[j].key == m->key) {
+        e = &ex[j];
+        used[j] = 1;
+      }
+    const char *name = key_names[m->key];
+    const char *text = m->text;
+    if (e) {
+      if (!same_value(e, m))
+        note(b, N_OVERRIDE, "existing %s:%s replaced by %s:%s (the tuned value)", name, m->text, name, e->text);
+      text = e->text;
+    } else if ((owned >> m->key & 1) && !is_default(m)) {
+      note(b, N_OVERRIDE, "existing %s:%s removed: %s", name, m->text, owned_reason(mech, b->library, m->key));
+      continue;
+    } else if (!strcmp(mech, "expandable") && !b->library && !(owned >> m->key & 1) &&
+               (m->key == K_MAX_SPLIT || m->key == K_NON_SPLIT || m->key == K_GC || m->key == K_RP2)) {
+      note(b, N_NOTE, "existing %s:%s kept: it acts with expandable segments too, but the model's expandable run did not include it", name,
+           m->text);
+    }
+    if (append(b->conf, sizeof b->conf, "%s%s:%s", b->conf[0] ? "," : "", name, text) < 0) goto toolong;
+  }
+  for (int j = 0; j < nex; j++)
+    if (!used[j] && append(b->conf, sizeof b->conf, "%s%s:%s", b->conf[0] ? "," : "", key_names[ex[j].key], ex[j].text) < 0)
+      goto toolong;
+  return 0;
+toolong:
+  return pt_err_set(err, PT_ELIMIT, "export: configuration longer than %d bytes", PT_EXPORT_CONF_MAX - 1);
+}
+
+int pt_export_conf(const pt_export_input *in, const char *merge, char *conf, size_t n, char *notes, size_t nn, pt_err *err) {
+  built *b = malloc(sizeof *b);
+  if (!b) return pt_err_set(err, PT_ENOMEM, "export: out of memory");
+  int rc = build(in, merge, b, err);
+  if (rc == 0 && conf) {
+    if (strlen(b->conf) >= n) rc = pt_err_set(err, PT_ELIMIT, "export: conf buffer too small");
+    else memcpy(conf, b->conf, strlen(b->conf) + 1);
+  }
+  if (rc == 0 && notes && nn) {
+    notes[0] = 0;
+    for (int i = 0; i < b->nnotes && rc == 0; i++)
+      if (append(notes, nn, "%s%s\n", note_prefix[b->notes[i].kind], b->notes[i].text) < 0)
+        rc = pt_err_set(err, PT_ELIMIT, "export: notes buffer too small");
+    for (int i = 0; i < b->npy && rc == 0 && !b->library; i++) /* the library's lines stay out: planned */
+      if (b->py[i][0] != '#' && strncmp(b->py[i], "import ", 7) &&
+          append(notes, nn, "note: in Python, before the first CUDA allocation: %s\n", b->py[i]) < 0)
+        rc = pt_err_set(err, PT_ELIMIT, "export: notes buffer too small");
+  }
+  free(b);
+  return rc;
+}
+
+/* ---- writers ------------------------------------------------------------------------ */
+
+/* Text for a comment line: control characters become '?'. */
+static void put_comment_text(FILE *f, const char *s) {
+  for (; s && *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    fputc(c < 0x20 || c == 0x7f ? '?' : c, f);
+  }
+}
+
+/* A JSON string: escapes, and U+FFFD for bytes that are not UTF-8. */
+static void put_json_str(FILE *f, const char *s) {
+  if (!s) {
+    fputs("null", f);
+    return;
+  }
+  fputc('"', f);
+  const unsigned char *p = (const unsigned char *)s;
+  while (*p) {
+    unsigned c = *p;
+    if (c == '"' || c == '\\') {
+      fprintf(f, "\\%c", c);
+      p++;
+    } else if (c < 0x20 || c == 0x7f) {
+      fprintf(f, "\\u%04x", c);
+      p++;
+    } else if (c < 0x80) {
+      fputc((int)c, f);
+      p++;
+    } else {
+      int len = c >= 0xf5 ? 0 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+      int ok = len > 0;
+      for (int i = 1; ok && i < len; i++) ok = (p[i] & 0xc0) == 0x80;
+      if (ok && len == 3) {
+        unsigned cp = (c & 0x0f) << 12 | (p[1] & 0x3fu) << 6 | (p[2] & 0x3fu);
+        ok = cp >= 0x800 && !(cp >= 0xd800 && cp <= 0xdfff);
+      } else if (ok && len == 4) {
+        unsigned cp = (c & 0x07) << 18 | (p[1] & 0x3fu) << 12 | (p[2] & 0x3fu) << 6 | (p[3] & 0x3fu);
+        ok = cp >= 0x10000 && cp <= 0x10ffff;
+      }
+      if (ok) {
+        fwrite(p, 1, (size_t)len, f);
+        p += len;
+      } else {
+        fputs("\\ufffd", f);
+        p++;
+      }
+    }
+  }
+  fputc('"', f);
+}
+
+static void put_header(FILE *f, const pt_export_input *in) {
+  fputs("# pagetune export: policy '", f);
+  put_comment_text(f, in->policy ? in->policy : "unnamed");
+  fprintf(f, "' (mechanism %s)", in->mechanism);
+  if (in->run_id >= 0) fprintf(f, ", run %lld", (long long)in->run_id);
+  if (in->trace) {
+    fputs(", trace '", f);
+    put_comment_text(f, in->trace);
+    fputc('\'', f);
+  }
+  fputc('\n', f);
+}
+
+static void put_notes_comments(FILE *f, const built *b) {
+  for (int i = 0; i < b->nnotes; i++) {
+    fprintf(f, "# %s", note_prefix[b->notes[i].kind]);
+    put_comment_text(f, b->notes[i].text);
+    fputc('\n', f);
+  }
+}
+
+static void put_python_comments(FILE *f, const built *b) {
+  if (!b->npy) return;
+  fputs(b->library ? "# In the program's entry point, before the first CUDA allocation (PLANNED, NOT SHIPPED):\n"
+                   : "# In the program, before the first CUDA allocation:\n", f);
+  for (int i = 0; i < b->npy; i++) {
+    fputs("#   ", f);
+    put_comment_text(f, b->py[i]);
+    fputc('\n', f);
+  }
+}
+
+static void write_shell(FILE *f, const pt_export_input *in, const built *b) {
+  put_header(f, in);
+  put_notes_comments(f, b);
+  /* every value is made of [A-Za-z0-9_.:,[]>+-=]: single quotes are enough */
+  if (b->conf[0] || b->merged) {
+    fputs("# Both: current PyTorch reads PYTORCH_ALLOC_CONF first; older PyTorch and tools such as vLLM read PYTORCH_CUDA_ALLOC_CONF.\n", f);
+    if (!b->conf[0]) fputs("# (empty: the existing value is replaced by PyTorch's defaults)\n", f);
+    fprintf(f, "export PYTORCH_ALLOC_CONF='%s'\nexport PYTORCH_CUDA_ALLOC_CONF='%s'\n", b->conf, b->conf);
+  } else {
+    fputs("# PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF: nothing to set (PyTorch's defaults)\n", f);
+  }
+  for (int i = 0; i < b->nenv; i++) fprintf(f, "export %s='%s'\n", b->env[i].name, b->env[i].value);
+  put_python_comments(f, b);
+}
+
+static void write_dockerfile(FILE *f, const pt_export_input *in, const built *b) {
+  put_header(f, in);
+  put_notes_comments(f, b);
+  if (b->conf[0] || b->merged) {
+    fputs("# Both: current PyTorch reads PYTORCH_ALLOC_CONF first; older PyTorch and tools such as vLLM read PYTORCH_CUDA_ALLOC_CONF.\n", f);
+    fprintf(f, "ENV PYTORCH_ALLOC_CONF=\"%s\"\nENV PYTORCH_CUDA_ALLOC_CONF=\"%s\"\n", b->conf, b->conf);
+  } else {
+    fputs("# PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF: nothing to set (PyTorch's defaults)\n", f);
+  }
+  if (b->library) {
+    fputs("# PLANNED, NOT SHIPPED: libpagetune_alloc.so does not exist yet; uncomment the COPY once it ships.\n", f);
+    fputs("# COPY libpagetune_alloc.so " LIB_PATH "\n", f);
+  }
+  for (int i = 0; i < b->nenv; i++) fprintf(f, "ENV %s=\"%s\"\n", b->env[i].name, b->env[i].value);
+  put_python_comments(f, b);
+}
+
+static void put_json_notes(FILE *f, const built *b, const char *key, int kind) {
+  fprintf(f, "  \"%s\": [", key);
+  int first = 1;
+  for (int i = 0; i < b->nnotes; i++)
+    if (b->notes[i].kind == kind) {
+      fputs(first ? "" : ", ", f);
+      put_json_str(f, b->notes[i].text);
+      first = 0;
+    }
+  fputs("]", f);
+}
+
+static void write_json(FILE *f, const pt_export_input *in, const built *b) {
+  fputs("{\n  \"policy\": ", f);
+  put_json_str(f, in->policy);
+  fputs(",\n  \"mechanism\": ", f);
+  put_json_str(f, in->mechanism);
+  if (in->run_id >= 0) fprintf(f, ",\n  \"run_id\": %lld", (long long)in->run_id);
+  else fputs(",\n  \"run_id\": null", f);
+  fputs(",\n  \"trace\": ", f);
+  put_json_str(f, in->trace);
+  fputs(",\n  \"pytorch_alloc_conf\": ", f);
+  put_json_str(f, b->conf);
+  fputs(",\n  \"pytorch_cuda_alloc_conf\": ", f);
+  put_json_str(f, b->conf);
+  fputs(",\n  \"env\": {", f);
+  int first = 1;
+  if (b->conf[0] || b->merged) {
+    fputs("\"PYTORCH_ALLOC_CONF\": ", f);
+    put_json_str(f, b->conf);
+    fputs(", \"PYTORCH_CUDA_ALLOC_CONF\": ", f);
+    put_json_str(f, b->conf);
+    first = 0;
+  }
+  for (int i = 0; i < b->nenv; i++) {
+    fprintf(f, "%s\"%s\": ", first ? "" : ", ", b->env[i].name);
+    put_json_str(f, b->env[i].value);
+    first = 0;
+  }
+  fputs("},\n  \"python\": [", f);
+  for (int i = 0; i < b->npy; i++) {
+    fputs(i ? ", " : "", f);
+    put_json_str(f, b->py[i]);
+  }
+  fputs("],\n", f);
+  fprintf(f, "  \"capacity\": %llu,\n  \"device_total_bytes\": %llu,\n", (unsigned long long)in->capacity,
+          (unsigned long long)in->device_total_bytes);
+  fprintf(f, "  \"memory_fraction\": %s,\n", b->fraction[0] ? b->fraction : "null");
+  if (b->library) {
+    fputs("  \"pagetune_library\": {\"status\": \"planned, not shipped\", \"path\": \"" LIB_PATH "\", \"alloc_fn\": \"" LIB_ALLOC
+          "\", \"free_fn\": \"" LIB_FREE "\", \"conf\": ", f);
+    put_json_str(f, b->lib_conf);
+    fputs("},\n", f);
+  } else {
+    fputs("  \"pagetune_library\": null,\n", f);
+  }
+  put_json_notes(f, b, "approximations", N_APPROX);
+  fputs(",\n", f);
+  put_json_notes(f, b, "warnings", N_WARN);
+  fputs(",\n", f);
+  put_json_notes(f, b, "overrides", N_OVERRIDE);
+  fputs(",\n", f);
+  put_json_notes(f, b, "notes", N_NOTE);
+  fputs("\n}\n", f);
+}
+
+int pt_export_write(FILE *f, const pt_export_input *in, const char *format, const char *merge, pt_err *err) {
+  if (!f || !format) return pt_err_set(err, PT_EUSAGE, "export: no output or format");
+  int kind = !strcmp(format, "env") ? 0 : !strcmp(format, "dockerfile") ? 1 : !strcmp(format, "json") ? 2 : -1;
+  if (kind < 0) return pt_err_set(err, PT_EUSAGE, "export: unknown format '%.32s' (env, dockerfile, json)", format);
+  built *b = malloc(sizeof *b);
+  if (!b) return pt_err_set(err, PT_ENOMEM, "export: out of memory");
+  int rc = build(in, merge, b, err);
+  if (rc == 0) {
+    if (kind == 0) write_shell(f, in, b);
+    else if (kind == 1) write_dockerfile(f, in, b);
+    else write_json(f, in, b);
+    if (ferror(f)) rc = pt_err_set(err, PT_EIO, "export: write failed");
+  }
+  free(b);
+  return rc;
+}

@@ -1,0 +1,87 @@
+/*
+ * export.h — the tuned policy as settings for a PyTorch image.
+ *
+ * What PyTorch can express (the caching allocator's knobs, expandable
+ * segments, the cudaMallocAsync backend) becomes a PYTORCH_CUDA_ALLOC_CONF
+ * value holding only keys PyTorch accepts (DESIGN.md lists them), defaults
+ * left out, values written as PyTorch parses them.  What it cannot express
+ * (stitching, policy hooks) becomes the configuration of pagetune's own
+ * allocator library for PyTorch and the lines that load it; that library is
+ * PLANNED, NOT SHIPPED, and every output says so.  Notes say what was
+ * approximated and warn where a knob would silently do nothing
+ * (garbage_collection_threshold without a memory-fraction cap).
+ *
+ * No SQLite, Lua or CUDA here: the caller (the CLI) reads the run from the
+ * store and fills pt_export_input.
+ */
+#ifndef PT_EXPORT_H
+#define PT_EXPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "error.h"
+#include "mech.h"
+
+typedef struct pt_export_input {
+  const char *policy;          /* policy name (shown; [A-Za-z0-9_.-] where it enters a value) */
+  const char *mechanism;       /* direct | caching | expandable | async_pool | stitch */
+  const pt_params *params;     /* the run's parameters (may be NULL: all defaults) */
+  uint64_t capacity;           /* the run's --capacity (bytes); 0 = no cap */
+  uint64_t device_total_bytes; /* GPU memory (totalGlobalMem); 0 = unknown */
+  int has_hooks;               /* the policy overrides decisions through hooks */
+  const char *trace;           /* trace name (shown only; may be NULL) */
+  int64_t run_id;              /* stored run id; < 0 = none */
+} pt_export_input;
+
+/* Limits of the strings this module writes and reads. */
+#define PT_EXPORT_CONF_MAX 1024   /* a conf value, merged */
+#define PT_EXPORT_NOTES_MAX 8192  /* notes text */
+/* *_mb values at or above this (2^31-1 MiB, ~2 PiB) mean "unlimited": it is the largest
+ * value every PyTorch release parses (older ones used stoi). */
+#define PT_EXPORT_MB_UNLIMITED 2147483647.0
+
+/*
+ * The conf value (key:value,key:value) for in, merged into merge (an existing
+ * PYTORCH_CUDA_ALLOC_CONF value, or NULL).  Keys of merge are kept, in their
+ * order, unless the export sets them (or, for the keys its mechanism owns,
+ * leaves them at the default); each override is a note.  notes receives
+ * newline-terminated lines, each starting "approximation: ", "warning: ",
+ * "override: " or "note: ".  conf may come back empty (nothing to set).
+ * Returns 0, or PT_EUSAGE (bad input: unknown mechanism, bad parameter),
+ * PT_EFORMAT / PT_EFORBID (merge unparsable / hostile characters), PT_ELIMIT
+ * (buffers too small); err says why.
+ */
+int pt_export_conf(const pt_export_input *in, const char *merge, char *conf, size_t n, char *notes, size_t nn,
+                   pt_err *err);
+
+/* format: "env" (shell export lines), "dockerfile" (ENV lines), "json" (one object). */
+int pt_export_write(FILE *f, const pt_export_input *in, const char *format, const char *merge, pt_err *err);
+
+/*
+ * Parse a PYTORCH_CUDA_ALLOC_CONF value.  Only the keys DESIGN.md lists are
+ * accepted (an unknown key is an error naming it), with PyTorch 2.11's value
+ * rules.  out (cleared first) receives one entry per key, named as the key:
+ * max_split_size_mb, max_non_split_rounding_mb (both INFINITY at or above
+ * PT_EXPORT_MB_UNLIMITED), garbage_collection_threshold, expandable_segments,
+ * release_lock_on_cudamalloc, pinned_use_cuda_host_register (0/1),
+ * pinned_num_register_threads, roundup_power2_divisions (the integer form, or a
+ * list whose 16 intervals are all equal) or, for a list that differs per interval,
+ * roundup_power2_divisions.0 .. .15 (interval i covers [2^i, 2^(i+1)) MiB; 0 also
+ * everything smaller; 15 everything larger).  backend receives the backend
+ * ("native" when absent).  Whitespace is ignored, as PyTorch does; control
+ * characters, quotes, '$', '\\' and '`' are refused (PT_EFORBID); a key given twice is
+ * refused.  out and backend may be NULL.
+ */
+int pt_export_parse_conf(const char *conf, pt_params *out, char *backend, size_t nb, pt_err *err);
+
+/*
+ * The memory-fraction argument F for torch.cuda.set_per_process_memory_fraction
+ * so that PyTorch's cap int(F * total) (computed in double) is >= capacity and
+ * admits exactly the same 2 MiB-granular reservations; the shortest such decimal
+ * is written to buf.  Returns 0, or PT_EUSAGE when capacity is 0, total is 0 or
+ * capacity >= total (no fraction below 1 expresses it).
+ */
+int pt_export_fraction(uint64_t capacity, uint64_t total, char *buf, size_t n, pt_err *err);
+
+#endif

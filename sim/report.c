@@ -1,0 +1,1141 @@
+/*
+ * report.c — the Pareto front, the text tables and the HTML page of
+ * `pagetune report` (see report.h).
+ *
+ * Everything here reads pt_report_run values and writes to a FILE; nothing
+ * is global.  Writes go through stdio and are checked once, at the end, with
+ * fflush + ferror: a failed write sets the stream's error flag and every
+ * later write is wasted but harmless, so one check tells the caller the
+ * truth without a test after each of the many small prints.
+ *
+ * The HTML page draws its SVG here, in plain numbers: no script, no link, no
+ * external resource of any kind, so the file can be mailed or opened offline.
+ * Strings from runs reach the page only through html_text(), which escapes
+ * the five HTML metacharacters and replaces control characters.
+ */
+#include "report.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIB 1048576.0
+#define GIB 1073741824.0
+
+/* ---- small helpers ------------------------------------------------------------ */
+
+static const char *str_or(const char *s, const char *dflt) { return s ? s : dflt; }
+
+static const char *trace_of(const pt_report_run *r) { return str_or(r->trace, ""); }
+
+/* Code points in a UTF-8 string (bytes that do not continue a sequence). */
+static size_t utf8_len(const char *s) {
+  size_t n = 0;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) n += (*p & 0xC0) != 0x80;
+  return n;
+}
+
+static int is_ctrl(unsigned char c) { return c < 0x20 || c == 0x7f; }
+
+static int flush_status(FILE *f, pt_err *err) {
+  if (fflush(f) != 0 || ferror(f))
+    return pt_err_set(err, PT_EIO, "report: write failed: %s", strerror(errno ? errno : EIO));
+  return 0;
+}
+
+/* A bounded string builder that never overflows and always stays terminated. */
+typedef struct sbuf {
+  char *p;
+  size_t cap, len;
+} sbuf;
+
+static void sb_put(sbuf *b, const char *s, size_t n) {
+  if (b->len + 1 >= b->cap) return;
+  size_t room = b->cap - 1 - b->len;
+  if (n > room) n = room;
+  memcpy(b->p + b->len, s, n);
+  b->len += n;
+  b->p[b->len] = 0;
+}
+
+static void sb_puts(sbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+
+/* Bytes as a short number with unit: 2 MiB, 1.5 GiB, 512 KiB, 100 B. */
+static void fmt_bytes(char *out, size_t n, double bytes) {
+  if (bytes >= GIB) snprintf(out, n, "%.3g GiB", bytes / GIB);
+  else if (bytes >= MIB) snprintf(out, n, "%.3g MiB", bytes / MIB);
+  else if (bytes >= 1024) snprintf(out, n, "%.3g KiB", bytes / 1024);
+  else snprintf(out, n, "%.0f B", bytes);
+}
+
+/* A parameter value: whole MiB/GiB counts of bytes as such, else 6 digits. */
+static void fmt_value(char *out, size_t n, double v) {
+  if (v == floor(v) && v >= MIB && fmod(v, GIB) == 0) snprintf(out, n, "%.0fGiB", v / GIB);
+  else if (v == floor(v) && v >= MIB && fmod(v, MIB) == 0) snprintf(out, n, "%.0fMiB", v / MIB);
+  else snprintf(out, n, "%.6g", v);
+}
+
+static const char *skip_ws(const char *s) {
+  while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r') s++;
+  return s;
+}
+
+/* Copy a JSON string's content (s at its opening quote); NULL when unterminated. */
+static const char *json_str(const char *s, sbuf *b) {
+  for (s++; *s && *s != '"'; s++) {
+    if (*s == '\\' && s[1]) {
+      s++;
+      char c = *s == 'n' || *s == 't' || *s == 'r' ? ' ' : *s; /* \uXXXX stays as written */
+      if (*s == 'u') sb_puts(b, "\\u");
+      else sb_put(b, &c, 1);
+    } else {
+      sb_put(b, s, 1);
+    }
+  }
+  return *s == '"' ? s + 1 : NULL;
+}
+
+/*
+ * The key parameters of a run as "name=value name=value" (plus "cap=SIZE"
+ * under a capacity), from the store's flat params object; a value of null
+ * is an unlimited one ("inf").  Anything that is not a flat object is shown
+ * as written.  The result is raw text: callers sanitize or escape it.
+ */
+static void fmt_params(const char *json, uint64_t capacity, char *out, size_t cap) {
+  sbuf b = {out, cap, 0};
+  out[0] = 0;
+  const char *s = skip_ws(str_or(json, "{}"));
+  if (*s != '{') goto raw;
+  s++;
+  for (int first = 1;; first = 0) {
+    s = skip_ws(s);
+    if (*s == '}') break;
+    if (!first) {
+      if (*s != ',') goto raw;
+      s = skip_ws(s + 1);
+      sb_puts(&b, " ");
+    }
+    if (*s != '"' || !(s = json_str(s, &b))) goto raw;
+    s = skip_ws(s);
+    if (*s != ':') goto raw;
+    s = skip_ws(s + 1);
+    sb_puts(&b, "=");
+    if (*s == '"') {
+      if (!(s = json_str(s, &b))) goto raw;
+    } else if (!strncmp(s, "null", 4)) {
+      sb_puts(&b, "inf");
+      s += 4;
+    } else if (!strncmp(s, "true", 4) || !strncmp(s, "false", 5)) {
+      size_t k = *s == 't' ? 4 : 5;
+      sb_put(&b, s, k);
+      s += k;
+    } else {
+      char *end, num[48];
+      double v = strtod(s, &end);
+      if (end == s) goto raw;
+      fmt_value(num, sizeof num, v);
+      sb_puts(&b, num);
+      s = end;
+    }
+  }
+  goto cap;
+raw:
+  b.len = 0;
+  out[0] = 0;
+  sb_puts(&b, str_or(json, ""));
+cap:
+  if (capacity) {
+    char c[48];
+    fmt_bytes(c, sizeof c, (double)capacity);
+    if (b.len) sb_puts(&b, " ");
+    sb_puts(&b, "cap=");
+    sb_puts(&b, c);
+  }
+}
+
+/* ---- grouping by trace ---------------------------------------------------------- */
+
+/* Run indices grouped by trace, traces in order of first appearance. */
+typedef struct groups {
+  size_t *idx;      /* n entries */
+  size_t *start;    /* group g is idx[start[g] .. start[g + 1]) */
+  size_t ng;
+} groups;
+
+static void groups_free(groups *g) {
+  free(g->idx);
+  free(g->start);
+  *g = (groups){0};
+}
+
+static int groups_make(const pt_report_run *runs, size_t n, groups *g) {
+  *g = (groups){0};
+  size_t *first = malloc((n ? n : 1) * sizeof *first); /* first run of each distinct trace */
+  size_t *of = malloc((n ? n : 1) * sizeof *of);       /* group of each run */
+  g->idx = malloc((n ? n : 1) * sizeof *g->idx);
+  g->start = calloc(n + 1, sizeof *g->start);
+  if (!first || !of || !g->idx || !g->start) {
+    free(first);
+    free(of);
+    groups_free(g);
+    return PT_ENOMEM;
+  }
+  for (size_t i = 0; i < n; i++) {
+    size_t k = 0;
+    while (k < g->ng && strcmp(trace_of(&runs[first[k]]), trace_of(&runs[i]))) k++;
+    if (k == g->ng) first[g->ng++] = i;
+    of[i] = k;
+    g->start[k + 1]++;
+  }
+  for (size_t k = 0; k < g->ng; k++) g->start[k + 1] += g->start[k];
+  size_t *fill = first; /* reused as the fill cursor of each group */
+  for (size_t k = 0; k < g->ng; k++) fill[k] = g->start[k];
+  for (size_t i = 0; i < n; i++) g->idx[fill[of[i]]++] = i;
+  free(first);
+  free(of);
+  return 0;
+}
+
+/* The runs of group k as pointers (caller frees), in input order. */
+static const pt_report_run **group_runs(const pt_report_run *runs, const groups *g, size_t k, size_t *m) {
+  *m = g->start[k + 1] - g->start[k];
+  const pt_report_run **p = malloc((*m ? *m : 1) * sizeof *p);
+  if (p)
+    for (size_t j = 0; j < *m; j++) p[j] = &runs[g->idx[g->start[k] + j]];
+  return p;
+}
+
+/* ---- Pareto front --------------------------------------------------------------- */
+
+/* Timed runs first, by time then memory; then the untimed ones by memory. */
+static int cmp_pareto(const void *a, const void *b) {
+  const pt_report_run *x = *(const pt_report_run *const *)a, *y = *(const pt_report_run *const *)b;
+  int xn = isnan(x->predicted_alloc_us), yn = isnan(y->predicted_alloc_us);
+  if (xn != yn) return xn - yn;
+  if (!xn && x->predicted_alloc_us != y->predicted_alloc_us)
+    return x->predicted_alloc_us < y->predicted_alloc_us ? -1 : 1;
+  if (x->peak_reserved_bytes != y->peak_reserved_bytes)
+    return x->peak_reserved_bytes < y->peak_reserved_bytes ? -1 : 1;
+  return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/*
+ * One sweep over the sorted runs: a run is beaten exactly when a run with a
+ * smaller time has no more memory, or a run with the same time has less.  So,
+ * per group of equal times, the members with the group's least memory are on
+ * the front when that memory is below the least seen at smaller times.
+ */
+int pt_report_pareto(const pt_report_run *runs, size_t n, int *on_front /* OUT, n entries */) {
+  if (n && (!runs || !on_front)) return PT_EUSAGE;
+  groups g;
+  int rc = groups_make(runs, n, &g);
+  if (rc < 0) return rc;
+  for (size_t k = 0; k < g.ng; k++) {
+    size_t m;
+    const pt_report_run **p = group_runs(runs, &g, k, &m);
+    if (!p) {
+      groups_free(&g);
+      return PT_ENOMEM;
+    }
+    qsort(p, m, sizeof *p, cmp_pareto);
+    size_t i = 0;
+    int seen = 0;
+    uint64_t best = 0;  /* least memory at a smaller time, when seen */
+    while (i < m && !isnan(p[i]->predicted_alloc_us)) {
+      size_t e = i;
+      while (e < m && p[e]->predicted_alloc_us == p[i]->predicted_alloc_us) e++;
+      uint64_t least = p[i]->peak_reserved_bytes;
+      for (size_t j = i; j < e; j++)
+        on_front[p[j] - runs] = p[j]->peak_reserved_bytes == least && (!seen || least < best);
+      if (!seen || least < best) best = least;
+      seen = 1;
+      i = e;
+    }
+    for (size_t j = i; j < m; j++) /* untimed: memory alone */
+      on_front[p[j] - runs] = p[j]->peak_reserved_bytes == p[i]->peak_reserved_bytes;
+    free(p);
+  }
+  groups_free(&g);
+  return 0;
+}
+
+/* By peak reserved, then id: the order of every table. */
+static int cmp_reserved(const void *a, const void *b) {
+  const pt_report_run *x = *(const pt_report_run *const *)a, *y = *(const pt_report_run *const *)b;
+  if (x->peak_reserved_bytes != y->peak_reserved_bytes)
+    return x->peak_reserved_bytes < y->peak_reserved_bytes ? -1 : 1;
+  return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Front flags and groups, as both printers start. */
+static int prepare(const pt_report_run *runs, size_t n, int **front, groups *g, pt_err *err) {
+  *front = malloc((n ? n : 1) * sizeof **front);
+  if (!*front) return pt_err_set(err, PT_ENOMEM, "report: out of memory");
+  int rc = pt_report_pareto(runs, n, *front);
+  if (rc == 0) rc = groups_make(runs, n, g);
+  if (rc < 0) {
+    free(*front);
+    *front = NULL;
+    return pt_err_set(err, rc, "report: %s", rc == PT_EUSAGE ? "no runs array" : "out of memory");
+  }
+  return 0;
+}
+
+/* ---- text ----------------------------------------------------------------------- */
+
+/* s with control characters as '?', cut to width code points ("..." marks a cut); returns what it showed. */
+static size_t text_str(FILE *f, const char *s, size_t width) {
+  size_t len = utf8_len(s);
+  size_t keep = len > width ? (width > 3 ? width - 3 : 0) : len, seen = 0;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if ((*p & 0xC0) != 0x80 && seen++ == keep) break;
+    fputc(is_ctrl(*p) ? '?' : *p, f);
+  }
+  if (len > width && width >= 3) fputs("...", f);
+  return len > width ? width : len;
+}
+
+/* The same, padded to width on the right (or on the left when right-aligned). */
+static void text_cell(FILE *f, const char *s, size_t width, int right) {
+  size_t len = utf8_len(s), shown = len > width ? width : len;
+  if (right)
+    for (size_t i = shown; i < width; i++) fputc(' ', f);
+  text_str(f, s, width);
+  if (!right)
+    for (size_t i = shown; i < width; i++) fputc(' ', f);
+}
+
+/* The numeric cells of a row, formatted once for measuring and printing. */
+typedef struct text_row {
+  char id[24], peak[32], frag[24], segs[24], ms[32], ooms[24];
+} text_row;
+
+static void text_row_fill(const pt_report_run *r, text_row *t) {
+  snprintf(t->id, sizeof t->id, "%" PRId64, r->id);
+  snprintf(t->peak, sizeof t->peak, "%.1f", (double)r->peak_reserved_bytes / MIB);
+  if (isfinite(r->fragmentation)) snprintf(t->frag, sizeof t->frag, "%.1f", 100 * r->fragmentation);
+  else snprintf(t->frag, sizeof t->frag, "-");
+  snprintf(t->segs, sizeof t->segs, "%" PRIu64, r->segments_allocated);
+  if (isnan(r->predicted_alloc_us)) snprintf(t->ms, sizeof t->ms, "-");
+  else snprintf(t->ms, sizeof t->ms, "%.2f", r->predicted_alloc_us / 1000);
+  snprintf(t->ooms, sizeof t->ooms, "%" PRIu64, r->ooms);
+}
+
+/*
+ * The next line of a space-separated list wrapped at width code points, into
+ * out; *s moves past it.  A single item wider than width is a line of its own
+ * (text_cell cuts it).
+ */
+static void wrap_next(const char **s, size_t width, char *out, size_t cap) {
+  const char *p = *s, *end = *s;
+  while (*p == ' ') p++;
+  size_t used = 0;
+  for (const char *q = p; *q;) {
+    size_t tcp = 0;
+    for (; *q && *q != ' '; q++) tcp += (*q & 0xC0) != 0x80;
+    if (end > p && used + 1 + tcp > width) break;
+    used += (end > p) + tcp;
+    end = q;
+    while (*q == ' ') q++;
+  }
+  if (end == p) end = p + strlen(p);
+  size_t n = (size_t)(end - p) < cap - 1 ? (size_t)(end - p) : cap - 1;
+  memcpy(out, p, n);
+  out[n] = 0;
+  *s = end;
+}
+
+static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
+
+#define GAP "  "
+
+static void text_trace(FILE *f, const pt_report_run *runs, const pt_report_run **p, size_t m, const int *front) {
+  char params[1200], line[1200];
+  text_row t;
+  /* widths: header or widest cell; policy and params share what is left of the line */
+  size_t wid = 2, wpol = 6, wpar = 6, wpeak = 8, wfrag = 6, wsegs = 4, wms = 8, wooms = 4;
+  for (size_t j = 0; j < m; j++) {
+    text_row_fill(p[j], &t);
+    fmt_params(p[j]->params_json, p[j]->capacity, params, sizeof params);
+    wid = max_sz(wid, strlen(t.id));
+    wpol = max_sz(wpol, utf8_len(str_or(p[j]->policy, "")));
+    wpar = max_sz(wpar, utf8_len(params));
+    wpeak = max_sz(wpeak, strlen(t.peak));
+    wfrag = max_sz(wfrag, strlen(t.frag));
+    wsegs = max_sz(wsegs, strlen(t.segs));
+    wms = max_sz(wms, strlen(t.ms));
+    wooms = max_sz(wooms, strlen(t.ooms));
+  }
+  size_t fixed = 2 + wid + 2 + 2 + wpeak + 2 + wfrag + 2 + wsegs + 2 + wms + 2 + wooms + 2;
+  size_t room = PT_REPORT_COLUMNS > fixed + 20 ? PT_REPORT_COLUMNS - fixed : 20;
+  if (wpol > 24) wpol = wpol + wpar > room ? 24 : wpol;
+  if (wpol + wpar > room) wpar = room > wpol + 10 ? room - wpol : 10;
+  if (wpol + wpar > room) wpol = room > wpar + 8 ? room - wpar : 8;
+
+  fputs("trace ", f);
+  text_str(f, trace_of(p[0]), PT_REPORT_COLUMNS - 20);
+  fprintf(f, "  (%zu run%s)\n", m, m == 1 ? "" : "s");
+  fputs("  ", f);
+  text_cell(f, "id", wid, 1);
+  fputs(GAP, f);
+  text_cell(f, "policy", wpol, 0);
+  fputs(GAP, f);
+  text_cell(f, "params", wpar, 0);
+  fputs(GAP, f);
+  text_cell(f, "peak MiB", wpeak, 1);
+  fputs(GAP, f);
+  text_cell(f, "frag %", wfrag, 1);
+  fputs(GAP, f);
+  text_cell(f, "segs", wsegs, 1);
+  fputs(GAP, f);
+  text_cell(f, "alloc ms", wms, 1);
+  fputs(GAP, f);
+  text_cell(f, "OOMs", wooms, 1);
+  fputc('\n', f);
+  for (size_t j = 0; j < m; j++) {
+    const pt_report_run *r = p[j];
+    text_row_fill(r, &t);
+    fmt_params(r->params_json, r->capacity, params, sizeof params);
+    fputs(front[r - runs] ? "* " : "  ", f);
+    text_cell(f, t.id, wid, 1);
+    fputs(GAP, f);
+    text_cell(f, str_or(r->policy, ""), wpol, 0);
+    fputs(GAP, f);
+    const char *rest = params;
+    wrap_next(&rest, wpar, line, sizeof line);
+    text_cell(f, line[0] ? line : "-", wpar, 0);
+    fputs(GAP, f);
+    text_cell(f, t.peak, wpeak, 1);
+    fputs(GAP, f);
+    text_cell(f, t.frag, wfrag, 1);
+    fputs(GAP, f);
+    text_cell(f, t.segs, wsegs, 1);
+    fputs(GAP, f);
+    text_cell(f, t.ms, wms, 1);
+    fputs(GAP, f);
+    text_cell(f, t.ooms, wooms, 1);
+    fputc('\n', f);
+    for (;;) { /* the parameters that did not fit, under their column */
+      wrap_next(&rest, wpar, line, sizeof line);
+      if (!line[0]) break;
+      fprintf(f, "%*s", (int)(2 + wid + 2 + wpol + 2), "");
+      text_str(f, line, wpar);
+      fputc('\n', f);
+    }
+  }
+}
+
+int pt_report_text(FILE *f, const pt_report_run *runs, size_t n, pt_err *err) {
+  if (!f) return pt_err_set(err, PT_EUSAGE, "report: no output stream");
+  if (n == 0) {
+    fputs("no runs to report\n", f);
+    return flush_status(f, err);
+  }
+  int *front;
+  groups g;
+  int rc = prepare(runs, n, &front, &g, err);
+  if (rc < 0) return rc;
+  for (size_t k = 0; k < g.ng && rc == 0; k++) {
+    size_t m;
+    const pt_report_run **p = group_runs(runs, &g, k, &m);
+    if (!p) {
+      rc = pt_err_set(err, PT_ENOMEM, "report: out of memory");
+      break;
+    }
+    qsort(p, m, sizeof *p, cmp_reserved);
+    if (k) fputc('\n', f);
+    text_trace(f, runs, p, m, front);
+    free(p);
+  }
+  if (rc == 0) {
+    fputs("\n* on the Pareto front of predicted allocator time against peak reserved memory\n"
+          "  (runs without a predicted time, '-', are compared on memory alone).\n"
+          "  Page sizes below 2 MiB are a model-only dimension: through VMM a policy picks\n"
+          "  handle sizes (2 MiB multiples) and VA layout, not the hardware page size.\n", f);
+    rc = flush_status(f, err);
+  }
+  free(front);
+  groups_free(&g);
+  return rc;
+}
+
+/* ---- HTML: text and numbers ------------------------------------------------------ */
+
+/* s escaped for HTML text or an attribute value; cut to maxcp code points ("…") when maxcp. */
+static void html_text(FILE *f, const char *s, size_t maxcp) {
+  s = str_or(s, "");
+  size_t len = utf8_len(s);
+  int cut = maxcp && len > maxcp;
+  size_t keep = cut ? maxcp - 1 : len, seen = 0;
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if ((*p & 0xC0) != 0x80 && seen++ == keep) break;
+    switch (*p) {
+    case '&': fputs("&amp;", f); break;
+    case '<': fputs("&lt;", f); break;
+    case '>': fputs("&gt;", f); break;
+    case '"': fputs("&quot;", f); break;
+    case '\'': fputs("&#39;", f); break;
+    default:
+      if (is_ctrl(*p)) fputs("\xEF\xBF\xBD", f); /* U+FFFD: HTML forbids control characters */
+      else fputc(*p, f);
+    }
+  }
+  if (cut) fputs("\xE2\x80\xA6", f); /* … */
+}
+
+/* Decimals that show every tick of this step exactly (0.25 -> 2). */
+static int step_decimals(double step) {
+  for (int d = 0; d < 6; d++) {
+    double x = step * pow(10, d);
+    if (fabs(x - round(x)) < 1e-6 * (x > 1 ? x : 1)) return d;
+  }
+  return 6;
+}
+
+/* A round tick step giving about nticks intervals over span (1, 2, 2.5, 5 × 10^k). */
+static double nice_step(double span, int nticks) {
+  if (!(span > 0)) span = 1;
+  double raw = span / nticks, mag = pow(10, floor(log10(raw))), r = raw / mag;
+  return mag * (r <= 1 ? 1 : r <= 2 ? 2 : r <= 2.5 ? 2.5 : r <= 5 ? 5 : 10);
+}
+
+/* A mapping from data to pixels, with its ticks. */
+typedef struct axis {
+  double lo, hi, step;   /* domain, tick step (linear) */
+  int log;               /* log10 scale; ticks at 1, 2, 5 × 10^k */
+  double p0, p1;         /* pixels of lo and hi */
+} axis;
+
+static double ax_map(const axis *a, double v) {
+  double t = a->log ? (log10(v) - log10(a->lo)) / (log10(a->hi) - log10(a->lo)) : (v - a->lo) / (a->hi - a->lo);
+  return a->p0 + t * (a->p1 - a->p0);
+}
+
+/*
+ * Linear domain with round ends covering [lo, hi] (padded by pad of the span
+ * unless from_zero): of the steps 1, 2, 2.5, 5 × 10^k giving 3 to maxint
+ * intervals, the one that wastes least room, then the one nearest target
+ * intervals.  (A fixed tick count would put a 610 MiB peak under an 800 MiB
+ * top; this picks 0-750 by 250.)
+ */
+static void ax_linear(axis *a, double lo, double hi, double pad, int target, int maxint, int from_zero) {
+  if (from_zero) lo = 0;
+  if (!(hi > lo)) {
+    double d = fabs(hi) > 0 ? fabs(hi) * 0.1 : 1;
+    lo -= from_zero ? 0 : d;
+    hi += d;
+  }
+  double span = hi - lo;
+  double plo = from_zero ? 0 : lo - pad * span, phi = hi + pad * span;
+  if (lo >= 0 && plo < 0) plo = 0;
+  static const double mult[] = {1, 2, 2.5, 5};
+  double base = pow(10, floor(log10((phi - plo) / maxint)) - 1), best = INFINITY;
+  int best_miss = 0;
+  a->step = 0;
+  for (int d = 0; d < 4; d++, base *= 10)
+    for (int k = 0; k < 4; k++) {
+      double step = base * mult[k];
+      double l = floor(plo / step + 1e-9) * step, h = ceil(phi / step - 1e-9) * step;
+      long ints = lround((h - l) / step);
+      if (ints < 3 || ints > maxint) continue;
+      int miss = abs((int)ints - target);
+      if (h - l < best * (1 - 1e-9) || (h - l <= best * (1 + 1e-9) && miss < best_miss)) {
+        best = h - l;
+        best_miss = miss;
+        a->step = step;
+        a->lo = l;
+        a->hi = h;
+      }
+    }
+  if (a->step == 0) { /* not reached for finite input; keep a sane axis anyway */
+    a->step = nice_step(phi - plo, target);
+    a->lo = floor(plo / a->step + 1e-9) * a->step;
+    a->hi = ceil(phi / a->step - 1e-9) * a->step;
+    if (a->hi <= a->lo) a->hi = a->lo + a->step;
+  }
+  a->log = 0;
+}
+
+/* Log domain over whole decades (both ends > 0). */
+static void ax_log(axis *a, double lo, double hi) {
+  a->lo = pow(10, floor(log10(lo) - 0.02));
+  a->hi = pow(10, ceil(log10(hi) + 0.02));
+  a->step = 0;
+  a->log = 1;
+}
+
+/* Ticks of a: calls back with each value; returns how many. */
+static size_t ax_ticks(const axis *a, double *v, size_t cap) {
+  size_t n = 0;
+  if (a->log) {
+    int decades = (int)round(log10(a->hi / a->lo));
+    static const double mult[] = {1, 2, 5};
+    for (double d = a->lo; d <= a->hi * 1.0001 && n < cap; d *= 10)
+      for (int k = 0; k < 3 && n < cap; k++) {
+        if (k && decades > 2) break; /* many decades: powers of ten only */
+        if (d * mult[k] <= a->hi * 1.0001) v[n++] = d * mult[k];
+      }
+    return n;
+  }
+  long steps = lround((a->hi - a->lo) / a->step);
+  for (long k = 0; k <= steps && n < cap; k++) v[n++] = a->lo + (double)k * a->step;
+  return n;
+}
+
+/* Tick label: a value in the axis's unit, with as many decimals as the step needs. */
+static void tick_label(char *out, size_t n, const axis *a, double v) {
+  if (a->log) snprintf(out, n, "%g", v);
+  else snprintf(out, n, "%.*f", step_decimals(a->step), fabs(v) < a->step * 1e-9 ? 0.0 : v);
+}
+
+/* Event counts on an axis: 0, 20k, 40k (k once every tick is a whole thousand or more). */
+static void tick_events(char *out, size_t n, const axis *a, double v) {
+  if (a->hi >= 10000 && a->step >= 100) snprintf(out, n, "%.*fk", step_decimals(a->step / 1000), v / 1000);
+  else snprintf(out, n, "%.0f", v);
+}
+
+/* Memory unit for a largest value: GiB from 2 GiB up, else MiB. */
+static double mem_unit(double max_bytes, const char **name) {
+  *name = max_bytes >= 2 * GIB ? "GiB" : "MiB";
+  return max_bytes >= 2 * GIB ? GIB : MIB;
+}
+
+/* ---- HTML: the page ------------------------------------------------------------- */
+
+static const char css[] =
+    ":root{--fg:#1f2328;--muted:#59636e;--line:#d8dee4;--soft:#eef1f4;--res:#2f6fde;--alloc:#e0720f;"
+    "--front:#1a7f37;--bad:#cf222e}\n"
+    "*{box-sizing:border-box}\n"
+    "body{margin:0;background:#f5f7f9;color:var(--fg);"
+    "font:14px/1.45 system-ui,-apple-system,\"Segoe UI\",Roboto,\"Helvetica Neue\",Arial,sans-serif}\n"
+    "main{max-width:1340px;margin:0 auto;padding:26px 30px 36px}\n"
+    "h1{font-size:24px;margin:0 0 4px;letter-spacing:-.01em}\n"
+    ".lead{color:var(--muted);margin:0}\n"
+    "section.trace{background:#fff;border:1px solid var(--line);border-radius:10px;padding:18px 22px 20px;"
+    "margin:22px 0}\n"
+    "h2{font-size:19px;margin:0 0 2px;overflow-wrap:anywhere}\n"
+    "h2 .k{color:var(--muted);font-weight:500}\n"
+    ".facts{color:var(--muted);margin:0;font-size:13.5px}\n"
+    ".facts b{color:var(--fg);font-weight:600}\n"
+    "h3{font-size:12px;text-transform:uppercase;letter-spacing:.07em;color:var(--muted);margin:20px 0 9px}\n"
+    ".grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(540px,1fr));gap:12px}\n"
+    "figure{margin:0;border:1px solid var(--line);border-radius:8px;padding:4px 6px;background:#fff}\n"
+    "figure.wide{max-width:1000px}\n"
+    "figcaption{color:var(--muted);font-size:12.5px;padding:2px 6px 4px}\n"
+    "svg{display:block;width:100%;height:auto}\n"
+    "svg text{fill:var(--fg);font-size:11px}\n"
+    "svg .ttl{font-size:13px;font-weight:600}\n"
+    "svg .par{fill:var(--muted);font-size:11.5px;font-weight:400;"
+    "font-family:ui-monospace,\"SFMono-Regular\",Menlo,Consolas,\"DejaVu Sans Mono\",monospace}\n"
+    "svg .sub,svg .tick{fill:var(--muted)}\n"
+    "svg .tick{font-size:10.5px}\n"
+    "svg .axt{fill:var(--muted);font-size:11px}\n"
+    "svg .grid line{stroke:var(--soft);stroke-width:1}\n"
+    "svg .axis{stroke:#8c959f;stroke-width:1}\n"
+    "svg .lg.res{fill-opacity:.55}\nsvg .lg.alloc{fill-opacity:.7}\n"
+    "svg .res{fill:var(--res);fill-opacity:.13;stroke:var(--res);stroke-width:1.3;stroke-linejoin:round}\n"
+    "svg .alloc{fill:var(--alloc);fill-opacity:.16;stroke:var(--alloc);stroke-width:1.3;stroke-linejoin:round}\n"
+    "svg .capl{stroke:var(--bad);stroke-width:1;stroke-dasharray:5 4}\n"
+    "svg .empty{fill:var(--muted);font-size:13px}\n"
+    "svg .pt{fill:#fff;stroke:#8c959f;stroke-width:1.5}\n"
+    "svg .pt.on{fill:var(--front);stroke:#fff;stroke-width:1.5}\n"
+    "svg .lbl{font-size:11px;fill:#424a53}\n"
+    "svg .lbl.on{fill:var(--front);font-weight:600}\n"
+    "svg .stair{fill:none;stroke:var(--front);stroke-width:1.6}\n"
+    "svg .dom{fill:var(--front);fill-opacity:.05;stroke:none}\n"
+    "svg .strip{fill:#f6f8fa;stroke:var(--line)}\n"
+    "table.runs{border-collapse:collapse;width:100%;font-size:13px;font-variant-numeric:tabular-nums}\n"
+    "table.runs th{text-align:left;font-weight:600;color:var(--muted);border-bottom:2px solid var(--line);"
+    "padding:6px 8px;white-space:nowrap;vertical-align:bottom}\n"
+    "table.runs th small{font-weight:400}\n"
+    "table.runs td{border-bottom:1px solid var(--soft);padding:5px 8px;vertical-align:top}\n"
+    "table.runs .num{text-align:right;white-space:nowrap}\n"
+    "table.runs tr.on td{background:#f1f9f3}\n"
+    "table.runs td.mark{color:var(--front);width:1.5em;text-align:center}\n"
+    "table.runs td.pol{font-weight:600;white-space:nowrap}\n"
+    "table.runs td.pol.long{white-space:normal;overflow-wrap:anywhere;min-width:12em}\n"
+    "table.runs td.par{font-family:ui-monospace,\"SFMono-Regular\",Menlo,Consolas,\"DejaVu Sans Mono\",monospace;"
+    "font-size:12px;color:#424a53;overflow-wrap:anywhere;min-width:14em;max-width:420px}\n"
+    "table.runs td.par .kv{white-space:nowrap}\n"
+    "table.runs td.bad{color:var(--bad);font-weight:600}\n"
+    ".sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin:0 4px 0 10px;vertical-align:-1px}\n"
+    "footer{color:var(--muted);font-size:12.5px;margin-top:8px}\n"
+    "footer p{margin:4px 0}\n";
+
+/* Timeline geometry (viewBox units = CSS pixels at 100%). */
+#define TL_W 640
+#define TL_H 262
+#define TL_L 58
+#define TL_R 14
+#define TL_T 52
+#define TL_B 222
+
+/* Downsample to at most PT_REPORT_MAX_POINTS, each bucket keeping its maxima at its last event. */
+static size_t downsample(const pt_sim_point *in, size_t n, pt_sim_point *out) {
+  if (n <= PT_REPORT_MAX_POINTS) {
+    if (n) memcpy(out, in, n * sizeof *in);
+    return n;
+  }
+  for (size_t b = 0; b < PT_REPORT_MAX_POINTS; b++) {
+    size_t lo = b * n / PT_REPORT_MAX_POINTS, hi = (b + 1) * n / PT_REPORT_MAX_POINTS;
+    pt_sim_point q = in[hi - 1];
+    for (size_t i = lo; i < hi; i++) {
+      if (in[i].reserved > q.reserved) q.reserved = in[i].reserved;
+      if (in[i].allocated > q.allocated) q.allocated = in[i].allocated;
+    }
+    out[b] = q;
+  }
+  return PT_REPORT_MAX_POINTS;
+}
+
+/* One series as a step area: each point's value holds from the previous point's event to its own. */
+static void step_path(FILE *f, const char *cls, const pt_sim_point *pts, size_t n, int allocated, const axis *x,
+                      const axis *y, double unit) {
+  double base = ax_map(y, y->lo);
+  fprintf(f, "<path class=\"%s\" d=\"M%.1f %.1f", cls, ax_map(x, 0), base);
+  for (size_t i = 0; i < n; i++) {
+    double v = (double)(allocated ? pts[i].allocated : pts[i].reserved) / unit;
+    fprintf(f, "V%.1fH%.1f", ax_map(y, v), ax_map(x, (double)pts[i].event));
+  }
+  fprintf(f, "V%.1fZ\"/>\n", base);
+}
+
+/* Horizontal grid, y ticks and axis lines for a plot box. */
+static void draw_axes(FILE *f, const axis *x, const axis *y, int x_events, double x_top, double y_right) {
+  double v[64];
+  char lab[48];
+  size_t nt = ax_ticks(y, v, 64);
+  fputs("<g class=\"grid\">", f);
+  for (size_t i = 0; i < nt; i++)
+    fprintf(f, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", x->p0, y_right, ax_map(y, v[i]),
+            ax_map(y, v[i]));
+  fputs("</g>\n", f);
+  for (size_t i = 0; i < nt; i++) {
+    tick_label(lab, sizeof lab, y, v[i]);
+    fprintf(f, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>", x->p0 - 6,
+            ax_map(y, v[i]) + 3.5, lab);
+  }
+  nt = ax_ticks(x, v, 64);
+  for (size_t i = 0; i < nt; i++) {
+    if (x_events) tick_events(lab, sizeof lab, x, v[i]);
+    else tick_label(lab, sizeof lab, x, v[i]);
+    double px = ax_map(x, v[i]);
+    fprintf(f, "<line class=\"axis\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", px, px, y->p0,
+            y->p0 + 4);
+    fprintf(f, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>", px, y->p0 + 16,
+            lab);
+  }
+  fprintf(f, "\n<line class=\"axis\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", x->p0, y_right, y->p0,
+          y->p0);
+  fprintf(f, "<line class=\"axis\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>\n", x->p0, x->p0, y->p0,
+          x_top);
+}
+
+/* Shared scales of a trace's timelines. */
+typedef struct tl_scale {
+  double max_event, max_bytes, unit;
+  const char *unit_name;
+} tl_scale;
+
+static void timeline_svg(FILE *f, const pt_report_run *r, const tl_scale *s, pt_sim_point *buf) {
+  char params[1200], a[48], b[48];
+  fmt_params(r->params_json, r->capacity, params, sizeof params);
+  axis x = {.p0 = TL_L, .p1 = TL_W - TL_R}, y = {.p0 = TL_B, .p1 = TL_T};
+  ax_linear(&x, 0, s->max_event, 0, 6, 8, 1);
+  ax_linear(&y, 0, s->max_bytes / s->unit, 0, 4, 5, 1);
+
+  fprintf(f, "<figure><svg class=\"timeline\" data-run=\"%" PRId64 "\" viewBox=\"0 0 %d %d\" role=\"img\">\n",
+          r->id, TL_W, TL_H);
+  fputs("<title>", f);
+  html_text(f, r->policy, 0);
+  fprintf(f, " #%" PRId64 " ", r->id);
+  html_text(f, params, 0);
+  fputs("</title>\n", f);
+  /* title line: policy, id, parameters cut to the width the legend leaves (estimated glyph widths) */
+  size_t pol = utf8_len(str_or(r->policy, ""));
+  char id[32];
+  snprintf(id, sizeof id, " #%" PRId64, r->id);
+  double used = 10 + 7.6 * (double)(pol > 40 ? 40 : pol) + 6.2 * (double)strlen(id) + 8;
+  double avail = (TL_W - TL_R - 156) - used;
+  size_t pchars = avail > 0 ? (size_t)(avail / 6.9) : 0;
+  fputs("<text x=\"10\" y=\"20\"><tspan class=\"ttl\">", f);
+  html_text(f, r->policy, 40);
+  fprintf(f, "</tspan><tspan class=\"sub\">%s</tspan>", id);
+  if (params[0] && pchars >= 8) {
+    fputs("<tspan class=\"par\" dx=\"8\">", f);
+    html_text(f, params, pchars);
+    fputs("</tspan>", f);
+  }
+  fputs("</text>\n", f);
+  fmt_bytes(a, sizeof a, (double)r->peak_reserved_bytes);
+  fmt_bytes(b, sizeof b, (double)r->peak_allocated_bytes);
+  fprintf(f, "<text class=\"sub\" x=\"10\" y=\"38\">peak reserved %s · allocated %s", a, b);
+  if (isfinite(r->fragmentation)) fprintf(f, " · fragmentation %.1f%%", 100 * r->fragmentation);
+  fprintf(f, " · %" PRIu64 " segment%s", r->segments_allocated, r->segments_allocated == 1 ? "" : "s");
+  if (r->ooms) fprintf(f, " · <tspan style=\"fill:var(--bad)\">%" PRIu64 " OOM</tspan>", r->ooms);
+  fputs("</text>\n", f);
+  /* legend, top right */
+  fprintf(f,
+          "<g transform=\"translate(%d 14)\"><rect x=\"0\" y=\"0\" width=\"10\" height=\"10\" rx=\"2\" "
+          "class=\"lg res\"/><text x=\"15\" y=\"9\">reserved</text><rect x=\"76\" y=\"0\" width=\"10\" "
+          "height=\"10\" rx=\"2\" class=\"lg alloc\"/><text x=\"91\" y=\"9\">allocated</text></g>\n",
+          TL_W - TL_R - 146);
+  draw_axes(f, &x, &y, 1, TL_T, TL_W - TL_R);
+  fprintf(f, "<text class=\"axt\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">event</text>\n", (x.p0 + x.p1) / 2,
+          TL_H - 6);
+  fprintf(f, "<text class=\"axt\" transform=\"translate(14 %.1f) rotate(-90)\" text-anchor=\"middle\">%s</text>\n",
+          (y.p0 + y.p1) / 2, s->unit_name);
+
+  if (r->ntimeline && r->timeline) {
+    size_t m = downsample(r->timeline, r->ntimeline, buf);
+    step_path(f, "res", buf, m, 0, &x, &y, s->unit);
+    step_path(f, "alloc", buf, m, 1, &x, &y, s->unit);
+  } else {
+    fprintf(f, "<text class=\"empty\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">no timeline recorded</text>\n",
+            (x.p0 + x.p1) / 2, (y.p0 + y.p1) / 2);
+  }
+  if (r->capacity && (double)r->capacity / s->unit <= y.hi) {
+    double py = ax_map(&y, (double)r->capacity / s->unit);
+    fprintf(f, "<line class=\"capl\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", x.p0, x.p1, py, py);
+    fprintf(f, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">capacity</text>\n", x.p1 - 4,
+            py - 4);
+  }
+  fputs("</svg></figure>\n", f);
+}
+
+/* Pareto geometry. */
+#define PA_W 1000
+#define PA_H 440
+#define PA_L 74
+#define PA_R 22
+#define PA_T 40
+#define PA_B 388
+#define PA_STRIP 96     /* band on the right for runs without a predicted time */
+#define PA_CHAR 6.3     /* estimated width of a label character */
+
+typedef struct box {
+  double x0, y0, x1, y1;
+} box;
+
+static int overlaps(const box *a, const box *b) {
+  return a->x0 < b->x1 && b->x0 < a->x1 && a->y0 < b->y1 && b->y0 < a->y1;
+}
+
+/* The first of a few spots around (px, py) where a label of width w hits nothing placed yet. */
+static box place_label(double px, double py, double w, const box *taken, size_t ntaken, const box *area) {
+  const double dx[] = {9, -9 - w, -w / 2, -w / 2, 9, 9, -9 - w, -9 - w};
+  const double dy[] = {-7, -7, -21, 7, -19, 5, -19, 5};
+  box first = {0};
+  for (int k = 0; k < 8; k++) {
+    box c = {px + dx[k], py + dy[k], px + dx[k] + w, py + dy[k] + 14};
+    if (k == 0) first = c;
+    if (c.x0 < area->x0 || c.x1 > area->x1 || c.y0 < area->y0 || c.y1 > area->y1) continue;
+    size_t i = 0;
+    while (i < ntaken && !overlaps(&c, &taken[i])) i++;
+    if (i == ntaken) return c;
+  }
+  if (first.x1 > area->x1) first = (box){px - 9 - w, first.y0, px - 9, first.y1};
+  return first;
+}
+
+/* Does another run of this trace have the same policy name (then labels add the id)? */
+static int name_repeats(const pt_report_run **p, size_t m, size_t j) {
+  for (size_t i = 0; i < m; i++)
+    if (i != j && !strcmp(str_or(p[i]->policy, ""), str_or(p[j]->policy, ""))) return 1;
+  return 0;
+}
+
+static int pareto_svg(FILE *f, const pt_report_run *runs, const pt_report_run **p, size_t m, const int *front) {
+  size_t ntimed = 0, nuntimed = 0;
+  double tmin = INFINITY, tmax = -INFINITY, mmax = 0, mmin = INFINITY;
+  for (size_t j = 0; j < m; j++) {
+    double t = p[j]->predicted_alloc_us / 1000, b = (double)p[j]->peak_reserved_bytes;
+    if (isfinite(t)) {
+      ntimed++;
+      if (t < tmin) tmin = t;
+      if (t > tmax) tmax = t;
+    } else {
+      nuntimed++; /* NAN, or an infinite time: nowhere on a finite axis */
+    }
+    if (b > mmax) mmax = b;
+    if (b < mmin) mmin = b;
+  }
+  const char *uname;
+  double unit = mem_unit(mmax, &uname);
+  double right = PA_W - PA_R - (nuntimed ? PA_STRIP : 0);
+  axis x = {.p0 = PA_L, .p1 = right}, y = {.p0 = PA_B, .p1 = PA_T};
+  if (ntimed && tmin > 0 && tmax / tmin >= 30) ax_log(&x, tmin, tmax);
+  else if (ntimed) ax_linear(&x, tmin, tmax, 0.08, 6, 9, 0);
+  else ax_linear(&x, 0, 1, 0, 4, 5, 1);
+  ax_linear(&y, mmin / unit, mmax / unit, 0.1, 5, 7, 0);
+
+  box *taken = malloc((4 * m + 1) * sizeof *taken); /* points, stair segments, labels */
+  const pt_report_run **stair = malloc((m ? m : 1) * sizeof *stair);
+  if (!taken || !stair) {
+    free(taken);
+    free(stair);
+    return PT_ENOMEM;
+  }
+  fprintf(f, "<figure class=\"wide\"><svg class=\"pareto\" viewBox=\"0 0 %d %d\" role=\"img\">\n", PA_W, PA_H);
+  fputs("<title>Predicted allocator time against peak reserved memory</title>\n", f);
+  /* legend */
+  fprintf(f,
+          "<g transform=\"translate(%d 18)\"><circle class=\"pt on\" cx=\"0\" cy=\"0\" r=\"5.5\"/>"
+          "<text x=\"10\" y=\"4\">Pareto front</text><circle class=\"pt\" cx=\"104\" cy=\"0\" r=\"4.5\"/>"
+          "<text x=\"114\" y=\"4\">dominated</text></g>\n",
+          PA_W - PA_R - 186);
+  fprintf(f, "<text class=\"sub\" x=\"%d\" y=\"22\">lower left is better: fewer ms in the allocator, "
+             "less memory held</text>\n", PA_L);
+  draw_axes(f, &x, &y, 0, PA_T, right);
+  fprintf(f, "<text class=\"axt\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">predicted allocator time (ms%s)</text>\n",
+          (x.p0 + x.p1) / 2, PA_H - 10, x.log ? ", log scale" : "");
+  fprintf(f, "<text class=\"axt\" transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\">"
+             "peak reserved (%s)</text>\n", (y.p0 + y.p1) / 2, uname);
+  double sx = right + PA_STRIP / 2.0;
+  if (nuntimed) {
+    fprintf(f, "<rect class=\"strip\" x=\"%.1f\" y=\"%d\" width=\"%d\" height=\"%d\"/>", right + 8, PA_T,
+            PA_STRIP - 8, PA_B - PA_T);
+    fprintf(f, "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">no predicted</text>"
+               "<text class=\"tick\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">time</text>\n",
+            sx + 4, PA_B + 16, sx + 4, PA_B + 28);
+  }
+  if (!ntimed)
+    fprintf(f, "<text class=\"empty\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">no predicted allocator "
+               "times: these runs had no GPU description</text>\n", (x.p0 + x.p1) / 2, (y.p0 + y.p1) / 2);
+
+  /* the front's staircase and the region it dominates */
+  size_t ns = 0;
+  for (size_t j = 0; j < m; j++)
+    if (front[p[j] - runs] && isfinite(p[j]->predicted_alloc_us)) stair[ns++] = p[j];
+  qsort(stair, ns, sizeof *stair, cmp_pareto);
+  if (ns) {
+    double px = ax_map(&x, stair[0]->predicted_alloc_us / 1000);
+    double py = ax_map(&y, (double)stair[0]->peak_reserved_bytes / unit);
+    fprintf(f, "<path class=\"dom\" d=\"M%.1f %d V%.1f", px, PA_T, py);
+    for (size_t j = 1; j < ns; j++)
+      fprintf(f, "H%.1fV%.1f", ax_map(&x, stair[j]->predicted_alloc_us / 1000),
+              ax_map(&y, (double)stair[j]->peak_reserved_bytes / unit));
+    fprintf(f, "H%.1fV%dZ\"/>\n", right, PA_T);
+    if (ns > 1) {
+      fprintf(f, "<path class=\"stair\" d=\"M%.1f %.1f", px, py);
+      for (size_t j = 1; j < ns; j++)
+        fprintf(f, "H%.1fV%.1f", ax_map(&x, stair[j]->predicted_alloc_us / 1000),
+                ax_map(&y, (double)stair[j]->peak_reserved_bytes / unit));
+      fputs("\"/>\n", f);
+    }
+  }
+
+  /* points (dominated first, so the front draws on top), then their labels */
+  size_t nt = 0;
+  double *cx = malloc((m ? m : 1) * 2 * sizeof *cx);
+  if (!cx) {
+    free(taken);
+    free(stair);
+    return PT_ENOMEM;
+  }
+  double *cy = cx + m;
+  for (size_t j = 0; j < m; j++) {
+    double t = p[j]->predicted_alloc_us / 1000;
+    cx[j] = isfinite(t) ? ax_map(&x, t) : sx + 4;
+    cy[j] = ax_map(&y, (double)p[j]->peak_reserved_bytes / unit);
+    taken[nt++] = (box){cx[j] - 6, cy[j] - 6, cx[j] + 6, cy[j] + 6};
+  }
+  for (size_t j = 0; j + 1 < ns; j++) { /* labels keep off the staircase too */
+    double x0 = ax_map(&x, stair[j]->predicted_alloc_us / 1000), x1 = ax_map(&x, stair[j + 1]->predicted_alloc_us / 1000);
+    double y0 = ax_map(&y, (double)stair[j]->peak_reserved_bytes / unit);
+    double y1 = ax_map(&y, (double)stair[j + 1]->peak_reserved_bytes / unit);
+    taken[nt++] = (box){x0, y0 - 2, x1, y0 + 2};
+    taken[nt++] = (box){x1 - 2, y0 < y1 ? y0 : y1, x1 + 2, y0 < y1 ? y1 : y0};
+  }
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t j = 0; j < m; j++) {
+      int on = front[p[j] - runs];
+      if (on != pass) continue;
+      fprintf(f, "<circle class=\"pt%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"%s\"><title>", on ? " on" : "", cx[j], cy[j],
+              on ? "6" : "4.5");
+      html_text(f, p[j]->policy, 0);
+      fprintf(f, " #%" PRId64 "</title></circle>\n", p[j]->id);
+    }
+  box area = {4, PA_T - 2, PA_W - 4, PA_B + 2};
+  for (int pass = 1; pass >= 0; pass--) /* front labels get the first pick of places */
+    for (size_t j = 0; j < m; j++) {
+      int on = front[p[j] - runs];
+      if (on != pass) continue;
+      const char *name = str_or(p[j]->policy, "");
+      size_t len = utf8_len(name);
+      if (len > 28) len = 28;
+      char id[32] = "";
+      if (name_repeats(p, m, j)) snprintf(id, sizeof id, " #%" PRId64, p[j]->id);
+      double w = PA_CHAR * (double)(len + strlen(id)) + 2;
+      box b = place_label(cx[j], cy[j], w, taken, nt, &area);
+      taken[nt++] = b;
+      fprintf(f, "<text class=\"lbl%s\" x=\"%.1f\" y=\"%.1f\">", on ? " on" : "", b.x0, b.y1 - 3.5);
+      html_text(f, name, 28);
+      fprintf(f, "%s</text>\n", id);
+    }
+  fputs("</svg></figure>\n", f);
+  free(cx);
+  free(taken);
+  free(stair);
+  return 0;
+}
+
+/* A space-separated list as items that wrap between, not inside, themselves (short ones). */
+static void html_items(FILE *f, const char *s) {
+  char item[1200];
+  while (*s) {
+    size_t n = strcspn(s, " ");
+    if (n) {
+      size_t k = n < sizeof item ? n : sizeof item - 1;
+      memcpy(item, s, k);
+      item[k] = 0;
+      fputs(n <= 40 ? "<span class=\"kv\">" : "<span>", f);
+      html_text(f, item, 0);
+      fputs("</span> ", f);
+    }
+    s += n;
+    while (*s == ' ') s++;
+  }
+}
+
+static void table_html(FILE *f, const pt_report_run *runs, const pt_report_run **p, size_t m, const int *front) {
+  char params[1200];
+  fputs("<table class=\"runs\"><thead><tr><th></th><th class=\"num\">id</th><th>policy</th><th>mechanism</th>"
+        "<th>parameters</th><th class=\"num\">peak reserved<br><small>MiB</small></th>"
+        "<th class=\"num\">peak allocated<br><small>MiB</small></th>"
+        "<th class=\"num\">fragmentation<br><small>%</small></th><th class=\"num\">segments</th>"
+        "<th class=\"num\">driver calls</th><th class=\"num\">predicted alloc<br><small>ms</small></th>"
+        "<th class=\"num\">OOMs</th></tr></thead>\n<tbody>\n", f);
+  for (size_t j = 0; j < m; j++) {
+    const pt_report_run *r = p[j];
+    int on = front[r - runs];
+    fmt_params(r->params_json, r->capacity, params, sizeof params);
+    fprintf(f, "<tr%s><td class=\"mark\"%s>%s</td><td class=\"num\">%" PRId64 "</td><td class=\"pol%s\">",
+            on ? " class=\"on\"" : "", on ? " title=\"on the Pareto front\"" : "", on ? "\xE2\x98\x85" : "",
+            r->id, utf8_len(str_or(r->policy, "")) > 32 ? " long" : "");
+    html_text(f, r->policy, 0);
+    fputs("</td><td>", f);
+    html_text(f, r->mechanism, 0);
+    fputs("</td><td class=\"par\">", f);
+    if (params[0]) html_items(f, params);
+    else fputs("\xE2\x80\x94", f);
+    fprintf(f, "</td><td class=\"num\">%.1f</td><td class=\"num\">%.1f</td>",
+            (double)r->peak_reserved_bytes / MIB, (double)r->peak_allocated_bytes / MIB);
+    if (isfinite(r->fragmentation)) fprintf(f, "<td class=\"num\">%.1f</td>", 100 * r->fragmentation);
+    else fputs("<td class=\"num\">\xE2\x80\x94</td>", f);
+    fprintf(f, "<td class=\"num\">%" PRIu64 "</td><td class=\"num\">%" PRIu64 "</td>", r->segments_allocated,
+            r->driver_calls_total);
+    if (isnan(r->predicted_alloc_us)) fputs("<td class=\"num\">\xE2\x80\x94</td>", f);
+    else fprintf(f, "<td class=\"num\">%.2f</td>", r->predicted_alloc_us / 1000);
+    fprintf(f, "<td class=\"num%s\">%" PRIu64 "</td></tr>\n", r->ooms ? " bad" : "", r->ooms);
+  }
+  fputs("</tbody></table>\n", f);
+}
+
+static int trace_html(FILE *f, const pt_report_run *runs, const pt_report_run **p, size_t m, const int *front,
+                      pt_sim_point *buf) {
+  /* headline facts: events, least memory, fastest predicted */
+  tl_scale s = {0};
+  const pt_report_run *least = p[0], *fastest = NULL;
+  for (size_t j = 0; j < m; j++) {
+    const pt_report_run *r = p[j];
+    if ((double)r->peak_reserved_bytes > s.max_bytes) s.max_bytes = (double)r->peak_reserved_bytes;
+    if ((double)r->peak_allocated_bytes > s.max_bytes) s.max_bytes = (double)r->peak_allocated_bytes;
+    for (size_t i = 0; r->timeline && i < r->ntimeline; i++) {
+      const pt_sim_point *q = &r->timeline[i];
+      if ((double)q->event > s.max_event) s.max_event = (double)q->event;
+      if ((double)q->reserved > s.max_bytes) s.max_bytes = (double)q->reserved;
+      if ((double)q->allocated > s.max_bytes) s.max_bytes = (double)q->allocated;
+    }
+    if (r->peak_reserved_bytes < least->peak_reserved_bytes) least = r;
+    if (isfinite(r->predicted_alloc_us) && (!fastest || r->predicted_alloc_us < fastest->predicted_alloc_us))
+      fastest = r;
+  }
+  for (size_t j = 0; j < m; j++) /* a cap just above the peaks is worth showing */
+    if (p[j]->capacity && (double)p[j]->capacity <= 1.5 * s.max_bytes && (double)p[j]->capacity > s.max_bytes)
+      s.max_bytes = (double)p[j]->capacity;
+  if (s.max_event < 1) s.max_event = 1;
+  s.unit = mem_unit(s.max_bytes, &s.unit_name);
+
+  char a[48];
+  fputs("<section class=\"trace\">\n<h2><span class=\"k\">trace</span> ", f);
+  html_text(f, trace_of(p[0]), 0);
+  fputs("</h2>\n<p class=\"facts\">", f);
+  fprintf(f, "<b>%zu</b> run%s", m, m == 1 ? "" : "s");
+  if (s.max_event > 1) fprintf(f, " · <b>%.0f</b> events", s.max_event);
+  fmt_bytes(a, sizeof a, (double)least->peak_reserved_bytes);
+  fputs(" · least memory: <b>", f);
+  html_text(f, least->policy, 40);
+  fprintf(f, "</b> (%s peak reserved)", a);
+  if (fastest) {
+    fputs(" · fastest predicted: <b>", f);
+    html_text(f, fastest->policy, 40);
+    fprintf(f, "</b> (%.2f ms in the allocator)", fastest->predicted_alloc_us / 1000);
+  }
+  fputs("</p>\n", f);
+
+  fputs("<h3>Reserved and allocated memory over the trace</h3>\n<div class=\"grid\">\n", f);
+  for (size_t j = 0; j < m; j++) timeline_svg(f, p[j], &s, buf);
+  fputs("</div>\n<h3>Predicted allocator time against peak reserved memory</h3>\n", f);
+  int rc = pareto_svg(f, runs, p, m, front);
+  if (rc < 0) return rc;
+  fputs("<h3>Runs, by peak reserved memory</h3>\n", f);
+  qsort(p, m, sizeof *p, cmp_reserved);
+  table_html(f, runs, p, m, front);
+  fputs("</section>\n", f);
+  return 0;
+}
+
+int pt_report_html(FILE *f, const char *title, const pt_report_run *runs, size_t n, pt_err *err) {
+  if (!f) return pt_err_set(err, PT_EUSAGE, "report: no output stream");
+  int *front = NULL;
+  groups g = {0};
+  int rc = n ? prepare(runs, n, &front, &g, err) : 0;
+  if (rc < 0) return rc;
+  pt_sim_point *buf = malloc(PT_REPORT_MAX_POINTS * sizeof *buf);
+  if (!buf) {
+    free(front);
+    groups_free(&g);
+    return pt_err_set(err, PT_ENOMEM, "report: out of memory");
+  }
+  title = str_or(title, "pagetune report");
+  fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>", f);
+  html_text(f, title, 0);
+  fprintf(f, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<main>\n<header><h1>", css);
+  html_text(f, title, 0);
+  fprintf(f, "</h1>\n<p class=\"lead\">%zu run%s over %zu trace%s, replayed through allocator policies by "
+             "pagetune: <span class=\"sw\" style=\"background:var(--res)\"></span>reserved, "
+             "the memory the allocator holds from the driver; <span class=\"sw\" style=\"background:var(--alloc)\">"
+             "</span>allocated, the memory the program's live requests use.</p>\n</header>\n",
+          n, n == 1 ? "" : "s", g.ng, g.ng == 1 ? "" : "s");
+  if (n == 0) fputs("<section class=\"trace\"><p class=\"facts\">No runs to show.</p></section>\n", f);
+  for (size_t k = 0; k < g.ng && rc == 0; k++) {
+    size_t m;
+    const pt_report_run **p = group_runs(runs, &g, k, &m);
+    if (!p) {
+      rc = PT_ENOMEM;
+      break;
+    }
+    rc = trace_html(f, runs, p, m, front, buf);
+    free(p);
+  }
+  if (rc == 0) {
+    fputs("<footer>\n<p>Predicted allocator time is the cost model's estimate of the time spent in the allocator "
+          "(driver calls and bookkeeping) on the GPU description the run used; runs without one show "
+          "\xE2\x80\x94 and are compared on memory alone. Timelines keep the largest value in each stretch of "
+          "events, so peaks survive downsampling; all timelines of a trace share their scales.</p>\n"
+          "<p>Page sizes below 2 MiB are a model-only dimension: through the VMM API a policy picks handle "
+          "sizes (2 MiB multiples) and the VA layout, not the hardware page size.</p>\n</footer>\n"
+          "</main>\n</body>\n</html>\n", f);
+    rc = flush_status(f, err);
+  } else {
+    pt_err_set(err, rc, "report: out of memory");
+  }
+  free(buf);
+  free(front);
+  groups_free(&g);
+  return rc;
+}

@@ -1,0 +1,75 @@
+/*
+ * report.h — results as people read them (`pagetune report`): per trace, a
+ * table of runs in text, or one self-contained HTML page with each run's
+ * reserved/allocated timeline, a Pareto plot of predicted allocator time
+ * against peak reserved memory, and the table of runs.
+ *
+ * The printers consume data: a pt_report_run is plain values the caller fills
+ * (from the store, or straight from pt_sim_run), so this module knows nothing
+ * of SQLite, Lua or CUDA.  Every string in a run is untrusted: the text
+ * printer replaces control characters, the HTML printer escapes everything it
+ * writes.  The page needs no script, no network and no external font or
+ * image: CSS and SVG are inline, drawn here.
+ */
+#ifndef PT_REPORT_H
+#define PT_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "error.h"
+#include "sim.h"
+
+/*
+ * One run as the report shows it.  Strings may be NULL (shown empty;
+ * params_json as "{}").  params_json is the store's flat object of parameter
+ * values, {"name":number,...}; null stands for an unlimited value.
+ * capacity 0 means no cap.  predicted_alloc_us is NAN when the run had no
+ * GPU description.  timeline may be NULL with ntimeline 0.
+ */
+typedef struct pt_report_run {
+  int64_t id;
+  const char *trace, *policy, *mechanism, *params_json;
+  uint64_t capacity;
+  uint64_t peak_reserved_bytes, peak_allocated_bytes, segments_allocated, ooms, driver_calls_total;
+  double fragmentation, predicted_alloc_us;   /* predicted_alloc_us may be NAN when unknown */
+  const pt_sim_point *timeline;
+  size_t ntimeline;
+} pt_report_run;
+
+#define PT_REPORT_MAX_POINTS 600  /* a timeline is drawn with at most this many points */
+#define PT_REPORT_COLUMNS 100     /* the text table fits this many columns */
+
+/*
+ * The Pareto front of each trace (runs grouped by trace name): on_front[i] = 1
+ * when no run of the same trace is at least as good on both predicted_alloc_us
+ * and peak_reserved_bytes (lower is better) and better on one; else 0.  Runs
+ * with equal values on both are all on the front.  Runs whose time is NAN are
+ * judged on memory alone against each other (the least peak reserved of them
+ * is on the front), and neither beat nor are beaten by runs with a time.
+ * 0, or PT_EUSAGE (NULL runs or on_front with n > 0), or PT_ENOMEM.
+ */
+int pt_report_pareto(const pt_report_run *runs, size_t n, int *on_front /* OUT, n entries */);
+
+/*
+ * Per trace, in order of first appearance: a heading and an aligned table of
+ * its runs (id, policy, key parameters, peak reserved MiB, fragmentation %,
+ * segments, predicted allocator ms, OOMs), sorted by peak reserved, '*' in
+ * the first column of runs on the Pareto front.  Lines stay within
+ * PT_REPORT_COLUMNS (long names and parameters are cut, ending "...").
+ * 0, or PT_ENOMEM, or PT_EIO (a write to f failed) with err saying so.
+ */
+int pt_report_text(FILE *f, const pt_report_run *runs, size_t n, pt_err *err);
+
+/*
+ * One HTML page titled title (NULL: "pagetune report"): per trace a section
+ * with an <svg class="timeline" data-run="ID"> for every run (runs without a
+ * timeline get an empty frame that says so), one <svg class="pareto">, and
+ * the table of runs.  Timelines are drawn on scales shared by the trace's
+ * runs, downsampled to PT_REPORT_MAX_POINTS keeping each bucket's maxima.
+ * 0, or PT_ENOMEM, or PT_EIO (a write to f failed) with err saying so.
+ */
+int pt_report_html(FILE *f, const char *title, const pt_report_run *runs, size_t n, pt_err *err);
+
+#endif
