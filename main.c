@@ -1131,7 +1131,7 @@ static int cmd_best(int argc, char **argv) {
     printf(",\"mechanism\":\"%s\",\"params\":%s,\"capacity\":%" PRIu64 ",\"objective\":\"%s\",", r->mechanism,
            r->params_json, r->capacity, a.objective);
     pt_sim_print_json_members(stdout, &r->r, 0);
-    printf(",\"predicted_alloc_us\":%.6g}\n", r->r.has_gpu ? r->r.predicted_alloc_us : 0.0);
+    puts("}");
   } else {
     printf("best run for %s by %s: run %" PRId64 ", policy %s (%s)\nparams: %s\n", r->trace, a.objective, r->id,
            r->policy, r->mechanism, r->params_json);

@@ -411,7 +411,7 @@ void pt_sim_print_text(FILE *f, const pt_sim_result *r) {
   for (int i = 0; i < PT_DRV_NCALLS; i++)
     if (r->driver_calls[i]) fprintf(f, " %s=%" PRIu64, call_names[i], r->driver_calls[i]);
   fprintf(f, "\nrecorded segment addresses followed: %s\n", r->addresses_followed ? "yes" : "no");
-  if (r->has_gpu) {
+  if (r->has_gpu && r->mmu) {
     const pt_pagetable_stats *p = &r->page_table;
     fprintf(f, "\npage tables (MMU %s): %" PRIu64 " PTE writes, %" PRIu64 " invalidations, %" PRIu64
                " fall-backs (%" PRIu64 " bytes)\n  peak table bytes:",
@@ -422,7 +422,7 @@ void pt_sim_print_text(FILE *f, const pt_sim_result *r) {
     for (int i = 0; i < PT_NPAGE_SIZES; i++) fprintf(f, " %s=%" PRIu64, page_names[i], p->mapped_by_page[i]);
     fprintf(f, "\npredicted allocator time: %.1f us\n", r->predicted_alloc_us);
   }
-  if (r->has_tlb) {
+  if (r->has_tlb && r->mmu) {
     const pt_tlb_stats *t = &r->tlb;
     fprintf(f, "TLB: %" PRIu64 " accesses, L1 hit rate %.4f, L2 hit rate %.4f, %" PRIu64
                " walks, walk-cache hit rate %.4f\npredicted translation time: %.1f us\n",
@@ -447,7 +447,8 @@ void pt_sim_print_json_members(FILE *f, const pt_sim_result *r, int with_timelin
   fputs("},\"driver_bytes\":{", f);
   for (int i = 0; i < PT_DRV_NCALLS; i++) fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "", call_names[i], r->driver_bytes[i]);
   fprintf(f, "},\"addresses_followed\":%s", r->addresses_followed ? "true" : "false");
-  if (r->has_gpu) {
+  if (r->has_gpu) fprintf(f, ",\"predicted_alloc_us\":%.6g", r->predicted_alloc_us);
+  if (r->has_gpu && r->mmu) { /* stored runs keep no page-table detail */
     const pt_pagetable_stats *p = &r->page_table;
     fprintf(f, ",\"page_table\":{\"mmu\":\"%s\",\"levels\":%d,\"pte_writes\":%" PRIu64 ",\"pte_invalidations\":%" PRIu64
                ",\"fallbacks\":%" PRIu64 ",\"fallback_bytes\":%" PRIu64 ",\"table_bytes\":{",
@@ -456,15 +457,16 @@ void pt_sim_print_json_members(FILE *f, const pt_sim_result *r, int with_timelin
     fprintf(f, "\"PTE64K\":%" PRIu64 ",\"PTE4K\":%" PRIu64 "},\"by_page_size\":{", p->peak_table_bytes[PT_MMU_MAX_LEVELS],
             p->peak_table_bytes[PT_MMU_MAX_LEVELS + 1]);
     for (int i = 0; i < PT_NPAGE_SIZES; i++) fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "", page_names[i], p->mapped_by_page[i]);
-    fprintf(f, "}},\"predicted_alloc_us\":%.6g", r->predicted_alloc_us);
+    fputs("}}", f);
   }
-  if (r->has_tlb) {
+  if (r->has_tlb && r->mmu) {
     const pt_tlb_stats *t = &r->tlb;
     fprintf(f, ",\"tlb\":{\"accesses\":%" PRIu64 ",\"l1_hit_rate\":%.6g,\"l2_hit_rate\":%.6g,\"walks\":%" PRIu64
-               ",\"walk_cache_hit_rate\":%.6g},\"predicted_translation_us\":%.6g",
+               ",\"walk_cache_hit_rate\":%.6g}",
             t->accesses, rate(t->l1_hits, t->accesses), rate(t->l2_hits, t->accesses - t->l1_hits), t->walks,
-            rate(t->pwc_hits, t->pwc_hits + t->pwc_misses), r->predicted_translation_us);
+            rate(t->pwc_hits, t->pwc_hits + t->pwc_misses));
   }
+  if (r->has_tlb) fprintf(f, ",\"predicted_translation_us\":%.6g", r->predicted_translation_us);
   if (r->has_gpu) fprintf(f, ",\"translation_note\":\"%s\"", translation_note);
   if (r->gpu_note && r->gpu_note[0]) {
     fputs(",\"gpu_note\":\"", f);

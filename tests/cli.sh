@@ -113,5 +113,25 @@ done
 expect 1 "sim with a precompiled policy" -- "$pt" sim --trace "$snap" --policy "$pol/precompiled.lua"
 one_line "precompiled.lua"
 
+# the workbench: usage and hostile databases
+expect 2 "sweep without --trace" -- "$pt" sweep --db "$tmp/w.db" --policy pytorch_native
+expect 2 "sweep --grid of an undeclared parameter" -- "$pt" sweep --db "$tmp/w.db" --trace "$snap" --policy direct --grid nope=1,2
+expect 2 "tune --objective bogus" -- "$pt" tune --db "$tmp/w.db" --trace "$snap" --policy tunable_caching --objective fast
+expect 2 "export without --format" -- "$pt" export --db "$tmp/w.db" --trace x
+expect 0 "sweep" -- "$pt" sweep --db "$tmp/w.db" --trace "$snap" --policy pytorch_native --policy direct --json
+grep -q '"stored":2' "$tmp/out" || { echo "FAIL: sweep stored"; cat "$tmp/out"; fails=$((fails + 1)); }
+expect 0 "best" -- "$pt" best --db "$tmp/w.db" --trace synthetic_snapshot.pickle --objective memory --json
+grep -q '"policy":"direct"' "$tmp/out" || { echo "FAIL: best by memory is not direct"; cat "$tmp/out"; fails=$((fails + 1)); }
+expect 0 "export json" -- "$pt" export --db "$tmp/w.db" --trace synthetic_snapshot.pickle --format json
+expect 1 "best of an unknown trace" -- "$pt" best --db "$tmp/w.db" --trace nosuchtrace
+one_line "no run of trace"
+head -c 4096 /dev/urandom >"$tmp/corrupt.db"
+cp "$tmp/corrupt.db" "$tmp/corrupt.orig"
+expect 1 "sweep into a corrupt database" -- "$pt" sweep --db "$tmp/corrupt.db" --trace "$snap" --policy direct
+one_line "corrupt.db: not a pagetune database"
+cmp -s "$tmp/corrupt.db" "$tmp/corrupt.orig" || { echo "FAIL: the corrupt database was changed"; fails=$((fails + 1)); }
+expect 1 "report of a missing database" -- "$pt" report --db "$tmp/none.db"
+one_line "none.db"
+
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]
