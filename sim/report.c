@@ -72,8 +72,9 @@ static void fmt_bytes(char *out, size_t n, double bytes) {
 
 /* A parameter value: whole MiB/GiB counts of bytes as such, else 6 digits. */
 static void fmt_value(char *out, size_t n, double v) {
-  if (v == floor(v) && v >= MIB && fmod(v, GIB) == 0) snprintf(out, n, "%.0fGiB", v / GIB);
-  else if (v == floor(v) && v >= MIB && fmod(v, MIB) == 0) snprintf(out, n, "%.0fMiB", v / MIB);
+  int bytes = v == floor(v) && v >= MIB && v < 1e18;
+  if (bytes && fmod(v, GIB) == 0) snprintf(out, n, "%.0fGiB", v / GIB);
+  else if (bytes && fmod(v, MIB) == 0) snprintf(out, n, "%.0fMiB", v / MIB);
   else snprintf(out, n, "%.6g", v);
 }
 
@@ -149,6 +150,8 @@ cap:
   if (capacity) {
     char c[48];
     fmt_bytes(c, sizeof c, (double)capacity);
+    char *sp = strchr(c, ' ');
+    if (sp) memmove(sp, sp + 1, strlen(sp)); /* "3GiB": one item, as the values are */
     if (b.len) sb_puts(&b, " ");
     sb_puts(&b, "cap=");
     sb_puts(&b, c);
@@ -345,6 +348,18 @@ static void wrap_next(const char **s, size_t width, char *out, size_t cap) {
   memcpy(out, p, n);
   out[n] = 0;
   *s = end;
+  /* one name=value too wide: shorten the name, never the value ("garbage_coll...=0.5") */
+  const char *eq = strchr(out, '=');
+  size_t len = utf8_len(out);
+  if (len > width && eq && !strchr(out, ' ') && utf8_len(eq) + 4 <= width) {
+    size_t keep = width - utf8_len(eq) - 3, seen = 0;
+    char *q = out;
+    for (; *q; q++)
+      if ((*q & 0xC0) != 0x80 && seen++ == keep) break;
+    char value[1200];
+    snprintf(value, sizeof value, "%s", eq);
+    snprintf(q, cap - (size_t)(q - out), "...%s", value);
+  }
 }
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
@@ -370,7 +385,7 @@ static void text_trace(FILE *f, const pt_report_run *runs, const pt_report_run *
   }
   size_t fixed = 2 + wid + 2 + 2 + wpeak + 2 + wfrag + 2 + wsegs + 2 + wms + 2 + wooms + 2;
   size_t room = PT_REPORT_COLUMNS > fixed + 20 ? PT_REPORT_COLUMNS - fixed : 20;
-  if (wpol > 24) wpol = wpol + wpar > room ? 24 : wpol;
+  if (wpol > 20) wpol = wpol + wpar > room ? 20 : wpol;
   if (wpol + wpar > room) wpar = room > wpol + 10 ? room - wpol : 10;
   if (wpol + wpar > room) wpol = room > wpar + 8 ? room - wpar : 8;
 
@@ -592,7 +607,8 @@ static void tick_label(char *out, size_t n, const axis *a, double v) {
 
 /* Event counts on an axis: 0, 20k, 40k (k once every tick is a whole thousand or more). */
 static void tick_events(char *out, size_t n, const axis *a, double v) {
-  if (a->hi >= 10000 && a->step >= 100) snprintf(out, n, "%.*fk", step_decimals(a->step / 1000), v / 1000);
+  if (v == 0) snprintf(out, n, "0");
+  else if (a->hi >= 10000 && a->step >= 100) snprintf(out, n, "%.*fk", step_decimals(a->step / 1000), v / 1000);
   else snprintf(out, n, "%.0f", v);
 }
 
@@ -622,7 +638,7 @@ static const char css[] =
     "h3{font-size:12px;text-transform:uppercase;letter-spacing:.07em;color:var(--muted);margin:20px 0 9px}\n"
     ".grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(540px,1fr));gap:12px}\n"
     "figure{margin:0;border:1px solid var(--line);border-radius:8px;padding:4px 6px;background:#fff}\n"
-    "figure.wide{max-width:1000px}\n"
+    "figure.wide{max-width:1280px}\n"
     "figcaption{color:var(--muted);font-size:12.5px;padding:2px 6px 4px}\n"
     "svg{display:block;width:100%;height:auto}\n"
     "svg text{fill:var(--fg);font-size:11px}\n"
@@ -648,16 +664,17 @@ static const char css[] =
     "svg .strip{fill:#f6f8fa;stroke:var(--line)}\n"
     "table.runs{border-collapse:collapse;width:100%;font-size:13px;font-variant-numeric:tabular-nums}\n"
     "table.runs th{text-align:left;font-weight:600;color:var(--muted);border-bottom:2px solid var(--line);"
-    "padding:6px 8px;white-space:nowrap;vertical-align:bottom}\n"
+    "padding:6px 7px;vertical-align:bottom;line-height:1.25}\n"
     "table.runs th small{font-weight:400}\n"
-    "table.runs td{border-bottom:1px solid var(--soft);padding:5px 8px;vertical-align:top}\n"
-    "table.runs .num{text-align:right;white-space:nowrap}\n"
+    "table.runs td{border-bottom:1px solid var(--soft);padding:5px 7px;vertical-align:top}\n"
+    "table.runs td.num{white-space:nowrap}\n"
+    "table.runs .num{text-align:right}\n"
     "table.runs tr.on td{background:#f1f9f3}\n"
     "table.runs td.mark{color:var(--front);width:1.5em;text-align:center}\n"
     "table.runs td.pol{font-weight:600;white-space:nowrap}\n"
     "table.runs td.pol.long{white-space:normal;overflow-wrap:anywhere;min-width:12em}\n"
     "table.runs td.par{font-family:ui-monospace,\"SFMono-Regular\",Menlo,Consolas,\"DejaVu Sans Mono\",monospace;"
-    "font-size:12px;color:#424a53;overflow-wrap:anywhere;min-width:14em;max-width:420px}\n"
+    "font-size:12px;color:#424a53;overflow-wrap:anywhere;max-width:420px}\n"
     "table.runs td.par .kv{white-space:nowrap}\n"
     "table.runs td.bad{color:var(--bad);font-weight:600}\n"
     ".sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin:0 4px 0 10px;vertical-align:-1px}\n"
@@ -703,7 +720,8 @@ static void step_path(FILE *f, const char *cls, const pt_sim_point *pts, size_t 
 }
 
 /* Horizontal grid, y ticks and axis lines for a plot box. */
-static void draw_axes(FILE *f, const axis *x, const axis *y, int x_events, double x_top, double y_right) {
+static void draw_axes(FILE *f, const axis *x, const axis *y, int x_events, int x_ticks, double x_top,
+                      double y_right) {
   double v[64];
   char lab[48];
   size_t nt = ax_ticks(y, v, 64);
@@ -717,7 +735,7 @@ static void draw_axes(FILE *f, const axis *x, const axis *y, int x_events, doubl
     fprintf(f, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>", x->p0 - 6,
             ax_map(y, v[i]) + 3.5, lab);
   }
-  nt = ax_ticks(x, v, 64);
+  nt = x_ticks ? ax_ticks(x, v, 64) : 0;
   for (size_t i = 0; i < nt; i++) {
     if (x_events) tick_events(lab, sizeof lab, x, v[i]);
     else tick_label(lab, sizeof lab, x, v[i]);
@@ -782,7 +800,7 @@ static void timeline_svg(FILE *f, const pt_report_run *r, const tl_scale *s, pt_
           "class=\"lg res\"/><text x=\"15\" y=\"9\">reserved</text><rect x=\"76\" y=\"0\" width=\"10\" "
           "height=\"10\" rx=\"2\" class=\"lg alloc\"/><text x=\"91\" y=\"9\">allocated</text></g>\n",
           TL_W - TL_R - 146);
-  draw_axes(f, &x, &y, 1, TL_T, TL_W - TL_R);
+  draw_axes(f, &x, &y, 1, 1, TL_T, TL_W - TL_R);
   fprintf(f, "<text class=\"axt\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">event</text>\n", (x.p0 + x.p1) / 2,
           TL_H - 6);
   fprintf(f, "<text class=\"axt\" transform=\"translate(14 %.1f) rotate(-90)\" text-anchor=\"middle\">%s</text>\n",
@@ -806,14 +824,16 @@ static void timeline_svg(FILE *f, const pt_report_run *r, const tl_scale *s, pt_
 }
 
 /* Pareto geometry. */
-#define PA_W 1000
+#define PA_W 1240
 #define PA_H 440
 #define PA_L 74
 #define PA_R 22
 #define PA_T 40
 #define PA_B 388
 #define PA_STRIP 96     /* band on the right for runs without a predicted time */
+#define PA_MAX_LABELS 60 /* more runs than this: only the front is labelled (points keep a tooltip) */
 #define PA_CHAR 6.3     /* estimated width of a label character */
+#define PA_CHAR_BOLD 6.9 /* ... of a front label's (semibold) */
 
 typedef struct box {
   double x0, y0, x1, y1;
@@ -823,21 +843,30 @@ static int overlaps(const box *a, const box *b) {
   return a->x0 < b->x1 && b->x0 < a->x1 && a->y0 < b->y1 && b->y0 < a->y1;
 }
 
-/* The first of a few spots around (px, py) where a label of width w hits nothing placed yet. */
-static box place_label(double px, double py, double w, const box *taken, size_t ntaken, const box *area) {
-  const double dx[] = {9, -9 - w, -w / 2, -w / 2, 9, 9, -9 - w, -9 - w};
-  const double dy[] = {-7, -7, -21, 7, -19, 5, -19, 5};
-  box first = {0};
-  for (int k = 0; k < 8; k++) {
+/*
+ * The first of a few spots around (px, py) where a label of estimated width w
+ * hits nothing placed yet.  *anchor says which edge the text is anchored to
+ * (0 start, 1 middle, 2 end), the edge next to the point: where the estimate
+ * is off, the text then grows away from its point instead of over it.
+ */
+static box place_label(double px, double py, double w, const box *taken, size_t ntaken, const box *area,
+                       int *anchor) {
+  const double dx[] = {9, -9 - w, -w / 2, -w / 2, 9, 9, -9 - w, -9 - w, -6, -6, 6 - w, 6 - w};
+  const double dy[] = {-7, -7, -21, 7, -19, 5, -19, 5, -22, 8, -22, 8};
+  const int an[] = {0, 2, 1, 1, 0, 0, 2, 2, 0, 0, 2, 2};
+  for (int k = 0; k < 12; k++) {
     box c = {px + dx[k], py + dy[k], px + dx[k] + w, py + dy[k] + 14};
-    if (k == 0) first = c;
     if (c.x0 < area->x0 || c.x1 > area->x1 || c.y0 < area->y0 || c.y1 > area->y1) continue;
     size_t i = 0;
     while (i < ntaken && !overlaps(&c, &taken[i])) i++;
-    if (i == ntaken) return c;
+    if (i == ntaken) {
+      *anchor = an[k];
+      return c;
+    }
   }
-  if (first.x1 > area->x1) first = (box){px - 9 - w, first.y0, px - 9, first.y1};
-  return first;
+  int left = px + 9 + w > area->x1; /* crowded everywhere: beside the point, on the side with room */
+  *anchor = left ? 2 : 0;
+  return left ? (box){px - 9 - w, py - 7, px - 9, py + 7} : (box){px + 9, py - 7, px + 9 + w, py + 7};
 }
 
 /* Does another run of this trace have the same policy name (then labels add the id)? */
@@ -888,7 +917,7 @@ static int pareto_svg(FILE *f, const pt_report_run *runs, const pt_report_run **
           PA_W - PA_R - 186);
   fprintf(f, "<text class=\"sub\" x=\"%d\" y=\"22\">lower left is better: fewer ms in the allocator, "
              "less memory held</text>\n", PA_L);
-  draw_axes(f, &x, &y, 0, PA_T, right);
+  draw_axes(f, &x, &y, 0, ntimed > 0, PA_T, right);
   fprintf(f, "<text class=\"axt\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">predicted allocator time (ms%s)</text>\n",
           (x.p0 + x.p1) / 2, PA_H - 10, x.log ? ", log scale" : "");
   fprintf(f, "<text class=\"axt\" transform=\"translate(16 %.1f) rotate(-90)\" text-anchor=\"middle\">"
@@ -962,16 +991,19 @@ static int pareto_svg(FILE *f, const pt_report_run *runs, const pt_report_run **
   for (int pass = 1; pass >= 0; pass--) /* front labels get the first pick of places */
     for (size_t j = 0; j < m; j++) {
       int on = front[p[j] - runs];
-      if (on != pass) continue;
+      if (on != pass || (!on && m > PA_MAX_LABELS)) continue;
       const char *name = str_or(p[j]->policy, "");
       size_t len = utf8_len(name);
       if (len > 28) len = 28;
       char id[32] = "";
       if (name_repeats(p, m, j)) snprintf(id, sizeof id, " #%" PRId64, p[j]->id);
-      double w = PA_CHAR * (double)(len + strlen(id)) + 2;
-      box b = place_label(cx[j], cy[j], w, taken, nt, &area);
+      double w = (on ? PA_CHAR_BOLD : PA_CHAR) * (double)(len + strlen(id)) + 2;
+      int anchor;
+      box b = place_label(cx[j], cy[j], w, taken, nt, &area, &anchor);
       taken[nt++] = b;
-      fprintf(f, "<text class=\"lbl%s\" x=\"%.1f\" y=\"%.1f\">", on ? " on" : "", b.x0, b.y1 - 3.5);
+      static const char *const anchors[] = {"start", "middle", "end"};
+      fprintf(f, "<text class=\"lbl%s\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">", on ? " on" : "",
+              anchor == 0 ? b.x0 : anchor == 1 ? (b.x0 + b.x1) / 2 : b.x1, b.y1 - 3.5, anchors[anchor]);
       html_text(f, name, 28);
       fprintf(f, "%s</text>\n", id);
     }
@@ -1107,9 +1139,9 @@ int pt_report_html(FILE *f, const char *title, const pt_report_run *runs, size_t
   fprintf(f, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<main>\n<header><h1>", css);
   html_text(f, title, 0);
   fprintf(f, "</h1>\n<p class=\"lead\">%zu run%s over %zu trace%s, replayed through allocator policies by "
-             "pagetune: <span class=\"sw\" style=\"background:var(--res)\"></span>reserved, "
-             "the memory the allocator holds from the driver; <span class=\"sw\" style=\"background:var(--alloc)\">"
-             "</span>allocated, the memory the program's live requests use.</p>\n</header>\n",
+             "pagetune. <span class=\"sw\" style=\"background:var(--res)\"></span>reserved: held from the driver "
+             "<span class=\"sw\" style=\"background:var(--alloc)\"></span>allocated: in use by live "
+             "requests</p>\n</header>\n",
           n, n == 1 ? "" : "s", g.ng, g.ng == 1 ? "" : "s");
   if (n == 0) fputs("<section class=\"trace\"><p class=\"facts\">No runs to show.</p></section>\n", f);
   for (size_t k = 0; k < g.ng && rc == 0; k++) {

@@ -57,7 +57,9 @@ int pt_report_pareto(const pt_report_run *runs, size_t n, int *on_front /* OUT, 
  * its runs (id, policy, key parameters, peak reserved MiB, fragmentation %,
  * segments, predicted allocator ms, OOMs), sorted by peak reserved, '*' in
  * the first column of runs on the Pareto front.  Lines stay within
- * PT_REPORT_COLUMNS (long names and parameters are cut, ending "...").
+ * PT_REPORT_COLUMNS: parameters that do not fit wrap onto lines of their own
+ * under their column; a long name is cut, ending "..." (a long parameter name
+ * too, never its value).  Control characters print as '?'.
  * 0, or PT_ENOMEM, or PT_EIO (a write to f failed) with err saying so.
  */
 int pt_report_text(FILE *f, const pt_report_run *runs, size_t n, pt_err *err);

@@ -1,0 +1,294 @@
+/*
+ * test_report.c — the Pareto front on a set worked out by hand (ties, NAN
+ * times, two traces), the text table's markers and width, and the HTML page:
+ * one timeline per run, one Pareto plot per trace, nothing fetched from
+ * anywhere, hostile strings escaped, peaks kept through downsampling.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report.h"
+#include "testutil.h"
+
+
+#define MiB (1024.0 * 1024.0)
+
+/*
+ * Trace "A" (times in µs, memory in MiB):                      front?
+ *   1: 10, 100    5: 10, 100 (tie with 1)                       yes, yes
+ *   6:  5, 200                                                  yes (fastest)
+ *   2: 20,  50    3: 20, 60 (same time, more memory)            yes, no
+ *   4: 30,  50 (more time, same memory as 2)                    no
+ *  10: 40,  30   11: 50, 30 (more time, same memory as 10)      yes, no
+ *   7: NAN, 40    8: NAN, 40 (tie)   9: NAN, 45                  yes, yes, no
+ * Trace "B", interleaved: 21: 100, 500 and 23: 100, 500 (tie) yes, yes;
+ *   24: 150, 600 no; 22: NAN, 1 yes.  Run 1 of trace A would beat 21 and
+ *   23; the front is per trace, so it does not.
+ */
+typedef struct spec {
+  int64_t id;
+  const char *trace;
+  double us, mib;
+  int front;
+} spec;
+
+static const spec set[] = {
+    {1, "A", 10, 100, 1},   {21, "B", 100, 500, 1}, {2, "A", 20, 50, 1},   {3, "A", 20, 60, 0},
+    {4, "A", 30, 50, 0},    {22, "B", NAN, 1, 1},   {5, "A", 10, 100, 1},  {6, "A", 5, 200, 1},
+    {7, "A", NAN, 40, 1},   {8, "A", NAN, 40, 1},   {23, "B", 100, 500, 1}, {9, "A", NAN, 45, 0},
+    {10, "A", 40, 30, 1},   {11, "A", 50, 30, 0},   {24, "B", 150, 600, 0},
+};
+#define NSET (sizeof set / sizeof set[0])
+
+static char names[NSET][32];
+
+static void fill(pt_report_run *r, size_t n) {
+  memset(r, 0, n * sizeof *r);
+  for (size_t i = 0; i < n; i++) {
+    snprintf(names[i], sizeof names[i], "pol_%c%lld", set[i].trace[0] + 32, (long long)set[i].id);
+    r[i] = (pt_report_run){.id = set[i].id, .trace = set[i].trace, .policy = names[i], .mechanism = "caching",
+                           .params_json = "{\"max_split_size_mb\":null,\"segment\":2097152}",
+                           .peak_reserved_bytes = (uint64_t)(set[i].mib * MiB),
+                           .peak_allocated_bytes = (uint64_t)(set[i].mib * MiB * 0.8),
+                           .segments_allocated = (uint64_t)set[i].id, .fragmentation = 0.2,
+                           .predicted_alloc_us = set[i].us};
+  }
+}
+
+static void test_pareto(void) {
+  pt_report_run r[NSET];
+  int on[NSET];
+  fill(r, NSET);
+  CU_ASSERT_EQUAL_FATAL(pt_report_pareto(r, NSET, on), 0);
+  for (size_t i = 0; i < NSET; i++) {
+    if (on[i] != set[i].front) fprintf(stderr, "\nrun %lld: front %d, expected %d\n", (long long)set[i].id, on[i], set[i].front);
+    CU_ASSERT_EQUAL(on[i], set[i].front);
+  }
+  CU_ASSERT_EQUAL(pt_report_pareto(NULL, 0, NULL), 0);
+  CU_ASSERT_EQUAL(pt_report_pareto(r, 1, NULL), PT_EUSAGE);
+  /* one run alone is on its front, NAN or not */
+  r[0].predicted_alloc_us = NAN;
+  CU_ASSERT_EQUAL(pt_report_pareto(r, 1, on), 0);
+  CU_ASSERT_EQUAL(on[0], 1);
+}
+
+/* Output of a printer, as a string the caller frees. */
+static char *capture_text(const pt_report_run *r, size_t n, int *rc) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return NULL;
+  pt_err err = {{0}};
+  *rc = pt_report_text(f, r, n, &err);
+  fclose(f);
+  return buf;
+}
+
+static char *capture_html(const char *title, const pt_report_run *r, size_t n, int *rc) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return NULL;
+  pt_err err = {{0}};
+  *rc = pt_report_html(f, title, r, n, &err);
+  fclose(f);
+  return buf;
+}
+
+static size_t count(const char *hay, const char *needle) {
+  size_t n = 0, k = strlen(needle);
+  for (const char *p = hay; (p = strstr(p, needle)); p += k) n++;
+  return n;
+}
+
+/* The line of s that contains word followed by a space (names here are prefixes of each other). */
+static const char *line_with(const char *s, const char *word, size_t *len) {
+  char w[64];
+  snprintf(w, sizeof w, " %s ", word);
+  const char *p = strstr(s, w);
+  if (!p) return NULL;
+  while (p > s && p[-1] != '\n') p--;
+  *len = strcspn(p, "\n");
+  return p;
+}
+
+static void test_text(void) {
+  pt_report_run r[NSET];
+  fill(r, NSET);
+  int rc;
+  char *out = capture_text(r, NSET, &rc);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+  CU_ASSERT_EQUAL(rc, 0);
+  for (size_t i = 0; i < NSET; i++) {
+    size_t len;
+    const char *line = line_with(out, names[i], &len);
+    CU_ASSERT_PTR_NOT_NULL(line);
+    if (!line) continue;
+    CU_ASSERT_EQUAL(line[0] == '*', set[i].front);
+    CU_ASSERT(line[0] == '*' || line[0] == ' ');
+  }
+  /* sorted by peak reserved: 10 (30 MiB) before 2 (50) before 1 (100) before 6 (200) */
+  CU_ASSERT(strstr(out, " pol_a10 ") < strstr(out, " pol_a2 "));
+  CU_ASSERT(strstr(out, " pol_a2 ") < strstr(out, " pol_a1 "));
+  CU_ASSERT(strstr(out, " pol_a1 ") < strstr(out, " pol_a6 "));
+  /* both traces, A first (first to appear), and the NAN time shown as '-' */
+  CU_ASSERT(strstr(out, "trace A") && strstr(out, "trace B") && strstr(out, "trace A") < strstr(out, "trace B"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(out, "max_split_size_mb=inf segment=2MiB"));
+  free(out);
+
+  /* long names and parameters are cut so lines fit 100 columns; control characters do not pass */
+  static char longname[300], longparams[600];
+  memset(longname, 'p', sizeof longname - 1);
+  longname[5] = '\033';
+  strcpy(longparams, "{");
+  for (int i = 0; i < 20; i++)
+    snprintf(longparams + strlen(longparams), sizeof longparams - strlen(longparams), "%s\"knob_%d\":%d",
+             i ? "," : "", i, i * 1000);
+  strcat(longparams, "}");
+  r[0].policy = longname;
+  r[0].params_json = longparams;
+  r[0].capacity = (uint64_t)8 << 30;
+  out = capture_text(r, NSET, &rc);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+  CU_ASSERT_EQUAL(rc, 0);
+  CU_ASSERT_PTR_NULL(strchr(out, '\033'));
+  for (const char *p = out; *p;) {
+    size_t len = strcspn(p, "\n");
+    CU_ASSERT(len <= PT_REPORT_COLUMNS);
+    p += len + (p[len] == '\n');
+  }
+  CU_ASSERT_PTR_NOT_NULL(strstr(out, "ppppp?ppp"));
+  free(out);
+
+  out = capture_text(NULL, 0, &rc);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+  CU_ASSERT_EQUAL(rc, 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(out, "no runs"));
+  free(out);
+}
+
+static const char hostile[] = "<img src=x onerror=alert(1)>&\"'";
+
+/* A timeline of n points: flat at 1 MiB reserved with one spike of spike_mib at the middle. */
+static pt_sim_point *timeline(size_t n, double spike_mib) {
+  pt_sim_point *t = calloc(n, sizeof *t);
+  if (!t) return NULL;
+  for (size_t i = 0; i < n; i++)
+    t[i] = (pt_sim_point){.event = 10 * (i + 1), .time_us = (int64_t)i, .reserved = (uint64_t)MiB,
+                          .allocated = (uint64_t)(MiB / 2)};
+  t[n / 2 + 7].reserved = (uint64_t)(spike_mib * MiB);
+  return t;
+}
+
+static void test_html(void) {
+  pt_report_run r[NSET];
+  fill(r, NSET);
+  pt_sim_point *big = timeline(100000, 300), *small = timeline(50, 3);
+  CU_ASSERT_FATAL(big && small);
+  r[0].timeline = big; /* run 1: 100000 points, peak 300 MiB in one of them */
+  r[0].ntimeline = 100000;
+  r[0].peak_reserved_bytes = (uint64_t)(300 * MiB);
+  r[1].timeline = small;
+  r[1].ntimeline = 50;
+  r[2].policy = hostile; /* the rest have no timeline */
+  r[2].params_json = "{\"</svg><script>x</script>\":1}";
+  r[14].trace = "<b>B</b>&"; /* run 24 alone under a hostile trace name: a third trace */
+  int rc;
+  char *out = capture_html("report <title>", r, NSET, &rc);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+  CU_ASSERT_EQUAL(rc, 0);
+
+  CU_ASSERT_EQUAL(count(out, "<svg class=\"timeline\""), NSET);
+  for (size_t i = 0; i < NSET; i++) {
+    char want[64];
+    snprintf(want, sizeof want, "<svg class=\"timeline\" data-run=\"%lld\"", (long long)set[i].id);
+    CU_ASSERT_EQUAL(count(out, want), 1);
+  }
+  CU_ASSERT_EQUAL(count(out, "<svg class=\"pareto\""), 3);
+  CU_ASSERT_EQUAL(count(out, "<svg"), count(out, "</svg>"));
+  CU_ASSERT_EQUAL(count(out, "<svg"), NSET + 3);
+  CU_ASSERT_EQUAL(count(out, "<table"), 3);
+  CU_ASSERT_EQUAL(count(out, "<table"), count(out, "</table>"));
+  CU_ASSERT_EQUAL(count(out, "<section"), count(out, "</section>"));
+  CU_ASSERT_EQUAL(count(out, "no timeline recorded"), NSET - 2);
+
+  /* self-contained */
+  CU_ASSERT_PTR_NULL(strstr(out, "http://"));
+  CU_ASSERT_PTR_NULL(strstr(out, "https://"));
+  CU_ASSERT_PTR_NULL(strstr(out, "<script"));
+  CU_ASSERT_PTR_NULL(strstr(out, "<link"));
+  CU_ASSERT_PTR_NULL(strstr(out, "url("));
+  CU_ASSERT_PTR_NULL(strstr(out, "@import"));
+
+  /* escaped everywhere it appears: tables, labels, titles */
+  CU_ASSERT_PTR_NULL(strstr(out, "<img"));
+  CU_ASSERT_PTR_NULL(strstr(out, "<b>B"));
+  CU_ASSERT_PTR_NULL(strstr(out, "<title>report <title>"));
+  CU_ASSERT(count(out, "&lt;img src=x onerror=alert(1)&gt;&amp;&quot;&#39;") >= 2);
+  CU_ASSERT(count(out, "&lt;/svg&gt;&lt;script&gt;") >= 1);
+  CU_ASSERT(count(out, "&lt;b&gt;B&lt;/b&gt;&amp;") >= 1);
+
+  /* run 1's timeline: at most PT_REPORT_MAX_POINTS steps, and the one-point spike survives:
+     300 MiB is the top of the shared scale, so the path reaches the plot's top, y = 52 */
+  const char *svg = strstr(out, "<svg class=\"timeline\" data-run=\"1\"");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+  const char *path = strstr(svg, "<path class=\"res\" d=\"");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(path);
+  const char *end = strchr(path + 21, '"');
+  size_t steps = 0, top = 0;
+  for (const char *p = path; p < end; p++) {
+    steps += *p == 'H';
+    top += !strncmp(p, "V52.0H", 6);
+  }
+  CU_ASSERT(steps <= PT_REPORT_MAX_POINTS);
+  CU_ASSERT(steps >= PT_REPORT_MAX_POINTS / 2);
+  CU_ASSERT_EQUAL(top, 1);
+  CU_ASSERT(strlen(out) < 400000);
+  free(out);
+
+  /* nothing to show is still a page */
+  out = capture_html(NULL, NULL, 0, &rc);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+  CU_ASSERT_EQUAL(rc, 0);
+  CU_ASSERT_EQUAL(count(out, "<svg"), 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(out, "No runs"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(out, "</html>"));
+  free(out);
+
+  /* only runs without a predicted time: the Pareto plot says so and still draws them */
+  for (size_t i = 0; i < NSET; i++) r[i].predicted_alloc_us = NAN;
+  out = capture_html("t", r, NSET, &rc);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+  CU_ASSERT_EQUAL(rc, 0);
+  CU_ASSERT_EQUAL(count(out, "<svg class=\"pareto\""), 3);
+  CU_ASSERT_EQUAL(count(out, "no predicted allocator times"), 3);
+  free(out);
+  free(big);
+  free(small);
+}
+
+/* A write that fails (a full device) comes back as PT_EIO with a message. */
+static void test_write_error(void) {
+  FILE *f = fopen("/dev/full", "w");
+  if (!f) return; /* no /dev/full here: nothing to test */
+  pt_report_run r[NSET];
+  fill(r, NSET);
+  pt_err err = {{0}};
+  CU_ASSERT_EQUAL(pt_report_html(f, "t", r, NSET, &err), PT_EIO);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "write failed"));
+  clearerr(f);
+  CU_ASSERT_EQUAL(pt_report_text(f, r, NSET, &err), PT_EIO);
+  fclose(f);
+}
+
+int pt_test_add_report(void) {
+  CU_pSuite s = CU_add_suite("report", NULL, NULL);
+  if (!s) return CU_get_error();
+  CU_add_test(s, "Pareto front per trace: ties, equal time or memory, NAN times", test_pareto);
+  CU_add_test(s, "text table: every policy, '*' on the front, 100 columns, sorted", test_text);
+  CU_add_test(s, "HTML: one timeline per run, one Pareto per trace, self-contained, escaped", test_html);
+  CU_add_test(s, "a failed write is PT_EIO", test_write_error);
+  return CU_get_error();
+}
