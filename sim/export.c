@@ -589,7 +589,8 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
     if (add_item(ex, &nex, K_EXPANDABLE, "True", err) < 0) return PT_EUSAGE;
     double large = param(p, "large_segment_size_mb", 20);
     if (large != 20)
-      note(b, N_APPROX, "large_segment_size_mb %g (the large pool's page size) is not among the keys PyTorch accepts (DESIGN.md); PyTorch uses 20", large);
+      note(b, N_APPROX, "large_segment_size_mb %g (the large pool's page size) is not exported: PyTorch 2.11 accepts the key but earlier "
+                        "releases reject it as unknown (DESIGN.md's list leaves it out); PyTorch's default is 20", large);
   } else if (!strcmp(mech, "async_pool")) {
     if (add_item(ex, &nex, K_BACKEND, "cudaMallocAsync", err) < 0) return PT_EUSAGE;
     char t[48];
@@ -615,7 +616,7 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
       pt_err ferr = {{0}};
       if (!strcmp(mech, "direct")) {
         note(b, N_WARN, "the tuned run had a cap of %llu B, but under PYTORCH_NO_CUDA_MEMORY_CACHING PyTorch bypasses its allocator and "
-                        "does not enforce set_per_process_memory_fraction", (unsigned long long)in->capacity);
+                        "does not enforce set_per_process_memory_fraction (seen with PyTorch 2.11)", (unsigned long long)in->capacity);
       } else if (total && pt_export_fraction(in->capacity, total, b->fraction, sizeof b->fraction, &ferr) == 0) {
         uint64_t got = (uint64_t)(strtod(b->fraction, NULL) * (double)total);
         snprintf(b->py[b->npy++], NOTE_MAX, "import torch");
@@ -706,6 +707,11 @@ int pt_export_conf(const pt_export_input *in, const char *merge, char *conf, siz
 
 /* ---- writers ------------------------------------------------------------------------ */
 
+/* Why both variables, with one value (PyTorch 2.11 on the H200 read PYTORCH_CUDA_ALLOC_CONF when the two differed). */
+#define BOTH_NOTE                                                                                              \
+  "# Both, same value: PyTorch reads either name (2.11 prefers PYTORCH_CUDA_ALLOC_CONF when both are set);\n" \
+  "# older PyTorch and tools such as vLLM read only PYTORCH_CUDA_ALLOC_CONF.\n"
+
 /* Text for a comment line: control characters become '?'. */
 static void put_comment_text(FILE *f, const char *s) {
   for (; s && *s; s++) {
@@ -793,7 +799,7 @@ static void write_shell(FILE *f, const pt_export_input *in, const built *b) {
   put_notes_comments(f, b);
   /* every value is made of [A-Za-z0-9_.:,[]>+-=]: single quotes are enough */
   if (b->conf[0] || b->merged) {
-    fputs("# Both: current PyTorch reads PYTORCH_ALLOC_CONF first; older PyTorch and tools such as vLLM read PYTORCH_CUDA_ALLOC_CONF.\n", f);
+    fputs(BOTH_NOTE, f);
     if (!b->conf[0]) fputs("# (empty: the existing value is replaced by PyTorch's defaults)\n", f);
     fprintf(f, "export PYTORCH_ALLOC_CONF='%s'\nexport PYTORCH_CUDA_ALLOC_CONF='%s'\n", b->conf, b->conf);
   } else {
@@ -807,7 +813,7 @@ static void write_dockerfile(FILE *f, const pt_export_input *in, const built *b)
   put_header(f, in);
   put_notes_comments(f, b);
   if (b->conf[0] || b->merged) {
-    fputs("# Both: current PyTorch reads PYTORCH_ALLOC_CONF first; older PyTorch and tools such as vLLM read PYTORCH_CUDA_ALLOC_CONF.\n", f);
+    fputs(BOTH_NOTE, f);
     fprintf(f, "ENV PYTORCH_ALLOC_CONF=\"%s\"\nENV PYTORCH_CUDA_ALLOC_CONF=\"%s\"\n", b->conf, b->conf);
   } else {
     fputs("# PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF: nothing to set (PyTorch's defaults)\n", f);
