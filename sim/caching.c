@@ -65,7 +65,24 @@ typedef struct caching {
   uint64_t max_non_split_rounding;
   double gc_threshold;         /* fraction of the cap; 0 = off */
   unsigned rp2[RP2_INTERVALS]; /* roundup_power2_divisions per interval; 0/1 = off */
+  block *spare;                /* freed block structs, reused (linked through next) */
 } caching;
+
+/* Block structs come from a free list: a split or a merge costs no malloc. */
+static block *block_new(caching *c) {
+  block *b = c->spare;
+  if (b) {
+    c->spare = b->next;
+    memset(b, 0, sizeof *b);
+    return b;
+  }
+  return calloc(1, sizeof *b);
+}
+
+static void block_dispose(caching *c, block *b) {
+  b->next = c->spare;
+  c->spare = b;
+}
 
 static const pt_mech_param caching_params[] = {
     {"max_split_size_mb", 20, INFINITY,
@@ -149,7 +166,7 @@ static int gc_enabled(const caching *c) { return c->env.dev->capacity && c->gc_t
 static void release_block(caching *c, block *b) {
   pt_dev_free(c->env.dev, b->addr, b->size);
   pool_erase(b->pool, b);
-  free(b);
+  block_dispose(c, b);
 }
 
 /* get_free_block: best fit in the pool, within the oversize limits. */
@@ -205,7 +222,7 @@ static int alloc_block(caching *c, pool *p, uint64_t alloc_size, uint64_t stream
   uint64_t addr;
   int rc = pt_dev_malloc(c->env.dev, alloc_size, &addr);
   if (rc < 0) return rc;
-  block *b = calloc(1, sizeof *b);
+  block *b = block_new(c);
   if (!b) return PT_ENOMEM;
   b->addr = addr;
   b->size = alloc_size;
@@ -258,8 +275,8 @@ static int should_split(const caching *c, const block *b, uint64_t size) {
 }
 
 /* Cut b to size bytes at its front; the rest becomes a free block in the pool. */
-static int split_front(block *b, uint64_t size) {
-  block *rest = calloc(1, sizeof *rest);
+static int split_front(caching *c, block *b, uint64_t size) {
+  block *rest = block_new(c);
   if (!rest) return PT_ENOMEM;
   rest->addr = b->addr + size;
   rest->size = b->size - size;
@@ -300,14 +317,14 @@ static int caching_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t 
     }
     if (rc < 0) return rc;
   }
-  if (should_split(c, b, size) && (rc = split_front(b, size)) < 0) return rc;
+  if (should_split(c, b, size) && (rc = split_front(c, b, size)) < 0) return rc;
   b->allocated = 1;
   *handle = (uint64_t)(uintptr_t)b;
   return 0;
 }
 
 /* Merge src into dst when src is a free neighbour (try_merge_blocks). */
-static void try_merge(block *dst, block *src) {
+static void try_merge(caching *c, block *dst, block *src) {
   if (!src || src->allocated) return;
   if (src == dst->prev) {
     dst->addr = src->addr;
@@ -319,15 +336,15 @@ static void try_merge(block *dst, block *src) {
   }
   dst->size += src->size;
   pool_erase(src->pool, src);
-  free(src);
+  block_dispose(c, src);
 }
 
 static int caching_free(void *state, uint64_t handle) {
-  (void)state;
+  caching *c = state;
   block *b = (block *)(uintptr_t)handle;
   b->allocated = 0;
-  try_merge(b, b->prev);
-  try_merge(b, b->next);
+  try_merge(c, b, b->prev);
+  try_merge(c, b, b->next);
   pool_insert(b->pool, b);
   return 0;
 }
@@ -345,7 +362,7 @@ static int caching_init_segment(void *state, uint64_t addr, uint64_t bytes, uint
     return pt_err_set(c->env.err, PT_EFORMAT,
                       "the trace starts with an expandable segment; the caching mechanism has none "
                       "(use the expandable mechanism)");
-  block *b = calloc(1, sizeof *b);
+  block *b = block_new(c);
   if (!b) return PT_ENOMEM;
   b->addr = addr;
   b->size = bytes;
@@ -381,7 +398,7 @@ static int caching_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64
   pool_erase(p, b);
   if (addr > b->addr) { /* the free part before it stays free */
     uint64_t before = addr - b->addr;
-    if ((rc = split_front(b, before)) < 0) return rc;
+    if ((rc = split_front(c, b, before)) < 0) return rc;
     pool_insert(p, b);
     b = b->next;
     pool_erase(p, b);
@@ -389,7 +406,7 @@ static int caching_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64
   if (size > b->size)
     return pt_err_set(c->env.err, PT_EFORMAT, "initial block at 0x%llx (%llu bytes) overruns its segment",
                       (unsigned long long)addr, (unsigned long long)bytes);
-  if (should_split(c, b, size) && (rc = split_front(b, size)) < 0) return rc;
+  if (should_split(c, b, size) && (rc = split_front(c, b, size)) < 0) return rc;
   b->allocated = 1;
   b->stream = stream;
   *handle = (uint64_t)(uintptr_t)b;
@@ -433,6 +450,11 @@ static void caching_destroy(void *state) {
   /* allocated blocks are reachable only through segments' neighbour links */
   free_pool(&c->small);
   free_pool(&c->large);
+  while (c->spare) {
+    block *b = c->spare;
+    c->spare = b->next;
+    free(b);
+  }
   free(c);
 }
 

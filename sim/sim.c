@@ -23,6 +23,8 @@
 #define FAILED UINT64_MAX       /* handle of a request that hit OOM */
 #define FREED (UINT64_MAX - 1)  /* handle slot of a block given back (or never made) */
 
+static int observe(pt_trace_data *t);
+
 int pt_trace_load(const char *path, const pt_trace_opts *opts, pt_err *err, pt_trace_data *out) {
   memset(out, 0, sizeof *out);
   pt_trace *t;
@@ -62,6 +64,7 @@ int pt_trace_load(const char *path, const pt_trace_opts *opts, pt_err *err, pt_t
     out->ev[out->n++] = ev;
   }
   pt_u64map_free(&dense);
+  if (rc == 0 && observe(out) < 0) rc = pt_err_set(err, PT_ENOMEM, "%s: out of memory", path);
   if (rc < 0) goto fail;
   out->info = *pt_trace_get_info(t);
   pt_trace_close(t);
@@ -73,6 +76,7 @@ fail:
 }
 
 void pt_trace_data_free(pt_trace_data *t) {
+  free(t->hints);
   free(t->ev);
   free(t->path);
   memset(t, 0, sizeof *t);
@@ -139,28 +143,31 @@ static int close_window(run *r, uint64_t event, int64_t time_us) {
   return 0;
 }
 
-/* Ground truth from the observed records: segment count and peak reserved. */
-static void observed(const pt_trace_data *t, pt_sim_result *out, pt_addr_hint **hints, size_t *nhints) {
+/* Ground truth from the observed records: the recorded segment addresses,
+   segment count and peak reserved, gathered once when the trace is loaded. */
+static int observe(pt_trace_data *t) {
   uint64_t reserved = 0, peak = 0, n = 0;
+  for (size_t i = 0; i < t->n; i++) n += t->ev[i].kind == PT_EV_SEG_ALLOC;
+  if (n && !(t->hints = malloc(n * sizeof *t->hints))) return PT_ENOMEM;
+  t->nhints = 0;
   for (size_t i = 0; i < t->n; i++) {
     const pt_event *e = &t->ev[i];
     switch (e->kind) {
     case PT_EV_INIT_SEGMENT: reserved += e->bytes; break;
     case PT_EV_SEG_ALLOC:
-      if (*hints) (*hints)[n] = (pt_addr_hint){e->addr, e->bytes};
-      n++;
+      t->hints[t->nhints++] = (pt_addr_hint){e->addr, e->bytes};
       reserved += e->bytes;
-      out->observed_segment_allocs++;
+      t->observed_segment_allocs++;
       break;
-    case PT_EV_SEG_MAP: reserved += e->bytes; out->observed_segment_allocs++; break;
+    case PT_EV_SEG_MAP: reserved += e->bytes; t->observed_segment_allocs++; break;
     case PT_EV_SEG_FREE:
     case PT_EV_SEG_UNMAP: reserved -= e->bytes < reserved ? e->bytes : reserved; break;
     default: continue;
     }
     if (reserved > peak) peak = reserved;
   }
-  out->observed_peak_reserved_bytes = peak;
-  *nhints = (size_t)n;
+  t->observed_peak_reserved_bytes = peak;
+  return 0;
 }
 
 static double now_s(void) {
@@ -270,22 +277,12 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
 int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt_sim_result *out) {
   memset(out, 0, sizeof *out);
   run r = {0};
-  size_t nhints = 0;
-  pt_addr_hint *hints = NULL;
-  observed(t, out, &hints, &nhints);
-  if (nhints && !cfg->invent_addresses) {
-    hints = malloc(nhints * sizeof *hints);
-    if (!hints) return pt_err_set(err, PT_ENOMEM, "out of memory");
-    pt_sim_result scratch = {0};
-    observed(t, &scratch, &hints, &nhints);
-  } else {
-    nhints = 0;
-  }
+  out->observed_segment_allocs = t->observed_segment_allocs;
+  out->observed_peak_reserved_bytes = t->observed_peak_reserved_bytes;
+  size_t nhints = cfg->invent_addresses ? 0 : t->nhints;
+  const pt_addr_hint *hints = t->hints;
   r.handles = malloc((t->nallocs ? t->nallocs : 1) * sizeof *r.handles);
-  if (!r.handles) {
-    free(hints);
-    return pt_err_set(err, PT_ENOMEM, "out of memory");
-  }
+  if (!r.handles) return pt_err_set(err, PT_ENOMEM, "out of memory");
   for (size_t i = 0; i < t->nallocs; i++) r.handles[i] = FREED;
   pt_dev_init(&r.dev, cfg->capacity, hints, nhints);
   r.dev.on_change = on_reserved_change;
@@ -298,7 +295,6 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
     if (rc == 0 && cfg->tlb) rc = pt_tlb_create(&cfg->gpu->tlb, &r.tlb);
     if (rc < 0) {
       pt_pagetable_destroy(r.pt);
-      free(hints);
       free(r.handles);
       return pt_err_set(err, rc, "out of memory");
     }
@@ -321,7 +317,6 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   if (rc < 0) {
     pt_tlb_destroy(r.tlb);
     pt_pagetable_destroy(r.pt);
-    free(hints);
     free(r.handles);
     return rc;
   }
@@ -368,7 +363,6 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   pt_tlb_destroy(r.tlb);
   pt_pagetable_destroy(r.pt);
   free(r.handles);
-  free(hints);
   if (rc < 0) {
     pt_sim_result_free(out);
     return rc;

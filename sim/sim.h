@@ -28,6 +28,10 @@ typedef struct pt_trace_data {
   size_t nallocs;           /* ids are 0 .. nallocs-1 */
   pt_trace_info info;
   char *path;
+  /* what the real allocator recorded, gathered once at load */
+  pt_addr_hint *hints;      /* its cudaMalloc results (segment_alloc), in order */
+  size_t nhints;
+  uint64_t observed_segment_allocs, observed_peak_reserved_bytes;
 } pt_trace_data;
 
 int pt_trace_load(const char *path, const pt_trace_opts *opts, pt_err *err, pt_trace_data *out /* OUT */);
