@@ -1,40 +1,102 @@
 /*
  * asyncpool.c — the "async_pool" mechanism: cudaMallocAsync / cudaFreeAsync
- * on stream-ordered memory pools, with the pool's release threshold
- * (cudaMemPoolAttrReleaseThreshold).
+ * on the device's default stream-ordered memory pool, with the pool's
+ * release threshold (cudaMemPoolAttrReleaseThreshold).
  *
- * The driver's pool is not documented inside, so this is a model, and these
- * are its simplifications:
- *   - One pool per stream.  (CUDA has one default pool per device and lets a
- *     stream reuse another stream's freed memory only after an event or a
- *     synchronisation; a trace records neither, so reuse stays on the stream
- *     that freed.)
- *   - A pool reserves VA once (1 TiB; another range when that is used up)
- *     and grows by physical chunks created on demand: a request the pool's
- *     free memory cannot hold gets one new chunk of the request rounded up
- *     to 2 MiB (the VMM granularity), or of what the segment_size hook says:
- *     one cuMemCreate, one cuMemMap and one cuMemSetAccess, at the next free
- *     VA of the pool.  Released chunks' VA is not reused.
- *   - Inside a pool, best fit over free ranges ordered by (size, address);
- *     the remainder is split off when >= 512 B; freed ranges merge with free
- *     neighbours inside their chunk.  A request served this way makes no
- *     driver call (a cache hit: 0.7-1.4 us on the H200 against tens of us).
- *     Requests are rounded to 512 B, as for cudaMalloc.
+ * What NVIDIA documents (CUDA Runtime API, "Stream Ordered Memory
+ * Allocator"; CUDA Programming Guide 4.3; the blog "Using the NVIDIA CUDA
+ * Stream-Ordered Memory Allocator, Part 1", 2021):
+ *   - one default pool per device, used by cudaMallocAsync on every stream;
+ *     memory freed on one stream is reused on another after an ordering
+ *     dependency or, with cudaMemPoolReuseAllowOpportunistic (on by default),
+ *     once the free has completed;
+ *   - cudaMemPoolAttrReleaseThreshold: "amount of reserved memory in bytes to
+ *     hold onto before trying to release memory back to the OS"; the pool
+ *     tries to release when it holds more, at the next stream, event or
+ *     context synchronisation (default 0);  cudaMemPoolTrimTo releases memory
+ *     that backs no outstanding allocation;
+ *   - cudaMemPoolAttrReservedMemCurrent / ...High: the backing memory the pool
+ *     holds (PyTorch's reserved_bytes with backend:cudaMallocAsync);
+ *   - "If a memory allocation request ... can't be serviced due to
+ *     fragmentation of the ... pool, the CUDA driver defragments the pool by
+ *     remapping unused memory in the pool to a contiguous portion of the
+ *     GPU's virtual address space" (the blog).
+ * Nothing is documented about the physical granularity, the VA layout or
+ * the fit policy.  Those rules below were measured on the H200 (driver
+ * 580.159.04, CUDA 13.0) with a probe that calls cudaMallocAsync directly
+ * (release threshold UINT64_MAX, one stream, synchronised after every call)
+ * and reads cudaMemPoolAttrReservedMemCurrent and the returned addresses:
+ *   - in a fresh pool a request of 512 B, 1 MiB, 2 MiB + 1 B, 20 or 32 MiB
+ *     leaves 32 MiB reserved; 32 MiB + 1 B, 33 or 48 MiB: 64 MiB; 100 MiB:
+ *     128; 200 MiB: 224; 1 GiB + 1 B: 1056 MiB.  So backing comes in 32 MiB
+ *     chunks (chunk_mb); and PyTorch's three reserved peaks are multiples of
+ *     32 MiB;
+ *   - the pool is one contiguous VA range grown at its end; a block may span
+ *     adjacent chunks (forty 1.5 MiB requests get consecutive addresses
+ *     across the 32 MiB boundary);
+ *   - replayed through the probe, the request streams of varlen_infer,
+ *     llm_decode and transformer_train (27845 allocations) got, from the
+ *     driver, exactly the addresses and reserved bytes this model gives.
+ *
+ * The model:
+ *   - One pool for all streams (the stream argument is ignored): the trace
+ *     has no GPU timing, so every free counts as completed, and completed
+ *     frees are reusable by any stream.
+ *   - One VA reservation for the pool (1 TiB); the heap is [base, end), tiled
+ *     by blocks, allocated or free, free neighbours merged.  Requests are
+ *     rounded up to 512 B.
+ *   - Fit: the smallest free block that holds the request, among equal sizes
+ *     the one that became free (or was last split) longest ago; the block is
+ *     split at its front.  The free block at the heap's end (the "top") is
+ *     used only when no other block fits: the request goes at the top's start
+ *     (or at the end), and the heap grows to the next chunk boundary.
+ *   - Backing: the heap is cut into chunk_mb chunks aligned to its base; each
+ *     chunk a block touches must be backed by a physical chunk.  A missing one
+ *     is first filled by moving an idle chunk (backed, touched by no
+ *     allocated block; oldest idle first): cuMemUnmap at its old place,
+ *     cuMemMap + cuMemSetAccess at the new one, no new memory — the blog's
+ *     defragmentation, seen on the H200: four 32 MiB blocks, the first and
+ *     third freed, then a 64 MiB request: reserved stays 128 MiB.  Otherwise
+ *     a new chunk: cuMemCreate + cuMemMap + cuMemSetAccess.  Only whole idle
+ *     chunks move (H200: 35 MiB lacking, one idle 32 MiB chunk and 8 MiB free
+ *     in a busy one: one chunk moved, one created); which of several idle
+ *     chunks goes first was not measured.  A chunk moved away leaves its VA
+ *     in the heap, free and unbacked; a block placed there later needs
+ *     backing again.  A request that needed neither is a cache
+ *     hit (0.7-1.4 us on the H200 against tens of us).
  *   - Synchronisation points are not in a trace.  The model takes one when a
- *     free brings its pool's in-use bytes to 0 (the stream went idle), or,
- *     with trim_every_free=1, after every free.  There, when the pool holds
- *     more than release_threshold bytes, it releases wholly unused chunks,
- *     oldest idle first (cuMemUnmap + cuMemRelease each), until it holds no
- *     more than the threshold; a partly used chunk is never released.  The
- *     should_collect hook, when present, decides instead whether to trim.
- *   - empty_cache trims every pool to 0, as PyTorch's cudaMallocAsync
- *     backend does (cudaDeviceSynchronize, then cudaMemPoolTrimTo(pool, 0)).
- *     PyTorch sets the threshold to UINT64_MAX; release_threshold=2^50 is
- *     that setting here.
- *   - When a chunk cannot be created under the cap, every pool is trimmed
- *     to 0 and the chunk is tried once more.
- *   - Segments alive at trace start become chunks of their stream's pool
- *     (held, no call counted), released like any other chunk.
+ *     free leaves no allocated byte in the pool, or, with trim_every_free=1,
+ *     after every free.  There, when the pool holds more than
+ *     release_threshold bytes, it releases idle chunks, oldest idle first
+ *     (cuMemUnmap + cuMemRelease each), until it holds no more than the
+ *     threshold.  The should_collect hook, when present, decides instead
+ *     whether to trim.  empty_cache trims to 0, as PyTorch's cudaMallocAsync
+ *     backend does (cudaDeviceSynchronize, cudaMemPoolTrimTo(pool, 0)).
+ *     PyTorch sets the threshold to UINT64_MAX; release_threshold=2^50 is that
+ *     setting here.
+ *   - The cap: when the new chunks a request needs would pass it, the pool is
+ *     trimmed to 0 (PyTorch syncs and calls cudaMemPoolTrimTo(pool, 0)) and
+ *     the request is tried once more; then it fails, the pool as the trim
+ *     left it.
+ *   - Segments alive at trace start stay where they are (held, no call
+ *     counted): their free parts serve requests like any non-top free block;
+ *     they are never moved, and are released (cuMemUnmap + cuMemRelease) when
+ *     idle at a trim.
+ *   - Policy hooks: round replaces the 512 B rounding; segment_size, when
+ *     present, gives the bytes the heap grows by for a request (at least what
+ *     the request lacks, rounded up to 2 MiB), and chunks are then 2 MiB, the
+ *     VMM granularity, so that any growth can be honoured.
+ *
+ * What the driver does differently: the model takes every free as completed.
+ * The driver knows a free is complete only once it has seen the GPU pass it,
+ * and seems neither to merge nor to remap frees it has not seen complete:
+ * the same probe without the synchronisations (frees issued microseconds
+ * before the next request) peaks at 416 MiB on varlen_infer, its last
+ * request (220 MiB of logits) placed past blocks freed just before.  Where
+ * the GPU lags the CPU the driver can therefore hold more than the model:
+ * transformer_train peaked at 1 GiB in the real run, at 992 MiB in the model
+ * and in the real run under CUDA_LAUNCH_BLOCKING=1.  A trace has no GPU
+ * timing, so the model does not try to follow this.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -42,33 +104,33 @@
 
 #include "bset.h"
 #include "mech.h"
-#include "u64map.h"
 
 #define MIB (UINT64_C(1) << 20)
 #define MIN_BLOCK UINT64_C(512)
-#define CHUNK_GRAIN (2 * MIB)             /* VMM granularity */
-#define POOL_VA (UINT64_C(1) << 40)       /* VA reserved for a pool at a time */
+#define GRAIN (2 * MIB)                   /* VMM granularity */
+#define POOL_VA (UINT64_C(1) << 40)       /* the pool's VA reservation */
 #define MAX_THRESHOLD 1125899906842624.0  /* 2^50 */
+#define NO_SLOT UINT64_MAX
 
-/* ---- pools, chunks, blocks ---------------------------------------------- */
+/* ---- chunks, blocks ------------------------------------------------------- */
 
-typedef struct apool apool;
-
-/* One physical allocation (one handle) mapped into its pool's VA. */
+/* A physical allocation: one chunk of the heap, or a segment alive at trace start. */
 typedef struct achunk {
-  struct achunk *prev, *next;   /* the pool's chunks */
-  struct achunk *iprev, *inext; /* the pool's idle chunks, oldest first */
-  struct ablock *whole;         /* the one free block, while idle */
-  apool *pool;
+  struct achunk *iprev, *inext; /* idle list, oldest first */
+  struct achunk *sprev, *snext; /* initial segments */
+  struct ablock *whole;         /* initial segment: its one free block, while idle */
   uint64_t va, bytes;
+  uint64_t slot;                /* heap chunk: index in the heap; NO_SLOT: initial segment */
+  uint64_t live;                /* initial segment: allocated blocks in it */
+  int idle;
 } achunk;
 
-/* A range of a chunk; free ones sit in the free set, key (stream, size, addr). */
+/* A range of the heap or of an initial segment; free ones (but the top) sit in the free set. */
 typedef struct ablock {
-  pt_bnode node;
+  pt_bnode node;               /* free set: key (0, size, stamp) */
   pt_bnode anode;              /* free blocks by address (0, 0, addr), while the initial state is built */
-  struct ablock *prev, *next;  /* neighbours in the chunk */
-  achunk *chunk;
+  struct ablock *prev, *next;  /* neighbours: in the heap, or in the initial segment */
+  achunk *seg;                 /* the initial segment; NULL in the heap */
   uint64_t addr, size;
   int allocated;
 } ablock;
@@ -82,29 +144,42 @@ typedef struct slab {
   ablock b[SLAB_BLOCKS];
 } slab;
 
-struct apool {
-  uint64_t stream;
-  uint64_t va_next, va_end;    /* where the next chunk is mapped */
-  uint64_t held, in_use;       /* chunk bytes; bytes of allocated blocks */
-  achunk *chunks;
-  achunk *idle_head, *idle_tail;
-};
+/* One chunk-sized slot of the heap: its chunk (NULL: unbacked) and the allocated blocks touching it. */
+typedef struct aslot {
+  achunk *c;
+  uint64_t live;
+} aslot;
 
 typedef struct async_state {
   pt_mech_env env;
   pt_bset freet;
   pt_bset addrt;               /* initial state only */
   int init_phase;
-  apool **pools;
-  size_t npools, cap;
-  pt_u64map by_stream;         /* stream -> index in pools */
+  uint64_t unit;               /* bytes of a chunk */
   uint64_t threshold;
   int every_free;
-  uint64_t allocated;
+  /* the heap: [base, end) of the VA reserved at [base, base + POOL_VA) */
+  uint64_t base, end;
+  aslot *slots;
+  size_t nslots, slots_cap;
+  ablock *last;                /* the heap's last block; free: the top */
+  /* idle chunks (heap and initial), oldest first */
+  achunk *idle_head, *idle_tail;
+  uint64_t idle_heap;          /* idle heap chunks */
+  achunk *segs;                /* initial segments */
+  uint64_t held, allocated, stamp;
   slab *slabs;
   ablock *spare;               /* unused block records, linked through next */
   size_t nspare;
 } async_state;
+
+/* Where a request goes (computed before anything changes). */
+typedef struct aplace {
+  ablock *b;                   /* a free block that fits, or NULL: the top / the end */
+  uint64_t addr, size;         /* the block as it will be */
+  uint64_t new_end;            /* the heap's end after the request */
+  uint64_t first, lastslot;    /* slots to back (heap only; first > lastslot: none) */
+} aplace;
 
 static int oom(async_state *st) { return pt_err_set(st->env.err, PT_ENOMEM, "async_pool: out of memory"); }
 
@@ -124,12 +199,12 @@ static int ensure_spare(async_state *st, size_t n) {
 }
 
 /* A zeroed block record; ensure_spare must have been called. */
-static ablock *take_block(async_state *st, achunk *c, uint64_t addr, uint64_t size) {
+static ablock *take_block(async_state *st, achunk *seg, uint64_t addr, uint64_t size) {
   ablock *b = st->spare;
   st->spare = b->next;
   st->nspare--;
   memset(b, 0, sizeof *b);
-  b->chunk = c;
+  b->seg = seg;
   b->addr = addr;
   b->size = size;
   return b;
@@ -141,8 +216,11 @@ static void drop_block(async_state *st, ablock *b) {
   st->nspare++;
 }
 
+static int is_top(const async_state *st, const ablock *b) { return b == st->last && !b->allocated; }
+
+/* Into the free set, behind every free block of its size (FIFO among equals). */
 static void free_insert(async_state *st, ablock *b) {
-  b->node.key = (pt_bkey){b->chunk->pool->stream, b->size, b->addr};
+  b->node.key = (pt_bkey){0, b->size, ++st->stamp};
   pt_bset_insert(&st->freet, &b->node);
   if (st->init_phase) {
     b->anode.key = (pt_bkey){0, 0, b->addr};
@@ -161,102 +239,101 @@ static void end_init(async_state *st) {
   st->addrt = (pt_bset){0};
 }
 
-static void idle_push(apool *p, achunk *c, ablock *whole) {
-  c->whole = whole;
+static void idle_push(async_state *st, achunk *c) {
+  c->idle = 1;
   c->inext = NULL;
-  c->iprev = p->idle_tail;
-  if (p->idle_tail)
-    p->idle_tail->inext = c;
+  c->iprev = st->idle_tail;
+  if (st->idle_tail)
+    st->idle_tail->inext = c;
   else
-    p->idle_head = c;
-  p->idle_tail = c;
+    st->idle_head = c;
+  st->idle_tail = c;
+  if (c->slot != NO_SLOT) st->idle_heap++;
 }
 
-static void idle_remove(apool *p, achunk *c) {
+static void idle_remove(async_state *st, achunk *c) {
   if (c->iprev)
     c->iprev->inext = c->inext;
   else
-    p->idle_head = c->inext;
+    st->idle_head = c->inext;
   if (c->inext)
     c->inext->iprev = c->iprev;
   else
-    p->idle_tail = c->iprev;
-  c->whole = NULL;
+    st->idle_tail = c->iprev;
   c->iprev = c->inext = NULL;
+  c->idle = 0;
+  if (c->slot != NO_SLOT) st->idle_heap--;
 }
 
-static void chunk_link(apool *p, achunk *c) {
-  c->pool = p;
-  c->prev = NULL;
-  c->next = p->chunks;
-  if (p->chunks) p->chunks->prev = c;
-  p->chunks = c;
-  p->held += c->bytes;
-}
+static uint64_t slot_of(const async_state *st, uint64_t addr) { return (addr - st->base) / st->unit; }
 
-static void chunk_unlink(apool *p, achunk *c) {
-  if (c->prev)
-    c->prev->next = c->next;
-  else
-    p->chunks = c->next;
-  if (c->next) c->next->prev = c->prev;
-  p->held -= c->bytes;
-}
-
-/* The pool of a stream, made (with its VA reservation) on first use. */
-static int get_pool(async_state *st, uint64_t stream, int reserve, apool **out) {
-  uint64_t *ix = pt_u64map_get(&st->by_stream, stream);
-  if (ix) {
-    *out = st->pools[*ix];
-    return 0;
-  }
-  if (st->npools == st->cap) {
-    size_t cap = st->cap ? 2 * st->cap : 8;
-    apool **v = realloc(st->pools, cap * sizeof *v);
+/* Slots up to the heap's end (new ones unbacked and untouched). */
+static int grow_slots(async_state *st, uint64_t end) {
+  size_t n = (size_t)((end - st->base) / st->unit);
+  if (n <= st->nslots) return 0;
+  if (n > st->slots_cap) {
+    size_t cap = st->slots_cap ? st->slots_cap : 64;
+    while (cap < n) cap *= 2;
+    aslot *v = realloc(st->slots, cap * sizeof *v);
     if (!v) return oom(st);
-    st->pools = v;
-    st->cap = cap;
+    st->slots = v;
+    st->slots_cap = cap;
   }
-  apool *p = calloc(1, sizeof *p);
-  if (!p) return oom(st);
-  if (pt_u64map_put(&st->by_stream, stream, st->npools) < 0) {
-    free(p);
-    return oom(st);
-  }
-  p->stream = stream;
-  if (reserve) {
-    p->va_next = pt_dev_address_reserve(st->env.dev, POOL_VA, CHUNK_GRAIN);
-    p->va_end = p->va_next + POOL_VA;
-  }
-  st->pools[st->npools++] = p;
-  *out = p;
+  memset(st->slots + st->nslots, 0, (n - st->nslots) * sizeof *st->slots);
+  st->nslots = n;
   return 0;
 }
 
-/* Release idle chunks of p, oldest first, until it holds no more than keep. */
-static void trim(async_state *st, apool *p, uint64_t keep) {
+/* An allocated block b comes (+1) or goes (-1): the chunks it touches become busy or idle. */
+static void touch(async_state *st, ablock *b, int delta) {
+  if (b->seg) {
+    achunk *c = b->seg;
+    if (delta > 0) {
+      if (c->live++ == 0 && c->idle) idle_remove(st, c);
+      c->whole = NULL;
+    } else if (--c->live == 0) {
+      idle_push(st, c);
+    }
+    return;
+  }
+  for (uint64_t s = slot_of(st, b->addr), e = slot_of(st, b->addr + b->size - 1); s <= e; s++) {
+    aslot *sl = &st->slots[s];
+    if (delta > 0) {
+      if (sl->live++ == 0 && sl->c && sl->c->idle) idle_remove(st, sl->c);
+    } else if (--sl->live == 0 && sl->c) {
+      idle_push(st, sl->c);
+    }
+  }
+}
+
+/* Release idle chunks, oldest first, until the pool holds no more than keep. */
+static void trim(async_state *st, uint64_t keep) {
   int any = 0;
-  while (p->held > keep && p->idle_head) {
-    achunk *c = p->idle_head;
-    ablock *b = c->whole;
-    idle_remove(p, c);
-    free_remove(st, b);
+  while (st->held > keep && st->idle_head) {
+    achunk *c = st->idle_head;
+    idle_remove(st, c);
     pt_dev_mem_unmap(st->env.dev, c->va, c->bytes);
     pt_dev_mem_release(st->env.dev, c->bytes);
-    chunk_unlink(p, c);
-    drop_block(st, b);
+    st->held -= c->bytes;
+    if (c->slot != NO_SLOT) {
+      st->slots[c->slot].c = NULL; /* its VA stays in the heap, unbacked */
+    } else {
+      free_remove(st, c->whole);
+      drop_block(st, c->whole);
+      if (c->sprev)
+        c->sprev->snext = c->snext;
+      else
+        st->segs = c->snext;
+      if (c->snext) c->snext->sprev = c->sprev;
+    }
     free(c);
     any = 1;
   }
   if (any) st->env.counters->collections++;
 }
 
-static void trim_all(async_state *st) {
-  for (size_t i = 0; i < st->npools; i++) trim(st, st->pools[i], 0);
-}
-
-/* A synchronisation point on pool p. */
-static int sync_point(async_state *st, apool *p) {
+/* A synchronisation point. */
+static int sync_point(async_state *st) {
   const pt_policy_hooks *h = st->env.hooks;
   if (h && h->should_collect) {
     int yes = 0;
@@ -264,32 +341,7 @@ static int sync_point(async_state *st, apool *p) {
     if (rc < 0) return rc;
     if (!yes) return 0;
   }
-  trim(st, p, st->threshold);
-  return 0;
-}
-
-/* A new chunk of bytes in pool p, returned as one free block (in no set); needs a spare record. */
-static int grow(async_state *st, apool *p, uint64_t bytes, ablock **out) {
-  pt_device *dev = st->env.dev;
-  achunk *c = calloc(1, sizeof *c);
-  if (!c) return oom(st);
-  int rc = pt_dev_mem_create(dev, bytes);
-  if (rc < 0) {
-    free(c);
-    return rc;
-  }
-  if (p->va_end - p->va_next < bytes) { /* the pool's VA is used up: reserve more */
-    uint64_t va = bytes > POOL_VA ? bytes : POOL_VA;
-    p->va_next = pt_dev_address_reserve(dev, va, CHUNK_GRAIN);
-    p->va_end = p->va_next + va;
-  }
-  c->va = p->va_next;
-  c->bytes = bytes;
-  p->va_next += bytes;
-  pt_dev_mem_map(dev, c->va, bytes);
-  pt_dev_mem_set_access(dev, c->va, bytes);
-  chunk_link(p, c);
-  *out = take_block(st, c, c->va, bytes);
+  trim(st, st->threshold);
   return 0;
 }
 
@@ -298,27 +350,184 @@ static int bad_hook_size(async_state *st, const char *hook, uint64_t in, uint64_
                     hook, (unsigned long long)in, (unsigned long long)out);
 }
 
+static int va_used_up(async_state *st, uint64_t size) {
+  return pt_err_set(st->env.err, PT_ELIMIT, "async_pool: a request of %llu bytes passes the end of the pool's %llu GiB of VA",
+                    (unsigned long long)size, (unsigned long long)(POOL_VA >> 30));
+}
+
+/* Where a request of size bytes goes, and what the heap must back; nothing changes. */
+static int find_place(async_state *st, uint64_t size, aplace *pl) {
+  const pt_policy_hooks *h = st->env.hooks;
+  memset(pl, 0, sizeof *pl);
+  pl->new_end = st->end;
+  pt_bnode *n = pt_bset_lower_bound(&st->freet, &(pt_bkey){0, size, 0});
+  if (n) { /* best fit: smallest, then oldest */
+    ablock *b = BLK(n);
+    pl->b = b;
+    pl->addr = b->addr;
+    pl->size = b->size - size >= MIN_BLOCK ? size : b->size;
+    if (b->seg) {
+      pl->first = 1; /* nothing to back */
+      pl->lastslot = 0;
+    } else {
+      pl->first = slot_of(st, pl->addr);
+      pl->lastslot = slot_of(st, pl->addr + pl->size - 1);
+    }
+    return 0;
+  }
+  /* the top, or the end */
+  uint64_t start = st->last && !st->last->allocated ? st->last->addr : st->end;
+  if (size > POOL_VA - (start - st->base)) return va_used_up(st, size);
+  uint64_t stop = start + size;
+  if (stop > st->end) {
+    uint64_t grow = stop - st->end;
+    if (h && h->segment_size) {
+      uint64_t want;
+      int rc = h->segment_size(h->ctx, size, &want, st->env.err);
+      if (rc < 0) return rc;
+      if (want < size) return bad_hook_size(st, "segment_size", size, want);
+      if (want > grow) grow = want;
+    }
+    if (grow > POOL_VA - (st->end - st->base)) return va_used_up(st, size);
+    grow = (grow + st->unit - 1) / st->unit * st->unit;
+    if (grow > POOL_VA - (st->end - st->base)) return va_used_up(st, size);
+    pl->new_end = st->end + grow;
+  }
+  pl->addr = start;
+  pl->size = pl->new_end - stop >= MIN_BLOCK ? size : pl->new_end - start;
+  pl->first = slot_of(st, start);
+  /* a growth backs all it adds; else the chunks the block touches */
+  pl->lastslot = slot_of(st, (pl->new_end > st->end ? pl->new_end : pl->addr + pl->size) - 1);
+  return 0;
+}
+
+/* New chunks the place needs (after moving idle ones) would pass the cap: 1. */
+static int over_cap(async_state *st, const aplace *pl) {
+  uint64_t unbacked = 0, idle_inside = 0;
+  for (uint64_t s = pl->first; s <= pl->lastslot; s++) {
+    if (s >= st->nslots || !st->slots[s].c)
+      unbacked++;
+    else if (st->slots[s].c->idle)
+      idle_inside++;
+  }
+  uint64_t movable = st->idle_heap - idle_inside;
+  if (unbacked <= movable) return 0;
+  return pt_dev_would_exceed(st->env.dev, (unbacked - movable) * st->unit);
+}
+
+/* Split b at its front: b keeps size bytes, the rest becomes a free block (the top if b was last). */
+static void split_front(async_state *st, ablock *b, uint64_t size) {
+  if (b->size == size) return;
+  ablock *rest = take_block(st, b->seg, b->addr + size, b->size - size);
+  rest->prev = b;
+  rest->next = b->next;
+  if (b->next) b->next->prev = rest;
+  b->next = rest;
+  b->size = size;
+  if (b == st->last)
+    st->last = rest; /* the top: not in the free set */
+  else
+    free_insert(st, rest);
+}
+
+/* Back every slot of [first, lastslot]: move idle chunks, else create new ones.  *calls: driver calls made. */
+static int back(async_state *st, uint64_t first, uint64_t lastslot, int *calls) {
+  pt_device *dev = st->env.dev;
+  for (uint64_t s = first; s <= lastslot; s++) {
+    aslot *sl = &st->slots[s];
+    if (sl->c) continue;
+    uint64_t va = st->base + s * st->unit;
+    achunk *c = NULL;
+    for (achunk *i = st->idle_head; i; i = i->inext)
+      if (i->slot != NO_SLOT) {
+        c = i;
+        break;
+      }
+    if (c) { /* remap an idle chunk */
+      idle_remove(st, c);
+      pt_dev_mem_unmap(dev, c->va, c->bytes);
+      st->slots[c->slot].c = NULL;
+    } else {
+      int rc = pt_dev_mem_create(dev, st->unit);
+      if (rc < 0) return rc;
+      if (!(c = calloc(1, sizeof *c))) {
+        pt_dev_mem_release(dev, st->unit);
+        return oom(st);
+      }
+      c->bytes = st->unit;
+      st->held += st->unit;
+    }
+    c->va = va;
+    c->slot = s;
+    pt_dev_mem_map(dev, va, c->bytes);
+    pt_dev_mem_set_access(dev, va, c->bytes);
+    sl->c = c;
+    *calls = 1;
+  }
+  /* what a growth added beyond the block is idle (only now: not a chunk to move within this loop) */
+  for (uint64_t s = first; s <= lastslot; s++)
+    if (st->slots[s].live == 0 && !st->slots[s].c->idle) idle_push(st, st->slots[s].c);
+  return 0;
+}
+
+/* Serve a request of size bytes: PT_EOOM (nothing changed) when new chunks would pass the cap. */
+static int place(async_state *st, uint64_t size, ablock **out) {
+  aplace pl;
+  int rc = find_place(st, size, &pl);
+  if (rc < 0) return rc;
+  if (!pl.b && (rc = grow_slots(st, pl.new_end > st->end ? pl.new_end : st->end)) < 0) return rc;
+  if (over_cap(st, &pl)) return PT_EOOM;
+  ablock *b = pl.b;
+  if (b) {
+    free_remove(st, b);
+  } else if (st->last && !st->last->allocated) {
+    b = st->last; /* the top */
+    b->size = pl.new_end - b->addr;
+  } else { /* a new block at the end */
+    b = take_block(st, NULL, st->end, pl.new_end - st->end);
+    b->prev = st->last;
+    if (st->last) st->last->next = b;
+    st->last = b;
+  }
+  st->end = pl.new_end;
+  split_front(st, b, pl.size);
+  b->allocated = 1;
+  touch(st, b, +1);
+  int calls = 0;
+  if (pl.first <= pl.lastslot && (rc = back(st, pl.first, pl.lastslot, &calls)) < 0) return rc;
+  if (!calls) st->env.counters->cache_hits++;
+  st->allocated += b->size;
+  *out = b;
+  return 0;
+}
+
 /* ---- the mechanism ------------------------------------------------------ */
 
 static const pt_mech_param async_params[] = {
     {"release_threshold", 0, MAX_THRESHOLD,
-     "bytes a pool keeps at a synchronisation point (cudaMemPoolAttrReleaseThreshold); default 0 as CUDA's default pool"},
+     "bytes the pool keeps at a synchronisation point (cudaMemPoolAttrReleaseThreshold); default 0 as CUDA's default pool"},
     {"trim_every_free", 0, 1,
-     "1: every free is a synchronisation point; 0 (default): only a free that leaves the stream's pool unused"},
+     "1: every free is a synchronisation point; 0 (default): only a free that leaves the pool unused"},
+    {"chunk_mb", 2, 1024,
+     "MiB of backing the pool adds, maps and moves at a time, a multiple of 2; default 32, measured on the H200"},
     {NULL, 0, 0, NULL}};
 
 static int async_create(const pt_mech_env *env, void **state) {
   double thr = pt_params_get(env->params, "release_threshold", 0);
   double every = pt_params_get(env->params, "trim_every_free", 0);
+  double chunk = pt_params_get(env->params, "chunk_mb", 32);
   if (!(thr >= 0 && thr <= MAX_THRESHOLD) || thr != (double)(uint64_t)thr)
     return pt_err_set(env->err, PT_EUSAGE, "async_pool: release_threshold must be a whole number of bytes from 0 to 2^50, not %g", thr);
   if (every != 0 && every != 1)
     return pt_err_set(env->err, PT_EUSAGE, "async_pool: trim_every_free must be 0 or 1, not %g", every);
+  if (!(chunk >= 2 && chunk <= 1024) || chunk != (double)(2 * (uint64_t)(chunk / 2)))
+    return pt_err_set(env->err, PT_EUSAGE, "async_pool: chunk_mb must be an even number of MiB from 2 to 1024 (whole 2 MiB pages), not %g", chunk);
   async_state *st = calloc(1, sizeof *st);
   if (!st) return pt_err_set(env->err, PT_ENOMEM, "async_pool: out of memory");
   st->env = *env;
   st->threshold = (uint64_t)thr;
   st->every_free = every == 1;
+  st->unit = env->hooks && env->hooks->segment_size ? GRAIN : (uint64_t)chunk * MIB;
   st->init_phase = 1;
   *state = st;
   return 0;
@@ -328,57 +537,27 @@ static int async_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *h
   async_state *st = state;
   const pt_policy_hooks *h = st->env.hooks;
   uint64_t size;
-  apool *p;
   int rc;
+  (void)stream; /* one pool for every stream */
   if (st->init_phase) end_init(st);
   if (h && h->round) {
     if ((rc = h->round(h->ctx, bytes, &size, st->env.err)) < 0) return rc;
     if (size < bytes || size == 0) return bad_hook_size(st, "round", bytes, size);
   } else {
+    if (bytes > UINT64_MAX - MIN_BLOCK)
+      return pt_err_set(st->env.err, PT_ELIMIT, "async_pool: request of %llu bytes", (unsigned long long)bytes);
     size = bytes < MIN_BLOCK ? MIN_BLOCK : (bytes + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
   }
-  if ((rc = get_pool(st, stream, 1, &p)) < 0) return rc;
-  if (!p->va_end) { /* a pool made for initial segments reserves on first growth */
-    p->va_next = pt_dev_address_reserve(st->env.dev, POOL_VA, CHUNK_GRAIN);
-    p->va_end = p->va_next + POOL_VA;
-  }
-  if ((rc = ensure_spare(st, 2)) < 0) return rc; /* a chunk's block, a split remainder */
+  if (!st->base) st->base = st->end = pt_dev_address_reserve(st->env.dev, POOL_VA, st->unit);
+  if ((rc = ensure_spare(st, 2)) < 0) return rc; /* a new block at the end, a split remainder */
   ablock *b = NULL;
-  pt_bnode *n = pt_bset_lower_bound(&st->freet, &(pt_bkey){stream, size, 0}); /* best fit */
-  if (n && n->key.stream == stream) {
-    b = BLK(n);
-    free_remove(st, b);
-    if (b->chunk->whole) idle_remove(p, b->chunk);
-    st->env.counters->cache_hits++;
-  } else {
-    uint64_t want = size;
-    if (h && h->segment_size) {
-      if ((rc = h->segment_size(h->ctx, size, &want, st->env.err)) < 0) return rc;
-      if (want < size) return bad_hook_size(st, "segment_size", size, want);
-    }
-    if (want > UINT64_MAX - CHUNK_GRAIN)
-      return pt_err_set(st->env.err, PT_ELIMIT, "async_pool: chunk of %llu bytes", (unsigned long long)want);
-    want = (want + CHUNK_GRAIN - 1) / CHUNK_GRAIN * CHUNK_GRAIN;
-    rc = grow(st, p, want, &b);
-    if (rc == PT_EOOM) {
-      trim_all(st);
-      st->env.counters->alloc_retries++;
-      rc = grow(st, p, want, &b);
-    }
-    if (rc < 0) return rc;
+  rc = place(st, size, &b);
+  if (rc == PT_EOOM) {
+    trim(st, 0);
+    st->env.counters->alloc_retries++;
+    rc = place(st, size, &b);
   }
-  if (b->size - size >= MIN_BLOCK) {
-    ablock *rest = take_block(st, b->chunk, b->addr + size, b->size - size);
-    rest->prev = b;
-    rest->next = b->next;
-    if (b->next) b->next->prev = rest;
-    b->next = rest;
-    b->size = size;
-    free_insert(st, rest);
-  }
-  b->allocated = 1;
-  p->in_use += b->size;
-  st->allocated += b->size;
+  if (rc < 0) return rc;
   *handle = (uint64_t)(uintptr_t)b;
   return 0;
 }
@@ -386,7 +565,10 @@ static int async_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *h
 /* b absorbs its free neighbour nb (prev or next). */
 static void merge(async_state *st, ablock *b, ablock *nb) {
   if (!nb || nb->allocated) return;
-  free_remove(st, nb);
+  if (nb == st->last)
+    st->last = b; /* the top: in no set */
+  else
+    free_remove(st, nb);
   if (nb == b->prev) {
     b->addr = nb->addr;
     b->prev = nb->prev;
@@ -402,49 +584,51 @@ static void merge(async_state *st, ablock *b, ablock *nb) {
 static int async_free(void *state, uint64_t handle) {
   async_state *st = state;
   ablock *b = (ablock *)(uintptr_t)handle;
-  achunk *c = b->chunk;
-  apool *p = c->pool;
   if (st->init_phase) end_init(st);
   b->allocated = 0;
-  p->in_use -= b->size;
   st->allocated -= b->size;
+  touch(st, b, -1);
   merge(st, b, b->prev);
   merge(st, b, b->next);
-  free_insert(st, b);
-  if (!b->prev && !b->next) idle_push(p, c, b);
-  if (st->every_free || p->in_use == 0) return sync_point(st, p);
+  if (!is_top(st, b)) free_insert(st, b);
+  if (b->seg && !b->prev && !b->next) b->seg->whole = b;
+  if (st->every_free || st->allocated == 0) return sync_point(st);
   return 0;
 }
 
 static int async_empty_cache(void *state) {
   async_state *st = state;
   if (st->init_phase) end_init(st);
-  trim_all(st);
+  trim(st, 0);
   return 0;
 }
 
 static int async_init_segment(void *state, uint64_t addr, uint64_t bytes, uint64_t stream, int expandable) {
   async_state *st = state;
-  apool *p;
+  (void)stream;
   (void)expandable;
   if (!st->init_phase) return pt_err_set(st->env.err, PT_EUSAGE, "async_pool: initial segment after the first request");
   if (!bytes) return pt_err_set(st->env.err, PT_EFORMAT, "async_pool: initial segment of 0 bytes");
-  int rc = get_pool(st, stream, 0, &p);
+  int rc = ensure_spare(st, 1);
   if (rc < 0) return rc;
-  if ((rc = ensure_spare(st, 1)) < 0) return rc;
   achunk *c = calloc(1, sizeof *c);
   if (!c) return oom(st);
   c->va = addr;
   c->bytes = bytes;
-  chunk_link(p, c);
+  c->slot = NO_SLOT;
+  c->snext = st->segs;
+  if (st->segs) st->segs->sprev = c;
+  st->segs = c;
   ablock *b = take_block(st, c, addr, bytes);
   free_insert(st, b);
-  idle_push(p, c, b);
+  c->whole = b;
+  idle_push(st, c);
+  st->held += bytes;
   pt_dev_adopt_at(st->env.dev, addr, bytes);
   return 0;
 }
 
-/* A block live at trace start, carved out of the free part of a chunk. */
+/* A block live at trace start, carved out of the free part of an initial segment. */
 static int async_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_t stream, uint64_t *handle) {
   async_state *st = state;
   (void)stream;
@@ -452,14 +636,13 @@ static int async_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_t
   uint64_t size = bytes < MIN_BLOCK ? MIN_BLOCK : (bytes + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
   pt_bnode *n = pt_bset_before(&st->addrt, &(pt_bkey){0, 0, addr + 1}); /* last at or below */
   ablock *b = n ? ABLK(n) : NULL;
-  if (!b || addr + size > b->addr + b->size)
+  if (!b || size < bytes || addr + size < addr || addr + size > b->addr + b->size)
     return pt_err_set(st->env.err, PT_EFORMAT, "async_pool: initial block at 0x%llx (%llu bytes) lies in no free part of a segment",
                       (unsigned long long)addr, (unsigned long long)bytes);
   int rc = ensure_spare(st, 2);
   if (rc < 0) return rc;
-  achunk *c = b->chunk;
+  achunk *c = b->seg;
   free_remove(st, b);
-  if (c->whole) idle_remove(c->pool, c);
   if (addr > b->addr) { /* free part before */
     ablock *f = take_block(st, c, b->addr, addr - b->addr);
     f->next = b;
@@ -479,7 +662,7 @@ static int async_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_t
   b->addr = addr;
   b->size = size;
   b->allocated = 1;
-  c->pool->in_use += size;
+  touch(st, b, +1);
   st->allocated += size;
   *handle = (uint64_t)(uintptr_t)b;
   return 0;
@@ -493,22 +676,18 @@ static uint64_t async_addr_of(void *state, uint64_t handle) {
 static void async_destroy(void *state) {
   async_state *st = state;
   if (!st) return;
-  for (size_t i = 0; i < st->npools; i++) {
-    apool *p = st->pools[i];
-    while (p->chunks) {
-      achunk *c = p->chunks;
-      p->chunks = c->next;
-      free(c);
-    }
-    free(p);
+  for (size_t i = 0; i < st->nslots; i++) free(st->slots[i].c);
+  free(st->slots);
+  while (st->segs) {
+    achunk *c = st->segs;
+    st->segs = c->snext;
+    free(c);
   }
   while (st->slabs) {
     slab *s = st->slabs;
     st->slabs = s->next;
     free(s);
   }
-  free(st->pools);
-  pt_u64map_free(&st->by_stream);
   free(st);
 }
 

@@ -5,7 +5,7 @@
 
 #include "mech.h"
 
-#define INVENTED_BASE (UINT64_C(1) << 52) /* far above the addresses CUDA hands out */
+#define INVENTED_BASE (UINT64_C(1) << 46) /* below CUDA's (~2^47), inside MMU v2's 49-bit VA */
 #define VA_ALIGN (UINT64_C(2) << 20)
 
 void pt_dev_init(pt_device *d, uint64_t capacity, const pt_addr_hint *hints, size_t nhints) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "mech.h"
+#include "sim.h"
 #include "testutil.h"
 #include "trace.h"
 #include "u64map.h"
@@ -319,16 +320,207 @@ static void test_expandable_trace(void) {
 
 /* ---- async_pool ----------------------------------------------------------- */
 
+/*
+ * The rules (sim/asyncpool.c) and where they come from: NVIDIA documents one
+ * default pool per device, the release threshold, trimming and the
+ * defragmentation by remapping; the 32 MiB chunks, the one growing VA range,
+ * the fit order and the top-last rule were measured on the H200 with a probe
+ * calling cudaMallocAsync directly.  The cases below are those probe runs
+ * (H200, driver 580.159.04), so each expected number is what the driver did.
+ */
+
+#define ASYNC_UINT64_MAX_THRESHOLD 1125899906842624.0 /* 2^50: PyTorch's UINT64_MAX */
+
+static uint64_t AT(rig *r, uint64_t h, uint64_t base) { return r->ops->addr_of(r->st, h) - base; }
+
+/* Backing comes in 32 MiB chunks, whatever the request. */
+static void test_async_chunks(void) {
+  static const struct {
+    uint64_t request, reserved;
+  } c[] = {{512, 32 * MIB}, {20 * MIB, 32 * MIB}, {32 * MIB, 32 * MIB}, {32 * MIB + 1, 64 * MIB},
+           {48 * MIB, 64 * MIB}, {100 * MIB, 128 * MIB}, {200 * MIB, 224 * MIB}, {1024 * MIB + 1, 1056 * MIB}};
+  for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+    rig r;
+    rig_init(&r, &pt_mech_async_pool, 0);
+    CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+    A(&r, c[i].request);
+    CU_ASSERT_EQUAL(r.dev.reserved, c[i].reserved);
+    CU_ASSERT_EQUAL(CALLS(&r, mem_create), c[i].reserved / (32 * MIB)); /* one handle a chunk */
+    CU_ASSERT_EQUAL(CALLS(&r, mem_map), c[i].reserved / (32 * MIB));
+    CU_ASSERT_EQUAL(CALLS(&r, address_reserve), 1);
+    CU_ASSERT_EQUAL(r.ctr.cache_hits, 0);
+    rig_done(&r);
+  }
+  rig r; /* chunk_mb: the same rule at 8 MiB */
+  rig_init(&r, &pt_mech_async_pool, 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "chunk_mb", 8), 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  A(&r, 20 * MIB);
+  CU_ASSERT_EQUAL(r.dev.reserved, 24 * MIB);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 3);
+  rig_done(&r);
+}
+
+/* One VA range grown at its end: blocks span chunks, the pool grows by what the top lacks. */
+static void test_async_span(void) {
+  rig r;
+  rig_init(&r, &pt_mech_async_pool, 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "release_threshold", ASYNC_UINT64_MAX_THRESHOLD), 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  uint64_t a = A(&r, 20 * MIB), base = AT(&r, a, 0);
+  CU_ASSERT_EQUAL(r.dev.reserved, 32 * MIB);
+  uint64_t b = A(&r, 20 * MIB); /* 12 MiB of the first chunk and 8 of a second */
+  CU_ASSERT_EQUAL(AT(&r, b, base), 20 * MIB);
+  CU_ASSERT_EQUAL(r.dev.reserved, 64 * MIB);
+  uint64_t c = A(&r, 20 * MIB);
+  CU_ASSERT_EQUAL(AT(&r, c, base), 40 * MIB);
+  CU_ASSERT_EQUAL(r.ctr.cache_hits, 1);
+  uint64_t d = A(&r, 40 * MIB); /* 4 MiB left at the top, 36 more: two chunks */
+  CU_ASSERT_EQUAL(AT(&r, d, base), 60 * MIB);
+  CU_ASSERT_EQUAL(r.dev.reserved, 128 * MIB);
+  F(&r, a);
+  F(&r, b); /* 40 MiB free across the first two chunks */
+  uint64_t e = A(&r, 40 * MIB);
+  CU_ASSERT_EQUAL(AT(&r, e, base), 0);
+  CU_ASSERT_EQUAL(r.dev.reserved, 128 * MIB);
+  CU_ASSERT_EQUAL(r.ctr.cache_hits, 2);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 4);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_unmap), 0);
+  rig_done(&r);
+}
+
+/* Best fit by size; the free top only when nothing else fits. */
+static void test_async_best_fit(void) {
+  rig r;
+  rig_init(&r, &pt_mech_async_pool, 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "release_threshold", ASYNC_UINT64_MAX_THRESHOLD), 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  uint64_t a = A(&r, 10 * MIB), base = AT(&r, a, 0);
+  A(&r, MIB);
+  uint64_t c = A(&r, 4 * MIB);
+  A(&r, MIB);
+  F(&r, a);
+  F(&r, c); /* free: 10 MiB at 0, 4 MiB at 11, the top: 16 MiB at 16 */
+  CU_ASSERT_EQUAL(AT(&r, A(&r, 3 * MIB), base), 11 * MIB); /* not at 0 (first fit), not the top */
+  CU_ASSERT_EQUAL(AT(&r, A(&r, 9 * MIB), base), 0);
+  CU_ASSERT_EQUAL(AT(&r, A(&r, 12 * MIB), base), 16 * MIB); /* only the top holds it */
+  CU_ASSERT_EQUAL(r.dev.reserved, 32 * MIB);
+  CU_ASSERT_EQUAL(AT(&r, A(&r, 20 * MIB), base), 28 * MIB); /* 4 MiB of top, then a chunk */
+  CU_ASSERT_EQUAL(r.dev.reserved, 64 * MIB);
+  rig_done(&r);
+
+  rig_init(&r, &pt_mech_async_pool, 0); /* a smaller top loses to a larger free block */
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "release_threshold", ASYNC_UINT64_MAX_THRESHOLD), 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  a = A(&r, 30 * MIB);
+  base = AT(&r, a, 0);
+  A(&r, 4 * MIB);
+  c = A(&r, 30 * MIB);
+  A(&r, MIB);
+  F(&r, a);
+  F(&r, c); /* 30 MiB free at 0 and at 34, no idle chunk */
+  CU_ASSERT_EQUAL(AT(&r, A(&r, 40 * MIB), base), 65 * MIB); /* top at 65, a new chunk */
+  CU_ASSERT_EQUAL(r.dev.reserved, 128 * MIB);
+  CU_ASSERT_EQUAL(AT(&r, A(&r, 8 * MIB), base), 0); /* not the 23 MiB top at 105 */
+  CU_ASSERT_EQUAL(AT(&r, A(&r, 8 * MIB), base), 8 * MIB);
+  CU_ASSERT_EQUAL(r.dev.reserved, 128 * MIB);
+  rig_done(&r);
+}
+
+/* Among free blocks of one size, the one free longest; a split remainder counts as new. */
+static void test_async_fifo(void) {
+  rig r;
+  rig_init(&r, &pt_mech_async_pool, 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "release_threshold", ASYNC_UINT64_MAX_THRESHOLD), 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  uint64_t a = A(&r, 2 * MIB), base = AT(&r, a, 0);
+  A(&r, MIB);
+  uint64_t c = A(&r, 2 * MIB);
+  A(&r, MIB);
+  F(&r, c); /* 2 MiB free at 3, then 2 MiB at 0 */
+  F(&r, a);
+  CU_ASSERT_EQUAL(AT(&r, A(&r, 2 * MIB), base), 3 * MIB); /* the older, though higher */
+  rig_done(&r);
+
+  rig_init(&r, &pt_mech_async_pool, 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "release_threshold", ASYNC_UINT64_MAX_THRESHOLD), 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  uint64_t p = A(&r, 4 * MIB + 512 * 1024); /* p 4.5 MiB at 0, 1 MiB, q 2 MiB at 5.5, 1 MiB */
+  base = AT(&r, p, 0);
+  A(&r, MIB);
+  uint64_t q = A(&r, 2 * MIB);
+  CU_ASSERT_EQUAL(AT(&r, q, base), 5 * MIB + 512 * 1024);
+  A(&r, MIB);
+  F(&r, p);
+  F(&r, q);
+  uint64_t x = A(&r, 2 * MIB + 512 * 1024); /* q is too small: the front of p; 2 MiB left at 2.5 */
+  CU_ASSERT_EQUAL(AT(&r, x, base), 0);
+  uint64_t y = A(&r, 2 * MIB); /* q, freed before that remainder was made (by address or by p's age: 2.5) */
+  CU_ASSERT_EQUAL(AT(&r, y, base), 5 * MIB + 512 * 1024);
+  CU_ASSERT_EQUAL(r.dev.reserved, 32 * MIB);
+  rig_done(&r);
+}
+
+/* A request that no free block holds takes idle chunks from elsewhere before creating any. */
+static void test_async_remap(void) {
+  rig r;
+  rig_init(&r, &pt_mech_async_pool, 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "release_threshold", ASYNC_UINT64_MAX_THRESHOLD), 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  uint64_t a = A(&r, 32 * MIB), base = AT(&r, a, 0);
+  A(&r, 32 * MIB);
+  uint64_t c = A(&r, 32 * MIB);
+  A(&r, 32 * MIB);
+  F(&r, a);
+  F(&r, c); /* two idle chunks, not adjacent */
+  uint64_t d = A(&r, 64 * MIB);
+  CU_ASSERT_EQUAL(AT(&r, d, base), 128 * MIB);
+  CU_ASSERT_EQUAL(r.dev.reserved, 128 * MIB); /* both idle chunks remapped there */
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 4);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_unmap), 2);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_map), 6);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_release), 0);
+  CU_ASSERT_EQUAL(r.ctr.cache_hits, 0);
+  uint64_t e = A(&r, 20 * MIB); /* free VA at 0, but unbacked now: a new chunk */
+  CU_ASSERT_EQUAL(AT(&r, e, base), 0);
+  CU_ASSERT_EQUAL(r.dev.reserved, 160 * MIB);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 5);
+  rig_done(&r);
+
+  /* only whole idle chunks move: one moved, one created */
+  rig_init(&r, &pt_mech_async_pool, 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "release_threshold", ASYNC_UINT64_MAX_THRESHOLD), 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  a = A(&r, 40 * MIB);
+  base = AT(&r, a, 0);
+  A(&r, MIB);
+  A(&r, 20 * MIB);
+  A(&r, 20 * MIB); /* ends at 81 MiB; 96 MiB reserved */
+  CU_ASSERT_EQUAL(r.dev.reserved, 96 * MIB);
+  F(&r, a); /* idle: the chunk at 0 only (the one at 32 holds the 1 MiB block) */
+  e = A(&r, 50 * MIB);
+  CU_ASSERT_EQUAL(AT(&r, e, base), 81 * MIB);
+  CU_ASSERT_EQUAL(r.dev.reserved, 128 * MIB);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_unmap), 1);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 4);
+  uint64_t f = A(&r, 2 * MIB); /* at 0, whose chunk went: a new one */
+  CU_ASSERT_EQUAL(AT(&r, f, base), 0);
+  CU_ASSERT_EQUAL(r.dev.reserved, 160 * MIB);
+  CU_ASSERT_EQUAL(AT(&r, A(&r, 2 * MIB), base), 2 * MIB);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 5);
+  rig_done(&r);
+}
+
 static void test_async_reuse(void) {
   rig r;
   rig_init(&r, &pt_mech_async_pool, 0);
   CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
-  uint64_t a = A(&r, MIB); /* a 2 MiB chunk */
+  uint64_t a = A(&r, MIB), at = AT(&r, a, 0); /* a 32 MiB chunk */
   CU_ASSERT_EQUAL(CALLS(&r, address_reserve), 1);
   CU_ASSERT_EQUAL(CALLS(&r, mem_create), 1);
   CU_ASSERT_EQUAL(CALLS(&r, mem_map), 1);
   CU_ASSERT_EQUAL(CALLS(&r, mem_set_access), 1);
-  uint64_t b = A(&r, 512 * 1024); /* from the chunk's free half */
+  uint64_t b = A(&r, 512 * 1024); /* from the chunk's free part */
   F(&r, b);                       /* the pool is still in use: no trim */
   b = A(&r, 512 * 1024);          /* reuse after free: no call */
   CU_ASSERT_EQUAL(r.ctr.cache_hits, 2);
@@ -340,25 +532,33 @@ static void test_async_reuse(void) {
   CU_ASSERT_EQUAL(CALLS(&r, mem_release), 1);
   CU_ASSERT_EQUAL(r.ctr.collections, 1);
   CU_ASSERT_EQUAL(r.dev.reserved, 0);
+  a = A(&r, MIB); /* the same VA, backed anew */
+  CU_ASSERT_EQUAL(AT(&r, a, 0), at);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 2);
+  CU_ASSERT_EQUAL(CALLS(&r, address_reserve), 1);
   rig_done(&r);
 }
 
 static void test_async_threshold(void) {
   rig r;
   rig_init(&r, &pt_mech_async_pool, 0);
-  CU_ASSERT_EQUAL(pt_params_set(&r.params, "release_threshold", 4.0 * (double)MIB), 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "release_threshold", 32.0 * (double)MIB), 0);
   CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
-  F(&r, A(&r, 3 * MIB)); /* a 4 MiB chunk, kept: 4 MiB <= threshold */
-  CU_ASSERT_EQUAL(r.dev.reserved, 4 * MIB);
-  uint64_t a = A(&r, 3 * MIB); /* reused */
-  CU_ASSERT_EQUAL(r.ctr.cache_hits, 1);
-  uint64_t b = A(&r, 5 * MIB); /* a 6 MiB chunk */
-  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 2);
-  F(&r, b);
-  F(&r, a); /* idle at 10 MiB: the oldest idle chunk (6 MiB) goes, 4 MiB stays */
+  uint64_t a = A(&r, 40 * MIB), base = AT(&r, a, 0); /* two chunks */
+  CU_ASSERT_EQUAL(r.dev.reserved, 64 * MIB);
+  F(&r, a); /* idle at 64 MiB: the older idle chunk (at 0) goes, 32 MiB stay */
   CU_ASSERT_EQUAL(CALLS(&r, mem_release), 1);
-  CU_ASSERT_EQUAL(r.dev.call_bytes[PT_DRV_mem_release], 6 * MIB);
-  CU_ASSERT_EQUAL(r.dev.reserved, 4 * MIB);
+  CU_ASSERT_EQUAL(r.dev.call_bytes[PT_DRV_mem_release], 32 * MIB);
+  CU_ASSERT_EQUAL(r.dev.reserved, 32 * MIB);
+  a = A(&r, MIB); /* at 0, unbacked: the idle chunk at 32 moves there */
+  CU_ASSERT_EQUAL(AT(&r, a, base), 0);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 2);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_unmap), 2);
+  CU_ASSERT_EQUAL(r.dev.reserved, 32 * MIB);
+  CU_ASSERT_EQUAL(r.ops->empty_cache(r.st), 0); /* its chunk is in use */
+  CU_ASSERT_EQUAL(r.dev.reserved, 32 * MIB);
+  F(&r, a); /* 32 MiB <= threshold: kept */
+  CU_ASSERT_EQUAL(r.dev.reserved, 32 * MIB);
   CU_ASSERT_EQUAL(r.ops->empty_cache(r.st), 0); /* trims to 0 */
   CU_ASSERT_EQUAL(r.dev.reserved, 0);
   CU_ASSERT_EQUAL(r.ctr.collections, 2);
@@ -371,42 +571,119 @@ static void test_async_every_free(void) {
   CU_ASSERT_EQUAL(pt_params_set(&r.params, "trim_every_free", 1), 0);
   CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
   A(&r, MIB);
-  F(&r, A(&r, 3 * MIB)); /* its own 4 MiB chunk, released at once though the pool is in use */
+  F(&r, A(&r, 40 * MIB)); /* 1..41 MiB: its second chunk goes at once though the pool is in use */
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 2);
   CU_ASSERT_EQUAL(CALLS(&r, mem_release), 1);
-  CU_ASSERT_EQUAL(r.dev.reserved, 2 * MIB);
+  CU_ASSERT_EQUAL(r.dev.reserved, 32 * MIB);
   rig_done(&r);
 }
 
 static void test_async_capacity(void) {
   rig r;
   uint64_t h;
-  rig_init(&r, &pt_mech_async_pool, 8 * MIB);
-  CU_ASSERT_EQUAL(pt_params_set(&r.params, "release_threshold", 1125899906842624.0), 0);
+  rig_init(&r, &pt_mech_async_pool, 64 * MIB);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "release_threshold", ASYNC_UINT64_MAX_THRESHOLD), 0);
   CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
-  F(&r, A(&r, 3 * MIB)); /* 4 MiB kept */
-  A(&r, 5 * MIB);        /* 4 + 6 > 8: the idle chunk goes, then it fits */
+  CU_ASSERT_EQUAL(r.ops->init_segment(r.st, 0x10000000, 8 * MIB, 0, 0), 0); /* idle */
+  A(&r, 20 * MIB); /* not in the 8 MiB segment: a chunk, 40 MiB held */
+  CU_ASSERT_EQUAL(r.dev.reserved, 40 * MIB);
+  A(&r, 30 * MIB); /* 12 MiB of top + a chunk would be 72: trim (the segment goes), retry */
   CU_ASSERT_EQUAL(r.ctr.alloc_retries, 1);
   CU_ASSERT_EQUAL(CALLS(&r, mem_release), 1);
-  CU_ASSERT_EQUAL(r.dev.reserved, 6 * MIB);
-  CU_ASSERT_EQUAL(r.ops->alloc(r.st, 4 * MIB, 0, &h), PT_EOOM);
+  CU_ASSERT_EQUAL(r.dev.call_bytes[PT_DRV_mem_release], 8 * MIB);
+  CU_ASSERT_EQUAL(r.dev.reserved, 64 * MIB);
+  A(&r, MIB); /* 14 MiB of top left: no call */
+  CU_ASSERT_EQUAL(r.ctr.cache_hits, 1);
+  CU_ASSERT_EQUAL(r.ops->alloc(r.st, 20 * MIB, 0, &h), PT_EOOM); /* needs a third chunk */
   CU_ASSERT_EQUAL(r.ctr.alloc_retries, 2);
   CU_ASSERT_EQUAL(CALLS(&r, mem_create), 2);
-  CU_ASSERT_EQUAL(r.dev.reserved, 6 * MIB);
+  CU_ASSERT_EQUAL(r.dev.reserved, 64 * MIB);
+  A(&r, 13 * MIB); /* the failed request changed nothing: the top still holds 13 MiB */
+  CU_ASSERT_EQUAL(r.ctr.cache_hits, 2);
   rig_done(&r);
 }
 
+/* One pool for every stream: completed frees are reused across streams. */
 static void test_async_streams(void) {
   rig r;
   uint64_t h;
   rig_init(&r, &pt_mech_async_pool, 0);
   CU_ASSERT_EQUAL(pt_params_set(&r.params, "release_threshold", 64.0 * (double)MIB), 0);
   CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
-  F(&r, A(&r, MIB));
-  CU_ASSERT_EQUAL(r.ops->alloc(r.st, MIB, 7, &h), 0); /* another stream: its own pool */
-  CU_ASSERT_EQUAL(CALLS(&r, address_reserve), 2);
-  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 2);
-  CU_ASSERT_EQUAL(r.ctr.cache_hits, 0);
+  uint64_t a = A(&r, MIB), at = AT(&r, a, 0);
+  F(&r, a);
+  CU_ASSERT_EQUAL(r.ops->alloc(r.st, MIB, 7, &h), 0); /* another stream: the same memory */
+  CU_ASSERT_EQUAL(AT(&r, h, 0), at);
+  CU_ASSERT_EQUAL(CALLS(&r, address_reserve), 1);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 1);
+  CU_ASSERT_EQUAL(r.ctr.cache_hits, 1);
   rig_done(&r);
+}
+
+/* Segments alive at trace start: their free parts serve requests; they are released when idle. */
+static void test_async_initial(void) {
+  rig r;
+  uint64_t h;
+  rig_init(&r, &pt_mech_async_pool, 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  CU_ASSERT_EQUAL(r.ops->init_segment(r.st, 0x40000000, 4 * MIB, 0, 0), 0);
+  CU_ASSERT_EQUAL(r.ops->init_alloc(r.st, 0x40000000 + MIB, 4096, 0, &h), 0);
+  CU_ASSERT_EQUAL(r.ops->init_alloc(r.st, 0x40000000 + MIB, 4096, 0, &h), PT_EFORMAT); /* taken */
+  CU_ASSERT_EQUAL(r.dev.reserved, 4 * MIB);
+  uint64_t a = A(&r, 2 * MIB); /* best fit: the 3 MiB after the initial block */
+  CU_ASSERT_EQUAL(AT(&r, a, 0), 0x40000000 + MIB + 4096);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create) + CALLS(&r, address_reserve), 1); /* only the pool's VA */
+  CU_ASSERT_EQUAL(r.ctr.cache_hits, 1);
+  F(&r, h);
+  F(&r, a); /* the pool is unused: the segment is released (threshold 0) */
+  CU_ASSERT_EQUAL(CALLS(&r, mem_release), 1);
+  CU_ASSERT_EQUAL(r.dev.reserved, 0);
+  rig_done(&r);
+}
+
+/*
+ * The three real traces, replayed as PyTorch's cudaMallocAsync backend runs
+ * them (release threshold UINT64_MAX).  The real peaks are
+ * torch.cuda.memory_stats()["reserved_bytes.all.peak"] of the same seeded
+ * workloads run under PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync on the
+ * H200: traces/capture/logs/async_varlen_infer.json, async_llm_decode.json,
+ * async_transformer_train.json.  The model is within 1/32 (3.125%) of each:
+ * 352 and 64 MiB exactly, and 992 MiB against 1 GiB for transformer_train.
+ * (The driver itself, fed these request streams through cudaMallocAsync with
+ * a synchronisation after every call, peaks at 352, 64 and 992 MiB, with the
+ * addresses the model gives; the real training run is 32 MiB higher because
+ * the GPU had not yet passed some frees when memory was needed — under
+ * CUDA_LAUNCH_BLOCKING=1 it peaks at 992 MiB too.)
+ */
+static void test_async_traces(void) {
+  static const struct {
+    const char *trace;
+    uint64_t real, model;
+  } t[] = {{"traces/varlen_infer.pickle.gz", UINT64_C(369098752), UINT64_C(369098752)},
+           {"traces/llm_decode.pickle.gz", UINT64_C(67108864), UINT64_C(67108864)},
+           {"traces/transformer_train.pickle.gz", UINT64_C(1073741824), UINT64_C(1040187392)}};
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+    pt_trace_data d;
+    pt_err err;
+    int rc = pt_trace_load(pt_test_src(t[i].trace), NULL, &err, &d);
+    if (rc < 0) fprintf(stderr, "%s\n", err.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    pt_sim_config cfg = {.mech = &pt_mech_async_pool};
+    CU_ASSERT_EQUAL(pt_params_set(&cfg.params, "release_threshold", ASYNC_UINT64_MAX_THRESHOLD), 0);
+    pt_sim_result res;
+    rc = pt_sim_run(&d, &cfg, &err, &res);
+    if (rc < 0) fprintf(stderr, "%s\n", err.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    uint64_t m = res.peak_reserved_bytes, diff = m > t[i].real ? m - t[i].real : t[i].real - m;
+    if (diff * 32 > t[i].real || m != t[i].model)
+      fprintf(stderr, "\n  %s: model peak %llu, real %llu\n", t[i].trace, (unsigned long long)m, (unsigned long long)t[i].real);
+    CU_ASSERT(diff * 32 <= t[i].real); /* within 3.125% */
+    CU_ASSERT_EQUAL(m, t[i].model);
+    CU_ASSERT_EQUAL(m % (32 * MIB), 0);
+    CU_ASSERT_EQUAL(res.ooms, 0);
+    pt_sim_result_free(&res);
+    pt_trace_data_free(&d);
+  }
 }
 
 /* ---- stitch --------------------------------------------------------------- */
@@ -675,11 +952,18 @@ int pt_test_add_mechs(void) {
   CU_add_test(s, "expandable: cap releases pages and retries; device check stays", test_expandable_capacity);
   CU_add_test(s, "expandable: initial mapped and plain segments", test_expandable_initial);
   CU_add_test(s, "expandable: real trace maps and peak reserved match PyTorch", test_expandable_trace);
+  CU_add_test(s, "async_pool: backing in 32 MiB chunks (chunk_mb)", test_async_chunks);
+  CU_add_test(s, "async_pool: one VA range grown at its end, blocks span chunks", test_async_span);
+  CU_add_test(s, "async_pool: best fit by size, the top last", test_async_best_fit);
+  CU_add_test(s, "async_pool: equal sizes: the one free longest", test_async_fifo);
+  CU_add_test(s, "async_pool: idle chunks remapped before new ones", test_async_remap);
   CU_add_test(s, "async_pool: reuse after free costs no call; idle pool trimmed", test_async_reuse);
   CU_add_test(s, "async_pool: release_threshold keeps memory", test_async_threshold);
   CU_add_test(s, "async_pool: trim_every_free trims a busy pool", test_async_every_free);
   CU_add_test(s, "async_pool: cap trims idle chunks, retries once, then OOM", test_async_capacity);
-  CU_add_test(s, "async_pool: one pool per stream", test_async_streams);
+  CU_add_test(s, "async_pool: one pool for every stream", test_async_streams);
+  CU_add_test(s, "async_pool: initial segments serve requests, released when idle", test_async_initial);
+  CU_add_test(s, "async_pool: real traces within 3.125% of the H200's cudaMallocAsync peaks", test_async_traces);
   CU_add_test(s, "stitch: two freed 2 MiB handles stitched for 4 MiB, no cuMemCreate", test_stitch_two_chunks);
   CU_add_test(s, "stitch: a cached range waits until all its pages are free", test_stitch_reuse_blocked);
   CU_add_test(s, "stitch: stitch_min_bytes and max_stitched", test_stitch_min_and_cap);

@@ -1,0 +1,80 @@
+// probe.cu - what CUDA's default mempool does (threshold UINT64_MAX, as PyTorch's cudaMallocAsync backend).
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdint.h>
+#define MIB (1ull << 20)
+static cudaMemPool_t pool;
+static unsigned long long attr(cudaMemPoolAttr a) { uint64_t v = 0; cudaMemPoolGetAttribute(pool, a, &v); return (unsigned long long)v; }
+#define RES() attr(cudaMemPoolAttrReservedMemCurrent)
+#define CK(x) do { cudaError_t e = (x); if (e) { printf("ERR %s at %d: %s\n", #x, __LINE__, cudaGetErrorString(e)); exit(1);} } while (0)
+static uintptr_t base;
+static void *al(size_t n, const char *tag) {
+  void *p; CK(cudaMallocAsync(&p, n, 0)); CK(cudaStreamSynchronize(0));
+  if (!base) base = (uintptr_t)p;
+  printf("  alloc %-6s %12zu (%.3f MiB) at base%+.3f MiB  reserved %llu (%.1f MiB) used %llu\n", tag, n, n / (double)MIB,
+         ((double)(intptr_t)((uintptr_t)p - base)) / MIB, RES(), RES() / (double)MIB, attr(cudaMemPoolAttrUsedMemCurrent));
+  return p;
+}
+static void fr(void *p) { CK(cudaFreeAsync(p, 0)); CK(cudaStreamSynchronize(0)); }
+static void reset(void) { CK(cudaDeviceSynchronize()); CK(cudaMemPoolTrimTo(pool, 0)); base = 0; printf("  -- trimmed, reserved %llu\n", RES()); }
+int main(int argc, char **argv) {
+  CK(cudaSetDevice(0)); CK(cudaFree(0));
+  CK(cudaDeviceGetDefaultMemPool(&pool, 0));
+  uint64_t thr = UINT64_MAX; CK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &thr));
+  const char *m = argv[1];
+  if (!strcmp(m, "sizes")) {
+    size_t s[] = {512, MIB, 2 * MIB + 1, 20 * MIB, 32 * MIB, 32 * MIB + 1, 33 * MIB, 48 * MIB, 64 * MIB + 1, 100 * MIB, 200 * MIB, 1024 * MIB + 1};
+    for (int i = 0; i < 12; i++) { void *p = al(s[i], "one"); fr(p); reset(); }
+  } else if (!strcmp(m, "grow")) {
+    for (int i = 0; i < 40; i++) al(MIB + 512 * 1024, "1.5M");
+  } else if (!strcmp(m, "span")) {
+    void *a = al(20 * MIB, "A"), *b = al(20 * MIB, "B"), *c = al(20 * MIB, "C"); (void)a; (void)b; (void)c;
+    void *d = al(40 * MIB, "D"); (void)d;
+    fr(a); fr(b); printf("  freed A,B reserved %llu\n", RES());
+    void *e = al(40 * MIB, "E"); (void)e;
+  } else if (!strcmp(m, "remap")) {
+    void *a = al(32 * MIB, "A"), *b = al(32 * MIB, "B"), *c = al(32 * MIB, "C"), *x = al(32 * MIB, "X");
+    fr(a); fr(c); printf("  freed A,C reserved %llu\n", RES()); (void)b; (void)x;
+    al(64 * MIB, "D");
+    al(20 * MIB, "E");
+  } else if (!strcmp(m, "big")) {
+    void *a = al(100 * MIB, "A"); al(20 * MIB, "B"); al(10 * MIB, "C"); fr(a); al(120 * MIB, "D"); al(3 * MIB, "E");
+  } else if (!strcmp(m, "gran")) {
+    void *a = al(40 * MIB, "A"); al(MIB, "B"); al(20 * MIB, "C"); al(20 * MIB, "D");
+    fr(a); printf("  freed A reserved %llu\n", RES());
+    al(50 * MIB, "E"); al(2 * MIB, "F"); al(2 * MIB, "G");
+  } else if (!strcmp(m, "place")) {
+    void *a = al(10 * MIB, "A"); al(MIB, "B"); void *c = al(4 * MIB, "C"); al(MIB, "D");
+    fr(a); fr(c); printf("  freed A,C reserved %llu\n", RES());
+    al(3 * MIB, "E"); al(9 * MIB, "F"); al(12 * MIB, "G"); al(20 * MIB, "H");
+  } else if (!strcmp(m, "remap2")) {
+    void *a = al(30 * MIB, "A"); al(4 * MIB, "B"); void *c = al(30 * MIB, "C"); al(MIB, "D");
+    fr(a); fr(c); printf("  freed A,C reserved %llu\n", RES());
+    al(40 * MIB, "E"); al(8 * MIB, "F"); al(8 * MIB, "G");
+  } else if (!strcmp(m, "replay") || !strcmp(m, "replaysync")) {
+    int sync = !strcmp(m, "replaysync");
+    FILE *f = fopen(argv[2], "r"); FILE *o = fopen(argv[3], "w");
+    static void *ptr[100000]; char line[512]; unsigned long long peak = 0, n = 0, last = 0;
+    while (fgets(line, sizeof line, f)) {
+      unsigned long long id, bytes; char stream[64];
+      if (line[0] == 'a' && sscanf(line + 2, "%llu %llu %63s", &id, &bytes, stream) == 3) {
+        CK(cudaMallocAsync(&ptr[id], bytes, 0)); if (sync) CK(cudaStreamSynchronize(0));
+        if (!base) base = (uintptr_t)ptr[id];
+        unsigned long long r = RES(); if (r > peak) peak = r;
+        fprintf(o, "a %llu %llu %lld %llu%s\n", id, bytes, (long long)((uintptr_t)ptr[id] - base), r, r != last ? " *" : ""); last = r;
+      } else if (line[0] == 'f' && sscanf(line + 2, "%llu", &id) == 1) {
+        CK(cudaFreeAsync(ptr[id], 0)); if (sync) CK(cudaStreamSynchronize(0));
+        unsigned long long r = RES(); if (r > peak) peak = r;
+        fprintf(o, "f %llu %llu%s\n", id, r, r != last ? " *" : ""); last = r;
+      } else continue;
+      n++;
+    }
+    CK(cudaDeviceSynchronize());
+    printf("%s: %llu requests, peak reserved (polled) %llu, ReservedMemHigh %llu, UsedMemHigh %llu\n", argv[2], n, peak,
+           attr(cudaMemPoolAttrReservedMemHigh), attr(cudaMemPoolAttrUsedMemHigh));
+    fclose(o);
+  }
+  return 0;
+}
