@@ -24,6 +24,7 @@
 #include "export.h"
 #include "gen.h"
 #include "gpu.h"
+#include "json.h"
 #include "mech.h"
 #include "policy.h"
 #include "report.h"
@@ -333,16 +334,6 @@ static const char *policy_path(const char *arg, char *buf, size_t n) {
   return arg;
 }
 
-static void json_string(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-    else if (c < 0x20) fprintf(f, "\\u%04x", c);
-    else fputc(c, f);
-  }
-  fputc('"', f);
-}
 
 enum { SIM_TRACE = 300, SIM_POLICY, SIM_SET, SIM_CAPACITY, SIM_DEVICE, SIM_JSON, SIM_INVENT, SIM_REPEAT,
        SIM_GPU, SIM_TLB, SIM_LIST_GPUS };
@@ -451,15 +442,15 @@ static int cmd_sim(int argc, char **argv) {
   free(secs);
   if (json) {
     fputs("{\"trace\":", stdout);
-    json_string(stdout, trace);
+    pt_json_str(stdout, trace);
     fputs(",\"policy\":", stdout);
-    json_string(stdout, pt_policy_name(pol));
+    pt_json_str(stdout, pt_policy_name(pol));
     fputs(",\"mechanism\":", stdout);
-    json_string(stdout, cfg.mech->name);
+    pt_json_str(stdout, cfg.mech->name);
     fputs(",\"params\":{", stdout);
     for (int i = 0; i < cfg.params.n; i++) {
       fprintf(stdout, "%s", i ? "," : "");
-      json_string(stdout, cfg.params.v[i].name);
+      pt_json_str(stdout, cfg.params.v[i].name);
       double v = cfg.params.v[i].value;
       if (isfinite(v)) fprintf(stdout, ":%.17g", v);
       else fputs(":null", stdout); /* unlimited */
@@ -875,7 +866,7 @@ static int cmd_sweep(int argc, char **argv) {
   }
   if (a.json) {
     fputs("{\"db\":", stdout);
-    json_string(stdout, a.db);
+    pt_json_str(stdout, a.db);
     printf(",\"runs\":%zu,\"stored\":%zu,\"skipped\":%zu}\n", pr.total, stored, skipped);
   }
   else printf("%zu runs: %zu simulated and stored, %zu already in %s\n", pr.total, stored, skipped, a.db);
@@ -979,7 +970,7 @@ static int print_front(pt_store *db, const char *trace, const char *policy, int 
     if (!front[i]) continue;
     if (json) {
       printf("%s{\"run\":%" PRId64 ",\"policy\":", first ? "" : ",", rows[i].id);
-      json_string(stdout, rows[i].policy);
+      pt_json_str(stdout, rows[i].policy);
       printf(",\"params\":%s,\"predicted_alloc_us\":%.6g,\"peak_reserved_bytes\":%" PRIu64 "}", rows[i].params_json,
              rows[i].r.predicted_alloc_us, rows[i].r.peak_reserved_bytes);
     } else {
@@ -1046,9 +1037,9 @@ static int cmd_tune(int argc, char **argv) {
     params_json(&best.best, pj, sizeof pj);
     if (a.json) {
       printf("{\"trace\":");
-      json_string(stdout, a.traces[0]);
+      pt_json_str(stdout, a.traces[0]);
       printf(",\"policy\":");
-      json_string(stdout, pt_policy_name(c.pol));
+      pt_json_str(stdout, pt_policy_name(c.pol));
       printf(",\"objective\":\"%s\",\"best_value\":%.9g,\"best_params\":%s,\"evaluations\":%d,\"stored\":%d,",
              a.objective, best.best_value, pj, best.evaluations, c.stored);
       rc = print_front(env.db, tr.hash, pt_policy_name(c.pol), 1, &err);
@@ -1125,9 +1116,9 @@ static int cmd_best(int argc, char **argv) {
   const pt_store_run *r = &rows[b];
   if (a.json) {
     printf("{\"run\":%" PRId64 ",\"trace\":", r->id);
-    json_string(stdout, r->trace);
+    pt_json_str(stdout, r->trace);
     printf(",\"policy\":");
-    json_string(stdout, r->policy);
+    pt_json_str(stdout, r->policy);
     printf(",\"mechanism\":\"%s\",\"params\":%s,\"capacity\":%" PRIu64 ",\"objective\":\"%s\",", r->mechanism,
            r->params_json, r->capacity, a.objective);
     pt_sim_print_json_members(stdout, &r->r, 0);

@@ -14,6 +14,7 @@
  * export writes none and refuses one in --merge.
  */
 #include "export.h"
+#include "json.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -720,47 +721,6 @@ static void put_comment_text(FILE *f, const char *s) {
   }
 }
 
-/* A JSON string: escapes, and U+FFFD for bytes that are not UTF-8. */
-static void put_json_str(FILE *f, const char *s) {
-  if (!s) {
-    fputs("null", f);
-    return;
-  }
-  fputc('"', f);
-  const unsigned char *p = (const unsigned char *)s;
-  while (*p) {
-    unsigned c = *p;
-    if (c == '"' || c == '\\') {
-      fprintf(f, "\\%c", c);
-      p++;
-    } else if (c < 0x20 || c == 0x7f) {
-      fprintf(f, "\\u%04x", c);
-      p++;
-    } else if (c < 0x80) {
-      fputc((int)c, f);
-      p++;
-    } else {
-      int len = c >= 0xf5 ? 0 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
-      int ok = len > 0;
-      for (int i = 1; ok && i < len; i++) ok = (p[i] & 0xc0) == 0x80;
-      if (ok && len == 3) {
-        unsigned cp = (c & 0x0f) << 12 | (p[1] & 0x3fu) << 6 | (p[2] & 0x3fu);
-        ok = cp >= 0x800 && !(cp >= 0xd800 && cp <= 0xdfff);
-      } else if (ok && len == 4) {
-        unsigned cp = (c & 0x07) << 18 | (p[1] & 0x3fu) << 12 | (p[2] & 0x3fu) << 6 | (p[3] & 0x3fu);
-        ok = cp >= 0x10000 && cp <= 0x10ffff;
-      }
-      if (ok) {
-        fwrite(p, 1, (size_t)len, f);
-        p += len;
-      } else {
-        fputs("\\ufffd", f);
-        p++;
-      }
-    }
-  }
-  fputc('"', f);
-}
 
 static void put_header(FILE *f, const pt_export_input *in) {
   fputs("# pagetune export: policy '", f);
@@ -832,7 +792,7 @@ static void put_json_notes(FILE *f, const built *b, const char *key, int kind) {
   for (int i = 0; i < b->nnotes; i++)
     if (b->notes[i].kind == kind) {
       fputs(first ? "" : ", ", f);
-      put_json_str(f, b->notes[i].text);
+      pt_json_str(f, b->notes[i].text);
       first = 0;
     }
   fputs("]", f);
@@ -840,35 +800,35 @@ static void put_json_notes(FILE *f, const built *b, const char *key, int kind) {
 
 static void write_json(FILE *f, const pt_export_input *in, const built *b) {
   fputs("{\n  \"policy\": ", f);
-  put_json_str(f, in->policy);
+  pt_json_str(f, in->policy);
   fputs(",\n  \"mechanism\": ", f);
-  put_json_str(f, in->mechanism);
+  pt_json_str(f, in->mechanism);
   if (in->run_id >= 0) fprintf(f, ",\n  \"run_id\": %lld", (long long)in->run_id);
   else fputs(",\n  \"run_id\": null", f);
   fputs(",\n  \"trace\": ", f);
-  put_json_str(f, in->trace);
+  pt_json_str(f, in->trace);
   fputs(",\n  \"pytorch_alloc_conf\": ", f);
-  put_json_str(f, b->conf);
+  pt_json_str(f, b->conf);
   fputs(",\n  \"pytorch_cuda_alloc_conf\": ", f);
-  put_json_str(f, b->conf);
+  pt_json_str(f, b->conf);
   fputs(",\n  \"env\": {", f);
   int first = 1;
   if (b->conf[0] || b->merged) {
     fputs("\"PYTORCH_ALLOC_CONF\": ", f);
-    put_json_str(f, b->conf);
+    pt_json_str(f, b->conf);
     fputs(", \"PYTORCH_CUDA_ALLOC_CONF\": ", f);
-    put_json_str(f, b->conf);
+    pt_json_str(f, b->conf);
     first = 0;
   }
   for (int i = 0; i < b->nenv; i++) {
     fprintf(f, "%s\"%s\": ", first ? "" : ", ", b->env[i].name);
-    put_json_str(f, b->env[i].value);
+    pt_json_str(f, b->env[i].value);
     first = 0;
   }
   fputs("},\n  \"python\": [", f);
   for (int i = 0; i < b->npy; i++) {
     fputs(i ? ", " : "", f);
-    put_json_str(f, b->py[i]);
+    pt_json_str(f, b->py[i]);
   }
   fputs("],\n", f);
   fprintf(f, "  \"capacity\": %llu,\n  \"device_total_bytes\": %llu,\n", (unsigned long long)in->capacity,
@@ -877,7 +837,7 @@ static void write_json(FILE *f, const pt_export_input *in, const built *b) {
   if (b->library) {
     fputs("  \"pagetune_library\": {\"status\": \"planned, not shipped\", \"path\": \"" LIB_PATH "\", \"alloc_fn\": \"" LIB_ALLOC
           "\", \"free_fn\": \"" LIB_FREE "\", \"conf\": ", f);
-    put_json_str(f, b->lib_conf);
+    pt_json_str(f, b->lib_conf);
     fputs("},\n", f);
   } else {
     fputs("  \"pagetune_library\": null,\n", f);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "json.h"
 #include "sha256.h"
 #include "u64map.h"
 
@@ -463,11 +464,8 @@ void pt_sim_print_json_members(FILE *f, const pt_sim_result *r, int with_timelin
   if (r->has_tlb) fprintf(f, ",\"predicted_translation_us\":%.6g", r->predicted_translation_us);
   if (r->has_gpu) fprintf(f, ",\"translation_note\":\"%s\"", translation_note);
   if (r->gpu_note && r->gpu_note[0]) {
-    fputs(",\"gpu_note\":\"", f);
-    for (const char *c = r->gpu_note; *c; c++)
-      if (*c == '"' || *c == '\\') fprintf(f, "\\%c", *c);
-      else if ((unsigned char)*c >= 0x20) fputc(*c, f);
-    fputc('"', f);
+    fputs(",\"gpu_note\":", f);
+    pt_json_str(f, r->gpu_note);
   }
   if (!with_timeline) return;
   fputs(",\"timeline\":{\"event\":[", f);

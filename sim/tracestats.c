@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "json.h"
 #include "u64map.h"
 
 int pt_trace_stats_compute(pt_trace *t, pt_trace_stats *s, pt_err *err) {
@@ -79,26 +80,14 @@ void pt_trace_stats_print_text(FILE *f, const pt_trace_info *info, const pt_trac
 #undef PT_X
 }
 
-/* JSON string body with the escapes JSON requires. */
-static void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-    else if (c < 0x20) fprintf(f, "\\u%04x", c);
-    else fputc(c, f);
-  }
-  fputc('"', f);
-}
-
 void pt_trace_stats_print_json(FILE *f, const char *path, const pt_trace_info *info,
                                const pt_trace_stats *s) {
   fputs("{\"trace\":", f);
-  json_str(f, path);
+  pt_json_str(f, path);
   fputs(",\"source\":", f);
-  json_str(f, info->source);
+  pt_json_str(f, info->source);
   fprintf(f, ",\"device\":%d,\"settings\":", info->device);
-  json_str(f, info->settings);
+  pt_json_str(f, info->settings);
 #define PT_X(fld, h) fprintf(f, ",\"" #fld "\":%" PRIu64, s->fld);
   PT_TRACE_STATS_FIELDS(PT_X)
 #undef PT_X
