@@ -116,6 +116,7 @@ typedef struct run {
   int leaf_level[PT_NPAGE_SIZES];
   uint32_t sms;
   uint64_t unmaps_seen;     /* driver frees + unmaps at the last TLB flush */
+  int recorded_accesses;    /* the trace has access records: no synthetic stream */
   pt_mech_counters counters;
   uint64_t *handles;        /* dense id -> mechanism handle, FAILED, or FREED */
   uint64_t allocated, peak_allocated;
@@ -200,19 +201,20 @@ static int initial_state(const pt_trace_data *t, const pt_mech_ops *m, void *st,
 }
 
 /*
- * The synthetic access stream (no trace here records real accesses yet):
- * every allocation is touched page by page after its alloc and again before
- * its free, page i by SM i mod SMs.  An unmap or free since the last touch
- * flushes the TLBs, as the driver's invalidation would.
+ * The access stream.  Where the trace has access records ('x': which range
+ * of an allocation a kernel touched), those are replayed; else the synthetic
+ * model: every allocation is touched page by page after its alloc and again
+ * before its free.  Page i goes to SM i mod SMs.  An unmap or free since the
+ * last touch flushes the TLBs, as the driver's invalidation would.
  */
-static void touch(run *r, const pt_mech_ops *m, void *st, uint64_t handle, uint64_t bytes) {
+static void touch_at(run *r, const pt_mech_ops *m, void *st, uint64_t handle, uint64_t offset, uint64_t bytes) {
   if (!r->tlb || !m->addr_of || !bytes) return;
   uint64_t unmaps = r->dev.calls[PT_DRV_free] + r->dev.calls[PT_DRV_mem_unmap];
   if (unmaps != r->unmaps_seen) {
     pt_tlb_flush(r->tlb);
     r->unmaps_seen = unmaps;
   }
-  uint64_t va = m->addr_of(st, handle), end = va + bytes;
+  uint64_t va = m->addr_of(st, handle) + offset, end = va + bytes;
   while (va < end) {
     uint64_t ps = pt_pagetable_page_at(r->pt, va);
     if (!ps) ps = UINT64_C(2) << 20; /* not in the model's tables: assume the driver's 2 MiB */
@@ -222,6 +224,10 @@ static void touch(run *r, const pt_mech_ops *m, void *st, uint64_t handle, uint6
     pt_tlb_access(r->tlb, (uint32_t)(page % r->sms), va, ps, (uint32_t)r->leaf_level[idx]);
     va = (page + 1) << p;
   }
+}
+
+static void touch(run *r, const pt_mech_ops *m, void *st, uint64_t handle, uint64_t bytes) {
+  if (!r->recorded_accesses) touch_at(r, m, st, handle, 0, bytes);
 }
 
 static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r, pt_sim_result *out, pt_err *err) {
@@ -245,6 +251,9 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
         touch(r, m, st, h, e->bytes);
       }
       r->handles[e->id] = h;
+    } else if (e->kind == PT_EV_ACCESS) {
+      uint64_t h = r->handles[e->id];
+      if (h != FAILED && h != FREED) touch_at(r, m, st, h, e->offset, e->bytes);
     } else if (e->kind == PT_EV_OOM) {
       /* a request that failed in the real run: the model tries it too; if it
          fits here, it is given back at once (the workload stopped there) */
@@ -311,6 +320,7 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   }
   size_t points = cfg->timeline_points ? cfg->timeline_points : 1000;
   r.every = t->n / points + 1;
+  for (size_t i = 0; i < t->n && !r.recorded_accesses; i++) r.recorded_accesses = t->ev[i].kind == PT_EV_ACCESS;
 
   pt_mech_env env = {.dev = &r.dev, .counters = &r.counters, .params = &cfg->params, .hooks = &cfg->hooks, .err = err};
   void *st = NULL;

@@ -14,6 +14,7 @@
 
 #include "device.h"
 #include "gpu.h"
+#include "sim.h"
 #include "testutil.h"
 
 #define MiB (UINT64_C(1) << 20)
@@ -150,6 +151,41 @@ static void test_h200_gather_ratios(void) {
   }
 }
 
+/* The access stream: recorded access records replace the synthetic stream. */
+static void run_stream(const char *text, uint64_t *accesses, uint64_t *walks) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s", pt_test_tmp(".trace"));
+  FILE *f = fopen(path, "w");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  fputs(text, f);
+  fclose(f);
+  pt_gpu g;
+  load_h200(&g);
+  pt_err err = {{0}};
+  pt_trace_data t;
+  CU_ASSERT_EQUAL_FATAL(pt_trace_load(path, NULL, &err, &t), 0);
+  pt_sim_config cfg = {.mech = pt_mech_find("caching"), .gpu = &g, .tlb = 1};
+  pt_sim_result r;
+  CU_ASSERT_EQUAL_FATAL(pt_sim_run(&t, &cfg, &err, &r), 0);
+  *accesses = r.tlb.accesses;
+  *walks = r.tlb.walks;
+  pt_sim_result_free(&r);
+  pt_trace_data_free(&t);
+  remove(path);
+}
+
+static void test_access_stream(void) {
+  uint64_t acc, walks;
+  /* 8 MiB (its own 8 MiB segment, 2 MiB pages): synthetic = 4 pages after alloc + 4 before free */
+  run_stream("pagetune-trace 1\na 1 8388608 0 1\nf 1 4\nend 2\n", &acc, &walks);
+  CU_ASSERT_EQUAL(acc, 8);
+  CU_ASSERT_EQUAL(walks, 4);
+  /* recorded: the first 4 MiB twice = 2 pages x 2, the second pass hits */
+  run_stream("pagetune-trace 1\na 1 8388608 0 1\nx 1 0 4194304 2\nx 1 0 4194304 3\nf 1 4\nend 4\n", &acc, &walks);
+  CU_ASSERT_EQUAL(acc, 4);
+  CU_ASSERT_EQUAL(walks, 2);
+}
+
 static void test_parse_errors(void) {
   pt_gpu g;
   pt_err err = {{0}};
@@ -180,5 +216,6 @@ int pt_test_add_gpu(void) {
   CU_add_test(s, "H200 description: TLB reach within 2x of the measured", test_h200_reach);
   CU_add_test(s, "H200 description: gather ratios within 5 pp of the measured", test_h200_gather_ratios);
   CU_add_test(s, "description parse errors name file and line", test_parse_errors);
+  CU_add_test(s, "access records replace the synthetic stream", test_access_stream);
   return CU_get_error();
 }
