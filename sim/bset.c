@@ -116,3 +116,23 @@ pt_bnode *pt_bset_first(const pt_bset *s) {
   while (t && t->left) t = t->left;
   return t;
 }
+
+pt_bnode **pt_bset_lower_bound_link(pt_bset *s, const pt_bkey *k) {
+  pt_bnode **best = NULL;
+  for (pt_bnode **at = &s->root; *at;) {
+    if (pt_bkey_cmp(&(*at)->key, k) >= 0) {
+      best = at;
+      at = &(*at)->left;
+    } else {
+      at = &(*at)->right;
+    }
+  }
+  return best;
+}
+
+void pt_bset_erase_at(pt_bset *s, pt_bnode **link) {
+  pt_bnode *n = *link;
+  *link = join(n->left, n->right);
+  n->left = n->right = NULL;
+  s->len--;
+}

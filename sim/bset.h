@@ -36,6 +36,10 @@ pt_bnode *pt_bset_lower_bound(const pt_bset *s, const pt_bkey *k);  /* first >= 
 pt_bnode *pt_bset_upper_bound(const pt_bset *s, const pt_bkey *k);  /* first >  k, or NULL */
 pt_bnode *pt_bset_before(const pt_bset *s, const pt_bkey *k);       /* last  <  k, or NULL */
 pt_bnode *pt_bset_first(const pt_bset *s);
+/* The link (parent's child pointer) to the first node >= k, or NULL: lets a
+   caller inspect that node and then remove it without a second descent. */
+pt_bnode **pt_bset_lower_bound_link(pt_bset *s, const pt_bkey *k);
+void pt_bset_erase_at(pt_bset *s, pt_bnode **link);
 /* In-order successor of a node in the set (NULL after the last). */
 static inline pt_bnode *pt_bset_next(const pt_bset *s, const pt_bnode *n) {
   return pt_bset_upper_bound(s, &n->key);

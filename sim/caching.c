@@ -173,12 +173,12 @@ static void release_block(caching *c, block *b) {
 static block *get_free_block(caching *c, pool *p, uint64_t size, uint64_t stream) {
   if (gc_enabled(c)) p->get_free_blocks_calls++;
   pt_bkey key = {stream, size, 0};
-  pt_bnode *n = pt_bset_lower_bound(&p->blocks, &key);
-  if (!n || of(n)->stream != stream) return NULL;
-  block *b = of(n);
+  pt_bnode **link = pt_bset_lower_bound_link(&p->blocks, &key);
+  if (!link || of(*link)->stream != stream) return NULL;
+  block *b = of(*link);
   if (size < c->max_split && b->size >= c->max_split) return NULL;
   if (size >= c->max_split && b->size >= size + c->max_non_split_rounding) return NULL;
-  pool_erase(p, b);
+  pt_bset_erase_at(&p->blocks, link); /* one descent for the search and the removal */
   return b;
 }
 
