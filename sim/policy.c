@@ -90,6 +90,9 @@ struct pt_policy {
   int hook_ref[H_N], hook_line[H_N];
   int view_ref;  /* the read-only `p` passed to hooks */
   pt_u64map memo[H_COLLECT]; /* round, segment_size, page_size: bytes -> result */
+  struct {                   /* a direct-mapped front of each memo: no hashing on a hit */
+    uint64_t key, val;       /* key 0: empty (a request of 0 bytes simply misses) */
+  } front[H_COLLECT][64];
   char errmsg[PT_ERRMSG_MAX]; /* one-line message of the last Lua error */
   char *traceback;
 };
@@ -1101,6 +1104,7 @@ int pt_policy_set(pt_policy *pol, const char *assignment, pt_err *err) {
     return fail(err, PT_EUSAGE, "%s: --set %.100s: %s", pol->path, assignment, why);
   pr->pub.value = v;
   for (int h = 0; h < H_COLLECT; h++) pt_u64map_free(&pol->memo[h]); /* results may depend on p */
+  memset(pol->front, 0, sizeof pol->front);
   return 0;
 }
 
@@ -1142,9 +1146,16 @@ static void push_hook(pt_policy *P, int h) {
 }
 
 static int size_hook(pt_policy *P, int h, uint64_t bytes, uint64_t *out, pt_err *err) {
+  unsigned slot = (unsigned)((bytes >> 9) ^ (bytes >> 15)) & 63;
+  if (bytes && P->front[h][slot].key == bytes) {
+    *out = P->front[h][slot].val;
+    return 0;
+  }
   uint64_t *hit = pt_u64map_get(&P->memo[h], bytes);
   if (hit) {
     *out = *hit;
+    P->front[h][slot].key = bytes;
+    P->front[h][slot].val = *hit;
     return 0;
   }
   lua_State *L = P->L;
