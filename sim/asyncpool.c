@@ -104,6 +104,7 @@
 
 #include "bset.h"
 #include "mech.h"
+#include "slab.h"
 
 #define MIB (UINT64_C(1) << 20)
 #define MIN_BLOCK UINT64_C(512)
@@ -139,11 +140,6 @@ typedef struct ablock {
 #define ABLK(n) ((ablock *)(void *)((char *)(n) - offsetof(ablock, anode)))
 
 #define SLAB_BLOCKS 256
-typedef struct slab {
-  struct slab *next;
-  ablock b[SLAB_BLOCKS];
-} slab;
-
 /* One chunk-sized slot of the heap: its chunk (NULL: unbacked) and the allocated blocks touching it. */
 typedef struct aslot {
   achunk *c;
@@ -168,9 +164,7 @@ typedef struct async_state {
   uint64_t idle_heap;          /* idle heap chunks */
   achunk *segs;                /* initial segments */
   uint64_t held, allocated, stamp;
-  slab *slabs;
-  ablock *spare;               /* unused block records, linked through next */
-  size_t nspare;
+  pt_slab blocks;             /* block records (slab.h) */
 } async_state;
 
 /* Where a request goes (computed before anything changes). */
@@ -184,26 +178,12 @@ typedef struct aplace {
 static int oom(async_state *st) { return pt_err_set(st->env.err, PT_ENOMEM, "async_pool: out of memory"); }
 
 static int ensure_spare(async_state *st, size_t n) {
-  while (st->nspare < n) {
-    slab *s = malloc(sizeof *s);
-    if (!s) return oom(st);
-    s->next = st->slabs;
-    st->slabs = s;
-    for (int i = 0; i < SLAB_BLOCKS; i++) {
-      s->b[i].next = st->spare;
-      st->spare = &s->b[i];
-    }
-    st->nspare += SLAB_BLOCKS;
-  }
-  return 0;
+  return pt_slab_reserve(&st->blocks, n) < 0 ? oom(st) : 0;
 }
 
 /* A zeroed block record; ensure_spare must have been called. */
 static ablock *take_block(async_state *st, achunk *seg, uint64_t addr, uint64_t size) {
-  ablock *b = st->spare;
-  st->spare = b->next;
-  st->nspare--;
-  memset(b, 0, sizeof *b);
+  ablock *b = pt_slab_take(&st->blocks);
   b->seg = seg;
   b->addr = addr;
   b->size = size;
@@ -211,9 +191,7 @@ static ablock *take_block(async_state *st, achunk *seg, uint64_t addr, uint64_t 
 }
 
 static void drop_block(async_state *st, ablock *b) {
-  b->next = st->spare;
-  st->spare = b;
-  st->nspare++;
+  pt_slab_drop(&st->blocks, b);
 }
 
 static int is_top(const async_state *st, const ablock *b) { return b == st->last && !b->allocated; }
@@ -523,6 +501,7 @@ static int async_create(const pt_mech_env *env, void **state) {
   if (!(chunk >= 2 && chunk <= 1024) || chunk != (double)(2 * (uint64_t)(chunk / 2)))
     return pt_err_set(env->err, PT_EUSAGE, "async_pool: chunk_mb must be an even number of MiB from 2 to 1024 (whole 2 MiB pages), not %g", chunk);
   async_state *st = calloc(1, sizeof *st);
+  if (st) pt_slab_init(&st->blocks, sizeof(ablock), SLAB_BLOCKS);
   if (!st) return pt_err_set(env->err, PT_ENOMEM, "async_pool: out of memory");
   st->env = *env;
   st->threshold = (uint64_t)thr;
@@ -683,11 +662,7 @@ static void async_destroy(void *state) {
     st->segs = c->snext;
     free(c);
   }
-  while (st->slabs) {
-    slab *s = st->slabs;
-    st->slabs = s->next;
-    free(s);
-  }
+  pt_slab_free(&st->blocks);
   free(st);
 }
 

@@ -25,6 +25,7 @@
 
 #include "bset.h"
 #include "mech.h"
+#include "slab.h"
 
 #define MIN_BLOCK (UINT64_C(512))
 #define SMALL_SIZE (UINT64_C(1) << 20)      /* largest request of the small pool */
@@ -65,24 +66,14 @@ typedef struct caching {
   uint64_t max_non_split_rounding;
   double gc_threshold;         /* fraction of the cap; 0 = off */
   unsigned rp2[RP2_INTERVALS]; /* roundup_power2_divisions per interval; 0/1 = off */
-  block *spare;                /* freed block structs, reused (linked through next) */
+  pt_slab blocks;              /* block records: a split or a merge costs no malloc */
 } caching;
 
-/* Block structs come from a free list: a split or a merge costs no malloc. */
 static block *block_new(caching *c) {
-  block *b = c->spare;
-  if (b) {
-    c->spare = b->next;
-    memset(b, 0, sizeof *b);
-    return b;
-  }
-  return calloc(1, sizeof *b);
+  return pt_slab_reserve(&c->blocks, 1) < 0 ? NULL : pt_slab_take(&c->blocks);
 }
 
-static void block_dispose(caching *c, block *b) {
-  b->next = c->spare;
-  c->spare = b;
-}
+static void block_dispose(caching *c, block *b) { pt_slab_drop(&c->blocks, b); }
 
 static const pt_mech_param caching_params[] = {
     {"max_split_size_mb", 20, INFINITY,
@@ -419,6 +410,7 @@ static int caching_create(const pt_mech_env *env, void **state) {
   caching *c = calloc(1, sizeof *c);
   if (!c) return PT_ENOMEM;
   c->env = *env;
+  pt_slab_init(&c->blocks, sizeof(block), 256);
   c->small.is_small = 1;
   double split_mb = pt_params_get(env->params, "max_split_size_mb", INFINITY);
   double rounding_mb = pt_params_get(env->params, "max_non_split_rounding_mb", 20);
@@ -436,25 +428,11 @@ static int caching_create(const pt_mech_env *env, void **state) {
   return 0;
 }
 
-static void free_pool(pool *p) {
-  pt_bnode *n;
-  while ((n = p->blocks.root)) {
-    pt_bset_erase(&p->blocks, n);
-    free(of(n));
-  }
-}
 
 static void caching_destroy(void *state) {
   caching *c = state;
   if (!c) return;
-  /* allocated blocks are reachable only through segments' neighbour links */
-  free_pool(&c->small);
-  free_pool(&c->large);
-  while (c->spare) {
-    block *b = c->spare;
-    c->spare = b->next;
-    free(b);
-  }
+  pt_slab_free(&c->blocks); /* every block record, free or allocated */
   free(c);
 }
 

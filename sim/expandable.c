@@ -47,6 +47,7 @@
 
 #include "bset.h"
 #include "mech.h"
+#include "slab.h"
 
 #define MIB (UINT64_C(1) << 20)
 #define MIN_BLOCK UINT64_C(512)       /* kMinBlockSize */
@@ -87,20 +88,13 @@ typedef struct eblock {
 #define ABLK(n) ((eblock *)(void *)((char *)(n) - offsetof(eblock, anode)))
 
 #define SLAB_BLOCKS 256
-typedef struct slab {
-  struct slab *next;
-  eblock b[SLAB_BLOCKS];
-} slab;
-
 typedef struct exp_state {
   pt_mech_env env;
   pt_bset freet[NPOOLS], unmapped[NPOOLS];
   pt_bset addrt;               /* free mapped blocks by address: initial state only */
   int init_phase;              /* still reading initial segments and blocks */
   eseg *segs;
-  slab *slabs;
-  eblock *spare;               /* unused block records, linked through next */
-  size_t nspare;
+  pt_slab blocks;             /* block records (slab.h) */
   eblock **scratch;            /* release_blocks' list */
   size_t scratch_cap;
   uint64_t page[NPOOLS];       /* handle size per pool */
@@ -109,26 +103,13 @@ typedef struct exp_state {
 } exp_state;
 
 static int ensure_spare(exp_state *st, size_t n) {
-  while (st->nspare < n) {
-    slab *s = malloc(sizeof *s);
-    if (!s) return pt_err_set(st->env.err, PT_ENOMEM, "expandable: out of memory");
-    s->next = st->slabs;
-    st->slabs = s;
-    for (int i = 0; i < SLAB_BLOCKS; i++) {
-      s->b[i].next = st->spare;
-      st->spare = &s->b[i];
-    }
-    st->nspare += SLAB_BLOCKS;
-  }
+  if (pt_slab_reserve(&st->blocks, n) < 0) return pt_err_set(st->env.err, PT_ENOMEM, "expandable: out of memory");
   return 0;
 }
 
 /* A block record; ensure_spare must have been called. */
 static eblock *take_block(exp_state *st, eseg *sg, uint64_t addr, uint64_t size, int mapped) {
-  eblock *b = st->spare;
-  st->spare = b->next;
-  st->nspare--;
-  memset(b, 0, sizeof *b);
+  eblock *b = pt_slab_take(&st->blocks);
   b->seg = sg;
   b->addr = addr;
   b->size = size;
@@ -137,9 +118,7 @@ static eblock *take_block(exp_state *st, eseg *sg, uint64_t addr, uint64_t size,
 }
 
 static void drop_block(exp_state *st, eblock *b) {
-  b->next = st->spare;
-  st->spare = b;
-  st->nspare++;
+  pt_slab_drop(&st->blocks, b);
 }
 
 static void link_after(eblock *at, eblock *b) {
@@ -453,6 +432,7 @@ static int exp_create(const pt_mech_env *env, void **state) {
     return pt_err_set(env->err, PT_EUSAGE, "expandable: large_segment_size_mb must be an even whole number from 12 to 4096, not %g",
                       large);
   exp_state *st = calloc(1, sizeof *st);
+  if (st) pt_slab_init(&st->blocks, sizeof(eblock), SLAB_BLOCKS);
   if (!st) return pt_err_set(env->err, PT_ENOMEM, "expandable: out of memory");
   st->env = *env;
   st->init_phase = 1;
@@ -634,11 +614,7 @@ static void exp_destroy(void *state) {
   exp_state *st = state;
   if (!st) return;
   while (st->segs) seg_unlink(st, st->segs);
-  while (st->slabs) {
-    slab *s = st->slabs;
-    st->slabs = s->next;
-    free(s);
-  }
+  pt_slab_free(&st->blocks);
   free(st->scratch);
   free(st);
 }

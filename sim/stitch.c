@@ -44,6 +44,7 @@
 
 #include "bset.h"
 #include "mech.h"
+#include "slab.h"
 
 #define MIB (UINT64_C(1) << 20)
 #define PAGE (2 * MIB)                  /* handle size: the VMM granularity */
@@ -95,11 +96,6 @@ typedef struct srange {
 #define SRNG(n) ((srange *)(void *)((char *)(n) - offsetof(srange, cnode)))
 
 #define SLAB_BLOCKS 256
-typedef struct slab {
-  struct slab *next;
-  sblock b[SLAB_BLOCKS];
-} slab;
-
 typedef struct run {
   sblock *b;
   uint64_t start, npages;
@@ -114,9 +110,7 @@ typedef struct stitch_state {
   size_t ncached, max_cached;
   uint64_t seq, stitch_min, allocated;
   uint64_t free_pages;         /* stitchable pages in free blocks, every stream: step 3's bound */
-  slab *slabs;
-  sblock *spare;
-  size_t nspare;
+  pt_slab blocks;             /* block records (slab.h) */
   run *runs;
   size_t runs_cap;
   sblock *init_cursor;         /* last initial block carved: the next one is usually after it */
@@ -125,26 +119,12 @@ typedef struct stitch_state {
 static int oom(stitch_state *st) { return pt_err_set(st->env.err, PT_ENOMEM, "stitch: out of memory"); }
 
 static int ensure_spare(stitch_state *st, size_t n) {
-  while (st->nspare < n) {
-    slab *s = malloc(sizeof *s);
-    if (!s) return oom(st);
-    s->next = st->slabs;
-    st->slabs = s;
-    for (int i = 0; i < SLAB_BLOCKS; i++) {
-      s->b[i].next = st->spare;
-      st->spare = &s->b[i];
-    }
-    st->nspare += SLAB_BLOCKS;
-  }
-  return 0;
+  return pt_slab_reserve(&st->blocks, n) < 0 ? oom(st) : 0;
 }
 
 /* A free block record; ensure_spare must have been called. */
 static sblock *take_block(stitch_state *st, prange *pr, uint64_t addr, uint64_t size) {
-  sblock *b = st->spare;
-  st->spare = b->next;
-  st->nspare--;
-  memset(b, 0, sizeof *b);
+  sblock *b = pt_slab_take(&st->blocks);
   b->kind = K_BLOCK;
   b->state = B_FREE;
   b->pr = pr;
@@ -154,9 +134,7 @@ static sblock *take_block(stitch_state *st, prange *pr, uint64_t addr, uint64_t 
 }
 
 static void drop_block(stitch_state *st, sblock *b) {
-  b->next = st->spare;
-  st->spare = b;
-  st->nspare++;
+  pt_slab_drop(&st->blocks, b);
 }
 
 /* Whole pages of free block b that step 3 may stitch (its whole-page extent >= stitch_min_bytes). */
@@ -460,6 +438,7 @@ static int stitch_create(const pt_mech_env *env, void **state) {
   if (!(cap >= 0 && cap <= stitch_params[1].max) || cap != (double)(uint64_t)cap)
     return pt_err_set(env->err, PT_EUSAGE, "stitch: max_stitched must be a whole number from 0 to 1000000, not %g", cap);
   stitch_state *st = calloc(1, sizeof *st);
+  if (st) pt_slab_init(&st->blocks, sizeof(sblock), SLAB_BLOCKS);
   if (!st) return pt_err_set(env->err, PT_ENOMEM, "stitch: out of memory");
   st->env = *env;
   st->stitch_min = (uint64_t)min;
@@ -623,11 +602,7 @@ static void stitch_destroy(void *state) {
   if (!st) return;
   while (st->stitched) srange_free(st, st->stitched);
   while (st->ranges) prange_unlink(st, st->ranges);
-  while (st->slabs) {
-    slab *s = st->slabs;
-    st->slabs = s->next;
-    free(s);
-  }
+  pt_slab_free(&st->blocks);
   free(st->runs);
   free(st);
 }
