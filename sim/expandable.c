@@ -154,6 +154,29 @@ static void unmapped_insert(exp_state *st, eblock *b) {
   pt_bset_insert(&st->unmapped[b->seg->pool], &b->node);
 }
 
+/*
+ * Shrink b (out of every set) to [lo, lo+len): the parts before and after
+ * become blocks of their own, in the state b had (a mapped part goes back to
+ * the free set, an unmapped one to the unmapped set).  Needs two spare
+ * records.
+ */
+static void carve(exp_state *st, eblock *b, uint64_t lo, uint64_t len) {
+  if (lo > b->addr) {
+    eblock *f = take_block(st, b->seg, b->addr, lo - b->addr, b->mapped);
+    link_before(b, f);
+    if (b->mapped) free_insert(st, f);
+    else unmapped_insert(st, f);
+  }
+  if (lo + len < b->addr + b->size) {
+    eblock *f = take_block(st, b->seg, lo + len, b->addr + b->size - (lo + len), b->mapped);
+    link_after(b, f);
+    if (b->mapped) free_insert(st, f);
+    else unmapped_insert(st, f);
+  }
+  b->addr = lo;
+  b->size = len;
+}
+
 static void unmapped_remove(exp_state *st, eblock *b) { pt_bset_erase(&st->unmapped[b->seg->pool], &b->node); }
 
 /* The initial state is complete: the address index is no longer kept. */
@@ -348,18 +371,7 @@ static int unmap_block(exp_state *st, eblock *b) {
   if (rc < 0) return rc;
   free_remove(st, b);
   uint64_t ua = sg->base + first * page, ubytes = (last - first) * page;
-  if (ua > b->addr) {
-    eblock *f = take_block(st, sg, b->addr, ua - b->addr, 1);
-    link_before(b, f);
-    free_insert(st, f);
-  }
-  if (ua + ubytes < b->addr + b->size) {
-    eblock *f = take_block(st, sg, ua + ubytes, b->addr + b->size - (ua + ubytes), 1);
-    link_after(b, f);
-    free_insert(st, f);
-  }
-  b->addr = ua;
-  b->size = ubytes;
+  carve(st, b, ua, ubytes);
   b->mapped = 0;
   try_merge(st, b, b->prev);
   try_merge(st, b, b->next);
@@ -548,18 +560,7 @@ static int exp_init_segment(void *state, uint64_t addr, uint64_t bytes, uint64_t
     return pt_err_set(err, PT_EFORMAT, "expandable: initial expandable segment at 0x%llx (%llu bytes) overlaps another or is misaligned",
                       (unsigned long long)addr, (unsigned long long)bytes);
   unmapped_remove(st, u);
-  if (addr > u->addr) {
-    eblock *f = take_block(st, sg, u->addr, addr - u->addr, 0);
-    link_before(u, f);
-    unmapped_insert(st, f);
-  }
-  if (addr + bytes < u->addr + u->size) {
-    eblock *f = take_block(st, sg, addr + bytes, u->addr + u->size - (addr + bytes), 0);
-    link_after(u, f);
-    unmapped_insert(st, f);
-  }
-  u->addr = addr;
-  u->size = bytes;
+  carve(st, u, addr, bytes);
   u->mapped = 1;
   try_merge(st, u, u->prev);
   try_merge(st, u, u->next);

@@ -154,18 +154,9 @@ static int observe(pt_trace_data *t) {
   t->nhints = 0;
   for (size_t i = 0; i < t->n; i++) {
     const pt_event *e = &t->ev[i];
-    switch (e->kind) {
-    case PT_EV_INIT_SEGMENT: reserved += e->bytes; break;
-    case PT_EV_SEG_ALLOC:
-      t->hints[t->nhints++] = (pt_addr_hint){e->addr, e->bytes};
-      reserved += e->bytes;
-      t->observed_segment_allocs++;
-      break;
-    case PT_EV_SEG_MAP: reserved += e->bytes; t->observed_segment_allocs++; break;
-    case PT_EV_SEG_FREE:
-    case PT_EV_SEG_UNMAP: reserved -= e->bytes < reserved ? e->bytes : reserved; break;
-    default: continue;
-    }
+    if (e->kind == PT_EV_SEG_ALLOC) t->hints[t->nhints++] = (pt_addr_hint){e->addr, e->bytes};
+    if (e->kind == PT_EV_SEG_ALLOC || e->kind == PT_EV_SEG_MAP) t->observed_segment_allocs++;
+    pt_trace_track_reserved(e, &reserved);
     if (reserved > peak) peak = reserved;
   }
   t->observed_peak_reserved_bytes = peak;

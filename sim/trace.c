@@ -276,6 +276,17 @@ int pt_trace_open_mem(const void *buf, size_t len, const char *name, const pt_tr
   return 0;
 }
 
+void pt_trace_track_reserved(const pt_event *ev, uint64_t *reserved) {
+  switch (ev->kind) {
+  case PT_EV_INIT_SEGMENT:
+  case PT_EV_SEG_ALLOC:
+  case PT_EV_SEG_MAP: *reserved += ev->bytes; break;
+  case PT_EV_SEG_FREE:
+  case PT_EV_SEG_UNMAP: *reserved -= ev->bytes < *reserved ? ev->bytes : *reserved; break;
+  default: break;
+  }
+}
+
 /* ---- the checks every record passes ---------------------------------------- */
 
 static int is_initial(int kind) { return kind == PT_EV_INIT_SEGMENT || kind == PT_EV_INIT_ALLOC; }

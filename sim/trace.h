@@ -97,6 +97,13 @@ const pt_trace_info *pt_trace_get_info(const pt_trace *t);
 const char *pt_trace_format_name(const pt_trace *t);
 void pt_trace_close(pt_trace *t);
 
+/*
+ * The bytes the real allocator held, as its records tell: initial segments
+ * and segment allocs/maps add, segment frees/unmaps take away.  Apply to
+ * each record in order; other kinds leave *reserved alone.
+ */
+void pt_trace_track_reserved(const pt_event *ev, uint64_t *reserved);
+
 /* ---- what format implementations may use (trace.c) ---------------------- */
 
 /* Read up to n bytes of the (decompressed) input; returns bytes read or <0. */

@@ -36,18 +36,14 @@ int pt_trace_stats_compute(pt_trace *t, pt_trace_stats *s, pt_err *err) {
     case PT_EV_INIT_SEGMENT:
       s->initial_segments++;
       s->initial_reserved_bytes += ev.bytes;
-      reserved += ev.bytes;
       break;
-    case PT_EV_SEG_ALLOC: s->observed_segment_allocs++; reserved += ev.bytes; break;
-    case PT_EV_SEG_MAP: s->observed_segment_maps++; reserved += ev.bytes; break;
-    case PT_EV_SEG_FREE:
-    case PT_EV_SEG_UNMAP:
-      if (ev.kind == PT_EV_SEG_FREE) s->observed_segment_frees++;
-      else s->observed_segment_unmaps++;
-      reserved = reserved >= ev.bytes ? reserved - ev.bytes : 0;
-      break;
+    case PT_EV_SEG_ALLOC: s->observed_segment_allocs++; break;
+    case PT_EV_SEG_MAP: s->observed_segment_maps++; break;
+    case PT_EV_SEG_FREE: s->observed_segment_frees++; break;
+    case PT_EV_SEG_UNMAP: s->observed_segment_unmaps++; break;
     case PT_EV_OOM: s->observed_ooms++; break;
     }
+    pt_trace_track_reserved(&ev, &reserved);
     if (live > s->peak_live_bytes) s->peak_live_bytes = live;
     if (reserved > s->observed_peak_reserved_bytes) s->observed_peak_reserved_bytes = reserved;
     if (ev.kind != PT_EV_INIT_SEGMENT && ev.kind != PT_EV_INIT_ALLOC &&
