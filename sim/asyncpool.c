@@ -199,10 +199,10 @@ static int is_top(const async_state *st, const ablock *b) { return b == st->last
 /* Into the free set, behind every free block of its size (FIFO among equals). */
 static void free_insert(async_state *st, ablock *b) {
   b->node.key = (pt_bkey){0, b->size, ++st->stamp};
-  pt_bset_insert(&st->freet, &b->node);
+  pt_mech_set_insert(&st->env, &st->freet, &b->node);
   if (st->init_phase) {
     b->anode.key = (pt_bkey){0, 0, b->addr};
-    pt_bset_insert(&st->addrt, &b->anode);
+    pt_mech_set_insert(&st->env, &st->addrt, &b->anode);
   }
 }
 
@@ -214,7 +214,7 @@ static void free_remove(async_state *st, ablock *b) {
 /* The initial state is complete: the address index is no longer kept. */
 static void end_init(async_state *st) {
   st->init_phase = 0;
-  st->addrt = (pt_bset){0};
+  pt_bset_free(&st->addrt);
 }
 
 static void idle_push(async_state *st, achunk *c) {
@@ -662,6 +662,8 @@ static void async_destroy(void *state) {
     st->segs = c->snext;
     free(c);
   }
+  pt_bset_free(&st->freet);
+  pt_bset_free(&st->addrt);
   pt_slab_free(&st->blocks);
   free(st);
 }

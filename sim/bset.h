@@ -4,9 +4,19 @@
  * block at or after (stream, size, 0) is the smallest block of that stream
  * that fits, and among equal sizes the lowest address.
  *
- * Intrusive: a block embeds a pt_bnode and sets its key before inserting; the
- * key must not change while the node is in a set.  A treap whose priorities
- * are a hash of the key, so runs are deterministic.
+ * A block embeds a pt_bnode and sets its key before inserting; the key must
+ * not change while the node is in a set.  The set keeps the keys itself, in
+ * sorted chunks of PT_BSET_CHUNK under one sorted array of chunks (a B+ tree
+ * two levels deep).  Free sets in a replay hold a few dozen blocks (fewer
+ * than 16 on every real trace), so nearly every search is one branch-free
+ * binary search over contiguous keys, and an insert moves a few hundred
+ * bytes (no memmove call: a loop); chunks keep large sets cheap too.  This replaced a treap whose
+ * pointer chasing and coin-toss branches were half of a replay's time
+ * (bench/RESULTS.md).
+ *
+ * An insert that needs a new chunk may fail (PT_ENOMEM, the set unchanged).
+ * Chunks an erase empties are kept for later inserts; pt_bset_free gives
+ * everything back.  A zeroed pt_bset is an empty set.
  */
 #ifndef PT_BSET_H
 #define PT_BSET_H
@@ -14,35 +24,48 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define PT_BSET_CHUNK 32 /* keys per chunk */
+
 typedef struct pt_bkey {
   uint64_t stream, size, addr;
 } pt_bkey;
 
 typedef struct pt_bnode {
   pt_bkey key;
-  struct pt_bnode *left, *right;
-  uint64_t prio;
 } pt_bnode;
 
+typedef struct pt_bchunk pt_bchunk;
+
 typedef struct pt_bset {
-  pt_bnode *root;
-  size_t len;
+  pt_bchunk **chunk;   /* in key order; none is empty */
+  size_t nchunks, cap; /* cap: room in chunk[] */
+  pt_bchunk *spare;    /* empty chunks kept for inserts, linked */
+  size_t nspare;
+  size_t len;          /* nodes in the set */
 } pt_bset;
 
+/* Where a node sits: chunk index and index in the chunk. */
+typedef struct pt_bpos {
+  size_t chunk, at;
+} pt_bpos;
+
 int pt_bkey_cmp(const pt_bkey *a, const pt_bkey *b);
-void pt_bset_insert(pt_bset *s, pt_bnode *n);   /* n->key set by the caller; keys are unique */
-void pt_bset_erase(pt_bset *s, pt_bnode *n);    /* n must be in s */
+
+/* n->key set by the caller; keys are unique.  0, or PT_ENOMEM with s unchanged. */
+int pt_bset_insert(pt_bset *s, pt_bnode *n);
+void pt_bset_erase(pt_bset *s, pt_bnode *n);    /* nothing happens when n is not in s */
 pt_bnode *pt_bset_lower_bound(const pt_bset *s, const pt_bkey *k);  /* first >= k, or NULL */
 pt_bnode *pt_bset_upper_bound(const pt_bset *s, const pt_bkey *k);  /* first >  k, or NULL */
 pt_bnode *pt_bset_before(const pt_bset *s, const pt_bkey *k);       /* last  <  k, or NULL */
 pt_bnode *pt_bset_first(const pt_bset *s);
-/* The link (parent's child pointer) to the first node >= k, or NULL: lets a
-   caller inspect that node and then remove it without a second descent. */
-pt_bnode **pt_bset_lower_bound_link(pt_bset *s, const pt_bkey *k);
-void pt_bset_erase_at(pt_bset *s, pt_bnode **link);
+/* The first node >= k and where it sits, or NULL: lets a caller inspect
+   that node and then remove it without a second search. */
+pt_bnode *pt_bset_lower_bound_pos(const pt_bset *s, const pt_bkey *k, pt_bpos *pos /* OUT */);
+void pt_bset_erase_pos(pt_bset *s, pt_bpos pos);
 /* In-order successor of a node in the set (NULL after the last). */
 static inline pt_bnode *pt_bset_next(const pt_bset *s, const pt_bnode *n) {
   return pt_bset_upper_bound(s, &n->key);
 }
+void pt_bset_free(pt_bset *s); /* the set is empty afterwards, and owns no memory */
 
 #endif

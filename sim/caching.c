@@ -141,10 +141,11 @@ static int allocation_size(caching *c, uint64_t size, uint64_t *out) {
 
 /* ---- blocks and pools ------------------------------------------------------ */
 
-static void pool_insert(pool *p, block *b) {
+/* Into the pool's free set: 0, or PT_ENOMEM with the set unchanged. */
+static int pool_insert(caching *c, pool *p, block *b) {
   b->gc_count_base = p->get_free_blocks_calls;
   b->node.key = (pt_bkey){b->stream, b->size, b->addr};
-  pt_bset_insert(&p->blocks, &b->node);
+  return pt_bset_insert(&p->blocks, &b->node) < 0 ? pt_err_set(c->env.err, PT_ENOMEM, "caching: out of memory") : 0;
 }
 
 static void pool_erase(pool *p, block *b) { pt_bset_erase(&p->blocks, &b->node); }
@@ -164,12 +165,13 @@ static void release_block(caching *c, block *b) {
 static block *get_free_block(caching *c, pool *p, uint64_t size, uint64_t stream) {
   if (gc_enabled(c)) p->get_free_blocks_calls++;
   pt_bkey key = {stream, size, 0};
-  pt_bnode **link = pt_bset_lower_bound_link(&p->blocks, &key);
-  if (!link || of(*link)->stream != stream) return NULL;
-  block *b = of(*link);
+  pt_bpos pos;
+  pt_bnode *n = pt_bset_lower_bound_pos(&p->blocks, &key, &pos);
+  if (!n || n->key.stream != stream) return NULL;
+  block *b = of(n);
   if (size < c->max_split && b->size >= c->max_split) return NULL;
   if (size >= c->max_split && b->size >= size + c->max_non_split_rounding) return NULL;
-  pt_bset_erase_at(&p->blocks, link); /* one descent for the search and the removal */
+  pt_bset_erase_pos(&p->blocks, pos); /* one search for the look and the removal */
   return b;
 }
 
@@ -273,12 +275,16 @@ static int split_front(caching *c, block *b, uint64_t size) {
   rest->size = b->size - size;
   rest->stream = b->stream;
   rest->pool = b->pool;
+  int rc = pool_insert(c, rest->pool, rest); /* first, so that a failure leaves b as it was */
+  if (rc < 0) {
+    block_dispose(c, rest);
+    return rc;
+  }
   rest->prev = b;
   rest->next = b->next;
   if (rest->next) rest->next->prev = rest;
   b->next = rest;
   b->size = size;
-  pool_insert(rest->pool, rest);
   return 0;
 }
 
@@ -336,8 +342,7 @@ static int caching_free(void *state, uint64_t handle) {
   b->allocated = 0;
   try_merge(c, b, b->prev);
   try_merge(c, b, b->next);
-  pool_insert(b->pool, b);
-  return 0;
+  return pool_insert(c, b->pool, b);
 }
 
 static int caching_empty_cache(void *state) {
@@ -359,7 +364,11 @@ static int caching_init_segment(void *state, uint64_t addr, uint64_t bytes, uint
   b->size = bytes;
   b->stream = stream;
   b->pool = bytes == SMALL_BUFFER ? &c->small : &c->large; /* only small segments are 2 MiB */
-  pool_insert(b->pool, b);
+  int rc = pool_insert(c, b->pool, b);
+  if (rc < 0) {
+    block_dispose(c, b);
+    return rc;
+  }
   pt_dev_adopt_at(c->env.dev, addr, bytes);
   return 0;
 }
@@ -389,8 +398,7 @@ static int caching_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64
   pool_erase(p, b);
   if (addr > b->addr) { /* the free part before it stays free */
     uint64_t before = addr - b->addr;
-    if ((rc = split_front(c, b, before)) < 0) return rc;
-    pool_insert(p, b);
+    if ((rc = split_front(c, b, before)) < 0 || (rc = pool_insert(c, p, b)) < 0) return rc;
     b = b->next;
     pool_erase(p, b);
   }
@@ -432,6 +440,8 @@ static int caching_create(const pt_mech_env *env, void **state) {
 static void caching_destroy(void *state) {
   caching *c = state;
   if (!c) return;
+  pt_bset_free(&c->small.blocks);
+  pt_bset_free(&c->large.blocks);
   pt_slab_free(&c->blocks); /* every block record, free or allocated */
   free(c);
 }

@@ -62,7 +62,8 @@ typedef struct pt_device {
    * mapped in it, with the page size page_size(page_ctx, bytes) gives (the
    * policy's hook) or the driver's default: 2 MiB pages for cudaMalloc
    * segments of 2 MiB or more and for VMM handles, 64 KiB below.  A failure
-   * (a hook error) is kept in error/err and stops the run.
+   * (a hook error; a mechanism out of memory, pt_mech_set_insert) is kept in
+   * error/err and stops the run.
    */
   pt_pagetable *pt;
   int (*page_size)(void *page_ctx, uint64_t bytes, uint64_t *out, pt_err *err);

@@ -137,10 +137,10 @@ static void link_before(eblock *at, eblock *b) {
 
 static void free_insert(exp_state *st, eblock *b) {
   b->node.key = (pt_bkey){b->seg->stream, b->size, b->addr};
-  pt_bset_insert(&st->freet[b->seg->pool], &b->node);
+  pt_mech_set_insert(&st->env, &st->freet[b->seg->pool], &b->node);
   if (st->init_phase) {
     b->anode.key = (pt_bkey){0, 0, b->addr};
-    pt_bset_insert(&st->addrt, &b->anode);
+    pt_mech_set_insert(&st->env, &st->addrt, &b->anode);
   }
 }
 
@@ -151,7 +151,7 @@ static void free_remove(exp_state *st, eblock *b) {
 
 static void unmapped_insert(exp_state *st, eblock *b) {
   b->node.key = (pt_bkey){b->seg->stream, 0, b->addr};
-  pt_bset_insert(&st->unmapped[b->seg->pool], &b->node);
+  pt_mech_set_insert(&st->env, &st->unmapped[b->seg->pool], &b->node);
 }
 
 /*
@@ -182,7 +182,7 @@ static void unmapped_remove(exp_state *st, eblock *b) { pt_bset_erase(&st->unmap
 /* The initial state is complete: the address index is no longer kept. */
 static void end_init(exp_state *st) {
   st->init_phase = 0;
-  st->addrt = (pt_bset){0};
+  pt_bset_free(&st->addrt);
 }
 
 /* try_merge_blocks: dst absorbs src when src is free in the same mapping state. */
@@ -615,6 +615,11 @@ static void exp_destroy(void *state) {
   exp_state *st = state;
   if (!st) return;
   while (st->segs) seg_unlink(st, st->segs);
+  for (int p = 0; p < NPOOLS; p++) {
+    pt_bset_free(&st->freet[p]);
+    pt_bset_free(&st->unmapped[p]);
+  }
+  pt_bset_free(&st->addrt);
   pt_slab_free(&st->blocks);
   free(st->scratch);
   free(st);

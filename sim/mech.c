@@ -1,6 +1,8 @@
 /* mech.c — the mechanism registry and parameter sets (see mech.h). */
 #include "mech.h"
 
+#include "bset.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -32,4 +34,9 @@ int pt_params_set(pt_params *p, const char *name, double value) {
   p->v[p->n].value = value;
   p->n++;
   return 0;
+}
+
+void pt_mech_set_insert(const pt_mech_env *env, pt_bset *s, pt_bnode *n) {
+  if (pt_bset_insert(s, n) < 0 && !env->dev->error)
+    env->dev->error = pt_err_set(env->err, PT_ENOMEM, "out of memory (free-block set)");
 }

@@ -101,6 +101,15 @@ typedef struct pt_mech_ops {
 extern const pt_mech_ops pt_mech_direct, pt_mech_caching, pt_mech_expandable, pt_mech_async_pool,
     pt_mech_stitch;
 
+/*
+ * Into a free set, from a path that cannot return an error (a block split
+ * deep inside an operation): when the set has no memory for it, the failure
+ * is kept in the device's error, which stops the run (device.h).
+ */
+struct pt_bset;
+struct pt_bnode;
+void pt_mech_set_insert(const pt_mech_env *env, struct pt_bset *s, struct pt_bnode *n);
+
 /* Look a mechanism up by name; NULL when unknown. */
 const pt_mech_ops *pt_mech_find(const char *name);
 /* "direct, caching, expandable, async_pool, stitch" */

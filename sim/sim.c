@@ -217,8 +217,8 @@ static void touch_at(run *r, const pt_mech_ops *m, void *st, uint64_t handle, ui
   }
 }
 
-static void touch(run *r, const pt_mech_ops *m, void *st, uint64_t handle, uint64_t bytes) {
-  if (!r->recorded_accesses) touch_at(r, m, st, handle, 0, bytes);
+static inline void touch(run *r, const pt_mech_ops *m, void *st, uint64_t handle, uint64_t bytes) {
+  if (r->tlb && !r->recorded_accesses) touch_at(r, m, st, handle, 0, bytes);
 }
 
 static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r, pt_sim_result *out, pt_err *err) {
@@ -326,6 +326,7 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   rc = initial_state(t, cfg->mech, st, &r, err);
   r.win_reserved = r.dev.reserved;
   r.win_allocated = r.allocated;
+  if (rc == 0 && r.dev.error) rc = pt_err_prefix(err, r.dev.error, "%s: initial state", t->path);
   if (rc == 0) rc = replay(t, cfg->mech, st, &r, out, err);
   out->seconds = now_s() - t0;
 

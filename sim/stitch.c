@@ -145,7 +145,7 @@ static uint64_t stitchable(const stitch_state *st, const sblock *b) {
 
 static void free_insert(stitch_state *st, sblock *b) {
   b->node.key = (pt_bkey){b->pr->stream, b->size, b->addr};
-  pt_bset_insert(&st->freet, &b->node);
+  pt_mech_set_insert(&st->env, &st->freet, &b->node);
   st->free_pages += stitchable(st, b);
 }
 
@@ -533,7 +533,7 @@ static int stitch_free(void *state, uint64_t handle) {
   s->nlent = 0;
   s->cached = 1;
   s->cnode.key = (pt_bkey){s->stream, s->npages, UINT64_MAX - ++st->seq}; /* most recently freed first */
-  pt_bset_insert(&st->cachet, &s->cnode);
+  pt_mech_set_insert(&st->env, &st->cachet, &s->cnode);
   s->lprev = st->lru_tail;
   s->lnext = NULL;
   if (st->lru_tail)
@@ -602,6 +602,8 @@ static void stitch_destroy(void *state) {
   if (!st) return;
   while (st->stitched) srange_free(st, st->stitched);
   while (st->ranges) prange_unlink(st, st->ranges);
+  pt_bset_free(&st->freet);
+  pt_bset_free(&st->cachet);
   pt_slab_free(&st->blocks);
   free(st->runs);
   free(st);

@@ -9,6 +9,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bset.h"
@@ -215,6 +216,113 @@ static void test_bad_params(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(f.err.msg, "power of two"));
 }
 
+/* ---- the free-block set ------------------------------------------------------------ */
+
+/*
+ * The ordered set against a sorted array: random inserts, erases (by node and
+ * through lower_bound_link) and every query, on keys with few streams and few
+ * sizes so that ties on stream and size are common.
+ */
+static int bkey_qcmp(const void *a, const void *b) {
+  return pt_bkey_cmp(&(*(pt_bnode *const *)a)->key, &(*(pt_bnode *const *)b)->key);
+}
+
+static pt_bnode *ref_find(pt_bnode **ref, size_t n, const pt_bkey *k, int want) {
+  /* want: 0 = first >= k, 1 = first > k, 2 = last < k */
+  pt_bnode *hit = NULL;
+  for (size_t i = 0; i < n; i++) {
+    int c = pt_bkey_cmp(&ref[i]->key, k);
+    if (want == 2 ? c < 0 : want == 1 ? c > 0 : c >= 0) {
+      hit = ref[i];
+      if (want != 2) break;
+    }
+  }
+  return hit;
+}
+
+/* An emptied set keeps answering: nothing found, nothing erased, and it fills again. */
+static void test_bset_empty_again(void) {
+  pt_bset s = {0};
+  pt_bnode a = {{0, 512, 0}}, b = {{0, 512, 512}}, absent = {{0, 1024, 0}};
+  pt_bkey any = {0, 0, 0};
+  for (int round = 0; round < 2; round++) {
+    CU_ASSERT_PTR_NULL(pt_bset_first(&s));
+    CU_ASSERT_PTR_NULL(pt_bset_lower_bound(&s, &any));
+    CU_ASSERT_PTR_NULL(pt_bset_before(&s, &absent.key));
+    pt_bset_erase(&s, &absent); /* not in the set: nothing happens */
+    CU_ASSERT_EQUAL(s.len, 0);
+    CU_ASSERT_EQUAL(pt_bset_insert(&s, &b), 0);
+    CU_ASSERT_EQUAL(pt_bset_insert(&s, &a), 0);
+    CU_ASSERT_PTR_EQUAL(pt_bset_first(&s), &a);
+    CU_ASSERT_PTR_EQUAL(pt_bset_next(&s, &a), &b);
+    CU_ASSERT_PTR_EQUAL(pt_bset_before(&s, &absent.key), &b);
+    CU_ASSERT_PTR_NULL(pt_bset_lower_bound(&s, &absent.key));
+    pt_bset_erase(&s, &absent);
+    CU_ASSERT_EQUAL(s.len, 2);
+    pt_bset_erase(&s, &a);
+    pt_bset_erase(&s, &b);
+  }
+  pt_bset_free(&s);
+}
+
+static void test_bset_against_sorted_array(void) {
+  enum { CAP = 600, OPS = 60000 };
+  static pt_bnode nodes[CAP];
+  pt_bnode *ref[CAP];
+  size_t n = 0, used = 0, mismatches = 0;
+  pt_bset s = {0};
+  uint64_t x = 88172645463325252ull;
+#define RND() (x ^= x << 13, x ^= x >> 7, x ^= x << 17, x)
+  pt_bnode *spare[CAP];
+  size_t nspare = 0;
+  for (int op = 0; op < OPS; op++) {
+    unsigned what = (unsigned)(RND() % 8);
+    pt_bkey k = {RND() % 3 * 0x7f00, (RND() % 12 + 1) * 512, (RND() % 4096) * 512};
+    if (what < 3 && (nspare || used < CAP)) { /* insert, unless the key is present */
+      if (ref_find(ref, n, &k, 0) && pt_bkey_cmp(&ref_find(ref, n, &k, 0)->key, &k) == 0) continue;
+      pt_bnode *node = nspare ? spare[--nspare] : &nodes[used++];
+      node->key = k;
+      mismatches += pt_bset_insert(&s, node) != 0;
+      ref[n++] = node;
+      qsort(ref, n, sizeof *ref, bkey_qcmp);
+    } else if (what < 5 && n) { /* erase a random member by node */
+      size_t i = (size_t)(RND() % n);
+      pt_bnode *node = ref[i];
+      pt_bset_erase(&s, node);
+      memmove(&ref[i], &ref[i + 1], (n - i - 1) * sizeof *ref);
+      n--;
+      spare[nspare++] = node;
+    } else if (what == 5) { /* best fit and remove in one descent */
+      pt_bpos pos;
+      pt_bnode *got = pt_bset_lower_bound_pos(&s, &k, &pos), *want = ref_find(ref, n, &k, 0);
+      mismatches += got != want;
+      if (got && want) {
+        pt_bset_erase_pos(&s, pos);
+        size_t i = 0;
+        while (ref[i] != want) i++;
+        memmove(&ref[i], &ref[i + 1], (n - i - 1) * sizeof *ref);
+        n--;
+        spare[nspare++] = want;
+      }
+    } else { /* queries */
+      mismatches += pt_bset_lower_bound(&s, &k) != ref_find(ref, n, &k, 0);
+      mismatches += pt_bset_upper_bound(&s, &k) != ref_find(ref, n, &k, 1);
+      mismatches += pt_bset_before(&s, &k) != ref_find(ref, n, &k, 2);
+    }
+    mismatches += s.len != n;
+    if (op % 997 == 0) { /* the whole order, walked */
+      size_t i = 0;
+      for (pt_bnode *t = pt_bset_first(&s); t; t = pt_bset_next(&s, t), i++) mismatches += i >= n || t != ref[i];
+      mismatches += i != n;
+    }
+  }
+#undef RND
+  CU_ASSERT_EQUAL(mismatches, 0);
+  CU_ASSERT(used > 300); /* the set grew to many chunks */
+  pt_bset_free(&s);
+  CU_ASSERT_PTR_NULL(pt_bset_first(&s));
+}
+
 /* ---- fidelity on the real traces ------------------------------------------------- */
 
 static const struct {
@@ -271,6 +379,8 @@ int pt_test_add_caching(void) {
   CU_add_test(s, "max_split_size_mb and max_non_split_rounding", test_max_split);
   CU_add_test(s, "capacity: free cached and retry, then OOM", test_capacity_retry_and_oom);
   CU_add_test(s, "bad parameters refused", test_bad_params);
+  CU_add_test(s, "free-block set: 60k random operations against a sorted array", test_bset_against_sorted_array);
+  CU_add_test(s, "free-block set: emptied, it answers and fills again", test_bset_empty_again);
   CU_add_test(s, "fidelity on every real H200 trace", test_fidelity);
   return CU_get_error();
 }
