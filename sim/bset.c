@@ -177,7 +177,8 @@ int pt_bset_insert(pt_bset *s, pt_bnode *n) {
   return 0;
 }
 
-void pt_bset_erase_pos(pt_bset *s, pt_bpos pos) {
+/* Inlined into both erases: most sets hold a handful of blocks, where a call costs what the work does. */
+__attribute__((always_inline)) static inline void erase_at(pt_bset *s, pt_bpos pos) {
   size_t i = pos.chunk;
   pt_bchunk *c = s->chunk[i];
   close_gap(c, pos.at);
@@ -195,10 +196,12 @@ void pt_bset_erase_pos(pt_bset *s, pt_bpos pos) {
   }
 }
 
+void pt_bset_erase_pos(pt_bset *s, pt_bpos pos) { erase_at(s, pos); }
+
 void pt_bset_erase(pt_bset *s, pt_bnode *n) {
   pt_bpos pos;
   find(s, &n->key, 0, &pos);
-  if (at(s, pos) == n) pt_bset_erase_pos(s, pos);
+  if (at(s, pos) == n) erase_at(s, pos);
 }
 
 pt_bnode *pt_bset_lower_bound_pos(const pt_bset *s, const pt_bkey *k, pt_bpos *pos) {
