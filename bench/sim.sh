@@ -5,6 +5,8 @@
 # (the same caching mechanism with and without hooks that replace its
 # rounding and segment sizes by the same rules).
 #   sh bench/sim.sh [PAGETUNE] [N]
+# On a shared VM pin it to one core (taskset -c 1 sh bench/sim.sh ...): the
+# cores need not run at the same speed (bench/RESULTS.md).
 set -eu
 pt=${1:-./pagetune}
 n=${2:-21}
