@@ -269,7 +269,7 @@ static void test_bset_against_sorted_array(void) {
   enum { CAP = 600, OPS = 60000 };
   static pt_bnode nodes[CAP];
   pt_bnode *ref[CAP];
-  size_t n = 0, used = 0, mismatches = 0;
+  size_t n = 0, used = 0, mismatches = 0, most = 0, chunks = 0;
   pt_bset s = {0};
   uint64_t x = 88172645463325252ull;
 #define RND() (x ^= x << 13, x ^= x >> 7, x ^= x << 17, x)
@@ -310,15 +310,29 @@ static void test_bset_against_sorted_array(void) {
       mismatches += pt_bset_before(&s, &k) != ref_find(ref, n, &k, 2);
     }
     mismatches += s.len != n;
+    if (n > most) most = n;
+    if (s.nchunks > chunks) chunks = s.nchunks;
     if (op % 997 == 0) { /* the whole order, walked */
       size_t i = 0;
       for (pt_bnode *t = pt_bset_first(&s); t; t = pt_bset_next(&s, t), i++) mismatches += i >= n || t != ref[i];
       mismatches += i != n;
     }
   }
+  while (n) { /* then empty it in random order: chunks merge down to one */
+    size_t i = (size_t)(RND() % n);
+    pt_bset_erase(&s, ref[i]);
+    memmove(&ref[i], &ref[i + 1], (n - i - 1) * sizeof *ref);
+    n--;
+    mismatches += s.len != n || pt_bset_first(&s) != (n ? ref[0] : NULL);
+    pt_bkey mid = n ? ref[n / 2]->key : (pt_bkey){0, 0, 0};
+    mismatches += pt_bset_before(&s, &mid) != (n > 1 ? ref[n / 2 - 1] : NULL);
+  }
+  CU_ASSERT_EQUAL(s.nchunks, 1);
 #undef RND
   CU_ASSERT_EQUAL(mismatches, 0);
-  CU_ASSERT(used > 300); /* the set grew to many chunks */
+  CU_ASSERT(most > 8 * PT_BSET_CHUNK); /* the set grew to many chunks */
+  CU_ASSERT(chunks > 8);
+
   pt_bset_free(&s);
   CU_ASSERT_PTR_NULL(pt_bset_first(&s));
 }
