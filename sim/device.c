@@ -1,6 +1,7 @@
 /* device.c — the modelled driver: counts, reserved bytes, cap, addresses (see device.h). */
 #include "device.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "mech.h"
@@ -32,9 +33,30 @@ static void released(pt_device *d, uint64_t bytes) {
   if (d->on_change) d->on_change(d->ctx);
 }
 
-static void count(pt_device *d, enum pt_drv_call c, uint64_t bytes) {
+static void log_call(pt_device *d, int c, uint64_t va, uint64_t bytes) {
+  pt_dev_log *log = d->log;
+  if (log->n == log->cap) {
+    size_t cap = log->cap ? 2 * log->cap : 256;
+    pt_dev_call *v = realloc(log->v, cap * sizeof *v);
+    if (!v) { /* kept, and it stops the run */
+      if (!d->error) d->error = pt_err_set(d->err, PT_ENOMEM, "out of memory (driver call log)");
+      return;
+    }
+    log->v = v;
+    log->cap = cap;
+  }
+  log->v[log->n++] = (pt_dev_call){va, bytes, c};
+}
+
+static void count(pt_device *d, enum pt_drv_call c, uint64_t va, uint64_t bytes) {
   d->calls[c]++;
   d->call_bytes[c] += bytes;
+  if (d->log) log_call(d, (int)c, va, bytes);
+}
+
+void pt_dev_log_free(pt_dev_log *log) {
+  free(log->v);
+  *log = (pt_dev_log){0};
 }
 
 static uint64_t invent(pt_device *d, uint64_t bytes, uint64_t align) {
@@ -66,7 +88,7 @@ int pt_dev_malloc(pt_device *d, uint64_t bytes, uint64_t *addr) {
     d->hints_followed = 0;
     *addr = invent(d, bytes, VA_ALIGN);
   }
-  count(d, PT_DRV_malloc, bytes);
+  count(d, PT_DRV_malloc, *addr, bytes);
   d->segments_allocated++;
   held(d, bytes);
   pt_map(d, *addr, bytes, 0);
@@ -75,7 +97,7 @@ int pt_dev_malloc(pt_device *d, uint64_t bytes, uint64_t *addr) {
 
 void pt_dev_free(pt_device *d, uint64_t addr, uint64_t bytes) {
   pt_unmap(d, addr, bytes);
-  count(d, PT_DRV_free, bytes);
+  count(d, PT_DRV_free, addr, bytes);
   released(d, bytes);
 }
 
@@ -83,44 +105,44 @@ void pt_dev_adopt(pt_device *d, uint64_t bytes) { held(d, bytes); }
 
 void pt_dev_adopt_at(pt_device *d, uint64_t addr, uint64_t bytes) {
   held(d, bytes);
+  if (d->log) log_call(d, PT_DRV_ADOPT, addr, bytes);
   pt_map(d, addr, bytes, 0);
 }
 
 uint64_t pt_dev_address_reserve(pt_device *d, uint64_t bytes, uint64_t align) {
-  count(d, PT_DRV_address_reserve, bytes);
-  return invent(d, bytes, align > VA_ALIGN ? align : VA_ALIGN);
+  uint64_t va = invent(d, bytes, align > VA_ALIGN ? align : VA_ALIGN);
+  count(d, PT_DRV_address_reserve, va, bytes);
+  return va;
 }
 
 void pt_dev_address_free(pt_device *d, uint64_t va, uint64_t bytes) {
-  (void)va;
-  count(d, PT_DRV_address_free, bytes);
+  count(d, PT_DRV_address_free, va, bytes);
 }
 
 int pt_dev_mem_create(pt_device *d, uint64_t bytes) {
   if (pt_dev_would_exceed(d, bytes)) return PT_EOOM;
-  count(d, PT_DRV_mem_create, bytes);
+  count(d, PT_DRV_mem_create, 0, bytes);
   d->segments_allocated++;
   held(d, bytes);
   return 0;
 }
 
 void pt_dev_mem_release(pt_device *d, uint64_t bytes) {
-  count(d, PT_DRV_mem_release, bytes);
+  count(d, PT_DRV_mem_release, 0, bytes);
   released(d, bytes);
 }
 
 void pt_dev_mem_map(pt_device *d, uint64_t va, uint64_t bytes) {
   pt_map(d, va, bytes, 1);
-  count(d, PT_DRV_mem_map, bytes);
+  count(d, PT_DRV_mem_map, va, bytes);
   d->bytes_mapped_total += bytes;
 }
 
 void pt_dev_mem_set_access(pt_device *d, uint64_t va, uint64_t bytes) {
-  (void)va;
-  count(d, PT_DRV_mem_set_access, bytes);
+  count(d, PT_DRV_mem_set_access, va, bytes);
 }
 
 void pt_dev_mem_unmap(pt_device *d, uint64_t va, uint64_t bytes) {
   pt_unmap(d, va, bytes);
-  count(d, PT_DRV_mem_unmap, bytes);
+  count(d, PT_DRV_mem_unmap, va, bytes);
 }

@@ -39,6 +39,26 @@ enum pt_drv_call {
   PT_DRV_NCALLS
 };
 
+/*
+ * The calls the model made, in order, when a run asks for them: what
+ * `pagetune replay` makes on a real GPU.  call is a pt_drv_call, or
+ * PT_DRV_ADOPT for a segment that existed before the trace began (the
+ * replay makes it first, untimed).  va is the model's address (0 for
+ * mem_create and mem_release, which name no address).
+ */
+#define PT_DRV_ADOPT PT_DRV_NCALLS
+typedef struct pt_dev_call {
+  uint64_t va, bytes;
+  int call;
+} pt_dev_call;
+
+typedef struct pt_dev_log {
+  pt_dev_call *v;
+  size_t n, cap;
+} pt_dev_log;
+
+void pt_dev_log_free(pt_dev_log *log);
+
 typedef struct pt_addr_hint {
   uint64_t addr, bytes;
 } pt_addr_hint;
@@ -70,6 +90,7 @@ typedef struct pt_device {
   void *page_ctx;
   int error;
   pt_err *err;
+  pt_dev_log *log;                   /* NULL: calls are counted, not logged */
 } pt_device;
 
 void pt_dev_init(pt_device *d, uint64_t capacity, const pt_addr_hint *hints, size_t nhints);

@@ -289,6 +289,7 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   r.dev.on_change = on_reserved_change;
   r.dev.ctx = &r;
   r.dev.err = err;
+  r.dev.log = cfg->log;
   int rc = 0;
   if (cfg->gpu) {
     const pt_mmu_desc *mmu = cfg->gpu->mmu;
@@ -359,7 +360,9 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
     out->predicted_translation_us = pt_tlb_miss_ns(r.tlb) / 1000.0;
   }
 
-  /* give every live block back before the mechanism goes, so it owns all memory */
+  /* give every live block back before the mechanism goes, so it owns all memory
+     (not logged: the calls counted above are the run's, and a replay cleans up on its own) */
+  r.dev.log = NULL;
   for (size_t i = 0; i < t->nallocs; i++)
     if (r.handles[i] != FAILED && r.handles[i] != FREED) cfg->mech->free(st, r.handles[i]);
   cfg->mech->destroy(st);

@@ -49,6 +49,7 @@ typedef struct pt_sim_config {
   size_t timeline_points;    /* about this many samples; 0 = 1000 */
   const pt_gpu *gpu;         /* NULL: no page tables, TLBs or predicted times */
   int tlb;                   /* run the synthetic access stream through the TLBs */
+  pt_dev_log *log;           /* non-NULL: every driver call is appended to it (pagetune replay) */
 } pt_sim_config;
 
 /* X(type, name, help): U = uint64_t, D = double. */

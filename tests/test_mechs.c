@@ -7,6 +7,7 @@
  */
 #include <string.h>
 
+#include "devlog.h"
 #include "mech.h"
 #include "sim.h"
 #include "testutil.h"
@@ -917,6 +918,78 @@ static void test_random_consistency(void) {
   }
 }
 
+/* ---- the driver call log, and its walk (what pagetune replay repeats on a GPU) -------- */
+
+typedef struct tally {
+  uint64_t calls[PT_DRV_NCALLS + 1];
+  uint64_t live; /* allocations + mapped handles + unmapped handles + ranges, as the callbacks see them */
+} tally;
+
+static int t_adopt(void *c, size_t id, uint64_t b) { (void)id, (void)b; ((tally *)c)->calls[PT_DRV_ADOPT]++; ((tally *)c)->live++; return 0; }
+static int t_malloc(void *c, size_t id, uint64_t b) { (void)id, (void)b; ((tally *)c)->calls[PT_DRV_malloc]++; ((tally *)c)->live++; return 0; }
+static int t_free(void *c, size_t id) { (void)id; ((tally *)c)->calls[PT_DRV_free]++; ((tally *)c)->live--; return 0; }
+static int t_reserve(void *c, size_t id, uint64_t b, uint64_t a) { (void)id, (void)b, (void)a; ((tally *)c)->calls[PT_DRV_address_reserve]++; ((tally *)c)->live++; return 0; }
+static int t_afree(void *c, size_t id) { (void)id; ((tally *)c)->calls[PT_DRV_address_free]++; ((tally *)c)->live--; return 0; }
+static int t_create(void *c, size_t id, uint64_t b) { (void)id, (void)b; ((tally *)c)->calls[PT_DRV_mem_create]++; ((tally *)c)->live++; return 0; }
+static int t_map(void *c, size_t h, size_t r, uint64_t o, uint64_t b) { (void)h, (void)r, (void)o, (void)b; ((tally *)c)->calls[PT_DRV_mem_map]++; return 0; }
+static int t_access(void *c, size_t r, uint64_t o, uint64_t b) { (void)r, (void)o, (void)b; ((tally *)c)->calls[PT_DRV_mem_set_access]++; return 0; }
+static int t_unmap(void *c, size_t h, size_t r, uint64_t o, uint64_t b) { (void)h, (void)r, (void)o, (void)b; ((tally *)c)->calls[PT_DRV_mem_unmap]++; return 0; }
+static int t_release(void *c, size_t id) { (void)id; ((tally *)c)->calls[PT_DRV_mem_release]++; ((tally *)c)->live--; return 0; }
+
+/*
+ * On real traces, every mechanism's log holds exactly the calls the run
+ * counted, and the walk resolves them (a free finds its allocation, a map an
+ * unmapped handle of its size inside a reservation); what it leaves alive is
+ * what the callbacks saw made and not given back.
+ */
+static void test_log_walk(void) {
+  static const char *const traces[] = {"traces/varlen_infer.pickle.gz", "traces/two_streams.pickle.gz",
+                                       "traces/transformer_train.pickle.gz"};
+  const pt_mech_ops *all[] = {&pt_mech_caching, &pt_mech_direct, &pt_mech_expandable, &pt_mech_async_pool};
+  for (size_t ti = 0; ti < sizeof traces / sizeof traces[0]; ti++) {
+    pt_err err = {{0}};
+    pt_trace_data t;
+    CU_ASSERT_EQUAL_FATAL(pt_trace_load(pt_test_src(traces[ti]), NULL, &err, &t), 0);
+    for (size_t m = 0; m < sizeof all / sizeof all[0]; m++) {
+      pt_dev_log log = {0};
+      pt_sim_config cfg = {.mech = all[m], .log = &log};
+      pt_sim_result r;
+      CU_ASSERT_EQUAL_FATAL(pt_sim_run(&t, &cfg, &err, &r), 0);
+      tally tl = {{0}, 0};
+      pt_devlog_ops ops = {t_adopt, t_malloc, t_free, t_reserve, t_afree, t_create, t_map, t_access, t_unmap, t_release, &tl};
+      pt_devlog_left left;
+      int rc = pt_devlog_walk(&log, &ops, &left, &err);
+      if (rc < 0) fprintf(stderr, "\n  %s on %s: %s\n", all[m]->name, traces[ti], err.msg);
+      CU_ASSERT_EQUAL(rc, 0);
+      for (int k = 0; k < PT_DRV_NCALLS; k++) CU_ASSERT_EQUAL(tl.calls[k], r.driver_calls[k]);
+      CU_ASSERT(r.driver_calls[PT_DRV_malloc] + r.driver_calls[PT_DRV_mem_create] > 0);
+      if (rc == 0) CU_ASSERT_EQUAL(tl.live, left.nallocs + left.nmaps + left.nhandles + left.nranges);
+      pt_devlog_left_free(&left);
+      pt_sim_result_free(&r);
+      pt_dev_log_free(&log);
+    }
+    pt_trace_data_free(&t);
+  }
+}
+
+/* Logs that cannot be repeated are refused with the call's index. */
+static void test_log_walk_refuses(void) {
+  static const struct { pt_dev_call v[3]; size_t n; const char *why; } bad[] = {
+      {{{0x1000, 512, PT_DRV_free}}, 1, "call 0: a free of an address no allocation holds"},
+      {{{0x1000, 4096, PT_DRV_malloc}, {0x1000, 512, PT_DRV_free}}, 2, "call 1: a free whose size"},
+      {{{0, 2 << 20, PT_DRV_mem_create}, {0x200000, 2 << 20, PT_DRV_mem_map}}, 2, "call 1: a map outside every"},
+      {{{0x200000, 4 << 20, PT_DRV_address_reserve}, {0x200000, 2 << 20, PT_DRV_mem_map}}, 2,
+       "call 1: a map with no unmapped handle"},
+      {{{0, 2 << 20, PT_DRV_mem_release}}, 1, "call 0: a release with no unmapped handle"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    pt_dev_log log = {(pt_dev_call *)bad[i].v, bad[i].n, bad[i].n};
+    pt_err err = {{0}};
+    CU_ASSERT_EQUAL(pt_devlog_walk(&log, NULL, NULL, &err), PT_EFORMAT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, bad[i].why));
+  }
+}
+
 static void test_params(void) {
   static const char *const names[] = {"direct", "expandable", "async_pool", "stitch"};
   for (size_t i = 0; i < sizeof mechs / sizeof mechs[0]; i++) {
@@ -943,6 +1016,8 @@ static void test_params(void) {
 int pt_test_add_mechs(void) {
   CU_pSuite s = CU_add_suite("mechs", NULL, NULL);
   if (!s) return CU_get_error();
+  CU_add_test(s, "driver call log: the counted calls, resolved for a replay", test_log_walk);
+  CU_add_test(s, "driver call log: unrepeatable logs refused with the call", test_log_walk_refuses);
   CU_add_test(s, "direct: one cudaMalloc/cudaFree a request, 512 B rounding", test_direct_counts);
   CU_add_test(s, "direct: initial segments held until their blocks go", test_direct_initial);
   CU_add_test(s, "direct: cap frees idle segments, retries once, then OOM", test_direct_capacity);
