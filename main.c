@@ -20,6 +20,7 @@
 #include <zlib.h>
 
 #include "driver.h"
+#include "replay.h"
 #include "error.h"
 #include "export.h"
 #include "gen.h"
@@ -295,6 +296,28 @@ static const char sim_help[] =
     "  --json              one JSON object, with the timeline\n"
     "  -h, --help          this help\n";
 
+static const char replay_help[] =
+    "usage: pagetune replay --trace TRACE --policy POLICY [--set NAME=VALUE]...\n"
+    "                       [--capacity BYTES] [--device N] [--gpu NAME] [--repeat N] [--json]\n"
+    "\n"
+    "Run the model as 'pagetune sim' does, then make the driver calls it made on\n"
+    "this machine's GPU (device 0) through the CUDA driver, in the same order and\n"
+    "with the same sizes, and time each: cudaMalloc/cudaFree as cuMemAlloc/cuMemFree,\n"
+    "and the VMM calls (cuMemCreate, cuMemAddressReserve, cuMemMap, cuMemSetAccess,\n"
+    "cuMemUnmap, cuMemRelease, cuMemAddressFree) as themselves.  Prints, for each\n"
+    "kind of call, the measured time beside the time the GPU description's cost\n"
+    "model predicts.  This measures the driver side of an allocator, not its own\n"
+    "bookkeeping.  Segments that existed before the trace are made first, and what\n"
+    "is still held at the end is given back, both untimed.  One untimed replay\n"
+    "warms the driver up first.  Needs a GPU: without one, one line and exit 1.\n"
+    "Stitch logs (one handle mapped at two addresses) are refused.\n"
+    "\n"
+    "  --trace, --policy, --set, --capacity, --device, --invent-addresses: as for sim\n"
+    "  --gpu NAME          the description whose cost model predicts (default h200)\n"
+    "  --repeat N          replay N times (default 5) and report medians\n"
+    "  --json              one JSON object: sim's keys and gpu_replay\n"
+    "  -h, --help          this help\n";
+
 /* Bytes with an optional binary suffix: 123, 4K, 80G. */
 static int parse_bytes(const char *s, uint64_t *out) {
   char *end;
@@ -343,7 +366,12 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static int cmd_sim(int argc, char **argv) {
+static int replay_on_gpu(const pt_dev_log *log, const pt_gpu *gpu, const pt_sim_result *r, unsigned long repeat,
+                         int json, pt_err *err);
+
+/* sim, and with on_gpu (pagetune replay) its driver calls made again on the GPU. */
+static int cmd_sim(int argc, char **argv, int on_gpu) {
+  const char *cmd = on_gpu ? "replay" : "sim";
   static const struct option opts[] = {
       {"trace", required_argument, NULL, SIM_TRACE},     {"policy", required_argument, NULL, SIM_POLICY},
       {"set", required_argument, NULL, SIM_SET},         {"capacity", required_argument, NULL, SIM_CAPACITY},
@@ -355,26 +383,26 @@ static int cmd_sim(int argc, char **argv) {
       {NULL, 0, NULL, 0}};
   const char *trace = NULL, *policy = NULL, *gpu_name = NULL, *sets[PT_MAX_PARAMS];
   int nsets = 0, json = 0, invent = 0, tlb = 0, c;
-  unsigned long device = (unsigned long)-1, repeat = 1;
+  unsigned long device = (unsigned long)-1, repeat = on_gpu ? 5 : 1;
   uint64_t capacity = 0;
   optind = 1;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
     switch (c) {
-    case 'h': fputs(sim_help, stdout); return 0;
-    case '?': return usage_error("sim", "unknown option '%s'", argv[optind - 1]);
-    case ':': return usage_error("sim", "option '%s' needs a value", argv[optind - 1]);
+    case 'h': fputs(on_gpu ? replay_help : sim_help, stdout); return 0;
+    case '?': return usage_error(cmd, "unknown option '%s'", argv[optind - 1]);
+    case ':': return usage_error(cmd, "option '%s' needs a value", argv[optind - 1]);
     case SIM_TRACE: trace = optarg; break;
     case SIM_POLICY: policy = optarg; break;
     case SIM_SET:
-      if (nsets == PT_MAX_PARAMS) return usage_error("sim", "too many --set (at most %s)", "32");
+      if (nsets == PT_MAX_PARAMS) return usage_error(cmd, "too many --set (at most %s)", "32");
       sets[nsets++] = optarg;
       break;
     case SIM_CAPACITY:
-      if (parse_bytes(optarg, &capacity) < 0 || !capacity) return usage_error("sim", "bad --capacity '%s'", optarg);
+      if (parse_bytes(optarg, &capacity) < 0 || !capacity) return usage_error(cmd, "bad --capacity '%s'", optarg);
       break;
     case SIM_DEVICE:
-      if (parse_ulong(optarg, 4096, &device) < 0) return usage_error("sim", "bad --device '%s'", optarg);
+      if (parse_ulong(optarg, 4096, &device) < 0) return usage_error(cmd, "bad --device '%s'", optarg);
       break;
     case SIM_JSON: json = 1; break;
     case SIM_INVENT: invent = 1; break;
@@ -387,14 +415,16 @@ static int cmd_sim(int argc, char **argv) {
       return 0;
     }
     case SIM_REPEAT:
-      if (parse_ulong(optarg, 100000, &repeat) < 0 || !repeat) return usage_error("sim", "bad --repeat '%s'", optarg);
+      if (parse_ulong(optarg, 100000, &repeat) < 0 || !repeat) return usage_error(cmd, "bad --repeat '%s'", optarg);
       break;
     }
   }
-  if (optind < argc) return usage_error("sim", "unexpected argument '%s'", argv[optind]);
-  if (!trace) return usage_error("sim", "%s", "needs --trace TRACE");
-  if (!policy) return usage_error("sim", "%s", "needs --policy POLICY");
-  if (tlb && !gpu_name) return usage_error("sim", "%s", "--tlb needs --gpu NAME");
+  if (optind < argc) return usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+  if (!trace) return usage_error(cmd, "%s", "needs --trace TRACE");
+  if (!policy) return usage_error(cmd, "%s", "needs --policy POLICY");
+  if (on_gpu && tlb) return usage_error(cmd, "%s", "--tlb is sim's: a replay makes driver calls only");
+  if (tlb && !gpu_name) return usage_error(cmd, "%s", "--tlb needs --gpu NAME");
+  if (on_gpu && !gpu_name) gpu_name = "h200";
 
   pt_err err = {{0}};
   char pbuf[4096];
@@ -425,21 +455,33 @@ static int cmd_sim(int argc, char **argv) {
     return fail(&err);
   }
   pt_sim_result r;
-  double *secs = calloc(repeat, sizeof *secs);
+  pt_dev_log log = {0};
+  if (on_gpu) cfg.log = &log;
+  unsigned long runs = on_gpu ? 1 : repeat; /* replay: --repeat counts GPU replays */
+  double *secs = calloc(runs, sizeof *secs);
   int rc = secs ? 0 : pt_err_set(&err, PT_ENOMEM, "out of memory");
-  for (unsigned long k = 0; rc == 0 && k < repeat; k++) {
+  for (unsigned long k = 0; rc == 0 && k < runs; k++) {
     if (k) pt_sim_result_free(&r);
     if ((rc = pt_sim_run(&t, &cfg, &err, &r)) == 0) secs[k] = r.seconds;
   }
   if (rc < 0) {
     free(secs);
+    pt_dev_log_free(&log);
     pt_trace_data_free(&t);
     pt_policy_free(pol);
     return fail(&err);
   }
-  qsort(secs, repeat, sizeof *secs, cmp_double);
-  double median = secs[repeat / 2], fastest = secs[0], slowest = secs[repeat - 1];
+  qsort(secs, runs, sizeof *secs, cmp_double);
+  double median = secs[runs / 2], fastest = secs[0], slowest = secs[runs - 1];
   free(secs);
+  if (on_gpu) {
+    rc = replay_on_gpu(&log, cfg.gpu, &r, repeat, json, &err);
+    pt_dev_log_free(&log);
+    pt_sim_result_free(&r);
+    pt_trace_data_free(&t);
+    pt_policy_free(pol);
+    return rc < 0 ? fail(&err) : 0;
+  }
   if (json) {
     fputs("{\"trace\":", stdout);
     pt_json_str(stdout, trace);
@@ -481,6 +523,89 @@ static int cmd_sim(int argc, char **argv) {
   pt_sim_result_free(&r);
   pt_trace_data_free(&t);
   pt_policy_free(pol);
+  return 0;
+}
+
+static const char *const drv_names[] = {
+#define PT_X(n) #n,
+    PT_DRIVER_CALLS(PT_X)
+#undef PT_X
+};
+
+static double median_of(double *v, unsigned long n) {
+  qsort(v, n, sizeof *v, cmp_double);
+  return v[n / 2];
+}
+
+/*
+ * pagetune replay: one untimed warm-up, then `repeat` timed replays of the
+ * logged calls on device 0; medians by kind of call, beside the cost model's
+ * prediction for the same calls.
+ */
+static int replay_on_gpu(const pt_dev_log *log, const pt_gpu *gpu, const pt_sim_result *r, unsigned long repeat,
+                         int json, pt_err *err) {
+  pt_driver *d;
+  pt_gpu_info gi;
+  int rc = pt_driver_open(err, &d);
+  if (rc < 0) return rc;
+  if ((rc = pt_driver_info(d, &gi, err)) < 0) {
+    pt_driver_close(d);
+    return rc;
+  }
+  double *v = calloc((PT_DRV_NCALLS + 1) * repeat, sizeof *v); /* [kind][rep], total last */
+  if (!v) {
+    pt_driver_close(d);
+    return pt_err_set(err, PT_ENOMEM, "out of memory");
+  }
+  pt_replay_result res;
+  if (!json) fprintf(stderr, "replaying %zu driver calls on %s: warm-up", log->n, gi.name);
+  rc = pt_replay_log(d, log, &res, err);
+  for (unsigned long k = 0; rc == 0 && k < repeat; k++) {
+    if (!json) fprintf(stderr, ", %lu", k + 1);
+    if ((rc = pt_replay_log(d, log, &res, err)) < 0) break;
+    for (int c = 0; c < PT_DRV_NCALLS; c++) v[c * repeat + k] = res.us[c];
+    v[PT_DRV_NCALLS * repeat + k] = res.total_us;
+  }
+  if (!json) fputc('\n', stderr);
+  pt_driver_close(d);
+  if (rc < 0) {
+    free(v);
+    return rc;
+  }
+  double measured[PT_DRV_NCALLS + 1], predicted[PT_DRV_NCALLS + 1] = {0};
+  for (int c = 0; c <= PT_DRV_NCALLS; c++) measured[c] = median_of(&v[c * repeat], repeat);
+  free(v);
+  for (int c = 0; c < PT_DRV_NCALLS; c++) {
+    predicted[c] = pt_cost_calls_us(&gpu->cost.call[c], r->driver_calls[c], r->driver_bytes[c]);
+    predicted[PT_DRV_NCALLS] += predicted[c];
+  }
+  if (json) {
+    fputs("{\"gpu_replay\":{\"device\":", stdout);
+    pt_json_str(stdout, gi.name);
+    fputs(",\"cost_model\":", stdout);
+    pt_json_str(stdout, gpu->name);
+    printf(",\"repeat\":%lu,\"driver_calls\":{", repeat);
+    for (int c = 0; c < PT_DRV_NCALLS; c++) printf("%s\"%s\":%" PRIu64, c ? "," : "", drv_names[c], res.calls[c]);
+    fputs("},\"measured_us\":{", stdout);
+    for (int c = 0; c < PT_DRV_NCALLS; c++) printf("%s\"%s\":%.3f", c ? "," : "", drv_names[c], measured[c]);
+    fputs("},\"predicted_us\":{", stdout);
+    for (int c = 0; c < PT_DRV_NCALLS; c++) printf("%s\"%s\":%.3f", c ? "," : "", drv_names[c], predicted[c]);
+    printf("},\"measured_total_us\":%.3f,\"predicted_total_us\":%.3f},", measured[PT_DRV_NCALLS],
+           predicted[PT_DRV_NCALLS]);
+    pt_sim_print_json_members(stdout, r, 0);
+    fputs("}\n", stdout);
+    return 0;
+  }
+  printf("driver calls of the run, made on %s (device 0), median of %lu replays,\n"
+         "beside the %s cost model's prediction:\n\n", gi.name, repeat, gpu->name);
+  printf("  %-16s %8s %14s %14s\n", "call", "calls", "measured us", "predicted us");
+  for (int c = 0; c < PT_DRV_NCALLS; c++)
+    if (res.calls[c])
+      printf("  %-16s %8" PRIu64 " %14.1f %14.1f\n", drv_names[c], res.calls[c], measured[c], predicted[c]);
+  printf("  %-16s %8s %14.1f %14.1f", "total", "", measured[PT_DRV_NCALLS], predicted[PT_DRV_NCALLS]);
+  if (predicted[PT_DRV_NCALLS] > 0) printf("   (measured / predicted %.2f)", measured[PT_DRV_NCALLS] / predicted[PT_DRV_NCALLS]);
+  printf("\n\nmodel: peak reserved %" PRIu64 " bytes, %" PRIu64 " segments; %" PRIu64 " requests, %" PRIu64 " frees\n",
+         r->peak_reserved_bytes, r->segments_allocated, r->allocs, r->frees);
   return 0;
 }
 
@@ -1341,6 +1466,7 @@ static const char main_help[] =
     "Commands:\n"
     "  trace import|stats|gen   read, convert and synthesise allocation traces\n"
     "  sim                      replay a trace through an allocator policy\n"
+    "  replay                   make the driver calls a policy's run makes on the GPU, timed\n"
     "  sweep                    traces x policies x parameter grids, stored in SQLite\n"
     "  tune                     search a policy's parameters (grid + Nelder-Mead)\n"
     "  best                     the best stored run of a trace\n"
@@ -1373,7 +1499,8 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "trace")) return cmd_trace(argc - 1, argv + 1);
   if (!strcmp(cmd, "gpu")) return cmd_gpu(argc - 1, argv + 1);
-  if (!strcmp(cmd, "sim")) return cmd_sim(argc - 1, argv + 1);
+  if (!strcmp(cmd, "sim")) return cmd_sim(argc - 1, argv + 1, 0);
+  if (!strcmp(cmd, "replay")) return cmd_sim(argc - 1, argv + 1, 1);
   if (!strcmp(cmd, "sweep")) return cmd_sweep(argc - 1, argv + 1);
   if (!strcmp(cmd, "tune")) return cmd_tune(argc - 1, argv + 1);
   if (!strcmp(cmd, "best")) return cmd_best(argc - 1, argv + 1);

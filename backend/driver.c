@@ -12,23 +12,13 @@
 #include <string.h>
 
 #ifdef HAVE_CUDA
-#include <cuda.h>
 #include <dlfcn.h>
 
-struct pt_driver {
-  void *lib;
-  CUresult (*Init)(unsigned);
-  CUresult (*DriverGetVersion)(int *);
-  CUresult (*DeviceGetCount)(int *);
-  CUresult (*DeviceGet)(CUdevice *, int);
-  CUresult (*DeviceGetName)(char *, int, CUdevice);
-  CUresult (*DeviceTotalMem)(size_t *, CUdevice);
-  CUresult (*GetErrorString)(CUresult, const char **);
-};
+#include "cudafns.h"
 
 int pt_driver_built(void) { return 1; }
 
-static int cu_fail(pt_driver *d, CUresult r, const char *what, pt_err *err) {
+int pt_cu_fail(pt_driver *d, CUresult r, const char *what, pt_err *err) {
   const char *s = NULL;
   if (!d->GetErrorString || d->GetErrorString(r, &s) != CUDA_SUCCESS || !s) s = "unknown error";
   return pt_err_set(err, r == CUDA_ERROR_NO_DEVICE ? PT_ENODEV : PT_EIO, "%s failed: %s (CUresult %d)",
@@ -54,6 +44,20 @@ int pt_driver_open(pt_err *err, pt_driver **out) {
       {"cuDeviceGetName", offsetof(pt_driver, DeviceGetName)},
       {"cuDeviceTotalMem_v2", offsetof(pt_driver, DeviceTotalMem)},
       {"cuGetErrorString", offsetof(pt_driver, GetErrorString)},
+      {"cuDevicePrimaryCtxRetain", offsetof(pt_driver, DevicePrimaryCtxRetain)},
+      {"cuDevicePrimaryCtxRelease_v2", offsetof(pt_driver, DevicePrimaryCtxRelease)},
+      {"cuCtxSetCurrent", offsetof(pt_driver, CtxSetCurrent)},
+      {"cuCtxSynchronize", offsetof(pt_driver, CtxSynchronize)},
+      {"cuMemAlloc_v2", offsetof(pt_driver, MemAlloc)},
+      {"cuMemFree_v2", offsetof(pt_driver, MemFree)},
+      {"cuMemCreate", offsetof(pt_driver, MemCreate)},
+      {"cuMemRelease", offsetof(pt_driver, MemRelease)},
+      {"cuMemAddressReserve", offsetof(pt_driver, MemAddressReserve)},
+      {"cuMemAddressFree", offsetof(pt_driver, MemAddressFree)},
+      {"cuMemMap", offsetof(pt_driver, MemMap)},
+      {"cuMemUnmap", offsetof(pt_driver, MemUnmap)},
+      {"cuMemSetAccess", offsetof(pt_driver, MemSetAccess)},
+      {"cuMemGetAllocationGranularity", offsetof(pt_driver, MemGetAllocationGranularity)},
   };
   for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
     void *p = dlsym(d->lib, syms[i].name);
@@ -65,7 +69,7 @@ int pt_driver_open(pt_err *err, pt_driver **out) {
   }
   CUresult r = d->Init(0);
   if (r != CUDA_SUCCESS) {
-    int rc = cu_fail(d, r, "cuInit", err);
+    int rc = pt_cu_fail(d, r, "cuInit", err);
     pt_driver_close(d);
     return rc == PT_EIO ? PT_ENODEV : rc;
   }
@@ -78,20 +82,33 @@ int pt_driver_info(pt_driver *d, pt_gpu_info *out, pt_err *err) {
   CUresult r;
   CUdevice dev;
   if ((r = d->DriverGetVersion(&out->driver_version)) != CUDA_SUCCESS)
-    return cu_fail(d, r, "cuDriverGetVersion", err);
+    return pt_cu_fail(d, r, "cuDriverGetVersion", err);
   if ((r = d->DeviceGetCount(&out->device_count)) != CUDA_SUCCESS)
-    return cu_fail(d, r, "cuDeviceGetCount", err);
+    return pt_cu_fail(d, r, "cuDeviceGetCount", err);
   if (out->device_count < 1) return pt_err_set(err, PT_ENODEV, "no GPU: the driver sees no device");
-  if ((r = d->DeviceGet(&dev, 0)) != CUDA_SUCCESS) return cu_fail(d, r, "cuDeviceGet", err);
+  if ((r = d->DeviceGet(&dev, 0)) != CUDA_SUCCESS) return pt_cu_fail(d, r, "cuDeviceGet", err);
   if ((r = d->DeviceGetName(out->name, (int)sizeof out->name, dev)) != CUDA_SUCCESS)
-    return cu_fail(d, r, "cuDeviceGetName", err);
+    return pt_cu_fail(d, r, "cuDeviceGetName", err);
   if ((r = d->DeviceTotalMem(&out->total_memory, dev)) != CUDA_SUCCESS)
-    return cu_fail(d, r, "cuDeviceTotalMem", err);
+    return pt_cu_fail(d, r, "cuDeviceTotalMem", err);
+  return 0;
+}
+
+int pt_cu_context(pt_driver *d, pt_err *err) {
+  CUresult r;
+  if (d->ctx) return 0;
+  if ((r = d->DeviceGet(&d->dev, 0)) != CUDA_SUCCESS) return pt_cu_fail(d, r, "cuDeviceGet", err);
+  if ((r = d->DevicePrimaryCtxRetain(&d->ctx, d->dev)) != CUDA_SUCCESS) {
+    d->ctx = NULL;
+    return pt_cu_fail(d, r, "cuDevicePrimaryCtxRetain", err);
+  }
+  if ((r = d->CtxSetCurrent(d->ctx)) != CUDA_SUCCESS) return pt_cu_fail(d, r, "cuCtxSetCurrent", err);
   return 0;
 }
 
 void pt_driver_close(pt_driver *d) {
   if (!d) return;
+  if (d->ctx) d->DevicePrimaryCtxRelease(d->dev);
   if (d->lib) dlclose(d->lib);
   free(d);
 }

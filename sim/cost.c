@@ -39,11 +39,12 @@ double pt_cost_eval(const pt_cost_line *l, double bytes) {
 double pt_cost_alloc_us(const pt_cost_model *m, const uint64_t calls[PT_DRV_NCALLS],
                         const uint64_t bytes[PT_DRV_NCALLS], uint64_t operations) {
   double t = m->bookkeeping_us * (double)operations;
-  for (int i = 0; i < PT_DRV_NCALLS; i++) {
-    const pt_cost_line *l = &m->call[i];
-    if (!l->fitted || !calls[i]) continue;
-    double c = l->a_us * (double)calls[i] + l->b_us_per_byte * (double)bytes[i];
-    t += c > 0 ? c : 0;
-  }
+  for (int i = 0; i < PT_DRV_NCALLS; i++) t += pt_cost_calls_us(&m->call[i], calls[i], bytes[i]);
   return t;
+}
+
+double pt_cost_calls_us(const pt_cost_line *l, uint64_t calls, uint64_t bytes) {
+  if (!l->fitted || !calls) return 0;
+  double c = l->a_us * (double)calls + l->b_us_per_byte * (double)bytes;
+  return c > 0 ? c : 0;
 }

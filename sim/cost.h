@@ -38,6 +38,8 @@ typedef struct pt_cost_model {
 /* Fit one line; one point gives a constant, two or more a weighted least-squares line. */
 int pt_cost_fit(const pt_cost_points *p, pt_cost_line *out /* OUT */, pt_err *err);
 double pt_cost_eval(const pt_cost_line *l, double bytes);
+/* Predicted time of n calls of one kind whose sizes sum to bytes, µs. */
+double pt_cost_calls_us(const pt_cost_line *l, uint64_t calls, uint64_t bytes);
 /* Predicted allocator time, µs: every driver call plus bookkeeping per operation. */
 double pt_cost_alloc_us(const pt_cost_model *m, const uint64_t calls[PT_DRV_NCALLS],
                         const uint64_t bytes[PT_DRV_NCALLS], uint64_t operations);

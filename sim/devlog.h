@@ -40,17 +40,7 @@ typedef struct pt_devlog_ops {
   void *ctx;
 } pt_devlog_ops;
 
-/* What a walk leaves alive at the end, for a replay to give back (ids as above). */
-typedef struct pt_devlog_left {
-  size_t *allocs, nallocs;   /* adopted or malloc'd, not freed */
-  size_t *maps, nmaps;       /* handles still mapped: hid, rid, offset, bytes in map_at */
-  struct { size_t rid; uint64_t offset, bytes; } *map_at;
-  size_t *handles, nhandles; /* created, unmapped, not released */
-  size_t *ranges, nranges;   /* reserved, not freed */
-} pt_devlog_left;
-
-/* Walk log; 0, or the first error (with "call N: reason" in err).  left may be NULL. */
-int pt_devlog_walk(const pt_dev_log *log, const pt_devlog_ops *ops, pt_devlog_left *left /* OUT */, pt_err *err);
-void pt_devlog_left_free(pt_devlog_left *left);
+/* Walk log; 0, or the first error (with "driver call N: reason" in err, or the callback's). */
+int pt_devlog_walk(const pt_dev_log *log, const pt_devlog_ops *ops, pt_err *err);
 
 #endif

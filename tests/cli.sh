@@ -51,6 +51,11 @@ expect 2 "trace import without -o" -- "$pt" trace import "$data/synthetic_snapsh
 "$pt" gpu info >"$tmp/out" 2>"$tmp/err"; rc=$?
 if [ $rc -eq 1 ]; then one_line "no GPU"; echo "ok: gpu info without a GPU: one line, exit 1"
 elif [ $rc -ne 0 ]; then echo "FAIL: gpu info exit $rc"; fails=$((fails + 1)); fi
+"$pt" replay --trace "$top_srcdir/traces/varlen_infer.pickle.gz" --policy pytorch_native --repeat 1 >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc -eq 1 ]; then one_line "no GPU"; echo "ok: replay without a GPU: one line, exit 1"
+elif [ $rc -ne 0 ]; then echo "FAIL: replay exit $rc"; cat "$tmp/err"; fails=$((fails + 1)); fi
+expect 2 "replay without a policy" -- "$pt" replay --trace "$top_srcdir/traces/varlen_infer.pickle.gz"
+expect 2 "replay with sim's --tlb" -- "$pt" replay --trace "$top_srcdir/traces/varlen_infer.pickle.gz" --policy direct --tlb
 
 # imports: good, and bad ones leaving nothing behind
 expect 0 "import a snapshot" -- "$pt" trace import "$data/synthetic_snapshot.pickle.gz" -o "$tmp/s.trace.gz" --json
