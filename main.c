@@ -21,6 +21,7 @@
 
 #include "driver.h"
 #include "replay.h"
+#include "calibrate.h"
 #include "error.h"
 #include "export.h"
 #include "gen.h"
@@ -1455,6 +1456,114 @@ static int cmd_gpu(int argc, char **argv) {
   return 0;
 }
 
+/* ---- pagetune calibrate --------------------------------------------------------- */
+
+static const char calibrate_help[] =
+    "usage: pagetune calibrate [--base NAME] [--repeat N] [-o FILE] [--json]\n"
+    "\n"
+    "Measure what the driver calls cost on this machine's GPU (device 0): cuMemAlloc\n"
+    "and cuMemFree from 512 B to 1 GiB; cuMemCreate, cuMemMap, cuMemSetAccess,\n"
+    "cuMemUnmap and cuMemRelease of one handle from 2 MiB to 2 GiB; cuMemAddressReserve\n"
+    "and cuMemAddressFree from 2 MiB to 1 TiB; the median of N calls each.  Writes a\n"
+    "GPU description: the base one (its MMU, TLBs and notes) with these cost lines\n"
+    "appended, which replace its own; use it with --gpu FILE in sim, sweep, tune\n"
+    "and replay.  Needs a GPU: without one, one line and exit 1.\n"
+    "\n"
+    "  --base NAME   the description to start from (default h200)\n"
+    "  --repeat N    calls per size, 1..64 (default 9)\n"
+    "  -o FILE       write the description there (default: standard output)\n"
+    "  --json        the measured points as one JSON object instead\n"
+    "  -h, --help    this help\n";
+
+static int cmd_calibrate(int argc, char **argv) {
+  const char *base = "h200", *outpath = NULL;
+  unsigned long reps = 9;
+  int json = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      fputs(calibrate_help, stdout);
+      return 0;
+    } else if (!strcmp(argv[i], "--json")) json = 1;
+    else if (i + 1 < argc && !strcmp(argv[i], "--base")) base = argv[++i];
+    else if (i + 1 < argc && !strcmp(argv[i], "-o")) outpath = argv[++i];
+    else if (i + 1 < argc && !strcmp(argv[i], "--repeat")) {
+      if (parse_ulong(argv[++i], 64, &reps) < 0 || !reps) return usage_error("calibrate", "bad --repeat '%s'", argv[i]);
+    } else return usage_error("calibrate", "unexpected argument '%s'", argv[i]);
+  }
+  pt_err err = {{0}};
+  char path[4096];
+  FILE *bf = pt_gpu_open(base, path, sizeof path, &err);
+  if (!bf) return fail(&err);
+  pt_gpu g;
+  int rc = pt_gpu_load(path, &err, &g);
+  if (rc < 0) {
+    fclose(bf);
+    return fail(&err);
+  }
+  pt_driver *d;
+  pt_gpu_info gi;
+  pt_cost_points pts[PT_DRV_NCALLS];
+  if ((rc = pt_driver_open(&err, &d)) == 0) {
+    if ((rc = pt_driver_info(d, &gi, &err)) == 0) rc = pt_calibrate(d, (unsigned)reps, !json, pts, &err);
+    pt_driver_close(d);
+  }
+  if (rc < 0) {
+    fclose(bf);
+    return fail(&err);
+  }
+  time_t now = time(NULL);
+  char when[64];
+  strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+  char tmp[4200];
+  FILE *out = stdout;
+  if (outpath) {
+    snprintf(tmp, sizeof tmp, "%s.tmp", outpath);
+    if (!(out = fopen(tmp, "w"))) {
+      fclose(bf);
+      pt_err_set(&err, PT_EIO, "%s: cannot write: %s", tmp, strerror(errno));
+      return fail(&err);
+    }
+  }
+  if (json) {
+    fputs("{\"device\":", out);
+    pt_json_str(out, gi.name);
+    fprintf(out, ",\"driver_version\":%d,\"repeat\":%lu,\"measured\":", gi.driver_version, reps);
+    pt_json_str(out, when);
+    fputs(",\"points_us\":{", out);
+  } else {
+    char line[1024];
+    while (fgets(line, sizeof line, bf)) fputs(line, out);
+    fprintf(out, "\n# ---- measured by pagetune calibrate on %s (driver API %d), %s, median of %lu calls a size\n",
+            gi.name, gi.driver_version, when, reps);
+    fprintf(out, "name %s-calibrated\nsource pagetune calibrate on %s, %s (driver calls); %s for the rest\n", g.name,
+            gi.name, when, path);
+  }
+  for (int c = 0, first = 1; c < PT_DRV_NCALLS; c++) {
+    if (!pts[c].n) continue;
+    if (json) {
+      fprintf(out, "%s\"%s\":[", first ? "" : ",", drv_names[c]);
+      for (size_t k = 0; k < pts[c].n; k++) fprintf(out, "%s[%.0f,%.3f]", k ? "," : "", pts[c].bytes[k], pts[c].us[k]);
+      fputc(']', out);
+    } else {
+      fprintf(out, "cost %s", drv_names[c]);
+      for (size_t k = 0; k < pts[c].n; k++) fprintf(out, " %.0f:%.3f", pts[c].bytes[k], pts[c].us[k]);
+      fputc('\n', out);
+    }
+    first = 0;
+  }
+  if (json) fputs("}}\n", out);
+  fclose(bf);
+  if (outpath) {
+    if (fclose(out) != 0 || rename(tmp, outpath) != 0) {
+      remove(tmp);
+      pt_err_set(&err, PT_EIO, "%s: cannot write: %s", outpath, strerror(errno));
+      return fail(&err);
+    }
+    fprintf(stderr, "wrote %s\n", outpath);
+  }
+  return 0;
+}
+
 /* ---- top level ------------------------------------------------------------------ */
 
 static const char main_help[] =
@@ -1473,6 +1582,7 @@ static const char main_help[] =
     "  report                   tables, and an HTML page with timelines and the Pareto plot\n"
     "  export                   PYTORCH_CUDA_ALLOC_CONF / Dockerfile ENV / JSON for a run\n"
     "  gpu info                 describe the GPU through the CUDA driver (needs one)\n"
+    "  calibrate                measure the driver calls' costs on the GPU: a GPU description\n"
     "\n"
     "'pagetune COMMAND --help' describes each.  Exit status: 0 success, 1 bad\n"
     "input or failed run, 2 bad usage.\n";
@@ -1499,6 +1609,7 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "trace")) return cmd_trace(argc - 1, argv + 1);
   if (!strcmp(cmd, "gpu")) return cmd_gpu(argc - 1, argv + 1);
+  if (!strcmp(cmd, "calibrate")) return cmd_calibrate(argc - 1, argv + 1);
   if (!strcmp(cmd, "sim")) return cmd_sim(argc - 1, argv + 1, 0);
   if (!strcmp(cmd, "replay")) return cmd_sim(argc - 1, argv + 1, 1);
   if (!strcmp(cmd, "sweep")) return cmd_sweep(argc - 1, argv + 1);

@@ -116,26 +116,32 @@ static int load_file(const char *path, FILE *f, pt_err *err, pt_gpu *g) {
   return 0;
 }
 
-int pt_gpu_load(const char *name, pt_err *err, pt_gpu *out) {
-  memset(out, 0, sizeof *out);
-  char path[4096];
+FILE *pt_gpu_open(const char *name, char *path, size_t n, pt_err *err) {
   FILE *f = NULL;
   if (strchr(name, '/') || strstr(name, ".gpu")) {
-    snprintf(path, sizeof path, "%s", name);
+    snprintf(path, n, "%s", name);
     f = fopen(path, "r");
   } else {
     for (int i = 0; i < 3 && !f; i++) {
       const char *dir = search_dirs(i);
       if (!dir) continue;
-      snprintf(path, sizeof path, "%s/%s.gpu", dir, name);
+      snprintf(path, n, "%s/%s.gpu", dir, name);
       f = fopen(path, "r");
     }
   }
   if (!f) {
     char names[512];
     pt_gpu_list(names, sizeof names);
-    return pt_err_set(err, PT_ENOTFOUND, "%s: no such GPU description (known: %s)", name, names[0] ? names : "none");
+    pt_err_set(err, PT_ENOTFOUND, "%s: no such GPU description (known: %s)", name, names[0] ? names : "none");
   }
+  return f;
+}
+
+int pt_gpu_load(const char *name, pt_err *err, pt_gpu *out) {
+  memset(out, 0, sizeof *out);
+  char path[4096];
+  FILE *f = pt_gpu_open(name, path, sizeof path, err);
+  if (!f) return PT_ENOTFOUND;
   int rc = load_file(path, f, err, out);
   fclose(f);
   return rc;

@@ -20,6 +20,8 @@
 #ifndef PT_GPU_H
 #define PT_GPU_H
 
+#include <stdio.h>
+
 #include "cost.h"
 #include "error.h"
 #include "pagetable.h"
@@ -43,6 +45,8 @@ typedef struct pt_gpu {
 } pt_gpu;
 
 /* Load NAME (searched in $PAGETUNE_GPU_DIR, sim/gpus, the installed data dir) or a path. */
+/* The description file of a name (searched as pt_gpu_load does) or a path, open for reading; NULL with err set. */
+FILE *pt_gpu_open(const char *name, char *path /* OUT */, size_t n, pt_err *err);
 int pt_gpu_load(const char *name_or_path, pt_err *err, pt_gpu *out /* OUT */);
 /* Bookkeeping µs per operation for a mechanism (its own line, else the default). */
 double pt_gpu_bookkeeping_us(const pt_gpu *g, const char *mech);

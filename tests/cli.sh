@@ -54,6 +54,12 @@ elif [ $rc -ne 0 ]; then echo "FAIL: gpu info exit $rc"; fails=$((fails + 1)); f
 "$pt" replay --trace "$top_srcdir/traces/varlen_infer.pickle.gz" --policy pytorch_native --repeat 1 >"$tmp/out" 2>"$tmp/err"; rc=$?
 if [ $rc -eq 1 ]; then one_line "no GPU"; echo "ok: replay without a GPU: one line, exit 1"
 elif [ $rc -ne 0 ]; then echo "FAIL: replay exit $rc"; cat "$tmp/err"; fails=$((fails + 1)); fi
+"$pt" calibrate --repeat 1 >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc -eq 1 ]; then one_line "no GPU"; echo "ok: calibrate without a GPU: one line, exit 1"
+elif [ $rc -ne 0 ]; then echo "FAIL: calibrate exit $rc"; cat "$tmp/err"; fails=$((fails + 1)); fi
+expect 2 "calibrate --repeat 0" -- "$pt" calibrate --repeat 0
+expect 1 "calibrate from an unknown description" -- "$pt" calibrate --base nope
+one_line "nope: no such GPU description"
 expect 2 "replay without a policy" -- "$pt" replay --trace "$top_srcdir/traces/varlen_infer.pickle.gz"
 expect 2 "replay with sim's --tlb" -- "$pt" replay --trace "$top_srcdir/traces/varlen_infer.pickle.gz" --policy direct --tlb
 
