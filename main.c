@@ -577,7 +577,7 @@ static int replay_on_gpu(const pt_dev_log *log, const pt_gpu *gpu, const pt_sim_
   for (int c = 0; c <= PT_DRV_NCALLS; c++) measured[c] = median_of(&v[c * repeat], repeat);
   free(v);
   for (int c = 0; c < PT_DRV_NCALLS; c++) {
-    predicted[c] = pt_cost_calls_us(&gpu->cost.call[c], r->driver_calls[c], r->driver_bytes[c]);
+    predicted[c] = r->predicted_call_us[c];
     predicted[PT_DRV_NCALLS] += predicted[c];
   }
   if (json) {

@@ -1,13 +1,18 @@
 /*
  * cost.h — predicted time: driver calls and translation.
  *
- * Each driver call's time is a straight line in its size, t = a + b * bytes,
- * fitted with GSL (gsl_fit_wlinear, weights 1/t^2 so small and large calls
- * count alike in relative error) to calibration points: measured (bytes, µs)
- * pairs.  The H200 figures in DESIGN.md ship as defaults in the GPU
- * description; `pagetune calibrate` will replace them with measured ones.
- * Since the line is linear, the time of many calls is a*n + b*(sum of bytes),
- * which is what the device counts.
+ * Each driver call's time is a function of its size through calibration
+ * points, measured (bytes, µs) pairs: a straight line between neighbouring
+ * points, the first point's time below the first, the last segment carried
+ * on above the last (a single point: a constant).  The H200 figures in
+ * DESIGN.md ship as defaults in the GPU description; `pagetune calibrate`
+ * measures them on a GPU.  Until the replay on the H200 (bench/RESULTS.md)
+ * this was one least-squares line per call (GSL's gsl_fit_wlinear); measured
+ * points showed a step no line follows: cuMemAlloc takes 2.5 µs below 2 MiB,
+ * where the driver sub-allocates, and 48 µs at 2 MiB, so a line through them
+ * predicted cudaMalloc-heavy policies ten times too fast.  Since the time is
+ * not linear in size, the device counts calls by size (pt_call_sizes: powers
+ * of two, where calibration points sit), and a total is the sum over sizes.
  */
 #ifndef PT_COST_H
 #define PT_COST_H
@@ -26,8 +31,8 @@ typedef struct pt_cost_points {
 } pt_cost_points;
 
 typedef struct pt_cost_line {
-  double a_us, b_us_per_byte;
-  int fitted;              /* 0: no points, costs nothing */
+  size_t n;                /* 0: no points, costs nothing */
+  double bytes[PT_COST_MAX_POINTS], us[PT_COST_MAX_POINTS]; /* by size, sizes distinct */
 } pt_cost_line;
 
 typedef struct pt_cost_model {
@@ -35,13 +40,13 @@ typedef struct pt_cost_model {
   double bookkeeping_us;   /* per request or free handled by the allocator itself */
 } pt_cost_model;
 
-/* Fit one line; one point gives a constant, two or more a weighted least-squares line. */
+/* The cost function of points: 0, or PT_EFORMAT for a time <= 0, a negative size or one size twice. */
 int pt_cost_fit(const pt_cost_points *p, pt_cost_line *out /* OUT */, pt_err *err);
 double pt_cost_eval(const pt_cost_line *l, double bytes);
-/* Predicted time of n calls of one kind whose sizes sum to bytes, µs. */
-double pt_cost_calls_us(const pt_cost_line *l, uint64_t calls, uint64_t bytes);
+/* Predicted time of the calls of one kind, by size (pt_call_sizes), µs. */
+double pt_cost_calls_us(const pt_cost_line *l, const uint64_t calls[PT_SIZE_CLASSES],
+                        const uint64_t bytes[PT_SIZE_CLASSES]);
 /* Predicted allocator time, µs: every driver call plus bookkeeping per operation. */
-double pt_cost_alloc_us(const pt_cost_model *m, const uint64_t calls[PT_DRV_NCALLS],
-                        const uint64_t bytes[PT_DRV_NCALLS], uint64_t operations);
+double pt_cost_alloc_us(const pt_cost_model *m, const pt_call_sizes *sizes, uint64_t operations);
 
 #endif

@@ -49,8 +49,11 @@ static void log_call(pt_device *d, int c, uint64_t va, uint64_t bytes) {
 }
 
 static void count(pt_device *d, enum pt_drv_call c, uint64_t va, uint64_t bytes) {
+  int k = 63 - __builtin_clzll(bytes | 1);
   d->calls[c]++;
   d->call_bytes[c] += bytes;
+  d->sizes.calls[c][k]++;
+  d->sizes.bytes[c][k] += bytes;
   if (d->log) log_call(d, (int)c, va, bytes);
 }
 

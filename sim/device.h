@@ -59,6 +59,16 @@ typedef struct pt_dev_log {
 
 void pt_dev_log_free(pt_dev_log *log);
 
+/*
+ * Calls by kind and size class (class k: sizes in [2^k, 2^(k+1)), class 0
+ * also 0 and 1): what a cost that is not linear in size needs (cost.h).
+ */
+#define PT_SIZE_CLASSES 64
+typedef struct pt_call_sizes {
+  uint64_t calls[PT_DRV_NCALLS][PT_SIZE_CLASSES];
+  uint64_t bytes[PT_DRV_NCALLS][PT_SIZE_CLASSES];
+} pt_call_sizes;
+
 typedef struct pt_addr_hint {
   uint64_t addr, bytes;
 } pt_addr_hint;
@@ -68,6 +78,7 @@ typedef struct pt_device {
   uint64_t reserved, peak_reserved;  /* physical bytes held: segments + created handles */
   uint64_t calls[PT_DRV_NCALLS];
   uint64_t call_bytes[PT_DRV_NCALLS];/* bytes passed to each kind of call, summed */
+  pt_call_sizes sizes;               /* the same by size class */
   uint64_t segments_allocated;       /* cudaMalloc calls + cuMemCreate calls */
   uint64_t bytes_mapped_total;
   const pt_addr_hint *hints;         /* recorded cudaMalloc results, in order */

@@ -351,7 +351,9 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
     out->mmu = cfg->gpu->mmu;
     pt_cost_model cost = cfg->gpu->cost;
     cost.bookkeeping_us = pt_gpu_bookkeeping_us(cfg->gpu, cfg->mech->name);
-    out->predicted_alloc_us = pt_cost_alloc_us(&cost, r.dev.calls, r.dev.call_bytes, out->allocs + out->frees);
+    out->predicted_alloc_us = pt_cost_alloc_us(&cost, &r.dev.sizes, out->allocs + out->frees);
+    for (int k = 0; k < PT_DRV_NCALLS; k++)
+      out->predicted_call_us[k] = pt_cost_calls_us(&cost.call[k], r.dev.sizes.calls[k], r.dev.sizes.bytes[k]);
     out->gpu_note = cfg->gpu->note;
   }
   if (r.tlb) {

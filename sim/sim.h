@@ -97,6 +97,7 @@ typedef struct pt_sim_result {
   const char *gpu_note;      /* the description's note (points into the pt_gpu) */
   pt_tlb_stats tlb;
   double predicted_alloc_us, predicted_translation_us;
+  double predicted_call_us[PT_DRV_NCALLS]; /* predicted_alloc_us's driver part, by kind (with a GPU) */
 } pt_sim_result;
 
 int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt_sim_result *out /* OUT */);

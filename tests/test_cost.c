@@ -1,28 +1,34 @@
-/* test_cost.c — cost-line fits on points with known answers. */
+/* test_cost.c — cost functions through calibration points, on known answers. */
+#include <string.h>
+
 #include "cost.h"
 #include "testutil.h"
 
 static void test_exact_line(void) {
-  /* points on t = 10 + 2e-6 * bytes: the fit must return the line itself */
-  pt_cost_points p = {4, {0, 1e6, 5e6, 2e7}, {10, 12, 20, 50}};
+  /* points on t = 10 + 2e-6 * bytes, given out of order: between them, and
+     past the last, the cost is that line */
+  pt_cost_points p = {4, {5e6, 0, 2e7, 1e6}, {20, 10, 50, 12}};
   pt_cost_line l;
   pt_err err;
   CU_ASSERT_EQUAL_FATAL(pt_cost_fit(&p, &l, &err), 0);
-  CU_ASSERT_DOUBLE_EQUAL(l.a_us, 10, 1e-9);
-  CU_ASSERT_DOUBLE_EQUAL(l.b_us_per_byte, 2e-6, 1e-15);
+  CU_ASSERT_EQUAL(l.n, 4);
   CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(&l, 3e6), 16, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(&l, 1e6), 12, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(&l, 4e7), 90, 1e-9);
 }
 
-static void test_h200_cudafree(void) {
-  /* DESIGN.md's cudaFree: 35 µs at 512 B, 43 at 16 MiB, 183 at 256 MiB, 609 at 1 GiB.
-     A relative-error fit keeps the small sizes near 35-43 µs and 1 GiB within 10%. */
-  pt_cost_points p = {4, {512, 16777216, 268435456, 1073741824}, {35, 43, 183, 609}};
+static void test_step(void) {
+  /* cuMemAlloc as calibrated on the H200: 2.5 µs up to 64 KiB (sub-allocated),
+     48 at 2 MiB, 110.7 at 1 GiB.  Each point is kept, so the step is there,
+     which no single line through them has. */
+  pt_cost_points p = {4, {512, 65536, 2097152, 1073741824}, {2.5, 2.5, 48, 110.7}};
   pt_cost_line l;
   pt_err err;
   CU_ASSERT_EQUAL_FATAL(pt_cost_fit(&p, &l, &err), 0);
-  CU_ASSERT(pt_cost_eval(&l, 512) > 30 && pt_cost_eval(&l, 512) < 45);
-  double big = pt_cost_eval(&l, 1073741824);
-  CU_ASSERT(big > 0.9 * 609 && big < 1.1 * 609);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(&l, 100), 2.5, 1e-12); /* below the first point: its time */
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(&l, 4096), 2.5, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(&l, 20971520), 48 + (110.7 - 48) * (20971520.0 - 2097152) / (1073741824.0 - 2097152), 1e-9);
+  CU_ASSERT(pt_cost_eval(&l, 20971520) > 45); /* a 20 MiB segment costs what a 2 MiB one does, about */
 }
 
 static void test_one_point_and_errors(void) {
@@ -33,22 +39,39 @@ static void test_one_point_and_errors(void) {
   CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(&l, 1e9), 11, 1e-12);
   pt_cost_points same = {2, {4096, 4096}, {1, 2}};
   CU_ASSERT(pt_cost_fit(&same, &l, &err) < 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "two at 4096 bytes"));
   pt_cost_points neg = {2, {1, 2}, {1, -2}};
   CU_ASSERT(pt_cost_fit(&neg, &l, &err) < 0);
-  /* totals: 3 calls of 1 MB on t = 10 + 1e-6 b, plus 2 us bookkeeping x 5 */
+  pt_cost_points none = {0, {0}, {0}};
+  CU_ASSERT_EQUAL(pt_cost_fit(&none, &l, &err), 0);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(&l, 1e6), 0, 0);
+}
+
+static void test_totals_by_size(void) {
+  /* 3 calls of 1 MB and 1 of 4 KiB on t = 10 + 1e-6 b, plus 2 µs bookkeeping x 5 */
+  pt_cost_points p = {2, {0, 1e7}, {10, 20}};
   pt_cost_model m = {.bookkeeping_us = 2};
-  m.call[PT_DRV_malloc] = (pt_cost_line){10, 1e-6, 1};
-  uint64_t calls[PT_DRV_NCALLS] = {0}, bytes[PT_DRV_NCALLS] = {0};
-  calls[PT_DRV_malloc] = 3;
-  bytes[PT_DRV_malloc] = 3000000;
-  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_us(&m, calls, bytes, 5), 30 + 3 + 10, 1e-9);
+  pt_err err;
+  CU_ASSERT_EQUAL_FATAL(pt_cost_fit(&p, &m.call[PT_DRV_malloc], &err), 0);
+  static pt_call_sizes sz;
+  memset(&sz, 0, sizeof sz);
+  sz.calls[PT_DRV_malloc][19] = 3; /* 1e6 is in [2^19, 2^20) */
+  sz.bytes[PT_DRV_malloc][19] = 3000000;
+  sz.calls[PT_DRV_malloc][12] = 1;
+  sz.bytes[PT_DRV_malloc][12] = 4096;
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_us(&m, &sz, 5), 3 * 11 + (10 + 4096e-6) + 10, 1e-9);
+  /* kinds without points cost nothing */
+  sz.calls[PT_DRV_free][19] = 7;
+  sz.bytes[PT_DRV_free][19] = 7000000;
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_us(&m, &sz, 5), 3 * 11 + (10 + 4096e-6) + 10, 1e-9);
 }
 
 int pt_test_add_cost(void) {
   CU_pSuite s = CU_add_suite("cost", NULL, NULL);
   if (!s) return CU_get_error();
-  CU_add_test(s, "fit recovers an exact line", test_exact_line);
-  CU_add_test(s, "fit of the H200 cudaFree figures", test_h200_cudafree);
-  CU_add_test(s, "one point, degenerate points, totals", test_one_point_and_errors);
+  CU_add_test(s, "points on a line give that line, past the last too", test_exact_line);
+  CU_add_test(s, "a step between points is kept (cuMemAlloc on the H200)", test_step);
+  CU_add_test(s, "one point, no points, refused points", test_one_point_and_errors);
+  CU_add_test(s, "totals by size class, with bookkeeping", test_totals_by_size);
   return CU_get_error();
 }
