@@ -3,8 +3,8 @@
 # driver calls the model made, made again on device 0 and timed (median of
 # N replays), beside the cost model's prediction.  First `pagetune
 # calibrate` measures the calls' costs on this GPU, so every run is
-# predicted twice: by the shipped h200 description (DESIGN.md's table) and
-# by the calibrated one.  Run on the GPU machine:
+# predicted twice: by the shipped h200 description and by the one calibrated
+# in this run.  Run on the GPU machine:
 #   sh bench/replay.sh [PAGETUNE] [N] [OUTDIR]
 # Writes OUTDIR/calibrated.gpu, OUTDIR/replay.txt (readable) and
 # OUTDIR/replay.jsonl (one object a run: "gpu" names the cost model).
