@@ -186,6 +186,42 @@ static void test_access_stream(void) {
   CU_ASSERT_EQUAL(walks, 2);
 }
 
+/*
+ * Predicted driver time follows each call's size, not the mean size of a
+ * kind: four 512 B requests and one of 2 MiB under direct (a cudaMalloc
+ * each) cost 4 f(512) + f(2 MiB), with f the description's cuMemAlloc
+ * curve; the mean size would land on the slope between them instead.
+ */
+static void test_prediction_by_size(void) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s", pt_test_tmp(".trace"));
+  FILE *f = fopen(path, "w");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  fputs("pagetune-trace 1\na 1 512 0 1\na 2 512 0 2\na 3 512 0 3\na 4 512 0 4\na 5 2097152 0 5\n"
+        "f 1 6\nf 2 7\nf 3 8\nf 4 9\nf 5 10\nend 10\n", f);
+  fclose(f);
+  pt_gpu g;
+  load_h200(&g);
+  pt_err err = {{0}};
+  pt_trace_data t;
+  CU_ASSERT_EQUAL_FATAL(pt_trace_load(path, NULL, &err, &t), 0);
+  pt_sim_config cfg = {.mech = pt_mech_find("direct"), .gpu = &g};
+  pt_sim_result r;
+  CU_ASSERT_EQUAL_FATAL(pt_sim_run(&t, &cfg, &err, &r), 0);
+  const pt_cost_line *m = &g.cost.call[PT_DRV_malloc], *fr = &g.cost.call[PT_DRV_free];
+  double want_m = 4 * pt_cost_eval(m, 512) + pt_cost_eval(m, 2097152);
+  double want_f = 4 * pt_cost_eval(fr, 512) + pt_cost_eval(fr, 2097152);
+  double mean = pt_cost_eval(m, (4 * 512 + 2097152) / 5.0) * 5;
+  CU_ASSERT_EQUAL(r.driver_calls[PT_DRV_malloc], 5);
+  CU_ASSERT_DOUBLE_EQUAL(r.predicted_call_us[PT_DRV_malloc], want_m, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(r.predicted_call_us[PT_DRV_free], want_f, 1e-9);
+  CU_ASSERT(fabs(want_m - mean) > 1.0); /* the case tells the two apart with this description */
+  CU_ASSERT_DOUBLE_EQUAL(r.predicted_alloc_us, want_m + want_f + pt_gpu_bookkeeping_us(&g, "direct") * 10, 1e-9);
+  pt_sim_result_free(&r);
+  pt_trace_data_free(&t);
+  remove(path);
+}
+
 static void test_parse_errors(void) {
   pt_gpu g;
   pt_err err = {{0}};
@@ -217,5 +253,6 @@ int pt_test_add_gpu(void) {
   CU_add_test(s, "H200 description: gather ratios within 5 pp of the measured", test_h200_gather_ratios);
   CU_add_test(s, "description parse errors name file and line", test_parse_errors);
   CU_add_test(s, "access records replace the synthetic stream", test_access_stream);
+  CU_add_test(s, "predicted driver time follows each call's size", test_prediction_by_size);
   return CU_get_error();
 }
