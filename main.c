@@ -311,7 +311,8 @@ static const char replay_help[] =
     "bookkeeping.  Segments that existed before the trace are made first, and what\n"
     "is still held at the end is given back, both untimed.  One untimed replay\n"
     "warms the driver up first.  Needs a GPU: without one, one line and exit 1.\n"
-    "Stitch logs (one handle mapped at two addresses) are refused.\n"
+    "Refused, with the call and the reason: stitch's logs (one handle mapped at two\n"
+    "addresses), and VMM mechanisms on traces that begin with VMM segments.\n"
     "\n"
     "  --trace, --policy, --set, --capacity, --device, --invent-addresses: as for sim\n"
     "  --gpu NAME          the description whose cost model predicts (default h200)\n"
@@ -612,7 +613,10 @@ static int replay_on_gpu(const pt_dev_log *log, const pt_gpu *gpu, const pt_sim_
 
 /* ---- the workbench: sweep, tune, best, report, export ------------------------------ */
 
-#define ENGINE_VERSION "pagetune-" PACKAGE_VERSION "/model-1"
+/* Part of every stored run's key: a sweep resumed by a newer model recomputes
+   instead of reusing old rows.  model-2: driver costs through calibration
+   points by size class, and the H200's measured points (cost.h). */
+#define ENGINE_VERSION "pagetune-" PACKAGE_VERSION "/model-2"
 #define DEFAULT_DB "pagetune.db"
 
 /* A trace loaded for the workbench, and its row in the store. */
@@ -1552,14 +1556,30 @@ static int cmd_calibrate(int argc, char **argv) {
     first = 0;
   }
   if (json) fputs("}}\n", out);
+  int read_failed = ferror(bf);
   fclose(bf);
-  if (outpath) {
-    if (fclose(out) != 0 || rename(tmp, outpath) != 0) {
+  if (read_failed) {
+    if (outpath) {
+      fclose(out);
       remove(tmp);
-      pt_err_set(&err, PT_EIO, "%s: cannot write: %s", outpath, strerror(errno));
+    }
+    pt_err_set(&err, PT_EIO, "%s: read failed", path);
+    return fail(&err);
+  }
+  if (outpath) {
+    int failed = ferror(out);
+    failed |= fclose(out) != 0;
+    int saved = errno;
+    if (failed || rename(tmp, outpath) != 0) {
+      saved = failed ? saved : errno;
+      remove(tmp);
+      pt_err_set(&err, PT_EIO, "%s: cannot write: %s", failed ? tmp : outpath, strerror(saved));
       return fail(&err);
     }
     fprintf(stderr, "wrote %s\n", outpath);
+  } else if (fflush(stdout) != 0 || ferror(stdout)) {
+    pt_err_set(&err, PT_EIO, "standard output: write failed");
+    return fail(&err);
   }
   return 0;
 }

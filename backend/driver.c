@@ -102,7 +102,11 @@ int pt_cu_context(pt_driver *d, pt_err *err) {
     d->ctx = NULL;
     return pt_cu_fail(d, r, "cuDevicePrimaryCtxRetain", err);
   }
-  if ((r = d->CtxSetCurrent(d->ctx)) != CUDA_SUCCESS) return pt_cu_fail(d, r, "cuCtxSetCurrent", err);
+  if ((r = d->CtxSetCurrent(d->ctx)) != CUDA_SUCCESS) {
+    d->DevicePrimaryCtxRelease(d->dev);
+    d->ctx = NULL;
+    return pt_cu_fail(d, r, "cuCtxSetCurrent", err);
+  }
   return 0;
 }
 

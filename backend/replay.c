@@ -67,7 +67,7 @@ static int r_free(void *ctx, size_t id) {
   start(r);
   CUresult c = r->d->MemFree(r->ptr[id]);
   stop(r, PT_DRV_free);
-  r->ptr[id] = 0;
+  if (c == CUDA_SUCCESS) r->ptr[id] = 0; /* else give_back tries again */
   return check(r, c, "cuMemFree");
 }
 
@@ -85,7 +85,7 @@ static int r_address_free(void *ctx, size_t rid) {
   start(r);
   CUresult c = r->d->MemAddressFree(r->ptr[rid], r->bytes[rid]);
   stop(r, PT_DRV_address_free);
-  r->ptr[rid] = 0;
+  if (c == CUDA_SUCCESS) r->ptr[rid] = 0;
   return check(r, c, "cuMemAddressFree");
 }
 
@@ -139,7 +139,7 @@ static int r_release(void *ctx, size_t hid) {
   start(r);
   CUresult c = r->d->MemRelease(r->h[hid]);
   stop(r, PT_DRV_mem_release);
-  r->h[hid] = 0;
+  if (c == CUDA_SUCCESS) r->h[hid] = 0;
   return check(r, c, "cuMemRelease");
 }
 

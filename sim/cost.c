@@ -30,6 +30,7 @@ double pt_cost_eval(const pt_cost_line *l, double bytes) {
   while (i < l->n - 1 && l->bytes[i] < bytes) i++; /* the segment [i-1, i], or the last one carried on */
   double slope = (l->us[i] - l->us[i - 1]) / (l->bytes[i] - l->bytes[i - 1]);
   double t = l->us[i - 1] + slope * (bytes - l->bytes[i - 1]);
+  if (bytes > l->bytes[l->n - 1] && t < l->us[l->n - 1]) t = l->us[l->n - 1]; /* past the points: no cheaper */
   return t > 0 ? t : 0;
 }
 

@@ -4,7 +4,8 @@
  * Each driver call's time is a function of its size through calibration
  * points, measured (bytes, µs) pairs: a straight line between neighbouring
  * points, the first point's time below the first, the last segment carried
- * on above the last (a single point: a constant).  The points live in the
+ * on above the last but never below the last point's time (a single point:
+ * a constant).  The points live in the
  * GPU description; `pagetune calibrate` measures them on a GPU (the H200's
  * shipped ones were measured so).  Until the replay on the H200 (bench/RESULTS.md)
  * this was one least-squares line per call (GSL's gsl_fit_wlinear); measured

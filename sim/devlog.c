@@ -7,15 +7,29 @@
 
 typedef struct walk {
   const pt_dev_log *log;
-  pt_u64map allocs;       /* address -> id of the live allocation there */
+  pt_u64map allocs;       /* address -> id of the newest live allocation there */
+  size_t *under;          /* per allocation id: the live one at its address before it, or NONE */
   pt_u64map maps;         /* VA -> handle id mapped there */
   size_t *ranges, nranges;   /* live reservations (call ids) */
   size_t *idle, nidle;       /* unmapped handles, last in last */
   size_t *adopted, nadopted; /* segments from before the trace */
+  uint64_t *mapped;          /* VAs of live maps, nmapped of them */
+  size_t nmapped;
 } walk;
+
+#define NONE ((size_t)-1)
 
 static int bad(pt_err *err, size_t i, const char *why) {
   return pt_err_set(err, PT_EFORMAT, "driver call %zu: %s", i, why);
+}
+
+/* A VMM call that does not resolve: say so, and why it may be, when the trace began with segments. */
+static int bad_vmm(const walk *w, pt_err *err, size_t i, const char *why) {
+  if (!w->nadopted) return bad(err, i, why);
+  return pt_err_set(err, PT_EFORMAT,
+                    "driver call %zu: %s; the trace begins with segments, and a replay makes those with "
+                    "cuMemAlloc only: VMM segments from before the trace (expandable, async_pool) are not replayed",
+                    i, why);
 }
 
 /* The live reservation holding [va, va + bytes), or -1. */
@@ -47,7 +61,10 @@ static int step(walk *w, size_t i, const pt_devlog_ops *ops, pt_err *err) {
   switch (c->call) {
   case PT_DRV_ADOPT:
   case PT_DRV_malloc:
-    if (pt_u64map_get(&w->allocs, c->va)) return bad(err, i, "an allocation at an address already held");
+    /* following the real run's addresses, the model may get one it still holds (the real allocator
+       had freed and reused it): both live, the newer on top; the replay never uses model addresses */
+    slot = pt_u64map_get(&w->allocs, c->va);
+    w->under[i] = slot ? (size_t)*slot : NONE;
     if (pt_u64map_put(&w->allocs, c->va, i) < 0) return PT_ENOMEM;
     if (c->call == PT_DRV_ADOPT) {
       w->adopted[w->nadopted++] = i;
@@ -56,9 +73,12 @@ static int step(walk *w, size_t i, const pt_devlog_ops *ops, pt_err *err) {
     return CALL(malloc, i, c->bytes);
   case PT_DRV_free:
     if (!(slot = pt_u64map_get(&w->allocs, c->va))) return bad(err, i, "a free of an address no allocation holds");
-    size_t id = (size_t)*slot;
-    if (w->log->v[id].bytes != c->bytes) return bad(err, i, "a free whose size differs from its allocation's");
-    pt_u64map_del(&w->allocs, c->va);
+    size_t id = (size_t)*slot, above = NONE;
+    while (id != NONE && w->log->v[id].bytes != c->bytes) above = id, id = w->under[id];
+    if (id == NONE) return bad(err, i, "a free whose size matches no allocation at its address");
+    if (above != NONE) w->under[above] = w->under[id];
+    else if (w->under[id] != NONE) *slot = w->under[id];
+    else pt_u64map_del(&w->allocs, c->va);
     return CALL(free, id);
   case PT_DRV_address_reserve:
     w->ranges[w->nranges++] = i;
@@ -66,8 +86,11 @@ static int step(walk *w, size_t i, const pt_devlog_ops *ops, pt_err *err) {
   case PT_DRV_address_free:
     for (k = 0; k < (long)w->nranges; k++)
       if (w->log->v[w->ranges[k]].va == c->va) break;
-    if (k == (long)w->nranges) return bad(err, i, "an address_free of no reservation");
+    if (k == (long)w->nranges) return bad_vmm(w, err, i, "an address_free of no reservation");
     size_t rid = w->ranges[k];
+    for (size_t m = 0; m < w->nmapped; m++)
+      if (w->mapped[m] >= c->va && w->mapped[m] - c->va < c->bytes)
+        return bad(err, i, "an address_free of a reservation with pages still mapped");
     drop(w->ranges, &w->nranges, (size_t)k);
     return CALL(address_free, rid);
   case PT_DRV_mem_create:
@@ -75,26 +98,32 @@ static int step(walk *w, size_t i, const pt_devlog_ops *ops, pt_err *err) {
     return CALL(create, i, c->bytes);
   case PT_DRV_mem_map: {
     if (in_adopted(w, c->va)) return bad(err, i, "a map inside a segment from before the trace (not replayed yet)");
-    if ((k = range_of(w, c->va, c->bytes)) < 0) return bad(err, i, "a map outside every reservation");
+    if ((k = range_of(w, c->va, c->bytes)) < 0) return bad_vmm(w, err, i, "a map outside every reservation");
     if (pt_u64map_get(&w->maps, c->va)) return bad(err, i, "a map over a mapped address");
     size_t j = w->nidle;
     while (j > 0 && w->log->v[w->idle[j - 1]].bytes != c->bytes) j--;
-    if (!j) return bad(err, i, "a map with no unmapped handle of its size (one handle at two addresses?)");
+    if (!j) return bad_vmm(w, err, i, "a map with no unmapped handle of its size (one handle at two addresses?)");
     size_t hid = w->idle[j - 1], r = w->ranges[k];
     for (; j < w->nidle; j++) w->idle[j - 1] = w->idle[j]; /* keep the order of the rest */
     w->nidle--;
     if (pt_u64map_put(&w->maps, c->va, hid) < 0) return PT_ENOMEM;
+    w->mapped[w->nmapped++] = c->va;
     return CALL(map, hid, r, c->va - w->log->v[r].va, c->bytes);
   }
   case PT_DRV_mem_set_access:
     if ((k = range_of(w, c->va, c->bytes)) < 0) return bad(err, i, "a set_access outside every reservation");
     return CALL(set_access, w->ranges[k], c->va - w->log->v[w->ranges[k]].va, c->bytes);
   case PT_DRV_mem_unmap: {
-    if (!(slot = pt_u64map_get(&w->maps, c->va))) return bad(err, i, "an unmap of an address nothing is mapped at");
+    if (!(slot = pt_u64map_get(&w->maps, c->va))) return bad_vmm(w, err, i, "an unmap of an address nothing is mapped at");
     size_t hid = (size_t)*slot;
     if (w->log->v[hid].bytes != c->bytes) return bad(err, i, "an unmap whose size differs from its map's");
     if ((k = range_of(w, c->va, c->bytes)) < 0) return bad(err, i, "an unmap outside every reservation");
     pt_u64map_del(&w->maps, c->va);
+    for (size_t m = 0; m < w->nmapped; m++)
+      if (w->mapped[m] == c->va) {
+        w->mapped[m] = w->mapped[--w->nmapped];
+        break;
+      }
     w->idle[w->nidle++] = hid;
     size_t r = w->ranges[k];
     if ((rc = CALL(unmap, hid, r, c->va - w->log->v[r].va, c->bytes)) < 0) return rc;
@@ -103,7 +132,7 @@ static int step(walk *w, size_t i, const pt_devlog_ops *ops, pt_err *err) {
   case PT_DRV_mem_release: {
     size_t j = w->nidle;
     while (j > 0 && w->log->v[w->idle[j - 1]].bytes != c->bytes) j--;
-    if (!j) return bad(err, i, "a release with no unmapped handle of its size");
+    if (!j) return bad_vmm(w, err, i, "a release with no unmapped handle of its size");
     size_t hid = w->idle[j - 1];
     for (; j < w->nidle; j++) w->idle[j - 1] = w->idle[j];
     w->nidle--;
@@ -121,12 +150,16 @@ int pt_devlog_walk(const pt_dev_log *log, const pt_devlog_ops *ops, pt_err *err)
   w.ranges = malloc(n * sizeof *w.ranges);
   w.idle = malloc(n * sizeof *w.idle);
   w.adopted = malloc(n * sizeof *w.adopted);
-  int rc = w.ranges && w.idle && w.adopted ? 0 : PT_ENOMEM;
+  w.under = malloc(n * sizeof *w.under);
+  w.mapped = malloc(n * sizeof *w.mapped);
+  int rc = w.ranges && w.idle && w.adopted && w.under && w.mapped ? 0 : PT_ENOMEM;
   for (size_t i = 0; rc == 0 && i < log->n; i++) rc = step(&w, i, ops, err);
   if (rc == PT_ENOMEM) pt_err_set(err, rc, "out of memory");
   free(w.ranges);
   free(w.idle);
   free(w.adopted);
+  free(w.under);
+  free(w.mapped);
   pt_u64map_free(&w.allocs);
   pt_u64map_free(&w.maps);
   return rc;

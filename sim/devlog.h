@@ -10,11 +10,15 @@
  * that a replay (backend/replay.c) keeps arrays of real pointers, handles
  * and ranges indexed by id.  A map takes an unmapped handle of its size (the
  * one created or unmapped last); an unmap gives it back; a release destroys
- * an unmapped one.  A log that cannot be repeated this way (a free of an
- * address no allocation holds, a map outside every reservation or over a
- * mapped page, one handle at two addresses as stitch does, or a map inside
- * a segment that existed before the trace) stops the walk with the call's
- * index and the reason.  The walk is pure bookkeeping: it knows no CUDA.
+ * an unmapped one.  Following the real run's addresses, the model may hold
+ * two allocations at one address (the real allocator had freed and reused
+ * it); a free takes the newest live one of its size there.  A log that
+ * cannot be repeated this way (a free of an address no allocation holds, a
+ * map outside every reservation or at a mapped address, an address_free
+ * with pages still mapped, one handle at two addresses as stitch does, or a
+ * VMM call on a segment from before the trace, which a replay makes with
+ * cuMemAlloc only) stops the walk with the call's index and the reason.
+ * The walk is pure bookkeeping: it knows no CUDA.
  */
 #ifndef PT_DEVLOG_H
 #define PT_DEVLOG_H

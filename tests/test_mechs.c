@@ -943,7 +943,8 @@ static int t_release(void *c, size_t id) { (void)id; ((tally *)c)->calls[PT_DRV_
  */
 static void test_log_walk(void) {
   static const char *const traces[] = {"traces/varlen_infer.pickle.gz", "traces/two_streams.pickle.gz",
-                                       "traces/transformer_train.pickle.gz"};
+                                       "traces/transformer_train.pickle.gz", "traces/cap_retry.pickle.gz",
+                                       "traces/gc_cap.pickle.gz"};
   const pt_mech_ops *all[] = {&pt_mech_caching, &pt_mech_direct, &pt_mech_expandable, &pt_mech_async_pool};
   for (size_t ti = 0; ti < sizeof traces / sizeof traces[0]; ti++) {
     pt_err err = {{0}};
@@ -970,11 +971,60 @@ static void test_log_walk(void) {
   }
 }
 
+/* Two live allocations at one model address (the model follows the real run's addresses): each free takes its own. */
+typedef struct freed {
+  size_t ids[4], n;
+} freed;
+static int f_free(void *c, size_t id) {
+  freed *f = c;
+  f->ids[f->n++] = id;
+  return 0;
+}
+
+static void test_log_walk_same_address(void) {
+  pt_dev_call v[] = {{0x1000, 20 << 20, PT_DRV_malloc}, {0x1000, 230 << 20, PT_DRV_malloc},
+                     {0x1000, 20 << 20, PT_DRV_free},   {0x1000, 230 << 20, PT_DRV_free}};
+  pt_dev_log log = {v, 4, 4};
+  freed f = {{0}, 0};
+  pt_devlog_ops ops = {.free = f_free, .ctx = &f};
+  pt_err err = {{0}};
+  CU_ASSERT_EQUAL(pt_devlog_walk(&log, &ops, &err), 0);
+  CU_ASSERT_EQUAL(f.n, 2);
+  CU_ASSERT_EQUAL(f.ids[0], 0); /* the 20 MiB one, made by call 0, though call 1 is newer at that address */
+  CU_ASSERT_EQUAL(f.ids[1], 1);
+  pt_dev_call w[] = {{0x1000, 20 << 20, PT_DRV_malloc}, {0x1000, 230 << 20, PT_DRV_malloc},
+                     {0x1000, 230 << 20, PT_DRV_free}, {0x1000, 20 << 20, PT_DRV_free}, {0x1000, 20 << 20, PT_DRV_free}};
+  pt_dev_log log2 = {w, 5, 5};
+  f.n = 0;
+  CU_ASSERT_EQUAL(pt_devlog_walk(&log2, &ops, &err), PT_EFORMAT); /* the third free has nothing left */
+  CU_ASSERT_EQUAL(f.n, 2);
+  CU_ASSERT_EQUAL(f.ids[0], 1);
+  CU_ASSERT_EQUAL(f.ids[1], 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "driver call 4: a free of an address no allocation holds"));
+}
+
+/* A VMM mechanism on a trace that begins with VMM segments (async_pool trims one: an unmap of a
+   handle the replay never made): refused, saying why. */
+static void test_log_walk_initial_vmm(void) {
+  pt_err err = {{0}};
+  pt_trace_data t;
+  CU_ASSERT_EQUAL_FATAL(pt_trace_load(pt_test_src("tests/data/expandable.pickle"), NULL, &err, &t), 0);
+  pt_dev_log log = {0};
+  pt_sim_config cfg = {.mech = &pt_mech_async_pool, .log = &log};
+  pt_sim_result r;
+  CU_ASSERT_EQUAL_FATAL(pt_sim_run(&t, &cfg, &err, &r), 0);
+  CU_ASSERT_EQUAL(pt_devlog_walk(&log, NULL, &err), PT_EFORMAT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "VMM segments from before the trace"));
+  pt_sim_result_free(&r);
+  pt_dev_log_free(&log);
+  pt_trace_data_free(&t);
+}
+
 /* Logs that cannot be repeated are refused with the call's index. */
 static void test_log_walk_refuses(void) {
   static const struct { pt_dev_call v[3]; size_t n; const char *why; } bad[] = {
       {{{0x1000, 512, PT_DRV_free}}, 1, "call 0: a free of an address no allocation holds"},
-      {{{0x1000, 4096, PT_DRV_malloc}, {0x1000, 512, PT_DRV_free}}, 2, "call 1: a free whose size"},
+      {{{0x1000, 4096, PT_DRV_malloc}, {0x1000, 512, PT_DRV_free}}, 2, "call 1: a free whose size matches no"},
       {{{0, 2 << 20, PT_DRV_mem_create}, {0x200000, 2 << 20, PT_DRV_mem_map}}, 2, "call 1: a map outside every"},
       {{{0x200000, 4 << 20, PT_DRV_address_reserve}, {0x200000, 2 << 20, PT_DRV_mem_map}}, 2,
        "call 1: a map with no unmapped handle"},
@@ -986,6 +1036,13 @@ static void test_log_walk_refuses(void) {
     CU_ASSERT_EQUAL(pt_devlog_walk(&log, NULL, &err), PT_EFORMAT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, bad[i].why));
   }
+  /* a reservation freed with a page still mapped in it */
+  pt_dev_call v[] = {{0x200000, 4 << 20, PT_DRV_address_reserve}, {0, 2 << 20, PT_DRV_mem_create},
+                     {0x400000, 2 << 20, PT_DRV_mem_map}, {0x200000, 4 << 20, PT_DRV_address_free}};
+  pt_dev_log log = {v, 4, 4};
+  pt_err err = {{0}};
+  CU_ASSERT_EQUAL(pt_devlog_walk(&log, NULL, &err), PT_EFORMAT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "driver call 3: an address_free of a reservation with pages still mapped"));
 }
 
 static void test_params(void) {
@@ -1016,6 +1073,8 @@ int pt_test_add_mechs(void) {
   if (!s) return CU_get_error();
   CU_add_test(s, "driver call log: the counted calls, resolved for a replay", test_log_walk);
   CU_add_test(s, "driver call log: unrepeatable logs refused with the call", test_log_walk_refuses);
+  CU_add_test(s, "driver call log: two live allocations at one model address", test_log_walk_same_address);
+  CU_add_test(s, "driver call log: VMM segments from before the trace refused, saying so", test_log_walk_initial_vmm);
   CU_add_test(s, "direct: one cudaMalloc/cudaFree a request, 512 B rounding", test_direct_counts);
   CU_add_test(s, "direct: initial segments held until their blocks go", test_direct_initial);
   CU_add_test(s, "direct: cap frees idle segments, retries once, then OOM", test_direct_capacity);
