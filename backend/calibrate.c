@@ -42,9 +42,11 @@ static void add(pt_cost_points *p, uint64_t bytes, double *t, unsigned n) {
 
 /* cudaMalloc/cudaFree: reps blocks of each size, allocated, then freed. */
 static int alloc_free(pt_driver *d, unsigned reps, pt_cost_points *pm, pt_cost_points *pf, pt_err *err) {
-  /* 1 MiB and 2 MiB - 512 B bracket the driver's sub-allocation step below 2 MiB, so that sizes
-     between 64 KiB and 2 MiB are not drawn on a slope from 2 us up to 45 */
-  static const uint64_t sizes[] = {512, 64 << 10, MIB, 2 * MIB - 512, 2 * MIB, 16 * MIB, 256 * MIB, 1024 * MIB};
+  /* the driver sub-allocates small blocks (~2 us) and not large ones (~45 us): points every power
+     of two from 64 KiB to 2 MiB (and just below 2 MiB) find the step, so sizes near it are not
+     drawn on a long slope between a cheap point and a dear one */
+  static const uint64_t sizes[] = {512,     64 << 10,          128 << 10, 256 << 10, 512 << 10,  MIB,
+                                   2 * MIB - 512, 2 * MIB, 16 * MIB,  256 * MIB, 1024 * MIB};
   CUdeviceptr p[MAX_REPS] = {0};
   double tm[MAX_REPS], tf[MAX_REPS];
   int rc = 0;

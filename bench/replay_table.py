@@ -18,7 +18,7 @@ for line in open(sys.argv[1]):
     key = (o["trace"], o["policy"])
     rows.setdefault(key, {})[g] = (r["measured_total_us"], r["predicted_total_us"])
 
-print("| trace | policy | measured µs (h200 run / calibrated run) | predicted, h200 (DESIGN table) | predicted, calibrated |")
+print("| trace | policy | measured µs (h200 run / calibrated run) | predicted, shipped h200 | predicted, calibrated in the run |")
 print("| --- | --- | ---: | ---: | ---: |")
 for (t, p), v in rows.items():
     mh, ph = v["h200"]
@@ -26,7 +26,7 @@ for (t, p), v in rows.items():
     print(f"| {t} | {p} | {mh:.0f} / {mc:.0f} | {ph:.0f} ({ph / mh:.2f}×) | {pc:.0f} ({pc / mc:.2f}×) |")
 
 print()
-print("| trace | measured order (fastest first) | h200 model's order | calibrated model's order |")
+print("| trace | measured order (fastest first) | shipped h200's order | calibrated order |")
 print("| --- | --- | --- | --- |")
 for t in dict.fromkeys(k[0] for k in rows):
     pol = [p for (tt, p) in rows if tt == t]

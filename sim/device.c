@@ -18,6 +18,47 @@ void pt_dev_init(pt_device *d, uint64_t capacity, const pt_addr_hint *hints, siz
   d->next_va = INVENTED_BASE;
 }
 
+void pt_dev_done(pt_device *d) {
+  free(d->held);
+  d->held = NULL;
+  d->nheld = d->held_cap = 0;
+}
+
+/* Off the recorded path for good: addresses are invented from here on. */
+static void leave_path(pt_device *d) {
+  d->hints_followed = 0;
+  pt_dev_done(d);
+}
+
+static int overlaps_held(const pt_device *d, uint64_t addr, uint64_t bytes) {
+  for (size_t i = 0; i < d->nheld; i++)
+    if (addr < d->held[i].addr + d->held[i].bytes && d->held[i].addr < addr + bytes) return 1;
+  return 0;
+}
+
+static void hold(pt_device *d, uint64_t addr, uint64_t bytes) {
+  if (!d->hints_followed) return;
+  if (d->nheld == d->held_cap) {
+    size_t cap = d->held_cap ? 2 * d->held_cap : 64;
+    pt_addr_hint *v = realloc(d->held, cap * sizeof *v);
+    if (!v) { /* cannot check the path any more: leave it (invented addresses are always safe) */
+      leave_path(d);
+      return;
+    }
+    d->held = v;
+    d->held_cap = cap;
+  }
+  d->held[d->nheld++] = (pt_addr_hint){addr, bytes};
+}
+
+static void unhold(pt_device *d, uint64_t addr) {
+  for (size_t i = 0; i < d->nheld; i++)
+    if (d->held[i].addr == addr) {
+      d->held[i] = d->held[--d->nheld];
+      return;
+    }
+}
+
 int pt_dev_would_exceed(const pt_device *d, uint64_t bytes) {
   return d->capacity && (bytes > d->capacity || d->reserved > d->capacity - bytes);
 }
@@ -85,10 +126,12 @@ static void pt_unmap(pt_device *d, uint64_t va, uint64_t bytes) {
 
 int pt_dev_malloc(pt_device *d, uint64_t bytes, uint64_t *addr) {
   if (pt_dev_would_exceed(d, bytes)) return PT_EOOM;
-  if (d->hints_followed && d->next_hint < d->nhints && d->hints[d->next_hint].bytes == bytes) {
+  if (d->hints_followed && d->next_hint < d->nhints && d->hints[d->next_hint].bytes == bytes &&
+      !overlaps_held(d, d->hints[d->next_hint].addr, bytes)) {
     *addr = d->hints[d->next_hint++].addr;
+    hold(d, *addr, bytes);
   } else {
-    d->hints_followed = 0;
+    leave_path(d);
     *addr = invent(d, bytes, VA_ALIGN);
   }
   count(d, PT_DRV_malloc, *addr, bytes);
@@ -99,6 +142,7 @@ int pt_dev_malloc(pt_device *d, uint64_t bytes, uint64_t *addr) {
 }
 
 void pt_dev_free(pt_device *d, uint64_t addr, uint64_t bytes) {
+  if (d->hints_followed) unhold(d, addr);
   pt_unmap(d, addr, bytes);
   count(d, PT_DRV_free, addr, bytes);
   released(d, bytes);
@@ -108,6 +152,7 @@ void pt_dev_adopt(pt_device *d, uint64_t bytes) { held(d, bytes); }
 
 void pt_dev_adopt_at(pt_device *d, uint64_t addr, uint64_t bytes) {
   held(d, bytes);
+  hold(d, addr, bytes);
   if (d->log) log_call(d, PT_DRV_ADOPT, addr, bytes);
   pt_map(d, addr, bytes, 0);
 }

@@ -84,6 +84,11 @@ typedef struct pt_device {
   const pt_addr_hint *hints;         /* recorded cudaMalloc results, in order */
   size_t nhints, next_hint;
   int hints_followed;                /* still on the recorded path */
+  /* while on it: the segments held, so that a recorded address the model
+     still holds (the real run had freed it; the model has not) ends the
+     path instead of placing a second segment there */
+  pt_addr_hint *held;
+  size_t nheld, held_cap;
   uint64_t next_va;                  /* invented addresses start here */
   /* called after every change of reserved (timelines); may be NULL */
   void (*on_change)(void *ctx);
@@ -105,6 +110,8 @@ typedef struct pt_device {
 } pt_device;
 
 void pt_dev_init(pt_device *d, uint64_t capacity, const pt_addr_hint *hints, size_t nhints);
+/* What the device keeps besides its counters (pt_dev_init's state), freed. */
+void pt_dev_done(pt_device *d);
 /* 1 when bytes more would pass the cap. */
 int pt_dev_would_exceed(const pt_device *d, uint64_t bytes);
 

@@ -368,6 +368,7 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   for (size_t i = 0; i < t->nallocs; i++)
     if (r.handles[i] != FAILED && r.handles[i] != FREED) cfg->mech->free(st, r.handles[i]);
   cfg->mech->destroy(st);
+  pt_dev_done(&r.dev);
   pt_tlb_destroy(r.tlb);
   pt_pagetable_destroy(r.pt);
   free(r.handles);

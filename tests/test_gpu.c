@@ -222,6 +222,33 @@ static void test_prediction_by_size(void) {
   remove(path);
 }
 
+/*
+ * cap_retry without its cap: the model never frees what the real run freed
+ * and re-allocated, so a recorded address comes up that the model still
+ * holds.  The model leaves the recorded path there (invents addresses)
+ * instead of placing a second segment at it, which the page tables refused.
+ */
+static void test_recorded_address_still_held(void) {
+  pt_gpu g;
+  load_h200(&g);
+  pt_err err = {{0}};
+  pt_trace_data t;
+  CU_ASSERT_EQUAL_FATAL(pt_trace_load(pt_test_src("traces/cap_retry.pickle.gz"), NULL, &err, &t), 0);
+  pt_sim_config cfg = {.mech = pt_mech_find("caching"), .gpu = &g};
+  pt_sim_result r;
+  int rc = pt_sim_run(&t, &cfg, &err, &r);
+  if (rc < 0) fprintf(stderr, "\n  %s\n", err.msg);
+  CU_ASSERT_EQUAL_FATAL(rc, 0);
+  CU_ASSERT_EQUAL(r.addresses_followed, 0);
+  pt_sim_result_free(&r);
+  cfg.capacity = 631171072; /* with its cap it follows the recorded addresses to the end, as before */
+  CU_ASSERT_EQUAL_FATAL(pt_sim_run(&t, &cfg, &err, &r), 0);
+  CU_ASSERT_EQUAL(r.addresses_followed, 1);
+  CU_ASSERT_EQUAL(r.segments_allocated, r.observed_segment_allocs);
+  pt_sim_result_free(&r);
+  pt_trace_data_free(&t);
+}
+
 static void test_parse_errors(void) {
   pt_gpu g;
   pt_err err = {{0}};
@@ -254,5 +281,6 @@ int pt_test_add_gpu(void) {
   CU_add_test(s, "description parse errors name file and line", test_parse_errors);
   CU_add_test(s, "access records replace the synthetic stream", test_access_stream);
   CU_add_test(s, "predicted driver time follows each call's size", test_prediction_by_size);
+  CU_add_test(s, "a recorded address the model still holds ends the recorded path", test_recorded_address_still_held);
   return CU_get_error();
 }
