@@ -3,7 +3,7 @@
 and policy, the driver time measured on the GPU (median of N replays) beside
 the time the shipped and the calibrated cost models predict; then, per trace,
 whether each model ranks the policies as the GPU did.
-    python3 bench/replay_table.py bench/replay/replay.jsonl
+    python3 bench/replay_table.py bench/replay/run3/replay.jsonl
 """
 import json
 import sys
@@ -36,3 +36,26 @@ for t in dict.fromkeys(k[0] for k in rows):
     def show(order):
         return " < ".join(order) + (" ✓" if order == meas else "")
     print(f"| {t} | {' < '.join(meas)} | {show(by_h)} | {show(by_c)} |")
+
+# Pairs of policies on one trace: which the GPU ordered the same way in both
+# of its replays with a gap of more than 20% in each (beyond the noise two
+# replays of the same calls show), and whether each model orders them so.
+print()
+agree = {"h200": 0, "calibrated": 0}
+clear = close = 0
+for t in dict.fromkeys(k[0] for k in rows):
+    pol = [p for (tt, p) in rows if tt == t]
+    for i, a in enumerate(pol):
+        for b in pol[i + 1:]:
+            ma, mb = rows[(t, a)], rows[(t, b)]
+            r1 = ma["h200"][0] / mb["h200"][0]
+            r2 = ma["calibrated"][0] / mb["calibrated"][0]
+            if not ((r1 > 1.2 and r2 > 1.2) or (r1 < 1 / 1.2 and r2 < 1 / 1.2)):
+                close += 1
+                continue
+            clear += 1
+            for g in agree:
+                agree[g] += (ma[g][1] > mb[g][1]) == (r1 > 1)
+print(f"policy pairs the GPU told apart (same order in both replays, > 20% apart in each): {clear} of {clear + close}")
+for g, n in agree.items():
+    print(f"  ordered the same way by the {'shipped h200' if g == 'h200' else 'calibrated'} model: {n} of {clear}")
