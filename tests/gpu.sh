@@ -1,0 +1,56 @@
+#!/bin/sh
+# gpu.sh — the GPU commands on a real GPU: gpu info, calibrate and replay
+# answer with sane numbers.  Without a GPU (or a build without CUDA) it
+# skips (exit 77, automake's SKIP); the no-GPU behaviour is cli.sh's.
+set -u
+top_srcdir=${top_srcdir:-.}
+top_builddir=${top_builddir:-.}
+pt="$top_builddir/pagetune"
+export PAGETUNE_POLICY_DIR=${PAGETUNE_POLICY_DIR:-$top_srcdir/policies}
+export PAGETUNE_GPU_DIR=${PAGETUNE_GPU_DIR:-$top_srcdir/sim/gpus}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if ! "$pt" gpu info >"$tmp/info" 2>&1; then
+  echo "SKIP: no GPU here: $(cat "$tmp/info")"
+  exit 77
+fi
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+cat "$tmp/info"
+
+# calibrate: a description that loads, with every call's points, all positive
+"$pt" calibrate --repeat 3 -o "$tmp/c.gpu" 2>"$tmp/err" || fail "calibrate: $(cat "$tmp/err")"
+[ -f "$tmp/c.gpu.tmp" ] && fail "calibrate left its .tmp file"
+for call in malloc free mem_create mem_map mem_set_access mem_unmap mem_release address_reserve address_free; do
+  grep -q "^cost $call [0-9]" "$tmp/c.gpu" || fail "calibrate: no cost line for $call"
+done
+grep '^cost ' "$tmp/c.gpu" | tr ' ' '\n' | grep ':' | awk -F: '$2 <= 0 { bad = 1 } END { exit bad }' ||
+  fail "calibrate: a time <= 0"
+"$pt" sim --trace "$top_srcdir/traces/llm_decode.pickle.gz" --policy pytorch_native --gpu "$tmp/c.gpu" >/dev/null 2>"$tmp/err" ||
+  fail "the calibrated description does not load: $(cat "$tmp/err")"
+
+# replay: the same calls as the model counted, measured > 0, for a cudaMalloc and a VMM policy
+for p in pytorch_native pytorch_expandable cuda_async; do
+  "$pt" replay --trace "$top_srcdir/traces/varlen_infer.pickle.gz" --policy "$p" --repeat 2 --json >"$tmp/r.json" 2>"$tmp/err" ||
+    { fail "replay $p: $(cat "$tmp/err")"; continue; }
+  python3 - "$tmp/r.json" "$p" <<'PY' || fail "replay $p: output"
+import json, sys
+o = json.load(open(sys.argv[1]))
+g = o["gpu_replay"]
+assert g["driver_calls"] == o["driver_calls"], (g["driver_calls"], o["driver_calls"])
+assert g["measured_total_us"] > 0 and g["predicted_total_us"] > 0
+assert all(g["measured_us"][k] > 0 for k, n in g["driver_calls"].items() if n), g["measured_us"]
+print("ok: replay %s: %d calls, measured %.0f us, predicted %.0f us" % (
+    sys.argv[2], sum(g["driver_calls"].values()), g["measured_total_us"], g["predicted_total_us"]))
+PY
+done
+
+# stitch: refused with the call and the reason, exit 1, or replayed if it never double-maps
+"$pt" replay --trace "$top_srcdir/traces/weights_load.pickle.gz" --policy stitch --repeat 1 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+if [ $rc -eq 1 ]; then grep -q "driver call [0-9]*: " "$tmp/err" || fail "stitch refusal: $(cat "$tmp/err")"
+elif [ $rc -ne 0 ]; then fail "stitch replay: exit $rc"; fi
+echo "ok: stitch replay: exit $rc"
+
+[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "all GPU checks passed"
