@@ -17,8 +17,10 @@ typedef struct replay {
   pt_err *err;
   CUdeviceptr *ptr;                  /* malloc / adopt: the allocation; reserve: the range's base */
   CUmemGenericAllocationHandle *h;   /* mem_create: the handle */
-  size_t *map_rid;                   /* mem_create: where it is mapped (rid + 1; 0: not mapped) */
-  uint64_t *map_off, *bytes;
+  uint64_t *bytes;                   /* what each call made, its size */
+  CUdeviceptr *live_va;              /* live maps (a handle may have several): where, and how long */
+  uint64_t *live_len;
+  size_t nlive;
   pt_replay_result *out;
   double t0;
 } replay;
@@ -106,8 +108,8 @@ static int r_map(void *ctx, size_t hid, size_t rid, uint64_t off, uint64_t bytes
   CUresult c = r->d->MemMap(r->ptr[rid] + off, bytes, 0, r->h[hid], 0);
   stop(r, PT_DRV_mem_map);
   if (c == CUDA_SUCCESS) {
-    r->map_rid[hid] = rid + 1;
-    r->map_off[hid] = off;
+    r->live_va[r->nlive] = r->ptr[rid] + off;
+    r->live_len[r->nlive++] = bytes;
   }
   return check(r, c, "cuMemMap");
 }
@@ -127,10 +129,18 @@ static int r_set_access(void *ctx, size_t rid, uint64_t off, uint64_t bytes) {
 
 static int r_unmap(void *ctx, size_t hid, size_t rid, uint64_t off, uint64_t bytes) {
   replay *r = ctx;
+  CUdeviceptr va = r->ptr[rid] + off;
+  (void)hid;
   start(r);
-  CUresult c = r->d->MemUnmap(r->ptr[rid] + off, bytes);
+  CUresult c = r->d->MemUnmap(va, bytes);
   stop(r, PT_DRV_mem_unmap);
-  if (c == CUDA_SUCCESS) r->map_rid[hid] = 0;
+  for (size_t k = 0; c == CUDA_SUCCESS && k < r->nlive; k++)
+    if (r->live_va[k] == va) {
+      r->nlive--;
+      r->live_va[k] = r->live_va[r->nlive];
+      r->live_len[k] = r->live_len[r->nlive];
+      break;
+    }
   return check(r, c, "cuMemUnmap");
 }
 
@@ -145,8 +155,8 @@ static int r_release(void *ctx, size_t hid) {
 
 /* Give back what the run still holds, untimed: maps, handles, ranges, allocations. */
 static void give_back(replay *r, const pt_dev_log *log) {
-  for (size_t i = 0; i < log->n; i++)
-    if (r->h[i] && r->map_rid[i]) r->d->MemUnmap(r->ptr[r->map_rid[i] - 1] + r->map_off[i], r->bytes[i]);
+  for (size_t k = 0; k < r->nlive; k++) r->d->MemUnmap(r->live_va[k], r->live_len[k]);
+  r->nlive = 0;
   for (size_t i = 0; i < log->n; i++) {
     if (r->h[i]) r->d->MemRelease(r->h[i]);
     if (!r->ptr[i]) continue;
@@ -164,23 +174,24 @@ int pt_replay_log(pt_driver *d, const pt_dev_log *log, pt_replay_result *out, pt
   replay r = {.d = d, .err = err, .out = out};
   r.ptr = calloc(n, sizeof *r.ptr);
   r.h = calloc(n, sizeof *r.h);
-  r.map_rid = calloc(n, sizeof *r.map_rid);
-  r.map_off = calloc(n, sizeof *r.map_off);
   r.bytes = calloc(n, sizeof *r.bytes);
-  if (!r.ptr || !r.h || !r.map_rid || !r.map_off || !r.bytes) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
+  r.live_va = calloc(n, sizeof *r.live_va);
+  r.live_len = calloc(n, sizeof *r.live_len);
+  int ready = r.ptr && r.h && r.bytes && r.live_va && r.live_len;
+  if (!ready) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
   pt_devlog_ops ops = {r_adopt, r_malloc, r_free, r_reserve, r_address_free, r_create,
                        r_map, r_set_access, r_unmap, r_release, &r};
   if (rc == 0) rc = pt_devlog_walk(log, &ops, err);
-  if (r.ptr && r.h && r.map_rid && r.map_off && r.bytes) {
+  if (ready) {
     d->CtxSynchronize();
     give_back(&r, log);
   }
   for (int k = 0; k < PT_DRV_NCALLS; k++) out->total_us += out->us[k];
   free(r.ptr);
   free(r.h);
-  free(r.map_rid);
-  free(r.map_off);
   free(r.bytes);
+  free(r.live_va);
+  free(r.live_len);
   return rc;
 }
 

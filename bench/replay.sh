@@ -19,7 +19,7 @@ mkdir -p "$out"
 "$pt" gpu info >>"$out/replay.txt" 2>&1
 "$pt" calibrate --base h200 --repeat 9 -o "$out/calibrated.gpu" >>"$out/replay.txt" 2>&1
 for t in varlen_infer llm_decode transformer_train weights_load cnn_train; do
-  for p in pytorch_native pytorch_expandable cuda_async direct large_page_threshold; do
+  for p in pytorch_native pytorch_expandable cuda_async direct large_page_threshold stitch; do
     echo "== $t / $p" >>"$out/replay.txt"
     "$pt" replay --trace "traces/$t.pickle.gz" --policy "$p" --repeat "$n" >>"$out/replay.txt" 2>&1 ||
       echo "(exit $?)" >>"$out/replay.txt"

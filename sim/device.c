@@ -74,7 +74,7 @@ static void released(pt_device *d, uint64_t bytes) {
   if (d->on_change) d->on_change(d->ctx);
 }
 
-static void log_call(pt_device *d, int c, uint64_t va, uint64_t bytes) {
+static void log_call(pt_device *d, int c, uint64_t va, uint64_t bytes, uint64_t src) {
   pt_dev_log *log = d->log;
   if (log->n == log->cap) {
     size_t cap = log->cap ? 2 * log->cap : 256;
@@ -86,7 +86,7 @@ static void log_call(pt_device *d, int c, uint64_t va, uint64_t bytes) {
     log->v = v;
     log->cap = cap;
   }
-  log->v[log->n++] = (pt_dev_call){va, bytes, c};
+  log->v[log->n++] = (pt_dev_call){va, bytes, c, src};
 }
 
 static void count(pt_device *d, enum pt_drv_call c, uint64_t va, uint64_t bytes) {
@@ -95,7 +95,7 @@ static void count(pt_device *d, enum pt_drv_call c, uint64_t va, uint64_t bytes)
   d->call_bytes[c] += bytes;
   d->sizes.calls[c][k]++;
   d->sizes.bytes[c][k] += bytes;
-  if (d->log) log_call(d, (int)c, va, bytes);
+  if (d->log) log_call(d, (int)c, va, bytes, 0);
 }
 
 void pt_dev_log_free(pt_dev_log *log) {
@@ -153,7 +153,7 @@ void pt_dev_adopt(pt_device *d, uint64_t bytes) { held(d, bytes); }
 void pt_dev_adopt_at(pt_device *d, uint64_t addr, uint64_t bytes) {
   held(d, bytes);
   hold(d, addr, bytes);
-  if (d->log) log_call(d, PT_DRV_ADOPT, addr, bytes);
+  if (d->log) log_call(d, PT_DRV_ADOPT, addr, bytes, 0);
   pt_map(d, addr, bytes, 0);
 }
 
@@ -184,6 +184,13 @@ void pt_dev_mem_map(pt_device *d, uint64_t va, uint64_t bytes) {
   pt_map(d, va, bytes, 1);
   count(d, PT_DRV_mem_map, va, bytes);
   d->bytes_mapped_total += bytes;
+}
+
+void pt_dev_mem_map_alias(pt_device *d, uint64_t va, uint64_t bytes, uint64_t src_va) {
+  pt_dev_log *log = d->log;
+  size_t n = log ? log->n : 0;
+  pt_dev_mem_map(d, va, bytes);
+  if (log && log->n == n + 1) log->v[n].src = src_va; /* the map just logged */
 }
 
 void pt_dev_mem_set_access(pt_device *d, uint64_t va, uint64_t bytes) {

@@ -44,12 +44,15 @@ enum pt_drv_call {
  * `pagetune replay` makes on a real GPU.  call is a pt_drv_call, or
  * PT_DRV_ADOPT for a segment that existed before the trace began (the
  * replay makes it first, untimed).  va is the model's address (0 for
- * mem_create and mem_release, which name no address).
+ * mem_create and mem_release, which name no address).  A map with src maps
+ * again the handle mapped at src (stitching: one physical page at two
+ * addresses); src is 0 otherwise.
  */
 #define PT_DRV_ADOPT PT_DRV_NCALLS
 typedef struct pt_dev_call {
   uint64_t va, bytes;
   int call;
+  uint64_t src;
 } pt_dev_call;
 
 typedef struct pt_dev_log {
@@ -129,6 +132,8 @@ void pt_dev_address_free(pt_device *d, uint64_t va, uint64_t bytes);
 int pt_dev_mem_create(pt_device *d, uint64_t bytes);  /* 0 or PT_EOOM */
 void pt_dev_mem_release(pt_device *d, uint64_t bytes);
 void pt_dev_mem_map(pt_device *d, uint64_t va, uint64_t bytes);
+/* Map at va the handle already mapped at src_va (a second mapping of the same memory). */
+void pt_dev_mem_map_alias(pt_device *d, uint64_t va, uint64_t bytes, uint64_t src_va);
 void pt_dev_mem_set_access(pt_device *d, uint64_t va, uint64_t bytes);
 void pt_dev_mem_unmap(pt_device *d, uint64_t va, uint64_t bytes);
 

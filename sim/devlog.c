@@ -14,6 +14,7 @@ typedef struct walk {
   size_t *idle, nidle;       /* unmapped handles, last in last */
   size_t *adopted, nadopted; /* segments from before the trace */
   uint64_t *mapped;          /* VAs of live maps, nmapped of them */
+  uint32_t *maps_of;         /* per handle id: its live maps (more than one when aliased) */
   size_t nmapped;
 } walk;
 
@@ -100,12 +101,20 @@ static int step(walk *w, size_t i, const pt_devlog_ops *ops, pt_err *err) {
     if (in_adopted(w, c->va)) return bad(err, i, "a map inside a segment from before the trace (not replayed yet)");
     if ((k = range_of(w, c->va, c->bytes)) < 0) return bad_vmm(w, err, i, "a map outside every reservation");
     if (pt_u64map_get(&w->maps, c->va)) return bad(err, i, "a map over a mapped address");
-    size_t j = w->nidle;
-    while (j > 0 && w->log->v[w->idle[j - 1]].bytes != c->bytes) j--;
-    if (!j) return bad_vmm(w, err, i, "a map with no unmapped handle of its size (one handle at two addresses?)");
-    size_t hid = w->idle[j - 1], r = w->ranges[k];
-    for (; j < w->nidle; j++) w->idle[j - 1] = w->idle[j]; /* keep the order of the rest */
-    w->nidle--;
+    size_t hid, r = w->ranges[k];
+    if (c->src) { /* the handle mapped at src, mapped here too */
+      if (!(slot = pt_u64map_get(&w->maps, c->src))) return bad(err, i, "an alias of an address nothing is mapped at");
+      hid = (size_t)*slot;
+      if (w->log->v[hid].bytes != c->bytes) return bad(err, i, "an alias whose size differs from its handle's");
+    } else {
+      size_t j = w->nidle;
+      while (j > 0 && w->log->v[w->idle[j - 1]].bytes != c->bytes) j--;
+      if (!j) return bad_vmm(w, err, i, "a map with no unmapped handle of its size");
+      hid = w->idle[j - 1];
+      for (; j < w->nidle; j++) w->idle[j - 1] = w->idle[j]; /* keep the order of the rest */
+      w->nidle--;
+    }
+    w->maps_of[hid]++;
     if (pt_u64map_put(&w->maps, c->va, hid) < 0) return PT_ENOMEM;
     w->mapped[w->nmapped++] = c->va;
     return CALL(map, hid, r, c->va - w->log->v[r].va, c->bytes);
@@ -124,7 +133,7 @@ static int step(walk *w, size_t i, const pt_devlog_ops *ops, pt_err *err) {
         w->mapped[m] = w->mapped[--w->nmapped];
         break;
       }
-    w->idle[w->nidle++] = hid;
+    if (--w->maps_of[hid] == 0) w->idle[w->nidle++] = hid; /* unmapped everywhere: free to map or release */
     size_t r = w->ranges[k];
     if ((rc = CALL(unmap, hid, r, c->va - w->log->v[r].va, c->bytes)) < 0) return rc;
     return 0;
@@ -152,7 +161,8 @@ int pt_devlog_walk(const pt_dev_log *log, const pt_devlog_ops *ops, pt_err *err)
   w.adopted = malloc(n * sizeof *w.adopted);
   w.under = malloc(n * sizeof *w.under);
   w.mapped = malloc(n * sizeof *w.mapped);
-  int rc = w.ranges && w.idle && w.adopted && w.under && w.mapped ? 0 : PT_ENOMEM;
+  w.maps_of = calloc(n, sizeof *w.maps_of);
+  int rc = w.ranges && w.idle && w.adopted && w.under && w.mapped && w.maps_of ? 0 : PT_ENOMEM;
   for (size_t i = 0; rc == 0 && i < log->n; i++) rc = step(&w, i, ops, err);
   if (rc == PT_ENOMEM) pt_err_set(err, rc, "out of memory");
   free(w.ranges);
@@ -160,6 +170,7 @@ int pt_devlog_walk(const pt_dev_log *log, const pt_devlog_ops *ops, pt_err *err)
   free(w.adopted);
   free(w.under);
   free(w.mapped);
+  free(w.maps_of);
   pt_u64map_free(&w.allocs);
   pt_u64map_free(&w.maps);
   return rc;

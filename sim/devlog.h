@@ -15,9 +15,11 @@
  * it); a free takes the newest live one of its size there.  A log that
  * cannot be repeated this way (a free of an address no allocation holds, a
  * map outside every reservation or at a mapped address, an address_free
- * with pages still mapped, one handle at two addresses as stitch does, or a
- * VMM call on a segment from before the trace, which a replay makes with
- * cuMemAlloc only) stops the walk with the call's index and the reason.
+ * with pages still mapped, or a VMM call on a segment from before the
+ * trace, which a replay makes with cuMemAlloc only) stops the walk with the
+ * call's index and the reason.  A map with src (stitch's second mapping of
+ * a page) takes the handle mapped at src; a handle is unmapped, free to map
+ * or release again, when its last map goes.
  * The walk is pure bookkeeping: it knows no CUDA.
  */
 #ifndef PT_DEVLOG_H

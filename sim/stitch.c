@@ -343,7 +343,7 @@ static int stitch(stitch_state *st, uint64_t stream, uint64_t npages, srange **o
     s->lent[s->nlent++] = b;
     for (uint64_t i = 0; i < st->runs[r].npages; i++, j++) {
       s->pages[j] = (spage){b->pr, st->runs[r].start + i * PAGE};
-      pt_dev_mem_map(dev, s->va + j * PAGE, PAGE);
+      pt_dev_mem_map_alias(dev, s->va + j * PAGE, PAGE, s->pages[j].addr); /* the primary page, again */
     }
   }
   pt_dev_mem_set_access(dev, s->va, npages * PAGE);

@@ -945,7 +945,8 @@ static void test_log_walk(void) {
   static const char *const traces[] = {"traces/varlen_infer.pickle.gz", "traces/two_streams.pickle.gz",
                                        "traces/transformer_train.pickle.gz", "traces/cap_retry.pickle.gz",
                                        "traces/gc_cap.pickle.gz"};
-  const pt_mech_ops *all[] = {&pt_mech_caching, &pt_mech_direct, &pt_mech_expandable, &pt_mech_async_pool};
+  const pt_mech_ops *all[] = {&pt_mech_caching, &pt_mech_direct, &pt_mech_expandable, &pt_mech_async_pool,
+                              &pt_mech_stitch};
   for (size_t ti = 0; ti < sizeof traces / sizeof traces[0]; ti++) {
     pt_err err = {{0}};
     pt_trace_data t;
@@ -1001,6 +1002,50 @@ static void test_log_walk_same_address(void) {
   CU_ASSERT_EQUAL(f.ids[0], 1);
   CU_ASSERT_EQUAL(f.ids[1], 0);
   CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "driver call 4: a free of an address no allocation holds"));
+}
+
+/* Stitching: one handle mapped at two addresses; unmapped from both before it is released. */
+typedef struct hids {
+  size_t map[4], unmap[4], release[4], nmap, nunmap, nrelease;
+} hids;
+static int h_map(void *c, size_t h, size_t r, uint64_t o, uint64_t b) { (void)r, (void)o, (void)b; ((hids *)c)->map[((hids *)c)->nmap++] = h; return 0; }
+static int h_unmap(void *c, size_t h, size_t r, uint64_t o, uint64_t b) { (void)r, (void)o, (void)b; ((hids *)c)->unmap[((hids *)c)->nunmap++] = h; return 0; }
+static int h_release(void *c, size_t h) { ((hids *)c)->release[((hids *)c)->nrelease++] = h; return 0; }
+
+static void test_log_walk_alias(void) {
+  const uint64_t P = 2 << 20;
+  pt_dev_call v[] = {{0x10000000, 4 * P, PT_DRV_address_reserve, 0}, {0x20000000, 4 * P, PT_DRV_address_reserve, 0},
+                     {0, P, PT_DRV_mem_create, 0},
+                     {0x10000000, P, PT_DRV_mem_map, 0},
+                     {0x20000000, P, PT_DRV_mem_map, 0x10000000}, /* the same page, stitched */
+                     {0x10000000, P, PT_DRV_mem_unmap, 0},
+                     {0x20000000, P, PT_DRV_mem_unmap, 0},
+                     {0, P, PT_DRV_mem_release, 0}};
+  pt_dev_log log = {v, 8, 8};
+  hids h = {{0}, {0}, {0}, 0, 0, 0};
+  pt_devlog_ops ops = {.map = h_map, .unmap = h_unmap, .release = h_release, .ctx = &h};
+  pt_err err = {{0}};
+  CU_ASSERT_EQUAL(pt_devlog_walk(&log, &ops, &err), 0);
+  CU_ASSERT_EQUAL(h.nmap, 2);
+  CU_ASSERT_EQUAL(h.map[0], 2); /* both maps are handle 2 */
+  CU_ASSERT_EQUAL(h.map[1], 2);
+  CU_ASSERT_EQUAL(h.nrelease, 1);
+  CU_ASSERT_EQUAL(h.release[0], 2);
+  /* released while still mapped at the alias: no unmapped handle to release */
+  pt_dev_call w[] = {{0x10000000, 4 * P, PT_DRV_address_reserve, 0}, {0x20000000, 4 * P, PT_DRV_address_reserve, 0},
+                     {0, P, PT_DRV_mem_create, 0},
+                     {0x10000000, P, PT_DRV_mem_map, 0},
+                     {0x20000000, P, PT_DRV_mem_map, 0x10000000},
+                     {0x10000000, P, PT_DRV_mem_unmap, 0},
+                     {0, P, PT_DRV_mem_release, 0}};
+  pt_dev_log log2 = {w, 7, 7};
+  CU_ASSERT_EQUAL(pt_devlog_walk(&log2, NULL, &err), PT_EFORMAT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "driver call 6: a release with no unmapped handle"));
+  /* an alias of nothing */
+  pt_dev_call x[] = {{0x20000000, 4 * P, PT_DRV_address_reserve, 0}, {0x20000000, P, PT_DRV_mem_map, 0x10000000}};
+  pt_dev_log log3 = {x, 2, 2};
+  CU_ASSERT_EQUAL(pt_devlog_walk(&log3, NULL, &err), PT_EFORMAT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "driver call 1: an alias of an address nothing is mapped at"));
 }
 
 /* A VMM mechanism on a trace that begins with VMM segments (async_pool trims one: an unmap of a
@@ -1074,6 +1119,7 @@ int pt_test_add_mechs(void) {
   CU_add_test(s, "driver call log: the counted calls, resolved for a replay", test_log_walk);
   CU_add_test(s, "driver call log: unrepeatable logs refused with the call", test_log_walk_refuses);
   CU_add_test(s, "driver call log: two live allocations at one model address", test_log_walk_same_address);
+  CU_add_test(s, "driver call log: a page mapped at two addresses (stitch)", test_log_walk_alias);
   CU_add_test(s, "driver call log: VMM segments from before the trace refused, saying so", test_log_walk_initial_vmm);
   CU_add_test(s, "direct: one cudaMalloc/cudaFree a request, 512 B rounding", test_direct_counts);
   CU_add_test(s, "direct: initial segments held until their blocks go", test_direct_initial);
