@@ -18,16 +18,23 @@ void pt_dev_init(pt_device *d, uint64_t capacity, const pt_addr_hint *hints, siz
   d->next_va = INVENTED_BASE;
 }
 
-void pt_dev_done(pt_device *d) {
+static void forget_path(pt_device *d) {
   free(d->held);
   d->held = NULL;
   d->nheld = d->held_cap = 0;
 }
 
+void pt_dev_done(pt_device *d) {
+  forget_path(d);
+  free(d->maps);
+  d->maps = NULL;
+  d->nmaps = d->maps_cap = 0;
+}
+
 /* Off the recorded path for good: addresses are invented from here on. */
 static void leave_path(pt_device *d) {
   d->hints_followed = 0;
-  pt_dev_done(d);
+  forget_path(d);
 }
 
 static int overlaps_held(const pt_device *d, uint64_t addr, uint64_t bytes) {
@@ -89,13 +96,22 @@ static void log_call(pt_device *d, int c, uint64_t va, uint64_t bytes, uint64_t 
   log->v[log->n++] = (pt_dev_call){va, bytes, c, src};
 }
 
-static void count(pt_device *d, enum pt_drv_call c, uint64_t va, uint64_t bytes) {
+/* One call's worth of cost, at a size (pt_call_sizes). */
+static void cost_at(pt_device *d, enum pt_drv_call c, uint64_t bytes) {
   int k = 63 - __builtin_clzll(bytes | 1);
-  d->calls[c]++;
-  d->call_bytes[c] += bytes;
   d->sizes.calls[c][k]++;
   d->sizes.bytes[c][k] += bytes;
+}
+
+static void count_only(pt_device *d, enum pt_drv_call c, uint64_t va, uint64_t bytes) {
+  d->calls[c]++;
+  d->call_bytes[c] += bytes;
   if (d->log) log_call(d, (int)c, va, bytes, 0);
+}
+
+static void count(pt_device *d, enum pt_drv_call c, uint64_t va, uint64_t bytes) {
+  count_only(d, c, va, bytes);
+  cost_at(d, c, bytes);
 }
 
 void pt_dev_log_free(pt_dev_log *log) {
@@ -184,6 +200,17 @@ void pt_dev_mem_map(pt_device *d, uint64_t va, uint64_t bytes) {
   pt_map(d, va, bytes, 1);
   count(d, PT_DRV_mem_map, va, bytes);
   d->bytes_mapped_total += bytes;
+  if (d->nmaps == d->maps_cap) {
+    size_t cap = d->maps_cap ? 2 * d->maps_cap : 64;
+    pt_addr_hint *v = realloc(d->maps, cap * sizeof *v);
+    if (!v) { /* kept, and it stops the run */
+      if (!d->error) d->error = pt_err_set(d->err, PT_ENOMEM, "out of memory (live maps)");
+      return;
+    }
+    d->maps = v;
+    d->maps_cap = cap;
+  }
+  d->maps[d->nmaps++] = (pt_addr_hint){va, bytes};
 }
 
 void pt_dev_mem_map_alias(pt_device *d, uint64_t va, uint64_t bytes, uint64_t src_va) {
@@ -194,10 +221,22 @@ void pt_dev_mem_map_alias(pt_device *d, uint64_t va, uint64_t bytes, uint64_t sr
 }
 
 void pt_dev_mem_set_access(pt_device *d, uint64_t va, uint64_t bytes) {
-  count(d, PT_DRV_mem_set_access, va, bytes);
+  count_only(d, PT_DRV_mem_set_access, va, bytes);
+  int covered = 0;
+  for (size_t i = 0; i < d->nmaps; i++)
+    if (d->maps[i].addr >= va && d->maps[i].addr - va < bytes) {
+      cost_at(d, PT_DRV_mem_set_access, d->maps[i].bytes);
+      covered = 1;
+    }
+  if (!covered) cost_at(d, PT_DRV_mem_set_access, bytes); /* no map known there: the range as one */
 }
 
 void pt_dev_mem_unmap(pt_device *d, uint64_t va, uint64_t bytes) {
   pt_unmap(d, va, bytes);
   count(d, PT_DRV_mem_unmap, va, bytes);
+  for (size_t i = 0; i < d->nmaps; i++)
+    if (d->maps[i].addr == va) {
+      d->maps[i] = d->maps[--d->nmaps];
+      break;
+    }
 }

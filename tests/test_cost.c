@@ -66,6 +66,28 @@ static void test_totals_by_size(void) {
   CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_us(&m, &sz, 5), 3 * 11 + (10 + 4096e-6) + 10, 1e-9);
 }
 
+/* cuMemSetAccess over a range of three mapped 2 MiB handles: one call, costed as three handles. */
+static void test_set_access_by_handles(void) {
+  static pt_device d;
+  pt_err err = {{0}};
+  pt_dev_init(&d, 0, NULL, 0);
+  d.err = &err;
+  const uint64_t P = UINT64_C(2) << 20, va = UINT64_C(1) << 40;
+  for (int i = 0; i < 3; i++) pt_dev_mem_map(&d, va + i * P, P);
+  pt_dev_mem_set_access(&d, va, 3 * P);
+  CU_ASSERT_EQUAL(d.calls[PT_DRV_mem_set_access], 1);
+  CU_ASSERT_EQUAL(d.call_bytes[PT_DRV_mem_set_access], 3 * P);
+  CU_ASSERT_EQUAL(d.sizes.calls[PT_DRV_mem_set_access][21], 3); /* three handles of 2^21 bytes */
+  CU_ASSERT_EQUAL(d.sizes.calls[PT_DRV_mem_set_access][22], 0);
+  pt_dev_mem_unmap(&d, va + P, P);
+  pt_dev_mem_set_access(&d, va, 3 * P); /* the middle one gone: two handles */
+  CU_ASSERT_EQUAL(d.sizes.calls[PT_DRV_mem_set_access][21], 5);
+  pt_dev_mem_set_access(&d, va + 8 * P, P); /* no map there: the range as one */
+  CU_ASSERT_EQUAL(d.sizes.calls[PT_DRV_mem_set_access][21], 6);
+  CU_ASSERT_EQUAL(d.error, 0);
+  pt_dev_done(&d);
+}
+
 int pt_test_add_cost(void) {
   CU_pSuite s = CU_add_suite("cost", NULL, NULL);
   if (!s) return CU_get_error();
@@ -73,5 +95,6 @@ int pt_test_add_cost(void) {
   CU_add_test(s, "a step between points is kept (cuMemAlloc on the H200)", test_step);
   CU_add_test(s, "one point, no points, refused points", test_one_point_and_errors);
   CU_add_test(s, "totals by size class, with bookkeeping", test_totals_by_size);
+  CU_add_test(s, "cuMemSetAccess costed by the handles it covers", test_set_access_by_handles);
   return CU_get_error();
 }

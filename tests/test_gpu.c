@@ -46,6 +46,7 @@ static pt_pagetable *map_kind(const pt_gpu *g, uint64_t footprint, uint64_t hand
     for (uint64_t off = 0; off < footprint; off += handle) pt_dev_mem_map(&d, base + off, handle);
   }
   CU_ASSERT_EQUAL(d.error, 0);
+  pt_dev_done(&d);
   return pt;
 }
 

@@ -41,6 +41,7 @@ static int rig_start(rig *r) {
 static void rig_done(rig *r) {
   r->ops->destroy(r->st);
   r->st = NULL;
+  pt_dev_done(&r->dev);
 }
 
 static uint64_t A(rig *r, uint64_t bytes) { /* an allocation that must succeed */
