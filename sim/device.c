@@ -97,19 +97,19 @@ static void log_call(pt_device *d, int c, uint64_t va, uint64_t bytes, uint64_t 
 }
 
 /* One call's worth of cost, at a size (pt_call_sizes). */
-static void cost_at(pt_device *d, enum pt_drv_call c, uint64_t bytes) {
+static inline void cost_at(pt_device *d, enum pt_drv_call c, uint64_t bytes) {
   int k = 63 - __builtin_clzll(bytes | 1);
   d->sizes.calls[c][k]++;
   d->sizes.bytes[c][k] += bytes;
 }
 
-static void count_only(pt_device *d, enum pt_drv_call c, uint64_t va, uint64_t bytes) {
+static inline void count_only(pt_device *d, enum pt_drv_call c, uint64_t va, uint64_t bytes) {
   d->calls[c]++;
   d->call_bytes[c] += bytes;
   if (d->log) log_call(d, (int)c, va, bytes, 0);
 }
 
-static void count(pt_device *d, enum pt_drv_call c, uint64_t va, uint64_t bytes) {
+static inline void count(pt_device *d, enum pt_drv_call c, uint64_t va, uint64_t bytes) {
   count_only(d, c, va, bytes);
   cost_at(d, c, bytes);
 }
@@ -147,7 +147,7 @@ int pt_dev_malloc(pt_device *d, uint64_t bytes, uint64_t *addr) {
     *addr = d->hints[d->next_hint++].addr;
     hold(d, *addr, bytes);
   } else {
-    leave_path(d);
+    if (d->hints_followed) leave_path(d);
     *addr = invent(d, bytes, VA_ALIGN);
   }
   count(d, PT_DRV_malloc, *addr, bytes);
