@@ -317,6 +317,9 @@ static const char replay_help[] =
     "  --trace, --policy, --set, --capacity, --device, --invent-addresses: as for sim\n"
     "  --gpu NAME          the description whose cost model predicts (default h200)\n"
     "  --repeat N          replay N times (default 5) and report medians\n"
+    "  --db DB             also store the run (as sweep would) and the measured times,\n"
+    "                      in the measurements table (kind replay_driver_us, and\n"
+    "                      replay_driver_us:CALL by kind of call; docs/store.md)\n"
     "  --json              one JSON object: sim's keys and gpu_replay\n"
     "  -h, --help          this help\n";
 
@@ -361,15 +364,22 @@ static const char *policy_path(const char *arg, char *buf, size_t n) {
 
 
 enum { SIM_TRACE = 300, SIM_POLICY, SIM_SET, SIM_CAPACITY, SIM_DEVICE, SIM_JSON, SIM_INVENT, SIM_REPEAT,
-       SIM_GPU, SIM_TLB, SIM_LIST_GPUS };
+       SIM_GPU, SIM_TLB, SIM_LIST_GPUS, SIM_DB };
 
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
 }
 
+typedef struct replay_store_args {
+  const char *db, *trace;
+  const pt_trace_data *t;
+  pt_policy *pol;
+  const pt_sim_config *cfg;
+} replay_store_args;
+
 static int replay_on_gpu(const pt_dev_log *log, const pt_gpu *gpu, const pt_sim_result *r, unsigned long repeat,
-                         int json, pt_err *err);
+                         int json, const replay_store_args *store, pt_err *err);
 
 /* sim, and with on_gpu (pagetune replay) its driver calls made again on the GPU. */
 static int cmd_sim(int argc, char **argv, int on_gpu) {
@@ -380,10 +390,10 @@ static int cmd_sim(int argc, char **argv, int on_gpu) {
       {"device", required_argument, NULL, SIM_DEVICE},   {"json", no_argument, NULL, SIM_JSON},
       {"invent-addresses", no_argument, NULL, SIM_INVENT}, {"repeat", required_argument, NULL, SIM_REPEAT},
       {"gpu", required_argument, NULL, SIM_GPU},          {"tlb", no_argument, NULL, SIM_TLB},
-      {"list-gpus", no_argument, NULL, SIM_LIST_GPUS},
+      {"list-gpus", no_argument, NULL, SIM_LIST_GPUS},    {"db", required_argument, NULL, SIM_DB},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
-  const char *trace = NULL, *policy = NULL, *gpu_name = NULL, *sets[PT_MAX_PARAMS];
+  const char *trace = NULL, *policy = NULL, *gpu_name = NULL, *db = NULL, *sets[PT_MAX_PARAMS];
   int nsets = 0, json = 0, invent = 0, tlb = 0, c;
   unsigned long device = (unsigned long)-1, repeat = on_gpu ? 5 : 1;
   uint64_t capacity = 0;
@@ -410,6 +420,10 @@ static int cmd_sim(int argc, char **argv, int on_gpu) {
     case SIM_INVENT: invent = 1; break;
     case SIM_GPU: gpu_name = optarg; break;
     case SIM_TLB: tlb = 1; break;
+    case SIM_DB:
+      if (!on_gpu) return usage_error(cmd, "%s", "--db is replay's (sim stores nothing; see sweep)");
+      db = optarg;
+      break;
     case SIM_LIST_GPUS: {
       char names[1024];
       pt_gpu_list(names, sizeof names);
@@ -477,7 +491,8 @@ static int cmd_sim(int argc, char **argv, int on_gpu) {
   double median = secs[runs / 2], fastest = secs[0], slowest = secs[runs - 1];
   free(secs);
   if (on_gpu) {
-    rc = replay_on_gpu(&log, cfg.gpu, &r, repeat, json, &err);
+    replay_store_args sa = {db, trace, &t, pol, &cfg};
+    rc = replay_on_gpu(&log, cfg.gpu, &r, repeat, json, db ? &sa : NULL, &err);
     pt_dev_log_free(&log);
     pt_sim_result_free(&r);
     pt_trace_data_free(&t);
@@ -544,8 +559,12 @@ static double median_of(double *v, unsigned long n) {
  * logged calls on device 0; medians by kind of call, beside the cost model's
  * prediction for the same calls.
  */
+static int replay_store(const replay_store_args *a, const pt_sim_result *r, const char *device, unsigned long repeat,
+                        const double measured[PT_DRV_NCALLS + 1], const uint64_t calls[PT_DRV_NCALLS], pt_err *err,
+                        int64_t *run_id);
+
 static int replay_on_gpu(const pt_dev_log *log, const pt_gpu *gpu, const pt_sim_result *r, unsigned long repeat,
-                         int json, pt_err *err) {
+                         int json, const replay_store_args *store, pt_err *err) {
   pt_driver *d;
   pt_gpu_info gi;
   int rc = pt_driver_open(err, &d);
@@ -581,6 +600,8 @@ static int replay_on_gpu(const pt_dev_log *log, const pt_gpu *gpu, const pt_sim_
     predicted[c] = r->predicted_call_us[c];
     predicted[PT_DRV_NCALLS] += predicted[c];
   }
+  int64_t run_id = 0;
+  if (store && (rc = replay_store(store, r, gi.name, repeat, measured, res.calls, err, &run_id)) < 0) return rc;
   if (json) {
     fputs("{\"gpu_replay\":{\"device\":", stdout);
     pt_json_str(stdout, gi.name);
@@ -592,8 +613,8 @@ static int replay_on_gpu(const pt_dev_log *log, const pt_gpu *gpu, const pt_sim_
     for (int c = 0; c < PT_DRV_NCALLS; c++) printf("%s\"%s\":%.3f", c ? "," : "", drv_names[c], measured[c]);
     fputs("},\"predicted_us\":{", stdout);
     for (int c = 0; c < PT_DRV_NCALLS; c++) printf("%s\"%s\":%.3f", c ? "," : "", drv_names[c], predicted[c]);
-    printf("},\"measured_total_us\":%.3f,\"predicted_total_us\":%.3f},", measured[PT_DRV_NCALLS],
-           predicted[PT_DRV_NCALLS]);
+    printf("},\"measured_total_us\":%.3f,\"predicted_total_us\":%.3f,\"run_id\":%" PRId64 "},",
+           measured[PT_DRV_NCALLS], predicted[PT_DRV_NCALLS], run_id);
     pt_sim_print_json_members(stdout, r, 0);
     fputs("}\n", stdout);
     return 0;
@@ -608,6 +629,7 @@ static int replay_on_gpu(const pt_dev_log *log, const pt_gpu *gpu, const pt_sim_
   if (predicted[PT_DRV_NCALLS] > 0) printf("   (measured / predicted %.2f)", measured[PT_DRV_NCALLS] / predicted[PT_DRV_NCALLS]);
   printf("\n\nmodel: peak reserved %" PRIu64 " bytes, %" PRIu64 " segments; %" PRIu64 " requests, %" PRIu64 " frees\n",
          r->peak_reserved_bytes, r->segments_allocated, r->allocs, r->frees);
+  if (store) printf("stored: run %" PRId64 " and its measurements in %s\n", run_id, store->db);
   return 0;
 }
 
@@ -709,6 +731,51 @@ static int wb_run(const wb_env *env, wb_trace *tr, pt_policy *pol, int64_t polic
   if ((rc = pt_sim_run(&tr->t, &cfg, err, res)) < 0) return rc;
   *ran = 1;
   if ((rc = pt_store_put_run(env->db, &key, PT_GIT_REVISION, res, err, run_id)) < 0) pt_sim_result_free(res);
+  return rc;
+}
+
+/*
+ * pagetune replay --db: the run under the workbench's key (so sweep, best and
+ * report see it), and what the GPU measured, as measurements of that run.
+ */
+static int replay_store(const replay_store_args *a, const pt_sim_result *r, const char *device, unsigned long repeat,
+                        const double measured[PT_DRV_NCALLS + 1], const uint64_t calls[PT_DRV_NCALLS], pt_err *err,
+                        int64_t *run_id) {
+  pt_store *db;
+  int rc = pt_store_open(a->db, 0, err, &db);
+  if (rc < 0) return rc;
+  pt_trace *tt;
+  pt_trace_stats st;
+  char hash[65];
+  int64_t trace_id, policy_id;
+  size_t len;
+  const char *text = pt_policy_source(a->pol, &len);
+  char pj[1024], notes[128];
+  params_json(&a->cfg->params, pj, sizeof pj);
+  pt_trace_content_hash(a->t, hash);
+  if ((rc = pt_trace_open(a->trace, NULL, err, &tt)) < 0) goto out;
+  rc = pt_trace_stats_compute(tt, &st, err);
+  pt_trace_close(tt);
+  if (rc < 0 || (rc = pt_store_put_trace(db, base_name(a->trace), a->trace, hash, &st, err, &trace_id)) < 0 ||
+      (rc = pt_store_put_policy(db, pt_policy_name(a->pol), pt_policy_mechanism(a->pol), text, len, err,
+                                &policy_id)) < 0)
+    goto out;
+  pt_store_run_key key = {trace_id, policy_id, pj, a->cfg->capacity, a->cfg->gpu->name, ENGINE_VERSION};
+  if ((rc = pt_store_find_run(db, &key, err, run_id)) < 0) goto out;
+  if (!*run_id && (rc = pt_store_put_run(db, &key, PT_GIT_REVISION, r, err, run_id)) < 0) goto out;
+  snprintf(notes, sizeof notes, "pagetune replay, median of %lu replays", repeat);
+  int64_t id;
+  if ((rc = pt_store_put_measurement(db, *run_id, "replay_driver_us", measured[PT_DRV_NCALLS], "us", device, notes,
+                                     err, &id)) < 0)
+    goto out;
+  for (int c = 0; c < PT_DRV_NCALLS; c++) {
+    if (!calls[c]) continue;
+    char kind[64];
+    snprintf(kind, sizeof kind, "replay_driver_us:%s", drv_names[c]);
+    if ((rc = pt_store_put_measurement(db, *run_id, kind, measured[c], "us", device, notes, err, &id)) < 0) goto out;
+  }
+out:
+  pt_store_close(db);
   return rc;
 }
 
@@ -1463,7 +1530,7 @@ static int cmd_gpu(int argc, char **argv) {
 /* ---- pagetune calibrate --------------------------------------------------------- */
 
 static const char calibrate_help[] =
-    "usage: pagetune calibrate [--base NAME] [--repeat N] [-o FILE] [--json]\n"
+    "usage: pagetune calibrate [--base NAME] [--repeat N] [-o FILE] [--db DB] [--json]\n"
     "\n"
     "Measure what the driver calls cost on this machine's GPU (device 0): cuMemAlloc\n"
     "and cuMemFree from 512 B to 1 GiB; cuMemCreate, cuMemMap, cuMemSetAccess,\n"
@@ -1476,11 +1543,12 @@ static const char calibrate_help[] =
     "  --base NAME   the description to start from (default h200)\n"
     "  --repeat N    calls per size, 1..64 (default 9)\n"
     "  -o FILE       write the description there (default: standard output)\n"
+    "  --db DB       also store every point in DB's calibrations table (docs/store.md)\n"
     "  --json        the measured points as one JSON object instead\n"
     "  -h, --help    this help\n";
 
 static int cmd_calibrate(int argc, char **argv) {
-  const char *base = "h200", *outpath = NULL;
+  const char *base = "h200", *outpath = NULL, *dbpath = NULL;
   unsigned long reps = 9;
   int json = 0;
   for (int i = 1; i < argc; i++) {
@@ -1490,6 +1558,7 @@ static int cmd_calibrate(int argc, char **argv) {
     } else if (!strcmp(argv[i], "--json")) json = 1;
     else if (i + 1 < argc && !strcmp(argv[i], "--base")) base = argv[++i];
     else if (i + 1 < argc && !strcmp(argv[i], "-o")) outpath = argv[++i];
+    else if (i + 1 < argc && !strcmp(argv[i], "--db")) dbpath = argv[++i];
     else if (i + 1 < argc && !strcmp(argv[i], "--repeat")) {
       if (parse_ulong(argv[++i], 64, &reps) < 0 || !reps) return usage_error("calibrate", "bad --repeat '%s'", argv[i]);
     } else return usage_error("calibrate", "unexpected argument '%s'", argv[i]);
@@ -1518,6 +1587,25 @@ static int cmd_calibrate(int argc, char **argv) {
   time_t now = time(NULL);
   char when[64];
   strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+  if (dbpath) { /* stored first: a bad database path fails before anything is written */
+    pt_store *db;
+    char gname[96], source[512];
+    snprintf(gname, sizeof gname, "%s-calibrated", g.name);
+    snprintf(source, sizeof source, "pagetune calibrate on %s, %s, median of %lu", gi.name, when, reps);
+    if ((rc = pt_store_open(dbpath, 0, &err, &db)) == 0) {
+      for (int c = 0; rc == 0 && c < PT_DRV_NCALLS; c++)
+        for (size_t k = 0; rc == 0 && k < pts[c].n; k++) {
+          int64_t id;
+          rc = pt_store_put_calibration(db, gname, drv_names[c], (uint64_t)pts[c].bytes[k], pts[c].us[k], source,
+                                        &err, &id);
+        }
+      pt_store_close(db);
+    }
+    if (rc < 0) {
+      fclose(bf);
+      return fail(&err);
+    }
+  }
   char tmp[4200];
   FILE *out = stdout;
   if (outpath) {

@@ -60,6 +60,7 @@ elif [ $rc -ne 0 ]; then echo "FAIL: calibrate exit $rc"; cat "$tmp/err"; fails=
 expect 2 "calibrate --repeat 0" -- "$pt" calibrate --repeat 0
 expect 1 "calibrate from an unknown description" -- "$pt" calibrate --base nope
 one_line "nope: no such GPU description"
+expect 2 "sim with replay's --db" -- "$pt" sim --trace "$top_srcdir/traces/varlen_infer.pickle.gz" --policy direct --db "$tmp/x.db"
 expect 2 "replay without a policy" -- "$pt" replay --trace "$top_srcdir/traces/varlen_infer.pickle.gz"
 expect 2 "replay with sim's --tlb" -- "$pt" replay --trace "$top_srcdir/traces/varlen_infer.pickle.gz" --policy direct --tlb
 

@@ -45,6 +45,23 @@ print("ok: replay %s: %d calls, measured %.0f us, predicted %.0f us" % (
 PY
 done
 
+# --db: the run and its measurements stored; calibrate's points too
+"$pt" replay --trace "$top_srcdir/traces/varlen_infer.pickle.gz" --policy cuda_async --repeat 1 --db "$tmp/r.db" >/dev/null 2>"$tmp/err" ||
+  fail "replay --db: $(cat "$tmp/err")"
+"$pt" calibrate --repeat 1 --db "$tmp/r.db" -o "$tmp/c2.gpu" 2>"$tmp/err" || fail "calibrate --db: $(cat "$tmp/err")"
+python3 - "$tmp/r.db" <<'PY' || fail "stored replay/calibration"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+(n,) = db.execute("SELECT count(*) FROM measurements m JOIN runs r ON r.id = m.run_id "
+                  "WHERE m.kind = 'replay_driver_us' AND m.value > 0").fetchone()
+assert n == 1, n
+(k,) = db.execute("SELECT count(*) FROM measurements WHERE kind LIKE 'replay_driver_us:%'").fetchone()
+assert k >= 2, k
+(c,) = db.execute("SELECT count(*) FROM calibrations WHERE gpu = 'h200-calibrated' AND us > 0").fetchone()
+assert c >= 30, c
+print("ok: replay and calibrate stored (%d measurements by call, %d calibration points)" % (k, c))
+PY
+
 # stitch on a trace where it stitches (one handle mapped at two addresses): replayed
 "$pt" replay --trace "$top_srcdir/traces/varlen_infer.pickle.gz" --policy stitch --repeat 1 >"$tmp/out" 2>"$tmp/err" ||
   fail "stitch replay: $(cat "$tmp/err")"
