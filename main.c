@@ -653,21 +653,25 @@ static const char *base_name(const char *path) {
   return s ? s + 1 : path;
 }
 
+/* A loaded trace's row in the store (found or added): its statistics and content hash go with it. */
+static int wb_put_trace(pt_store *db, const char *path, const pt_trace_data *data, pt_err *err, char hash[65],
+                        int64_t *id) {
+  pt_trace *t;
+  pt_trace_stats st;
+  int rc = pt_trace_open(path, NULL, err, &t);
+  if (rc < 0) return rc;
+  rc = pt_trace_stats_compute(t, &st, err);
+  pt_trace_close(t);
+  if (rc < 0) return rc;
+  pt_trace_content_hash(data, hash);
+  return pt_store_put_trace(db, base_name(path), path, hash, &st, err, id);
+}
+
 static int wb_load_trace(pt_store *db, const char *path, pt_err *err, wb_trace *out) {
   memset(out, 0, sizeof *out);
   int rc = pt_trace_load(path, NULL, err, &out->t);
   if (rc < 0) return rc;
-  pt_trace *t;
-  pt_trace_stats st;
-  if ((rc = pt_trace_open(path, NULL, err, &t)) < 0) goto fail;
-  rc = pt_trace_stats_compute(t, &st, err);
-  pt_trace_close(t);
-  if (rc < 0) goto fail;
-  pt_trace_content_hash(&out->t, out->hash);
-  if ((rc = pt_store_put_trace(db, base_name(path), path, out->hash, &st, err, &out->id)) < 0) goto fail;
-  return 0;
-fail:
-  pt_trace_data_free(&out->t);
+  if ((rc = wb_put_trace(db, path, &out->t, err, out->hash, &out->id)) < 0) pt_trace_data_free(&out->t);
   return rc;
 }
 
@@ -744,19 +748,13 @@ static int replay_store(const replay_store_args *a, const pt_sim_result *r, cons
   pt_store *db;
   int rc = pt_store_open(a->db, 0, err, &db);
   if (rc < 0) return rc;
-  pt_trace *tt;
-  pt_trace_stats st;
   char hash[65];
   int64_t trace_id, policy_id;
   size_t len;
   const char *text = pt_policy_source(a->pol, &len);
   char pj[1024], notes[128];
   params_json(&a->cfg->params, pj, sizeof pj);
-  pt_trace_content_hash(a->t, hash);
-  if ((rc = pt_trace_open(a->trace, NULL, err, &tt)) < 0) goto out;
-  rc = pt_trace_stats_compute(tt, &st, err);
-  pt_trace_close(tt);
-  if (rc < 0 || (rc = pt_store_put_trace(db, base_name(a->trace), a->trace, hash, &st, err, &trace_id)) < 0 ||
+  if ((rc = wb_put_trace(db, a->trace, a->t, err, hash, &trace_id)) < 0 ||
       (rc = pt_store_put_policy(db, pt_policy_name(a->pol), pt_policy_mechanism(a->pol), text, len, err,
                                 &policy_id)) < 0)
     goto out;

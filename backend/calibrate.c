@@ -5,19 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #ifdef HAVE_CUDA
 #include "cudafns.h"
 
 #define MAX_REPS 64
 #define MIB (UINT64_C(1) << 20)
-
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
-}
 
 static int cmp(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -34,9 +27,9 @@ static void add(pt_cost_points *p, uint64_t bytes, double *t, unsigned n) {
 
 #define TIMED(slot, expr, what)                                   \
   do {                                                            \
-    double t0_ = now_us();                                        \
+    double t0_ = pt_cu_now_us();                                  \
     CUresult r_ = (expr);                                         \
-    (slot) = now_us() - t0_;                                      \
+    (slot) = pt_cu_now_us() - t0_;                                \
     if (r_ != CUDA_SUCCESS) { rc = pt_cu_fail(d, r_, what, err); goto out; } \
   } while (0)
 
@@ -73,15 +66,8 @@ static int vmm_cycle(pt_driver *d, unsigned reps, pt_cost_points *pts, pt_err *e
   CUdeviceptr va = 0;
   int mapped = 0, rc = 0;
   uint64_t bytes = 0;
-  CUmemAllocationProp prop;
-  memset(&prop, 0, sizeof prop);
-  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop.location.id = (int)d->dev;
-  CUmemAccessDesc acc;
-  memset(&acc, 0, sizeof acc);
-  acc.location = prop.location;
-  acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  CUmemAllocationProp prop = pt_cu_handle_prop(d);
+  CUmemAccessDesc acc = pt_cu_access(d);
   for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
     bytes = sizes[s];
     for (unsigned i = 0; i < reps; i++) {

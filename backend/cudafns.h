@@ -41,5 +41,10 @@ struct pt_driver {
 int pt_cu_fail(pt_driver *d, CUresult r, const char *what, pt_err *err);
 /* Device 0's primary context, current on this thread. */
 int pt_cu_context(pt_driver *d, pt_err *err);
+/* What pagetune's VMM handles are: pinned device memory on the context's device, read-write to it. */
+CUmemAllocationProp pt_cu_handle_prop(const pt_driver *d);
+CUmemAccessDesc pt_cu_access(const pt_driver *d);
+/* A monotonic clock in microseconds, for timing driver calls. */
+double pt_cu_now_us(void);
 
 #endif

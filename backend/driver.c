@@ -10,6 +10,7 @@
 #include <config.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #ifdef HAVE_CUDA
 #include <dlfcn.h>
@@ -92,6 +93,30 @@ int pt_driver_info(pt_driver *d, pt_gpu_info *out, pt_err *err) {
   if ((r = d->DeviceTotalMem(&out->total_memory, dev)) != CUDA_SUCCESS)
     return pt_cu_fail(d, r, "cuDeviceTotalMem", err);
   return 0;
+}
+
+CUmemAllocationProp pt_cu_handle_prop(const pt_driver *d) {
+  CUmemAllocationProp p;
+  memset(&p, 0, sizeof p);
+  p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  p.location.id = (int)d->dev;
+  return p;
+}
+
+CUmemAccessDesc pt_cu_access(const pt_driver *d) {
+  CUmemAccessDesc a;
+  memset(&a, 0, sizeof a);
+  a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  a.location.id = (int)d->dev;
+  a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  return a;
+}
+
+double pt_cu_now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
 }
 
 int pt_cu_context(pt_driver *d, pt_err *err) {

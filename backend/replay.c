@@ -4,7 +4,6 @@
 #include <config.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "devlog.h"
 
@@ -25,29 +24,14 @@ typedef struct replay {
   double t0;
 } replay;
 
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
-}
-
-static void start(replay *r) { r->t0 = now_us(); }
+static void start(replay *r) { r->t0 = pt_cu_now_us(); }
 
 static void stop(replay *r, int call) {
-  r->out->us[call] += now_us() - r->t0;
+  r->out->us[call] += pt_cu_now_us() - r->t0;
   r->out->calls[call]++;
 }
 
 static int check(replay *r, CUresult c, const char *what) { return c == CUDA_SUCCESS ? 0 : pt_cu_fail(r->d, c, what, r->err); }
-
-static CUmemAllocationProp prop(const replay *r) {
-  CUmemAllocationProp p;
-  memset(&p, 0, sizeof p);
-  p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  p.location.id = (int)r->d->dev;
-  return p;
-}
 
 static int r_adopt(void *ctx, size_t id, uint64_t bytes) {
   replay *r = ctx;
@@ -93,7 +77,7 @@ static int r_address_free(void *ctx, size_t rid) {
 
 static int r_create(void *ctx, size_t hid, uint64_t bytes) {
   replay *r = ctx;
-  CUmemAllocationProp p = prop(r);
+  CUmemAllocationProp p = pt_cu_handle_prop(r->d);
   r->bytes[hid] = bytes;
   start(r);
   CUresult c = r->d->MemCreate(&r->h[hid], bytes, &p, 0);
@@ -116,11 +100,7 @@ static int r_map(void *ctx, size_t hid, size_t rid, uint64_t off, uint64_t bytes
 
 static int r_set_access(void *ctx, size_t rid, uint64_t off, uint64_t bytes) {
   replay *r = ctx;
-  CUmemAccessDesc a;
-  memset(&a, 0, sizeof a);
-  a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  a.location.id = (int)r->d->dev;
-  a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  CUmemAccessDesc a = pt_cu_access(r->d);
   start(r);
   CUresult c = r->d->MemSetAccess(r->ptr[rid] + off, bytes, &a, 1);
   stop(r, PT_DRV_mem_set_access);

@@ -18,52 +18,52 @@ void pt_dev_init(pt_device *d, uint64_t capacity, const pt_addr_hint *hints, siz
   d->next_va = INVENTED_BASE;
 }
 
-static void forget_path(pt_device *d) {
-  free(d->held);
-  d->held = NULL;
-  d->nheld = d->held_cap = 0;
+static int ranges_push(pt_dev_ranges *r, uint64_t addr, uint64_t bytes) {
+  if (r->n == r->cap) {
+    size_t cap = r->cap ? 2 * r->cap : 64;
+    pt_addr_hint *v = realloc(r->v, cap * sizeof *v);
+    if (!v) return PT_ENOMEM;
+    r->v = v;
+    r->cap = cap;
+  }
+  r->v[r->n++] = (pt_addr_hint){addr, bytes};
+  return 0;
+}
+
+static void ranges_drop(pt_dev_ranges *r, uint64_t addr) {
+  for (size_t i = 0; i < r->n; i++)
+    if (r->v[i].addr == addr) {
+      r->v[i] = r->v[--r->n];
+      return;
+    }
+}
+
+static void ranges_free(pt_dev_ranges *r) {
+  free(r->v);
+  *r = (pt_dev_ranges){0};
 }
 
 void pt_dev_done(pt_device *d) {
-  forget_path(d);
-  free(d->maps);
-  d->maps = NULL;
-  d->nmaps = d->maps_cap = 0;
+  ranges_free(&d->held);
+  ranges_free(&d->maps);
 }
 
 /* Off the recorded path for good: addresses are invented from here on. */
 static void leave_path(pt_device *d) {
   d->hints_followed = 0;
-  forget_path(d);
+  ranges_free(&d->held);
 }
 
 static int overlaps_held(const pt_device *d, uint64_t addr, uint64_t bytes) {
-  for (size_t i = 0; i < d->nheld; i++)
-    if (addr < d->held[i].addr + d->held[i].bytes && d->held[i].addr < addr + bytes) return 1;
+  for (size_t i = 0; i < d->held.n; i++)
+    if (addr < d->held.v[i].addr + d->held.v[i].bytes && d->held.v[i].addr < addr + bytes) return 1;
   return 0;
 }
 
+/* A segment held while on the recorded path; without memory to keep the list, leave the path
+   (invented addresses are always safe). */
 static void hold(pt_device *d, uint64_t addr, uint64_t bytes) {
-  if (!d->hints_followed) return;
-  if (d->nheld == d->held_cap) {
-    size_t cap = d->held_cap ? 2 * d->held_cap : 64;
-    pt_addr_hint *v = realloc(d->held, cap * sizeof *v);
-    if (!v) { /* cannot check the path any more: leave it (invented addresses are always safe) */
-      leave_path(d);
-      return;
-    }
-    d->held = v;
-    d->held_cap = cap;
-  }
-  d->held[d->nheld++] = (pt_addr_hint){addr, bytes};
-}
-
-static void unhold(pt_device *d, uint64_t addr) {
-  for (size_t i = 0; i < d->nheld; i++)
-    if (d->held[i].addr == addr) {
-      d->held[i] = d->held[--d->nheld];
-      return;
-    }
+  if (d->hints_followed && ranges_push(&d->held, addr, bytes) < 0) leave_path(d);
 }
 
 int pt_dev_would_exceed(const pt_device *d, uint64_t bytes) {
@@ -103,14 +103,15 @@ static inline void cost_at(pt_device *d, enum pt_drv_call c, uint64_t bytes) {
   d->sizes.bytes[c][k] += bytes;
 }
 
-static inline void count_only(pt_device *d, enum pt_drv_call c, uint64_t va, uint64_t bytes) {
+/* src: for a map, the address whose handle it maps again (0: none) */
+static inline void count_only(pt_device *d, enum pt_drv_call c, uint64_t va, uint64_t bytes, uint64_t src) {
   d->calls[c]++;
   d->call_bytes[c] += bytes;
-  if (d->log) log_call(d, (int)c, va, bytes, 0);
+  if (d->log) log_call(d, (int)c, va, bytes, src);
 }
 
 static inline void count(pt_device *d, enum pt_drv_call c, uint64_t va, uint64_t bytes) {
-  count_only(d, c, va, bytes);
+  count_only(d, c, va, bytes, 0);
   cost_at(d, c, bytes);
 }
 
@@ -158,7 +159,7 @@ int pt_dev_malloc(pt_device *d, uint64_t bytes, uint64_t *addr) {
 }
 
 void pt_dev_free(pt_device *d, uint64_t addr, uint64_t bytes) {
-  if (d->hints_followed) unhold(d, addr);
+  if (d->hints_followed) ranges_drop(&d->held, addr);
   pt_unmap(d, addr, bytes);
   count(d, PT_DRV_free, addr, bytes);
   released(d, bytes);
@@ -196,36 +197,23 @@ void pt_dev_mem_release(pt_device *d, uint64_t bytes) {
   released(d, bytes);
 }
 
-void pt_dev_mem_map(pt_device *d, uint64_t va, uint64_t bytes) {
+void pt_dev_mem_map_alias(pt_device *d, uint64_t va, uint64_t bytes, uint64_t src_va) {
   pt_map(d, va, bytes, 1);
-  count(d, PT_DRV_mem_map, va, bytes);
+  count_only(d, PT_DRV_mem_map, va, bytes, src_va);
+  cost_at(d, PT_DRV_mem_map, bytes);
   d->bytes_mapped_total += bytes;
-  if (d->nmaps == d->maps_cap) {
-    size_t cap = d->maps_cap ? 2 * d->maps_cap : 64;
-    pt_addr_hint *v = realloc(d->maps, cap * sizeof *v);
-    if (!v) { /* kept, and it stops the run */
-      if (!d->error) d->error = pt_err_set(d->err, PT_ENOMEM, "out of memory (live maps)");
-      return;
-    }
-    d->maps = v;
-    d->maps_cap = cap;
-  }
-  d->maps[d->nmaps++] = (pt_addr_hint){va, bytes};
+  if (ranges_push(&d->maps, va, bytes) < 0 && !d->error) /* kept, and it stops the run */
+    d->error = pt_err_set(d->err, PT_ENOMEM, "out of memory (live maps)");
 }
 
-void pt_dev_mem_map_alias(pt_device *d, uint64_t va, uint64_t bytes, uint64_t src_va) {
-  pt_dev_log *log = d->log;
-  size_t n = log ? log->n : 0;
-  pt_dev_mem_map(d, va, bytes);
-  if (log && log->n == n + 1) log->v[n].src = src_va; /* the map just logged */
-}
+void pt_dev_mem_map(pt_device *d, uint64_t va, uint64_t bytes) { pt_dev_mem_map_alias(d, va, bytes, 0); }
 
 void pt_dev_mem_set_access(pt_device *d, uint64_t va, uint64_t bytes) {
-  count_only(d, PT_DRV_mem_set_access, va, bytes);
+  count_only(d, PT_DRV_mem_set_access, va, bytes, 0);
   int covered = 0;
-  for (size_t i = 0; i < d->nmaps; i++)
-    if (d->maps[i].addr >= va && d->maps[i].addr - va < bytes) {
-      cost_at(d, PT_DRV_mem_set_access, d->maps[i].bytes);
+  for (size_t i = 0; i < d->maps.n; i++)
+    if (d->maps.v[i].addr >= va && d->maps.v[i].addr - va < bytes) {
+      cost_at(d, PT_DRV_mem_set_access, d->maps.v[i].bytes);
       covered = 1;
     }
   if (!covered) cost_at(d, PT_DRV_mem_set_access, bytes); /* no map known there: the range as one */
@@ -234,9 +222,5 @@ void pt_dev_mem_set_access(pt_device *d, uint64_t va, uint64_t bytes) {
 void pt_dev_mem_unmap(pt_device *d, uint64_t va, uint64_t bytes) {
   pt_unmap(d, va, bytes);
   count(d, PT_DRV_mem_unmap, va, bytes);
-  for (size_t i = 0; i < d->nmaps; i++)
-    if (d->maps[i].addr == va) {
-      d->maps[i] = d->maps[--d->nmaps];
-      break;
-    }
+  ranges_drop(&d->maps, va);
 }

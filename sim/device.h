@@ -76,6 +76,12 @@ typedef struct pt_addr_hint {
   uint64_t addr, bytes;
 } pt_addr_hint;
 
+/* Address ranges held in an array, in no order: few, and changed rarely. */
+typedef struct pt_dev_ranges {
+  pt_addr_hint *v;
+  size_t n, cap;
+} pt_dev_ranges;
+
 typedef struct pt_device {
   uint64_t capacity;                 /* 0: no cap */
   uint64_t reserved, peak_reserved;  /* physical bytes held: segments + created handles */
@@ -90,13 +96,11 @@ typedef struct pt_device {
   /* while on it: the segments held, so that a recorded address the model
      still holds (the real run had freed it; the model has not) ends the
      path instead of placing a second segment there */
-  pt_addr_hint *held;
-  size_t nheld, held_cap;
+  pt_dev_ranges held;
   /* live VMM maps: a cuMemSetAccess costs what setting each handle in its
      range does (~23-37 us a 2 MiB handle on the H200), so its cost is
      counted by the maps it covers, not by its bytes (sizes) */
-  pt_addr_hint *maps;
-  size_t nmaps, maps_cap;
+  pt_dev_ranges maps;
   uint64_t next_va;                  /* invented addresses start here */
   /* called after every change of reserved (timelines); may be NULL */
   void (*on_change)(void *ctx);
@@ -137,7 +141,7 @@ void pt_dev_address_free(pt_device *d, uint64_t va, uint64_t bytes);
 int pt_dev_mem_create(pt_device *d, uint64_t bytes);  /* 0 or PT_EOOM */
 void pt_dev_mem_release(pt_device *d, uint64_t bytes);
 void pt_dev_mem_map(pt_device *d, uint64_t va, uint64_t bytes);
-/* Map at va the handle already mapped at src_va (a second mapping of the same memory). */
+/* Map at va the handle already mapped at src_va (a second mapping of the same memory); src_va 0: a handle of its own, as pt_dev_mem_map. */
 void pt_dev_mem_map_alias(pt_device *d, uint64_t va, uint64_t bytes, uint64_t src_va);
 void pt_dev_mem_set_access(pt_device *d, uint64_t va, uint64_t bytes);
 void pt_dev_mem_unmap(pt_device *d, uint64_t va, uint64_t bytes);

@@ -13,9 +13,8 @@ typedef struct walk {
   size_t *ranges, nranges;   /* live reservations (call ids) */
   size_t *idle, nidle;       /* unmapped handles, last in last */
   size_t *adopted, nadopted; /* segments from before the trace */
-  uint64_t *mapped;          /* VAs of live maps, nmapped of them */
   uint32_t *maps_of;         /* per handle id: its live maps (more than one when aliased) */
-  size_t nmapped;
+  uint32_t *maps_in;         /* per reservation id: its live maps */
 } walk;
 
 #define NONE ((size_t)-1)
@@ -52,13 +51,23 @@ static int in_adopted(const walk *w, uint64_t va) {
 
 static void drop(size_t *v, size_t *n, size_t k) { v[k] = v[--*n]; }
 
+/* An unmapped handle of `bytes`, the one unmapped or created last, out of the idle list; NONE if none. */
+static size_t take_idle(walk *w, uint64_t bytes) {
+  size_t j = w->nidle;
+  while (j > 0 && w->log->v[w->idle[j - 1]].bytes != bytes) j--;
+  if (!j) return NONE;
+  size_t hid = w->idle[j - 1];
+  for (; j < w->nidle; j++) w->idle[j - 1] = w->idle[j]; /* keep the order of the rest */
+  w->nidle--;
+  return hid;
+}
+
 #define CALL(f, ...) (ops->f ? ops->f(ops->ctx, __VA_ARGS__) : 0)
 
 static int step(walk *w, size_t i, const pt_devlog_ops *ops, pt_err *err) {
   const pt_dev_call *c = &w->log->v[i];
   uint64_t *slot;
   long k;
-  int rc;
   switch (c->call) {
   case PT_DRV_ADOPT:
   case PT_DRV_malloc:
@@ -89,9 +98,7 @@ static int step(walk *w, size_t i, const pt_devlog_ops *ops, pt_err *err) {
       if (w->log->v[w->ranges[k]].va == c->va) break;
     if (k == (long)w->nranges) return bad_vmm(w, err, i, "an address_free of no reservation");
     size_t rid = w->ranges[k];
-    for (size_t m = 0; m < w->nmapped; m++)
-      if (w->mapped[m] >= c->va && w->mapped[m] - c->va < c->bytes)
-        return bad(err, i, "an address_free of a reservation with pages still mapped");
+    if (w->maps_in[rid]) return bad(err, i, "an address_free of a reservation with pages still mapped");
     drop(w->ranges, &w->nranges, (size_t)k);
     return CALL(address_free, rid);
   case PT_DRV_mem_create:
@@ -106,17 +113,12 @@ static int step(walk *w, size_t i, const pt_devlog_ops *ops, pt_err *err) {
       if (!(slot = pt_u64map_get(&w->maps, c->src))) return bad(err, i, "an alias of an address nothing is mapped at");
       hid = (size_t)*slot;
       if (w->log->v[hid].bytes != c->bytes) return bad(err, i, "an alias whose size differs from its handle's");
-    } else {
-      size_t j = w->nidle;
-      while (j > 0 && w->log->v[w->idle[j - 1]].bytes != c->bytes) j--;
-      if (!j) return bad_vmm(w, err, i, "a map with no unmapped handle of its size");
-      hid = w->idle[j - 1];
-      for (; j < w->nidle; j++) w->idle[j - 1] = w->idle[j]; /* keep the order of the rest */
-      w->nidle--;
+    } else if ((hid = take_idle(w, c->bytes)) == NONE) {
+      return bad_vmm(w, err, i, "a map with no unmapped handle of its size");
     }
-    w->maps_of[hid]++;
     if (pt_u64map_put(&w->maps, c->va, hid) < 0) return PT_ENOMEM;
-    w->mapped[w->nmapped++] = c->va;
+    w->maps_of[hid]++;
+    w->maps_in[r]++;
     return CALL(map, hid, r, c->va - w->log->v[r].va, c->bytes);
   }
   case PT_DRV_mem_set_access:
@@ -128,23 +130,14 @@ static int step(walk *w, size_t i, const pt_devlog_ops *ops, pt_err *err) {
     if (w->log->v[hid].bytes != c->bytes) return bad(err, i, "an unmap whose size differs from its map's");
     if ((k = range_of(w, c->va, c->bytes)) < 0) return bad(err, i, "an unmap outside every reservation");
     pt_u64map_del(&w->maps, c->va);
-    for (size_t m = 0; m < w->nmapped; m++)
-      if (w->mapped[m] == c->va) {
-        w->mapped[m] = w->mapped[--w->nmapped];
-        break;
-      }
-    if (--w->maps_of[hid] == 0) w->idle[w->nidle++] = hid; /* unmapped everywhere: free to map or release */
     size_t r = w->ranges[k];
-    if ((rc = CALL(unmap, hid, r, c->va - w->log->v[r].va, c->bytes)) < 0) return rc;
-    return 0;
+    w->maps_in[r]--;
+    if (--w->maps_of[hid] == 0) w->idle[w->nidle++] = hid; /* unmapped everywhere: free to map or release */
+    return CALL(unmap, hid, r, c->va - w->log->v[r].va, c->bytes);
   }
   case PT_DRV_mem_release: {
-    size_t j = w->nidle;
-    while (j > 0 && w->log->v[w->idle[j - 1]].bytes != c->bytes) j--;
-    if (!j) return bad_vmm(w, err, i, "a release with no unmapped handle of its size");
-    size_t hid = w->idle[j - 1];
-    for (; j < w->nidle; j++) w->idle[j - 1] = w->idle[j];
-    w->nidle--;
+    size_t hid = take_idle(w, c->bytes);
+    if (hid == NONE) return bad_vmm(w, err, i, "a release with no unmapped handle of its size");
     return CALL(release, hid);
   }
   default: return bad(err, i, "an unknown call");
@@ -160,16 +153,16 @@ int pt_devlog_walk(const pt_dev_log *log, const pt_devlog_ops *ops, pt_err *err)
   w.idle = malloc(n * sizeof *w.idle);
   w.adopted = malloc(n * sizeof *w.adopted);
   w.under = malloc(n * sizeof *w.under);
-  w.mapped = malloc(n * sizeof *w.mapped);
+  w.maps_in = calloc(n, sizeof *w.maps_in);
   w.maps_of = calloc(n, sizeof *w.maps_of);
-  int rc = w.ranges && w.idle && w.adopted && w.under && w.mapped && w.maps_of ? 0 : PT_ENOMEM;
+  int rc = w.ranges && w.idle && w.adopted && w.under && w.maps_in && w.maps_of ? 0 : PT_ENOMEM;
   for (size_t i = 0; rc == 0 && i < log->n; i++) rc = step(&w, i, ops, err);
   if (rc == PT_ENOMEM) pt_err_set(err, rc, "out of memory");
   free(w.ranges);
   free(w.idle);
   free(w.adopted);
   free(w.under);
-  free(w.mapped);
+  free(w.maps_in);
   free(w.maps_of);
   pt_u64map_free(&w.allocs);
   pt_u64map_free(&w.maps);
