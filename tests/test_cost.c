@@ -31,6 +31,20 @@ static void test_step(void) {
   CU_ASSERT(pt_cost_eval(&l, 20971520) > 45); /* a 20 MiB segment costs what a 2 MiB one does, about */
 }
 
+static void test_h200_cudafree(void) {
+  /* DESIGN.md's cudaFree: 35 µs at 512 B, 43 at 16 MiB, 183 at 256 MiB, 609 at 1 GiB.
+     Through the points the model gives each one back exactly, and in between
+     stays between its neighbours. */
+  pt_cost_points p = {4, {512, 16777216, 268435456, 1073741824}, {35, 43, 183, 609}};
+  pt_cost_line l;
+  pt_err err;
+  CU_ASSERT_EQUAL_FATAL(pt_cost_fit(&p, &l, &err), 0);
+  for (size_t i = 0; i < p.n; i++) CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(&l, p.bytes[i]), p.us[i], 1e-9);
+  double mid = pt_cost_eval(&l, 134217728);
+  CU_ASSERT(mid > 43 && mid < 183);
+  CU_ASSERT(pt_cost_eval(&l, 2147483648.0) > 609); /* past the last: the last segment carried on */
+}
+
 static void test_one_point_and_errors(void) {
   pt_cost_points one = {1, {2097152}, {11}};
   pt_cost_line l;
@@ -93,6 +107,7 @@ int pt_test_add_cost(void) {
   if (!s) return CU_get_error();
   CU_add_test(s, "points on a line give that line, past the last too", test_exact_line);
   CU_add_test(s, "a step between points is kept (cuMemAlloc on the H200)", test_step);
+  CU_add_test(s, "DESIGN.md's H200 cudaFree points", test_h200_cudafree);
   CU_add_test(s, "one point, no points, refused points", test_one_point_and_errors);
   CU_add_test(s, "totals by size class, with bookkeeping", test_totals_by_size);
   CU_add_test(s, "cuMemSetAccess costed by the handles it covers", test_set_access_by_handles);

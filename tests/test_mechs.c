@@ -923,24 +923,29 @@ static void test_random_consistency(void) {
 
 typedef struct tally {
   uint64_t calls[PT_DRV_NCALLS + 1];
-  uint64_t live; /* allocations + mapped handles + unmapped handles + ranges, as the callbacks see them */
+  const pt_dev_log *log;
+  int64_t held; /* bytes of allocations and handles made and not given back, as the callbacks see them */
 } tally;
 
-static int t_adopt(void *c, size_t id, uint64_t b) { (void)id, (void)b; ((tally *)c)->calls[PT_DRV_ADOPT]++; ((tally *)c)->live++; return 0; }
-static int t_malloc(void *c, size_t id, uint64_t b) { (void)id, (void)b; ((tally *)c)->calls[PT_DRV_malloc]++; ((tally *)c)->live++; return 0; }
-static int t_free(void *c, size_t id) { (void)id; ((tally *)c)->calls[PT_DRV_free]++; ((tally *)c)->live--; return 0; }
-static int t_reserve(void *c, size_t id, uint64_t b, uint64_t a) { (void)id, (void)b, (void)a; ((tally *)c)->calls[PT_DRV_address_reserve]++; ((tally *)c)->live++; return 0; }
-static int t_afree(void *c, size_t id) { (void)id; ((tally *)c)->calls[PT_DRV_address_free]++; ((tally *)c)->live--; return 0; }
-static int t_create(void *c, size_t id, uint64_t b) { (void)id, (void)b; ((tally *)c)->calls[PT_DRV_mem_create]++; ((tally *)c)->live++; return 0; }
-static int t_map(void *c, size_t h, size_t r, uint64_t o, uint64_t b) { (void)h, (void)r, (void)o, (void)b; ((tally *)c)->calls[PT_DRV_mem_map]++; return 0; }
-static int t_access(void *c, size_t r, uint64_t o, uint64_t b) { (void)r, (void)o, (void)b; ((tally *)c)->calls[PT_DRV_mem_set_access]++; return 0; }
-static int t_unmap(void *c, size_t h, size_t r, uint64_t o, uint64_t b) { (void)h, (void)r, (void)o, (void)b; ((tally *)c)->calls[PT_DRV_mem_unmap]++; return 0; }
-static int t_release(void *c, size_t id) { (void)id; ((tally *)c)->calls[PT_DRV_mem_release]++; ((tally *)c)->live--; return 0; }
+#define T(c) ((tally *)(c))
+static int t_adopt(void *c, size_t id, uint64_t b) { (void)id; T(c)->calls[PT_DRV_ADOPT]++; T(c)->held += (int64_t)b; return 0; }
+static int t_malloc(void *c, size_t id, uint64_t b) { (void)id; T(c)->calls[PT_DRV_malloc]++; T(c)->held += (int64_t)b; return 0; }
+static int t_free(void *c, size_t id) { T(c)->calls[PT_DRV_free]++; T(c)->held -= (int64_t)T(c)->log->v[id].bytes; return 0; }
+static int t_reserve(void *c, size_t id, uint64_t b, uint64_t a) { (void)id, (void)b, (void)a; T(c)->calls[PT_DRV_address_reserve]++; return 0; }
+static int t_afree(void *c, size_t id) { (void)id; T(c)->calls[PT_DRV_address_free]++; return 0; }
+static int t_create(void *c, size_t id, uint64_t b) { (void)id; T(c)->calls[PT_DRV_mem_create]++; T(c)->held += (int64_t)b; return 0; }
+static int t_map(void *c, size_t h, size_t r, uint64_t o, uint64_t b) { (void)h, (void)r, (void)o, (void)b; T(c)->calls[PT_DRV_mem_map]++; return 0; }
+static int t_access(void *c, size_t r, uint64_t o, uint64_t b) { (void)r, (void)o, (void)b; T(c)->calls[PT_DRV_mem_set_access]++; return 0; }
+static int t_unmap(void *c, size_t h, size_t r, uint64_t o, uint64_t b) { (void)h, (void)r, (void)o, (void)b; T(c)->calls[PT_DRV_mem_unmap]++; return 0; }
+static int t_release(void *c, size_t id) { T(c)->calls[PT_DRV_mem_release]++; T(c)->held -= (int64_t)T(c)->log->v[id].bytes; return 0; }
+#undef T
 
 /*
  * On real traces, every mechanism's log holds exactly the calls the run
  * counted, and the walk resolves them (a free finds its allocation, a map an
- * unmapped handle of its size inside a reservation).
+ * unmapped handle of its size inside a reservation), and the bytes the
+ * resolved allocations and handles leave held are the device's reserved
+ * bytes at the end of the run.
  */
 static void test_log_walk(void) {
   static const char *const traces[] = {"traces/varlen_infer.pickle.gz", "traces/two_streams.pickle.gz",
@@ -957,15 +962,15 @@ static void test_log_walk(void) {
       pt_sim_config cfg = {.mech = all[m], .log = &log};
       pt_sim_result r;
       CU_ASSERT_EQUAL_FATAL(pt_sim_run(&t, &cfg, &err, &r), 0);
-      tally tl = {{0}, 0};
+      tally tl = {{0}, &log, 0};
       pt_devlog_ops ops = {t_adopt, t_malloc, t_free, t_reserve, t_afree, t_create, t_map, t_access, t_unmap, t_release, &tl};
       int rc = pt_devlog_walk(&log, &ops, &err);
       if (rc < 0) fprintf(stderr, "\n  %s on %s: %s\n", all[m]->name, traces[ti], err.msg);
       CU_ASSERT_EQUAL(rc, 0);
       for (int k = 0; k < PT_DRV_NCALLS; k++) CU_ASSERT_EQUAL(tl.calls[k], r.driver_calls[k]);
       CU_ASSERT(r.driver_calls[PT_DRV_malloc] + r.driver_calls[PT_DRV_mem_create] > 0);
-      /* made and not given back: at least the live cached segments or handles */
-      CU_ASSERT(tl.live <= log.n);
+      /* what the resolved ids leave held is what the device counted as reserved at the end */
+      CU_ASSERT_EQUAL(tl.held, (int64_t)r.final_reserved_bytes);
       pt_sim_result_free(&r);
       pt_dev_log_free(&log);
     }
@@ -984,8 +989,8 @@ static int f_free(void *c, size_t id) {
 }
 
 static void test_log_walk_same_address(void) {
-  pt_dev_call v[] = {{0x1000, 20 << 20, PT_DRV_malloc}, {0x1000, 230 << 20, PT_DRV_malloc},
-                     {0x1000, 20 << 20, PT_DRV_free},   {0x1000, 230 << 20, PT_DRV_free}};
+  pt_dev_call v[] = {{0x1000, 20 << 20, PT_DRV_malloc, 0}, {0x1000, 230 << 20, PT_DRV_malloc, 0},
+                     {0x1000, 20 << 20, PT_DRV_free, 0},   {0x1000, 230 << 20, PT_DRV_free, 0}};
   pt_dev_log log = {v, 4, 4};
   freed f = {{0}, 0};
   pt_devlog_ops ops = {.free = f_free, .ctx = &f};
@@ -994,8 +999,8 @@ static void test_log_walk_same_address(void) {
   CU_ASSERT_EQUAL(f.n, 2);
   CU_ASSERT_EQUAL(f.ids[0], 0); /* the 20 MiB one, made by call 0, though call 1 is newer at that address */
   CU_ASSERT_EQUAL(f.ids[1], 1);
-  pt_dev_call w[] = {{0x1000, 20 << 20, PT_DRV_malloc}, {0x1000, 230 << 20, PT_DRV_malloc},
-                     {0x1000, 230 << 20, PT_DRV_free}, {0x1000, 20 << 20, PT_DRV_free}, {0x1000, 20 << 20, PT_DRV_free}};
+  pt_dev_call w[] = {{0x1000, 20 << 20, PT_DRV_malloc, 0}, {0x1000, 230 << 20, PT_DRV_malloc, 0},
+                     {0x1000, 230 << 20, PT_DRV_free, 0}, {0x1000, 20 << 20, PT_DRV_free, 0}, {0x1000, 20 << 20, PT_DRV_free, 0}};
   pt_dev_log log2 = {w, 5, 5};
   f.n = 0;
   CU_ASSERT_EQUAL(pt_devlog_walk(&log2, &ops, &err), PT_EFORMAT); /* the third free has nothing left */
@@ -1069,12 +1074,12 @@ static void test_log_walk_initial_vmm(void) {
 /* Logs that cannot be repeated are refused with the call's index. */
 static void test_log_walk_refuses(void) {
   static const struct { pt_dev_call v[3]; size_t n; const char *why; } bad[] = {
-      {{{0x1000, 512, PT_DRV_free}}, 1, "call 0: a free of an address no allocation holds"},
-      {{{0x1000, 4096, PT_DRV_malloc}, {0x1000, 512, PT_DRV_free}}, 2, "call 1: a free whose size matches no"},
-      {{{0, 2 << 20, PT_DRV_mem_create}, {0x200000, 2 << 20, PT_DRV_mem_map}}, 2, "call 1: a map outside every"},
-      {{{0x200000, 4 << 20, PT_DRV_address_reserve}, {0x200000, 2 << 20, PT_DRV_mem_map}}, 2,
+      {{{0x1000, 512, PT_DRV_free, 0}}, 1, "call 0: a free of an address no allocation holds"},
+      {{{0x1000, 4096, PT_DRV_malloc, 0}, {0x1000, 512, PT_DRV_free, 0}}, 2, "call 1: a free whose size matches no"},
+      {{{0, 2 << 20, PT_DRV_mem_create, 0}, {0x200000, 2 << 20, PT_DRV_mem_map, 0}}, 2, "call 1: a map outside every"},
+      {{{0x200000, 4 << 20, PT_DRV_address_reserve, 0}, {0x200000, 2 << 20, PT_DRV_mem_map, 0}}, 2,
        "call 1: a map with no unmapped handle"},
-      {{{0, 2 << 20, PT_DRV_mem_release}}, 1, "call 0: a release with no unmapped handle"},
+      {{{0, 2 << 20, PT_DRV_mem_release, 0}}, 1, "call 0: a release with no unmapped handle"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     pt_dev_log log = {(pt_dev_call *)bad[i].v, bad[i].n, bad[i].n};
@@ -1083,8 +1088,8 @@ static void test_log_walk_refuses(void) {
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, bad[i].why));
   }
   /* a reservation freed with a page still mapped in it */
-  pt_dev_call v[] = {{0x200000, 4 << 20, PT_DRV_address_reserve}, {0, 2 << 20, PT_DRV_mem_create},
-                     {0x400000, 2 << 20, PT_DRV_mem_map}, {0x200000, 4 << 20, PT_DRV_address_free}};
+  pt_dev_call v[] = {{0x200000, 4 << 20, PT_DRV_address_reserve, 0}, {0, 2 << 20, PT_DRV_mem_create, 0},
+                     {0x400000, 2 << 20, PT_DRV_mem_map, 0}, {0x200000, 4 << 20, PT_DRV_address_free, 0}};
   pt_dev_log log = {v, 4, 4};
   pt_err err = {{0}};
   CU_ASSERT_EQUAL(pt_devlog_walk(&log, NULL, &err), PT_EFORMAT);
