@@ -1,10 +1,9 @@
 /*
  * emit_confs.c — the conf strings the GPU check feeds to PyTorch, produced by
- * sim/export.c itself (not typed by hand).  One line each: NAME<TAB>VALUE.
+ * sim/work/export.c itself (not typed by hand).  One line each: NAME<TAB>VALUE.
  * Usage: emit_confs [DEVICE_TOTAL_BYTES]   (default: the H200's 150109880320)
- * Build: gcc -Isim bench/export/emit_confs.c sim/export.c sim/mech.c sim/error.c \
- *          sim/caching.c sim/direct.c sim/expandable.c sim/asyncpool.c sim/stitch.c \
- *          sim/bset.c sim/device.c sim/pagetable.c sim/u64map.c -lm
+ * Build: as bench/export/run_on_device.sh does (export.c, the base, device and mech layers,
+ *        pagetable.c; -I for each folder of sim/)
  */
 #include <stdio.h>
 #include <stdlib.h>

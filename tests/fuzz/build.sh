@@ -7,8 +7,8 @@ src=${1:-.}
 out=tests/fuzz
 mkdir -p "$out"
 cc=${CLANG:-clang}
-flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I$src/sim"
-lib="$src/sim/error.c $src/sim/pickle.c $src/sim/u64map.c $src/sim/trace.c $src/sim/snapshot.c"
+flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I$src/sim/base -I$src/sim/trace"
+lib="$src/sim/base/error.c $src/sim/trace/pickle.c $src/sim/base/u64map.c $src/sim/trace/trace.c $src/sim/trace/snapshot.c"
 $cc $flags -o "$out/fuzz_trace" "$src/tests/fuzz/fuzz_trace.c" $lib -lz
-$cc $flags -o "$out/fuzz_pickle" "$src/tests/fuzz/fuzz_pickle.c" "$src/sim/error.c" "$src/sim/pickle.c"
+$cc $flags -o "$out/fuzz_pickle" "$src/tests/fuzz/fuzz_pickle.c" "$src/sim/base/error.c" "$src/sim/trace/pickle.c"
 echo "built $out/fuzz_trace $out/fuzz_pickle"

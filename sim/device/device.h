@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "error.h"
-#include "pagetable.h"
+struct pt_pagetable; /* the page-table model (gpu/pagetable.h), when the run has one */
 
 /* X(name): the driver calls the model counts; the JSON keys of driver_calls. */
 #define PT_DRIVER_CALLS(X) \
@@ -113,7 +113,7 @@ typedef struct pt_device {
    * (a hook error; a mechanism out of memory, pt_mech_set_insert) is kept in
    * error/err and stops the run.
    */
-  pt_pagetable *pt;
+  struct pt_pagetable *pt;
   int (*page_size)(void *page_ctx, uint64_t bytes, uint64_t *out, pt_err *err);
   void *page_ctx;
   int error;

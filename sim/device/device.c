@@ -1,5 +1,6 @@
 /* device.c — the modelled driver: counts, reserved bytes, cap, addresses (see device.h). */
 #include "device.h"
+#include "pagetable.h"
 
 #include <stdlib.h>
 #include <string.h>
