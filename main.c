@@ -378,7 +378,7 @@ typedef struct replay_store_args {
   const pt_sim_config *cfg;
 } replay_store_args;
 
-static int replay_on_gpu(const pt_dev_log *log, const pt_gpu *gpu, const pt_sim_result *r, unsigned long repeat,
+static int replay_on_gpu(const pt_call_log *log, const pt_gpu *gpu, const pt_sim_result *r, unsigned long repeat,
                          int json, const replay_store_args *store, pt_err *err);
 
 /* sim, and with on_gpu (pagetune replay) its driver calls made again on the GPU. */
@@ -471,7 +471,7 @@ static int cmd_sim(int argc, char **argv, int on_gpu) {
     return fail(&err);
   }
   pt_sim_result r;
-  pt_dev_log log = {0};
+  pt_call_log log = {0};
   if (on_gpu) cfg.log = &log;
   unsigned long runs = on_gpu ? 1 : repeat; /* replay: --repeat counts GPU replays */
   double *secs = calloc(runs, sizeof *secs);
@@ -482,7 +482,7 @@ static int cmd_sim(int argc, char **argv, int on_gpu) {
   }
   if (rc < 0) {
     free(secs);
-    pt_dev_log_free(&log);
+    pt_call_log_free(&log);
     pt_trace_data_free(&t);
     pt_policy_free(pol);
     return fail(&err);
@@ -493,7 +493,7 @@ static int cmd_sim(int argc, char **argv, int on_gpu) {
   if (on_gpu) {
     replay_store_args sa = {db, trace, &t, pol, &cfg};
     rc = replay_on_gpu(&log, cfg.gpu, &r, repeat, json, db ? &sa : NULL, &err);
-    pt_dev_log_free(&log);
+    pt_call_log_free(&log);
     pt_sim_result_free(&r);
     pt_trace_data_free(&t);
     pt_policy_free(pol);
@@ -563,7 +563,7 @@ static int replay_store(const replay_store_args *a, const pt_sim_result *r, cons
                         const double measured[PT_DRV_NCALLS + 1], const uint64_t calls[PT_DRV_NCALLS], pt_err *err,
                         int64_t *run_id);
 
-static int replay_on_gpu(const pt_dev_log *log, const pt_gpu *gpu, const pt_sim_result *r, unsigned long repeat,
+static int replay_on_gpu(const pt_call_log *log, const pt_gpu *gpu, const pt_sim_result *r, unsigned long repeat,
                          int json, const replay_store_args *store, pt_err *err) {
   pt_driver *d;
   pt_gpu_info gi;

@@ -5,12 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devlog.h"
+#include "calllog.h"
 
 #ifdef HAVE_CUDA
 #include "cudafns.h"
 
-/* The real thing each logged call made, by call index (devlog.h's ids). */
+/* The real thing each logged call made, by call index (calllog.h's ids). */
 typedef struct replay {
   pt_driver *d;
   pt_err *err;
@@ -134,7 +134,7 @@ static int r_release(void *ctx, size_t hid) {
 }
 
 /* Give back what the run still holds, untimed: maps, handles, ranges, allocations. */
-static void give_back(replay *r, const pt_dev_log *log) {
+static void give_back(replay *r, const pt_call_log *log) {
   for (size_t k = 0; k < r->nlive; k++) r->d->MemUnmap(r->live_va[k], r->live_len[k]);
   r->nlive = 0;
   for (size_t i = 0; i < log->n; i++) {
@@ -145,9 +145,9 @@ static void give_back(replay *r, const pt_dev_log *log) {
   }
 }
 
-int pt_replay_log(pt_driver *d, const pt_dev_log *log, pt_replay_result *out, pt_err *err) {
+int pt_replay_log(pt_driver *d, const pt_call_log *log, pt_replay_result *out, pt_err *err) {
   memset(out, 0, sizeof *out);
-  int rc = pt_devlog_walk(log, NULL, err); /* a log that cannot be repeated is refused before any call */
+  int rc = pt_call_log_walk(log, NULL, err); /* a log that cannot be repeated is refused before any call */
   if (rc < 0) return rc;
   if ((rc = pt_cu_context(d, err)) < 0) return rc;
   size_t n = log->n ? log->n : 1;
@@ -159,9 +159,9 @@ int pt_replay_log(pt_driver *d, const pt_dev_log *log, pt_replay_result *out, pt
   r.live_len = calloc(n, sizeof *r.live_len);
   int ready = r.ptr && r.h && r.bytes && r.live_va && r.live_len;
   if (!ready) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
-  pt_devlog_ops ops = {r_adopt, r_malloc, r_free, r_reserve, r_address_free, r_create,
+  pt_call_log_ops ops = {r_adopt, r_malloc, r_free, r_reserve, r_address_free, r_create,
                        r_map, r_set_access, r_unmap, r_release, &r};
-  if (rc == 0) rc = pt_devlog_walk(log, &ops, err);
+  if (rc == 0) rc = pt_call_log_walk(log, &ops, err);
   if (ready) {
     d->CtxSynchronize();
     give_back(&r, log);
@@ -177,7 +177,7 @@ int pt_replay_log(pt_driver *d, const pt_dev_log *log, pt_replay_result *out, pt
 
 #else /* built without the CUDA Toolkit */
 
-int pt_replay_log(pt_driver *d, const pt_dev_log *log, pt_replay_result *out, pt_err *err) {
+int pt_replay_log(pt_driver *d, const pt_call_log *log, pt_replay_result *out, pt_err *err) {
   (void)d;
   (void)log;
   memset(out, 0, sizeof *out);

@@ -1,7 +1,7 @@
 /*
  * replay.h — a run's driver calls made again on a real GPU, and timed.
  *
- * The model logs every driver call a policy's mechanism makes (pt_dev_log);
+ * The model logs every driver call a policy's mechanism makes (pt_call_log);
  * pt_replay_log makes the same calls through the CUDA driver on device 0 —
  * cuMemAlloc/cuMemFree for cudaMalloc/cudaFree, cuMemCreate, cuMemAddressReserve,
  * cuMemMap, cuMemSetAccess, cuMemUnmap, cuMemRelease, cuMemAddressFree for
@@ -27,6 +27,6 @@ typedef struct pt_replay_result {
 } pt_replay_result;
 
 /* 0, PT_ENODEV (no GPU), PT_EFORMAT (a log that cannot be repeated) or PT_EIO (a call failed). */
-int pt_replay_log(pt_driver *d, const pt_dev_log *log, pt_replay_result *out /* OUT */, pt_err *err);
+int pt_replay_log(pt_driver *d, const pt_call_log *log, pt_replay_result *out /* OUT */, pt_err *err);
 
 #endif

@@ -20,7 +20,10 @@
 #define MiB (UINT64_C(1) << 20)
 
 typedef struct fixture {
+  pt_model_dev model;
   pt_device dev;
+  uint64_t allocated;
+  int fault;
   pt_mech_counters counters;
   pt_params params;
   pt_policy_hooks hooks;
@@ -30,11 +33,13 @@ typedef struct fixture {
 
 static void setup(fixture *f, uint64_t capacity) {
   memset(f, 0, sizeof *f);
-  pt_dev_init(&f->dev, capacity, NULL, 0);
+  pt_model_dev_init(&f->model, NULL, 0, &f->err);
+  pt_dev_init(&f->dev, &pt_model_dev_ops, &f->model, capacity, &f->err);
 }
 
 static void create(fixture *f) {
-  pt_mech_env env = {.dev = &f->dev, .counters = &f->counters, .params = &f->params, .hooks = &f->hooks, .err = &f->err};
+  pt_mech_env env = {.dev = &f->dev, .counters = &f->counters, .params = &f->params, .hooks = &f->hooks, .err = &f->err,
+                     .allocated = &f->allocated, .fault = &f->fault};
   CU_ASSERT_EQUAL_FATAL(pt_mech_caching.create(&env, &f->st), 0);
 }
 

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "cost.h"
+#include "modeldev.h"
 #include "testutil.h"
 
 static void test_exact_line(void) {
@@ -83,23 +84,24 @@ static void test_totals_by_size(void) {
 /* cuMemSetAccess over a range of three mapped 2 MiB handles: one call, costed as three handles. */
 static void test_set_access_by_handles(void) {
   static pt_device d;
+  pt_model_dev m;
   pt_err err = {{0}};
-  pt_dev_init(&d, 0, NULL, 0);
-  d.err = &err;
+  pt_model_dev_init(&m, NULL, 0, &err);
+  pt_dev_init(&d, &pt_model_dev_ops, &m, 0, &err);
   const uint64_t P = UINT64_C(2) << 20, va = UINT64_C(1) << 40;
-  for (int i = 0; i < 3; i++) pt_dev_mem_map(&d, va + i * P, P);
-  pt_dev_mem_set_access(&d, va, 3 * P);
+  for (int i = 0; i < 3; i++) CU_ASSERT_EQUAL(pt_dev_mem_map(&d, va + i * P, P, (uint64_t)i + 1), 0);
+  CU_ASSERT_EQUAL(pt_dev_mem_set_access(&d, va, 3 * P), 0);
   CU_ASSERT_EQUAL(d.calls[PT_DRV_mem_set_access], 1);
   CU_ASSERT_EQUAL(d.call_bytes[PT_DRV_mem_set_access], 3 * P);
   CU_ASSERT_EQUAL(d.sizes.calls[PT_DRV_mem_set_access][21], 3); /* three handles of 2^21 bytes */
   CU_ASSERT_EQUAL(d.sizes.calls[PT_DRV_mem_set_access][22], 0);
-  pt_dev_mem_unmap(&d, va + P, P);
-  pt_dev_mem_set_access(&d, va, 3 * P); /* the middle one gone: two handles */
+  CU_ASSERT_EQUAL(pt_dev_mem_unmap(&d, va + P, P), 0);
+  CU_ASSERT_EQUAL(pt_dev_mem_set_access(&d, va, 3 * P), 0); /* the middle one gone: two handles */
   CU_ASSERT_EQUAL(d.sizes.calls[PT_DRV_mem_set_access][21], 5);
-  pt_dev_mem_set_access(&d, va + 8 * P, P); /* no map there: the range as one */
+  CU_ASSERT_EQUAL(pt_dev_mem_set_access(&d, va + 8 * P, P), 0); /* no map there: the range as one */
   CU_ASSERT_EQUAL(d.sizes.calls[PT_DRV_mem_set_access][21], 6);
-  CU_ASSERT_EQUAL(d.error, 0);
   pt_dev_done(&d);
+  pt_model_dev_done(&m);
 }
 
 int pt_test_add_cost(void) {

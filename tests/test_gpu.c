@@ -14,6 +14,7 @@
 
 #include "device.h"
 #include "gpu.h"
+#include "modeldev.h"
 #include "sim.h"
 #include "testutil.h"
 
@@ -36,17 +37,18 @@ static pt_pagetable *map_kind(const pt_gpu *g, uint64_t footprint, uint64_t hand
   pt_pagetable *pt;
   CU_ASSERT_FATAL(pt_pagetable_create(g->mmu, &pt) == 0);
   pt_device d;
+  pt_model_dev m;
   pt_err err = {{0}};
-  pt_dev_init(&d, 0, NULL, 0);
-  d.pt = pt;
-  d.err = &err;
+  pt_model_dev_init(&m, NULL, 0, &err);
+  m.pt = pt;
+  pt_dev_init(&d, &pt_model_dev_ops, &m, 0, &err);
   if (!handle) {
-    pt_dev_adopt_at(&d, base, footprint);
+    CU_ASSERT_EQUAL(pt_dev_adopt(&d, base, footprint), 0);
   } else {
-    for (uint64_t off = 0; off < footprint; off += handle) pt_dev_mem_map(&d, base + off, handle);
+    for (uint64_t off = 0; off < footprint; off += handle) CU_ASSERT_EQUAL(pt_dev_mem_map(&d, base + off, handle, 1 + off / handle), 0);
   }
-  CU_ASSERT_EQUAL(d.error, 0);
   pt_dev_done(&d);
+  pt_model_dev_done(&m);
   return pt;
 }
 

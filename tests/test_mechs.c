@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "devlog.h"
+#include "calllog.h"
 #include "mech.h"
 #include "sim.h"
 #include "testutil.h"
@@ -18,7 +18,10 @@
 
 /* A mechanism over a fresh device; set params/hooks between rig_init and rig_start. */
 typedef struct rig {
+  pt_model_dev model;
   pt_device dev;
+  uint64_t allocated;
+  int fault;
   pt_mech_counters ctr;
   pt_params params;
   pt_policy_hooks hooks;
@@ -29,12 +32,14 @@ typedef struct rig {
 
 static void rig_init(rig *r, const pt_mech_ops *ops, uint64_t capacity) {
   memset(r, 0, sizeof *r);
-  pt_dev_init(&r->dev, capacity, NULL, 0);
+  pt_model_dev_init(&r->model, NULL, 0, &r->err);
+  pt_dev_init(&r->dev, &pt_model_dev_ops, &r->model, capacity, &r->err);
   r->ops = ops;
 }
 
 static int rig_start(rig *r) {
-  pt_mech_env env = {.dev = &r->dev, .counters = &r->ctr, .params = &r->params, .hooks = &r->hooks, .err = &r->err};
+  pt_mech_env env = {.dev = &r->dev, .counters = &r->ctr, .params = &r->params, .hooks = &r->hooks, .err = &r->err,
+                     .allocated = &r->allocated, .fault = &r->fault};
   return r->ops->create(&env, &r->st);
 }
 
@@ -42,6 +47,7 @@ static void rig_done(rig *r) {
   r->ops->destroy(r->st);
   r->st = NULL;
   pt_dev_done(&r->dev);
+  pt_model_dev_done(&r->model);
 }
 
 static uint64_t A(rig *r, uint64_t bytes) { /* an allocation that must succeed */
@@ -923,7 +929,7 @@ static void test_random_consistency(void) {
 
 typedef struct tally {
   uint64_t calls[PT_DRV_NCALLS + 1];
-  const pt_dev_log *log;
+  const pt_call_log *log;
   int64_t held; /* bytes of allocations and handles made and not given back, as the callbacks see them */
 } tally;
 
@@ -942,8 +948,8 @@ static int t_release(void *c, size_t id) { T(c)->calls[PT_DRV_mem_release]++; T(
 
 /*
  * On real traces, every mechanism's log holds exactly the calls the run
- * counted, and the walk resolves them (a free finds its allocation, a map an
- * unmapped handle of its size inside a reservation), and the bytes the
+ * counted, and the walk resolves them (a free finds its allocation, a map a
+ * live handle of its size inside a reservation), and the bytes the
  * resolved allocations and handles leave held are the device's reserved
  * bytes at the end of the run.
  */
@@ -958,13 +964,13 @@ static void test_log_walk(void) {
     pt_trace_data t;
     CU_ASSERT_EQUAL_FATAL(pt_trace_load(pt_test_src(traces[ti]), NULL, &err, &t), 0);
     for (size_t m = 0; m < sizeof all / sizeof all[0]; m++) {
-      pt_dev_log log = {0};
+      pt_call_log log = {0};
       pt_sim_config cfg = {.mech = all[m], .log = &log};
       pt_sim_result r;
       CU_ASSERT_EQUAL_FATAL(pt_sim_run(&t, &cfg, &err, &r), 0);
       tally tl = {{0}, &log, 0};
-      pt_devlog_ops ops = {t_adopt, t_malloc, t_free, t_reserve, t_afree, t_create, t_map, t_access, t_unmap, t_release, &tl};
-      int rc = pt_devlog_walk(&log, &ops, &err);
+      pt_call_log_ops ops = {t_adopt, t_malloc, t_free, t_reserve, t_afree, t_create, t_map, t_access, t_unmap, t_release, &tl};
+      int rc = pt_call_log_walk(&log, &ops, &err);
       if (rc < 0) fprintf(stderr, "\n  %s on %s: %s\n", all[m]->name, traces[ti], err.msg);
       CU_ASSERT_EQUAL(rc, 0);
       for (int k = 0; k < PT_DRV_NCALLS; k++) CU_ASSERT_EQUAL(tl.calls[k], r.driver_calls[k]);
@@ -972,7 +978,7 @@ static void test_log_walk(void) {
       /* what the resolved ids leave held is what the device counted as reserved at the end */
       CU_ASSERT_EQUAL(tl.held, (int64_t)r.final_reserved_bytes);
       pt_sim_result_free(&r);
-      pt_dev_log_free(&log);
+      pt_call_log_free(&log);
     }
     pt_trace_data_free(&t);
   }
@@ -989,21 +995,21 @@ static int f_free(void *c, size_t id) {
 }
 
 static void test_log_walk_same_address(void) {
-  pt_dev_call v[] = {{0x1000, 20 << 20, PT_DRV_malloc, 0}, {0x1000, 230 << 20, PT_DRV_malloc, 0},
-                     {0x1000, 20 << 20, PT_DRV_free, 0},   {0x1000, 230 << 20, PT_DRV_free, 0}};
-  pt_dev_log log = {v, 4, 4};
+  pt_dev_call v[] = {{0x1000, 20 << 20, 0, PT_DRV_malloc}, {0x1000, 230 << 20, 0, PT_DRV_malloc},
+                     {0x1000, 20 << 20, 0, PT_DRV_free},   {0x1000, 230 << 20, 0, PT_DRV_free}};
+  pt_call_log log = {v, 4, 4};
   freed f = {{0}, 0};
-  pt_devlog_ops ops = {.free = f_free, .ctx = &f};
+  pt_call_log_ops ops = {.free = f_free, .ctx = &f};
   pt_err err = {{0}};
-  CU_ASSERT_EQUAL(pt_devlog_walk(&log, &ops, &err), 0);
+  CU_ASSERT_EQUAL(pt_call_log_walk(&log, &ops, &err), 0);
   CU_ASSERT_EQUAL(f.n, 2);
   CU_ASSERT_EQUAL(f.ids[0], 0); /* the 20 MiB one, made by call 0, though call 1 is newer at that address */
   CU_ASSERT_EQUAL(f.ids[1], 1);
-  pt_dev_call w[] = {{0x1000, 20 << 20, PT_DRV_malloc, 0}, {0x1000, 230 << 20, PT_DRV_malloc, 0},
-                     {0x1000, 230 << 20, PT_DRV_free, 0}, {0x1000, 20 << 20, PT_DRV_free, 0}, {0x1000, 20 << 20, PT_DRV_free, 0}};
-  pt_dev_log log2 = {w, 5, 5};
+  pt_dev_call w[] = {{0x1000, 20 << 20, 0, PT_DRV_malloc}, {0x1000, 230 << 20, 0, PT_DRV_malloc},
+                     {0x1000, 230 << 20, 0, PT_DRV_free}, {0x1000, 20 << 20, 0, PT_DRV_free}, {0x1000, 20 << 20, 0, PT_DRV_free}};
+  pt_call_log log2 = {w, 5, 5};
   f.n = 0;
-  CU_ASSERT_EQUAL(pt_devlog_walk(&log2, &ops, &err), PT_EFORMAT); /* the third free has nothing left */
+  CU_ASSERT_EQUAL(pt_call_log_walk(&log2, &ops, &err), PT_EFORMAT); /* the third free has nothing left */
   CU_ASSERT_EQUAL(f.n, 2);
   CU_ASSERT_EQUAL(f.ids[0], 1);
   CU_ASSERT_EQUAL(f.ids[1], 0);
@@ -1020,38 +1026,38 @@ static int h_release(void *c, size_t h) { ((hids *)c)->release[((hids *)c)->nrel
 
 static void test_log_walk_alias(void) {
   const uint64_t P = 2 << 20;
-  pt_dev_call v[] = {{0x10000000, 4 * P, PT_DRV_address_reserve, 0}, {0x20000000, 4 * P, PT_DRV_address_reserve, 0},
-                     {0, P, PT_DRV_mem_create, 0},
-                     {0x10000000, P, PT_DRV_mem_map, 0},
-                     {0x20000000, P, PT_DRV_mem_map, 0x10000000}, /* the same page, stitched */
-                     {0x10000000, P, PT_DRV_mem_unmap, 0},
-                     {0x20000000, P, PT_DRV_mem_unmap, 0},
-                     {0, P, PT_DRV_mem_release, 0}};
-  pt_dev_log log = {v, 8, 8};
+  pt_dev_call v[] = {{0x10000000, 4 * P, 0, PT_DRV_address_reserve}, {0x20000000, 4 * P, 0, PT_DRV_address_reserve},
+                     {0, P, 7, PT_DRV_mem_create},
+                     {0x10000000, P, 7, PT_DRV_mem_map},
+                     {0x20000000, P, 7, PT_DRV_mem_map}, /* the same handle again: the page, stitched */
+                     {0x10000000, P, 7, PT_DRV_mem_unmap},
+                     {0x20000000, P, 7, PT_DRV_mem_unmap},
+                     {0, P, 7, PT_DRV_mem_release}};
+  pt_call_log log = {v, 8, 8};
   hids h = {{0}, {0}, {0}, 0, 0, 0};
-  pt_devlog_ops ops = {.map = h_map, .unmap = h_unmap, .release = h_release, .ctx = &h};
+  pt_call_log_ops ops = {.map = h_map, .unmap = h_unmap, .release = h_release, .ctx = &h};
   pt_err err = {{0}};
-  CU_ASSERT_EQUAL(pt_devlog_walk(&log, &ops, &err), 0);
+  CU_ASSERT_EQUAL(pt_call_log_walk(&log, &ops, &err), 0);
   CU_ASSERT_EQUAL(h.nmap, 2);
   CU_ASSERT_EQUAL(h.map[0], 2); /* both maps are handle 2 */
   CU_ASSERT_EQUAL(h.map[1], 2);
   CU_ASSERT_EQUAL(h.nrelease, 1);
   CU_ASSERT_EQUAL(h.release[0], 2);
-  /* released while still mapped at the alias: no unmapped handle to release */
-  pt_dev_call w[] = {{0x10000000, 4 * P, PT_DRV_address_reserve, 0}, {0x20000000, 4 * P, PT_DRV_address_reserve, 0},
-                     {0, P, PT_DRV_mem_create, 0},
-                     {0x10000000, P, PT_DRV_mem_map, 0},
-                     {0x20000000, P, PT_DRV_mem_map, 0x10000000},
-                     {0x10000000, P, PT_DRV_mem_unmap, 0},
-                     {0, P, PT_DRV_mem_release, 0}};
-  pt_dev_log log2 = {w, 7, 7};
-  CU_ASSERT_EQUAL(pt_devlog_walk(&log2, NULL, &err), PT_EFORMAT);
-  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "driver call 6: a release with no unmapped handle"));
-  /* an alias of nothing */
-  pt_dev_call x[] = {{0x20000000, 4 * P, PT_DRV_address_reserve, 0}, {0x20000000, P, PT_DRV_mem_map, 0x10000000}};
-  pt_dev_log log3 = {x, 2, 2};
-  CU_ASSERT_EQUAL(pt_devlog_walk(&log3, NULL, &err), PT_EFORMAT);
-  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "driver call 1: an alias of an address nothing is mapped at"));
+  /* released while still mapped at the alias */
+  pt_dev_call w[] = {{0x10000000, 4 * P, 0, PT_DRV_address_reserve}, {0x20000000, 4 * P, 0, PT_DRV_address_reserve},
+                     {0, P, 7, PT_DRV_mem_create},
+                     {0x10000000, P, 7, PT_DRV_mem_map},
+                     {0x20000000, P, 7, PT_DRV_mem_map},
+                     {0x10000000, P, 7, PT_DRV_mem_unmap},
+                     {0, P, 7, PT_DRV_mem_release}};
+  pt_call_log log2 = {w, 7, 7};
+  CU_ASSERT_EQUAL(pt_call_log_walk(&log2, NULL, &err), PT_EFORMAT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "driver call 6: a release of a handle still mapped"));
+  /* a map of a handle nobody created */
+  pt_dev_call x[] = {{0x20000000, 4 * P, 0, PT_DRV_address_reserve}, {0x20000000, P, 9, PT_DRV_mem_map}};
+  pt_call_log log3 = {x, 2, 2};
+  CU_ASSERT_EQUAL(pt_call_log_walk(&log3, NULL, &err), PT_EFORMAT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "driver call 1: a map of a handle never created"));
 }
 
 /* A VMM mechanism on a trace that begins with VMM segments (async_pool trims one: an unmap of a
@@ -1060,39 +1066,40 @@ static void test_log_walk_initial_vmm(void) {
   pt_err err = {{0}};
   pt_trace_data t;
   CU_ASSERT_EQUAL_FATAL(pt_trace_load(pt_test_src("tests/data/expandable.pickle"), NULL, &err, &t), 0);
-  pt_dev_log log = {0};
+  pt_call_log log = {0};
   pt_sim_config cfg = {.mech = &pt_mech_async_pool, .log = &log};
   pt_sim_result r;
   CU_ASSERT_EQUAL_FATAL(pt_sim_run(&t, &cfg, &err, &r), 0);
-  CU_ASSERT_EQUAL(pt_devlog_walk(&log, NULL, &err), PT_EFORMAT);
+  CU_ASSERT_EQUAL(pt_call_log_walk(&log, NULL, &err), PT_EFORMAT);
   CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "VMM segments from before the trace"));
   pt_sim_result_free(&r);
-  pt_dev_log_free(&log);
+  pt_call_log_free(&log);
   pt_trace_data_free(&t);
 }
 
 /* Logs that cannot be repeated are refused with the call's index. */
 static void test_log_walk_refuses(void) {
   static const struct { pt_dev_call v[3]; size_t n; const char *why; } bad[] = {
-      {{{0x1000, 512, PT_DRV_free, 0}}, 1, "call 0: a free of an address no allocation holds"},
-      {{{0x1000, 4096, PT_DRV_malloc, 0}, {0x1000, 512, PT_DRV_free, 0}}, 2, "call 1: a free whose size matches no"},
-      {{{0, 2 << 20, PT_DRV_mem_create, 0}, {0x200000, 2 << 20, PT_DRV_mem_map, 0}}, 2, "call 1: a map outside every"},
-      {{{0x200000, 4 << 20, PT_DRV_address_reserve, 0}, {0x200000, 2 << 20, PT_DRV_mem_map, 0}}, 2,
-       "call 1: a map with no unmapped handle"},
-      {{{0, 2 << 20, PT_DRV_mem_release, 0}}, 1, "call 0: a release with no unmapped handle"},
+      {{{0x1000, 512, 0, PT_DRV_free}}, 1, "call 0: a free of an address no allocation holds"},
+      {{{0x1000, 4096, 0, PT_DRV_malloc}, {0x1000, 512, 0, PT_DRV_free}}, 2, "call 1: a free whose size matches no"},
+      {{{0, 2 << 20, 1, PT_DRV_mem_create}, {0x200000, 2 << 20, 1, PT_DRV_mem_map}}, 2, "call 1: a map outside every"},
+      {{{0x200000, 4 << 20, 0, PT_DRV_address_reserve}, {0x200000, 2 << 20, 5, PT_DRV_mem_map}}, 2,
+       "call 1: a map of a handle never created"},
+      {{{0, 2 << 20, 3, PT_DRV_mem_release}}, 1, "call 0: a release of a handle never created"},
+      {{{0, 2 << 20, 0, PT_DRV_mem_create}}, 1, "call 0: a create whose handle is 0"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-    pt_dev_log log = {(pt_dev_call *)bad[i].v, bad[i].n, bad[i].n};
+    pt_call_log log = {(pt_dev_call *)bad[i].v, bad[i].n, bad[i].n};
     pt_err err = {{0}};
-    CU_ASSERT_EQUAL(pt_devlog_walk(&log, NULL, &err), PT_EFORMAT);
+    CU_ASSERT_EQUAL(pt_call_log_walk(&log, NULL, &err), PT_EFORMAT);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, bad[i].why));
   }
   /* a reservation freed with a page still mapped in it */
-  pt_dev_call v[] = {{0x200000, 4 << 20, PT_DRV_address_reserve, 0}, {0, 2 << 20, PT_DRV_mem_create, 0},
-                     {0x400000, 2 << 20, PT_DRV_mem_map, 0}, {0x200000, 4 << 20, PT_DRV_address_free, 0}};
-  pt_dev_log log = {v, 4, 4};
+  pt_dev_call v[] = {{0x200000, 4 << 20, 0, PT_DRV_address_reserve}, {0, 2 << 20, 1, PT_DRV_mem_create},
+                     {0x400000, 2 << 20, 1, PT_DRV_mem_map}, {0x200000, 4 << 20, 0, PT_DRV_address_free}};
+  pt_call_log log = {v, 4, 4};
   pt_err err = {{0}};
-  CU_ASSERT_EQUAL(pt_devlog_walk(&log, NULL, &err), PT_EFORMAT);
+  CU_ASSERT_EQUAL(pt_call_log_walk(&log, NULL, &err), PT_EFORMAT);
   CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "driver call 3: an address_free of a reservation with pages still mapped"));
 }
 

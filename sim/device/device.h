@@ -1,15 +1,24 @@
 /*
- * device.h — the modelled GPU as the driver shows it to an allocator: every
- * call a mechanism makes (cudaMalloc/cudaFree, the VMM calls), the physical
- * bytes held ("reserved"), an optional cap (--capacity, PyTorch's
- * set_per_process_memory_fraction), and where new segments land.
+ * device.h — the device seam: what an allocator mechanism asks of a GPU
+ * driver, and the books kept above every device.
  *
- * Addresses: the real allocator's segment_alloc records give the addresses
- * cudaMalloc returned.  While the model's k-th cudaMalloc asks for the same
- * size as the real k-th one, it gets the same address (best fit breaks ties
- * by address, so this keeps a faithful model on the real run's path); after
- * the first disagreement, or with no hints, addresses are invented upward
- * from a base far from real ones.
+ * A device is a table of operations over an opaque state (pt_dev_ops), as a
+ * mechanism is (mech.h): cudaMalloc/cudaFree, the VMM calls (address
+ * reserve/free, create -> handle, map a handle at a VA, set access, unmap,
+ * release a handle), and memory that exists before a run begins.  Every
+ * operation returns 0 or a negative PT_E* code with detail in the device's
+ * error; results come back through out-parameters.  The modelled GPU
+ * (engine/modeldev.h) is one device, the real driver (backend/) another, a
+ * test double that fails on demand a third: the mechanisms cannot tell them
+ * apart.
+ *
+ * pt_device is the accounting layer every mechanism holds.  It calls the
+ * device below and keeps, the same way for every device: reserved and peak
+ * bytes, the cap (--capacity, PyTorch's set_per_process_memory_fraction),
+ * calls by kind and size class, the live maps, and the call log with the
+ * device's own handle ids.  A call the cap refuses returns PT_EOOM without
+ * reaching the device; a call the device fails is not counted.  So the books
+ * hold what the device holds, whatever failed.
  */
 #ifndef PT_DEVICE_H
 #define PT_DEVICE_H
@@ -18,9 +27,10 @@
 #include <stdint.h>
 
 #include "error.h"
-struct pt_pagetable; /* the page-table model (gpu/pagetable.h), when the run has one */
 
-/* X(name): the driver calls the model counts; the JSON keys of driver_calls. */
+#define PT_EOOM (-20) /* a request that could not be satisfied: out of memory (the cap, or the device) */
+
+/* X(name): the driver calls counted; the JSON keys of driver_calls. */
 #define PT_DRIVER_CALLS(X) \
   X(malloc)                \
   X(free)                  \
@@ -39,32 +49,55 @@ enum pt_drv_call {
   PT_DRV_NCALLS
 };
 
+/* ---- the device below --------------------------------------------------- */
+
+typedef struct pt_dev_ops {
+  const char *name;
+  int (*malloc)(void *st, uint64_t bytes, uint64_t *addr /* OUT */);
+  int (*free)(void *st, uint64_t addr, uint64_t bytes);
+  /* VA only: align is a power of two (at least the device's granularity) */
+  int (*address_reserve)(void *st, uint64_t bytes, uint64_t align, uint64_t *va /* OUT */);
+  int (*address_free)(void *st, uint64_t va, uint64_t bytes);
+  int (*mem_create)(void *st, uint64_t bytes, uint64_t *handle /* OUT, never 0 */);
+  int (*mem_release)(void *st, uint64_t handle, uint64_t bytes);
+  /* a handle may be mapped at several addresses at once (stitching) */
+  int (*mem_map)(void *st, uint64_t va, uint64_t bytes, uint64_t handle);
+  int (*mem_set_access)(void *st, uint64_t va, uint64_t bytes);
+  int (*mem_unmap)(void *st, uint64_t va, uint64_t bytes);
+  /* Memory from before the run, at addr: a cudaMalloc'd segment (page 0,
+     handles NULL), or VMM pages of `page` bytes mapped from addr on (the
+     last one shorter when bytes is not a multiple), whose handles come back
+     in handles[ceil(bytes / page)]. */
+  int (*adopt)(void *st, uint64_t addr, uint64_t bytes, uint64_t page, uint64_t *handles /* OUT */);
+} pt_dev_ops;
+
+/* ---- the books ------------------------------------------------------------ */
+
 /*
- * The calls the model made, in order, when a run asks for them: what
- * `pagetune replay` makes on a real GPU.  call is a pt_drv_call, or
- * PT_DRV_ADOPT for a segment that existed before the trace began (the
- * replay makes it first, untimed).  va is the model's address (0 for
- * mem_create and mem_release, which name no address).  A map with src maps
- * again the handle mapped at src (stitching: one physical page at two
- * addresses); src is 0 otherwise.
+ * The calls made, in order, when a run asks for them: what `pagetune replay`
+ * makes on a real GPU.  call is a pt_drv_call, or PT_DRV_ADOPT for memory
+ * that existed before the run (a replay makes it first, untimed).  va is the
+ * address the call named (0 for mem_create and mem_release); handle the
+ * device's handle for mem_create, mem_map, mem_unmap and mem_release (0
+ * otherwise).  A map of a handle that is mapped already maps the same
+ * memory at a second address.
  */
 #define PT_DRV_ADOPT PT_DRV_NCALLS
 typedef struct pt_dev_call {
-  uint64_t va, bytes;
+  uint64_t va, bytes, handle;
   int call;
-  uint64_t src;
 } pt_dev_call;
 
-typedef struct pt_dev_log {
+typedef struct pt_call_log {
   pt_dev_call *v;
   size_t n, cap;
-} pt_dev_log;
+} pt_call_log;
 
-void pt_dev_log_free(pt_dev_log *log);
+void pt_call_log_free(pt_call_log *log);
 
 /*
  * Calls by kind and size class (class k: sizes in [2^k, 2^(k+1)), class 0
- * also 0 and 1): what a cost that is not linear in size needs (cost.h).
+ * also 0 and 1): what a cost that is not linear in size needs (gpu/cost.h).
  */
 #define PT_SIZE_CLASSES 64
 typedef struct pt_call_sizes {
@@ -72,78 +105,55 @@ typedef struct pt_call_sizes {
   uint64_t bytes[PT_DRV_NCALLS][PT_SIZE_CLASSES];
 } pt_call_sizes;
 
-typedef struct pt_addr_hint {
-  uint64_t addr, bytes;
-} pt_addr_hint;
-
-/* Address ranges held in an array, in no order: few, and changed rarely. */
-typedef struct pt_dev_ranges {
-  pt_addr_hint *v;
-  size_t n, cap;
-} pt_dev_ranges;
+/* A live map: where, how long, which handle. */
+typedef struct pt_dev_map {
+  uint64_t va, bytes, handle;
+} pt_dev_map;
 
 typedef struct pt_device {
+  const pt_dev_ops *ops;
+  void *st;                          /* the device's state */
   uint64_t capacity;                 /* 0: no cap */
   uint64_t reserved, peak_reserved;  /* physical bytes held: segments + created handles */
   uint64_t calls[PT_DRV_NCALLS];
   uint64_t call_bytes[PT_DRV_NCALLS];/* bytes passed to each kind of call, summed */
-  pt_call_sizes sizes;               /* the same by size class */
+  pt_call_sizes sizes;               /* the same by size class, and cuMemSetAccess by handle */
   uint64_t segments_allocated;       /* cudaMalloc calls + cuMemCreate calls */
   uint64_t bytes_mapped_total;
-  const pt_addr_hint *hints;         /* recorded cudaMalloc results, in order */
-  size_t nhints, next_hint;
-  int hints_followed;                /* still on the recorded path */
-  /* while on it: the segments held, so that a recorded address the model
-     still holds (the real run had freed it; the model has not) ends the
-     path instead of placing a second segment there */
-  pt_dev_ranges held;
-  /* live VMM maps: a cuMemSetAccess costs what setting each handle in its
-     range does (~23-37 us a 2 MiB handle on the H200), so its cost is
-     counted by the maps it covers, not by its bytes (sizes) */
-  pt_dev_ranges maps;
-  uint64_t next_va;                  /* invented addresses start here */
-  /* called after every change of reserved (timelines); may be NULL */
-  void (*on_change)(void *ctx);
+  /* live maps, in no order (few, changed rarely): a cuMemSetAccess costs what
+     setting each handle in its range does (~23-37 us a 2 MiB handle on the
+     H200), so it is counted by the maps it covers, not by its bytes; and an
+     unmap is logged with the handle it unmapped */
+  pt_dev_map *maps;
+  size_t nmaps, cap_maps;
+  void (*on_change)(void *ctx);      /* after every change of reserved (timelines); may be NULL */
   void *ctx;
-  /*
-   * Optional page-table model: every cudaMalloc segment and every VMM map is
-   * mapped in it, with the page size page_size(page_ctx, bytes) gives (the
-   * policy's hook) or the driver's default: 2 MiB pages for cudaMalloc
-   * segments of 2 MiB or more and for VMM handles, 64 KiB below.  A failure
-   * (a hook error; a mechanism out of memory, pt_mech_set_insert) is kept in
-   * error/err and stops the run.
-   */
-  struct pt_pagetable *pt;
-  int (*page_size)(void *page_ctx, uint64_t bytes, uint64_t *out, pt_err *err);
-  void *page_ctx;
-  int error;
-  pt_err *err;
-  pt_dev_log *log;                   /* NULL: calls are counted, not logged */
+  pt_call_log *log;                  /* NULL: calls are counted, not logged */
+  pt_err *err;                       /* where the books' own failures are described */
 } pt_device;
 
-void pt_dev_init(pt_device *d, uint64_t capacity, const pt_addr_hint *hints, size_t nhints);
-/* What the device keeps besides its counters (the recorded path, the live maps), freed. */
+void pt_dev_init(pt_device *d, const pt_dev_ops *ops, void *st, uint64_t capacity, pt_err *err);
+/* What the books keep besides counters (the live maps), freed; the device below is the caller's. */
 void pt_dev_done(pt_device *d);
 /* 1 when bytes more would pass the cap. */
 int pt_dev_would_exceed(const pt_device *d, uint64_t bytes);
+static inline uint64_t pt_dev_reserved(const pt_device *d) { return d->reserved; }
+static inline uint64_t pt_dev_capacity(const pt_device *d) { return d->capacity; }
 
-/* cudaMalloc: 0 with *addr, or PT_EOOM past the cap (no call counted then). */
+/* cudaMalloc: 0 with *addr, PT_EOOM past the cap (nothing asked of the device), or the device's error. */
 int pt_dev_malloc(pt_device *d, uint64_t bytes, uint64_t *addr /* OUT */);
-void pt_dev_free(pt_device *d, uint64_t addr, uint64_t bytes);
-/* A segment that exists before the trace starts: held, but no call made. */
-void pt_dev_adopt(pt_device *d, uint64_t bytes);
-/* The same, mapping it in the page-table model at addr. */
-void pt_dev_adopt_at(pt_device *d, uint64_t addr, uint64_t bytes);
-
-/* VMM: reserve VA (no physical bytes), create/release physical handles, map. */
-uint64_t pt_dev_address_reserve(pt_device *d, uint64_t bytes, uint64_t align);
-void pt_dev_address_free(pt_device *d, uint64_t va, uint64_t bytes);
-int pt_dev_mem_create(pt_device *d, uint64_t bytes);  /* 0 or PT_EOOM */
-void pt_dev_mem_release(pt_device *d, uint64_t bytes);
-void pt_dev_mem_map(pt_device *d, uint64_t va, uint64_t bytes);
-/* Map at va the handle already mapped at src_va (a second mapping of the same memory); src_va 0: a handle of its own, as pt_dev_mem_map. */
-void pt_dev_mem_map_alias(pt_device *d, uint64_t va, uint64_t bytes, uint64_t src_va);
-void pt_dev_mem_set_access(pt_device *d, uint64_t va, uint64_t bytes);
-void pt_dev_mem_unmap(pt_device *d, uint64_t va, uint64_t bytes);
+int pt_dev_free(pt_device *d, uint64_t addr, uint64_t bytes);
+int pt_dev_address_reserve(pt_device *d, uint64_t bytes, uint64_t align, uint64_t *va /* OUT */);
+int pt_dev_address_free(pt_device *d, uint64_t va, uint64_t bytes);
+int pt_dev_mem_create(pt_device *d, uint64_t bytes, uint64_t *handle /* OUT */);
+int pt_dev_mem_release(pt_device *d, uint64_t handle, uint64_t bytes);
+int pt_dev_mem_map(pt_device *d, uint64_t va, uint64_t bytes, uint64_t handle);
+int pt_dev_mem_set_access(pt_device *d, uint64_t va, uint64_t bytes);
+int pt_dev_mem_unmap(pt_device *d, uint64_t va, uint64_t bytes);
+/* A segment that existed before the run: held, no call counted. */
+int pt_dev_adopt(pt_device *d, uint64_t addr, uint64_t bytes);
+/* VMM pages that existed before the run, mapped from va on: held and mapped, their handles in
+   handles[ceil(bytes / page)], no call counted. */
+int pt_dev_adopt_mapped(pt_device *d, uint64_t va, uint64_t bytes, uint64_t page, uint64_t *handles /* OUT */);
 
 #endif

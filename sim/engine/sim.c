@@ -110,7 +110,9 @@ void pt_trace_content_hash(const pt_trace_data *t, char out[65]) {
 /* ---- run state ------------------------------------------------------------------ */
 
 typedef struct run {
-  pt_device dev;
+  pt_model_dev model;       /* the device */
+  pt_device dev;            /* its books */
+  int fault;                /* a mechanism's failure on a path that cannot return one */
   pt_pagetable *pt;         /* with a GPU description */
   pt_tlb *tlb;              /* with --tlb */
   int leaf_level[PT_NPAGE_SIZES];
@@ -263,7 +265,7 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
       }
       *h = FREED;
     }
-    if (r->dev.error) return pt_err_prefix(err, r->dev.error, "%s: record %zu", t->path, i);
+    if (r->fault) return pt_err_prefix(err, r->fault, "%s: record %zu", t->path, i);
     if (++win == r->every) {
       win = 0;
       if (close_window(r, i + 1, e->time_us) < 0) return pt_err_set(err, PT_ENOMEM, "out of memory");
@@ -285,10 +287,10 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   r.handles = malloc((t->nallocs ? t->nallocs : 1) * sizeof *r.handles);
   if (!r.handles) return pt_err_set(err, PT_ENOMEM, "out of memory");
   for (size_t i = 0; i < t->nallocs; i++) r.handles[i] = FREED;
-  pt_dev_init(&r.dev, cfg->capacity, hints, nhints);
+  pt_model_dev_init(&r.model, hints, nhints, err);
+  pt_dev_init(&r.dev, &pt_model_dev_ops, &r.model, cfg->capacity, err);
   r.dev.on_change = on_reserved_change;
   r.dev.ctx = &r;
-  r.dev.err = err;
   r.dev.log = cfg->log;
   int rc = 0;
   if (cfg->gpu) {
@@ -300,9 +302,9 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
       free(r.handles);
       return pt_err_set(err, rc, "out of memory");
     }
-    r.dev.pt = r.pt;
-    r.dev.page_size = cfg->hooks.page_size;
-    r.dev.page_ctx = cfg->hooks.ctx;
+    r.model.pt = r.pt;
+    r.model.page_size = cfg->hooks.page_size;
+    r.model.page_ctx = cfg->hooks.ctx;
     r.sms = cfg->gpu->tlb.sms ? cfg->gpu->tlb.sms : 1;
     for (int p = 0; p < PT_NPAGE_SIZES; p++) {
       r.leaf_level[p] = mmu->nlevels; /* a PTE-table page: below every directory */
@@ -314,7 +316,8 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   r.every = t->n / points + 1;
   for (size_t i = 0; i < t->n && !r.recorded_accesses; i++) r.recorded_accesses = t->ev[i].kind == PT_EV_ACCESS;
 
-  pt_mech_env env = {.dev = &r.dev, .counters = &r.counters, .params = &cfg->params, .hooks = &cfg->hooks, .err = err};
+  pt_mech_env env = {.dev = &r.dev, .counters = &r.counters, .params = &cfg->params, .hooks = &cfg->hooks,
+                     .allocated = &r.allocated, .fault = &r.fault, .err = err};
   void *st = NULL;
   rc = cfg->mech->create(&env, &st);
   if (rc < 0) {
@@ -327,7 +330,7 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   rc = initial_state(t, cfg->mech, st, &r, err);
   r.win_reserved = r.dev.reserved;
   r.win_allocated = r.allocated;
-  if (rc == 0 && r.dev.error) rc = pt_err_prefix(err, r.dev.error, "%s: initial state", t->path);
+  if (rc == 0 && r.fault) rc = pt_err_prefix(err, r.fault, "%s: initial state", t->path);
   if (rc == 0) rc = replay(t, cfg->mech, st, &r, out, err);
   out->seconds = now_s() - t0;
 
@@ -342,7 +345,7 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   out->final_reserved_bytes = r.dev.reserved;
   memcpy(out->driver_calls, r.dev.calls, sizeof out->driver_calls);
   memcpy(out->driver_bytes, r.dev.call_bytes, sizeof out->driver_bytes);
-  out->addresses_followed = nhints > 0 && r.dev.hints_followed;
+  out->addresses_followed = pt_model_dev_on_path(&r.model);
   out->timeline = r.points;
   out->ntimeline = r.npoints;
   if (cfg->gpu) {
@@ -369,6 +372,7 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
     if (r.handles[i] != FAILED && r.handles[i] != FREED) cfg->mech->free(st, r.handles[i]);
   cfg->mech->destroy(st);
   pt_dev_done(&r.dev);
+  pt_model_dev_done(&r.model);
   pt_tlb_destroy(r.tlb);
   pt_pagetable_destroy(r.pt);
   free(r.handles);

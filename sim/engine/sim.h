@@ -3,7 +3,8 @@
  * the modelled device and report what happened (`pagetune sim`).
  *
  * The engine owns the run state (no globals): the loaded records, the
- * id -> handle map, the device, the counters and the timeline.  Results leave
+ * id -> handle map, the modelled device and its books, the counters and the
+ * timeline.  Results leave
  * it as pt_sim_result, whose fields are listed once in PT_SIM_STATS_FIELDS
  * (struct, text, JSON keys — and later SQL columns — from one list).
  */
@@ -15,6 +16,7 @@
 #include "device.h"
 #include "gpu.h"
 #include "mech.h"
+#include "modeldev.h"
 #include "trace.h"
 
 /*
@@ -49,7 +51,7 @@ typedef struct pt_sim_config {
   size_t timeline_points;    /* about this many samples; 0 = 1000 */
   const pt_gpu *gpu;         /* NULL: no page tables, TLBs or predicted times */
   int tlb;                   /* run the synthetic access stream through the TLBs */
-  pt_dev_log *log;           /* non-NULL: every driver call is appended to it (pagetune replay) */
+  pt_call_log *log;          /* non-NULL: every driver call is appended to it (pagetune replay) */
 } pt_sim_config;
 
 /* X(type, name, help): U = uint64_t, D = double. */

@@ -121,6 +121,7 @@ typedef struct achunk {
   struct achunk *sprev, *snext; /* initial segments */
   struct ablock *whole;         /* initial segment: its one free block, while idle */
   uint64_t va, bytes;
+  uint64_t handle;              /* its physical memory */
   uint64_t slot;                /* heap chunk: index in the heap; NO_SLOT: initial segment */
   uint64_t live;                /* initial segment: allocated blocks in it */
   int idle;
@@ -284,14 +285,17 @@ static void touch(async_state *st, ablock *b, int delta) {
   }
 }
 
-/* Release idle chunks, oldest first, until the pool holds no more than keep. */
-static void trim(async_state *st, uint64_t keep) {
-  int any = 0;
+/* Release idle chunks, oldest first, until the pool holds no more than keep; a driver's error stops it. */
+static int trim(async_state *st, uint64_t keep) {
+  int any = 0, rc = 0;
   while (st->held > keep && st->idle_head) {
     achunk *c = st->idle_head;
+    if ((rc = pt_dev_mem_unmap(st->env.dev, c->va, c->bytes)) < 0) break;
+    if ((rc = pt_dev_mem_release(st->env.dev, c->handle, c->bytes)) < 0) {
+      pt_dev_mem_map(st->env.dev, c->va, c->bytes, c->handle); /* back as it was, if the driver lets it */
+      break;
+    }
     idle_remove(st, c);
-    pt_dev_mem_unmap(st->env.dev, c->va, c->bytes);
-    pt_dev_mem_release(st->env.dev, c->bytes);
     st->held -= c->bytes;
     if (c->slot != NO_SLOT) {
       st->slots[c->slot].c = NULL; /* its VA stays in the heap, unbacked */
@@ -308,6 +312,7 @@ static void trim(async_state *st, uint64_t keep) {
     any = 1;
   }
   if (any) st->env.counters->collections++;
+  return rc;
 }
 
 /* A synchronisation point. */
@@ -315,17 +320,11 @@ static int sync_point(async_state *st) {
   const pt_policy_hooks *h = st->env.hooks;
   if (h && h->should_collect) {
     int yes = 0;
-    int rc = h->should_collect(h->ctx, st->env.dev->reserved, st->allocated, &yes, st->env.err);
+    int rc = pt_mech_should_collect(&st->env, &yes);
     if (rc < 0) return rc;
     if (!yes) return 0;
   }
-  trim(st, st->threshold);
-  return 0;
-}
-
-static int bad_hook_size(async_state *st, const char *hook, uint64_t in, uint64_t out) {
-  return pt_err_set(st->env.err, PT_EFORMAT, "async_pool: policy %s(%llu) returned %llu, less than its argument",
-                    hook, (unsigned long long)in, (unsigned long long)out);
+  return trim(st, st->threshold);
 }
 
 static int va_used_up(async_state *st, uint64_t size) {
@@ -363,7 +362,7 @@ static int find_place(async_state *st, uint64_t size, aplace *pl) {
       uint64_t want;
       int rc = h->segment_size(h->ctx, size, &want, st->env.err);
       if (rc < 0) return rc;
-      if (want < size) return bad_hook_size(st, "segment_size", size, want);
+      if ((rc = pt_mech_check_hook_size(&st->env, "async_pool", "segment_size", size, want)) < 0) return rc;
       if (want > grow) grow = want;
     }
     if (grow > POOL_VA - (st->end - st->base)) return va_used_up(st, size);
@@ -408,10 +407,16 @@ static void split_front(async_state *st, ablock *b, uint64_t size) {
     free_insert(st, rest);
 }
 
-/* Back every slot of [first, lastslot]: move idle chunks, else create new ones.  *calls: driver calls made. */
+/*
+ * Back every slot of [first, lastslot]: move idle chunks, else create new
+ * ones.  *calls: driver calls made.  When a call fails, the slots backed so
+ * far stay backed (idle where nothing uses them) and a chunk caught between
+ * its old place and its new one is released.
+ */
 static int back(async_state *st, uint64_t first, uint64_t lastslot, int *calls) {
   pt_device *dev = st->env.dev;
-  for (uint64_t s = first; s <= lastslot; s++) {
+  int rc = 0;
+  for (uint64_t s = first; s <= lastslot && rc == 0; s++) {
     aslot *sl = &st->slots[s];
     if (sl->c) continue;
     uint64_t va = st->base + s * st->unit;
@@ -422,31 +427,42 @@ static int back(async_state *st, uint64_t first, uint64_t lastslot, int *calls) 
         break;
       }
     if (c) { /* remap an idle chunk */
+      if ((rc = pt_dev_mem_unmap(dev, c->va, c->bytes)) < 0) break;
       idle_remove(st, c);
-      pt_dev_mem_unmap(dev, c->va, c->bytes);
       st->slots[c->slot].c = NULL;
     } else {
-      int rc = pt_dev_mem_create(dev, st->unit);
-      if (rc < 0) return rc;
+      uint64_t h;
+      if ((rc = pt_dev_mem_create(dev, st->unit, &h)) < 0) break;
       if (!(c = calloc(1, sizeof *c))) {
-        pt_dev_mem_release(dev, st->unit);
-        return oom(st);
+        pt_dev_mem_release(dev, h, st->unit);
+        rc = oom(st);
+        break;
       }
       c->bytes = st->unit;
+      c->handle = h;
       st->held += st->unit;
+    }
+    *calls = 1;
+    if ((rc = pt_dev_mem_map(dev, va, c->bytes, c->handle)) == 0 &&
+        (rc = pt_dev_mem_set_access(dev, va, c->bytes)) < 0)
+      pt_dev_mem_unmap(dev, va, c->bytes);
+    if (rc < 0) { /* mapped nowhere now */
+      pt_dev_mem_release(dev, c->handle, c->bytes);
+      st->held -= c->bytes;
+      free(c);
+      break;
     }
     c->va = va;
     c->slot = s;
-    pt_dev_mem_map(dev, va, c->bytes);
-    pt_dev_mem_set_access(dev, va, c->bytes);
     sl->c = c;
-    *calls = 1;
   }
   /* what a growth added beyond the block is idle (only now: not a chunk to move within this loop) */
   for (uint64_t s = first; s <= lastslot; s++)
-    if (st->slots[s].live == 0 && !st->slots[s].c->idle) idle_push(st, st->slots[s].c);
-  return 0;
+    if (st->slots[s].c && st->slots[s].live == 0 && !st->slots[s].c->idle) idle_push(st, st->slots[s].c);
+  return rc;
 }
+
+static void unallocate(async_state *st, ablock *b);
 
 /* Serve a request of size bytes: PT_EOOM (nothing changed) when new chunks would pass the cap. */
 static int place(async_state *st, uint64_t size, ablock **out) {
@@ -472,7 +488,11 @@ static int place(async_state *st, uint64_t size, ablock **out) {
   b->allocated = 1;
   touch(st, b, +1);
   int calls = 0;
-  if (pl.first <= pl.lastslot && (rc = back(st, pl.first, pl.lastslot, &calls)) < 0) return rc;
+  if (pl.first <= pl.lastslot && (rc = back(st, pl.first, pl.lastslot, &calls)) < 0) {
+    st->allocated += b->size;
+    unallocate(st, b); /* the request fails: its block is free again */
+    return rc;
+  }
   if (!calls) st->env.counters->cache_hits++;
   st->allocated += b->size;
   *out = b;
@@ -514,25 +534,20 @@ static int async_create(const pt_mech_env *env, void **state) {
 
 static int async_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *handle) {
   async_state *st = state;
-  const pt_policy_hooks *h = st->env.hooks;
   uint64_t size;
   int rc;
   (void)stream; /* one pool for every stream */
   if (st->init_phase) end_init(st);
-  if (h && h->round) {
-    if ((rc = h->round(h->ctx, bytes, &size, st->env.err)) < 0) return rc;
-    if (size < bytes || size == 0) return bad_hook_size(st, "round", bytes, size);
-  } else {
-    if (bytes > UINT64_MAX - MIN_BLOCK)
-      return pt_err_set(st->env.err, PT_ELIMIT, "async_pool: request of %llu bytes", (unsigned long long)bytes);
-    size = bytes < MIN_BLOCK ? MIN_BLOCK : (bytes + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
+  if ((rc = pt_mech_round(&st->env, "async_pool", bytes, &size)) < 0) return rc;
+  if (!st->base) {
+    if ((rc = pt_dev_address_reserve(st->env.dev, POOL_VA, st->unit, &st->base)) < 0) return rc;
+    st->end = st->base;
   }
-  if (!st->base) st->base = st->end = pt_dev_address_reserve(st->env.dev, POOL_VA, st->unit);
   if ((rc = ensure_spare(st, 2)) < 0) return rc; /* a new block at the end, a split remainder */
   ablock *b = NULL;
   rc = place(st, size, &b);
   if (rc == PT_EOOM) {
-    trim(st, 0);
+    if ((rc = trim(st, 0)) < 0) return rc;
     st->env.counters->alloc_retries++;
     rc = place(st, size, &b);
   }
@@ -560,10 +575,8 @@ static void merge(async_state *st, ablock *b, ablock *nb) {
   drop_block(st, nb);
 }
 
-static int async_free(void *state, uint64_t handle) {
-  async_state *st = state;
-  ablock *b = (ablock *)(uintptr_t)handle;
-  if (st->init_phase) end_init(st);
+/* An allocated block becomes free, merged with free neighbours. */
+static void unallocate(async_state *st, ablock *b) {
   b->allocated = 0;
   st->allocated -= b->size;
   touch(st, b, -1);
@@ -571,6 +584,13 @@ static int async_free(void *state, uint64_t handle) {
   merge(st, b, b->next);
   if (!is_top(st, b)) free_insert(st, b);
   if (b->seg && !b->prev && !b->next) b->seg->whole = b;
+}
+
+static int async_free(void *state, uint64_t handle) {
+  async_state *st = state;
+  ablock *b = (ablock *)(uintptr_t)handle;
+  if (st->init_phase) end_init(st);
+  unallocate(st, b);
   if (st->every_free || st->allocated == 0) return sync_point(st);
   return 0;
 }
@@ -578,8 +598,7 @@ static int async_free(void *state, uint64_t handle) {
 static int async_empty_cache(void *state) {
   async_state *st = state;
   if (st->init_phase) end_init(st);
-  trim(st, 0);
-  return 0;
+  return trim(st, 0);
 }
 
 static int async_init_segment(void *state, uint64_t addr, uint64_t bytes, uint64_t stream, int expandable) {
@@ -592,6 +611,10 @@ static int async_init_segment(void *state, uint64_t addr, uint64_t bytes, uint64
   if (rc < 0) return rc;
   achunk *c = calloc(1, sizeof *c);
   if (!c) return oom(st);
+  if ((rc = pt_dev_adopt_mapped(st->env.dev, addr, bytes, bytes, &c->handle)) < 0) {
+    free(c);
+    return rc;
+  }
   c->va = addr;
   c->bytes = bytes;
   c->slot = NO_SLOT;
@@ -603,7 +626,6 @@ static int async_init_segment(void *state, uint64_t addr, uint64_t bytes, uint64
   c->whole = b;
   idle_push(st, c);
   st->held += bytes;
-  pt_dev_adopt_at(st->env.dev, addr, bytes);
   return 0;
 }
 
@@ -612,7 +634,7 @@ static int async_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_t
   async_state *st = state;
   (void)stream;
   if (!st->init_phase) return pt_err_set(st->env.err, PT_EUSAGE, "async_pool: initial block after the first request");
-  uint64_t size = bytes < MIN_BLOCK ? MIN_BLOCK : (bytes + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
+  uint64_t size = pt_mech_round512(bytes);
   pt_bnode *n = pt_bset_before(&st->addrt, &(pt_bkey){0, 0, addr + 1}); /* last at or below */
   ablock *b = n ? ABLK(n) : NULL;
   if (!b || size < bytes || addr + size < addr || addr + size > b->addr + b->size)

@@ -107,13 +107,7 @@ static unsigned rp2_divisions(const caching *c, uint64_t size) {
 
 static int round_size(caching *c, uint64_t size, uint64_t *out) {
   const pt_policy_hooks *h = c->env.hooks;
-  if (h && h->round) {
-    int rc = h->round(h->ctx, size, out, c->env.err);
-    if (rc == 0 && *out < size)
-      return pt_err_set(c->env.err, PT_EFORMAT, "round hook returned %llu bytes for a %llu-byte request",
-                        (unsigned long long)*out, (unsigned long long)size);
-    return rc;
-  }
+  if (h && h->round) return pt_mech_round(&c->env, "caching", size, out);
   if (size < MIN_BLOCK) {
     *out = MIN_BLOCK;
     return 0;
@@ -128,10 +122,7 @@ static int allocation_size(caching *c, uint64_t size, uint64_t *out) {
   const pt_policy_hooks *h = c->env.hooks;
   if (h && h->segment_size) {
     int rc = h->segment_size(h->ctx, size, out, c->env.err);
-    if (rc == 0 && *out < size)
-      return pt_err_set(c->env.err, PT_EFORMAT, "segment_size hook returned %llu bytes for a %llu-byte block",
-                        (unsigned long long)*out, (unsigned long long)size);
-    return rc;
+    return rc < 0 ? rc : pt_mech_check_hook_size(&c->env, "caching", "segment_size", size, *out);
   }
   if (size <= SMALL_SIZE) *out = SMALL_BUFFER;
   else if (size < MIN_LARGE_ALLOC) *out = LARGE_BUFFER;
@@ -152,13 +143,15 @@ static void pool_erase(pool *p, block *b) { pt_bset_erase(&p->blocks, &b->node);
 
 static block *of(pt_bnode *n) { return (block *)n; } /* node is the first member */
 
-static int gc_enabled(const caching *c) { return c->env.dev->capacity && c->gc_threshold > 0.0; }
+static int gc_enabled(const caching *c) { return pt_dev_capacity(c->env.dev) && c->gc_threshold > 0.0; }
 
-/* Give a free whole segment back to the driver (release_block). */
-static void release_block(caching *c, block *b) {
-  pt_dev_free(c->env.dev, b->addr, b->size);
+/* Give a free whole segment back to the driver (release_block); when the free fails, b stays cached. */
+static int release_block(caching *c, block *b) {
+  int rc = pt_dev_free(c->env.dev, b->addr, b->size);
+  if (rc < 0) return rc;
   pool_erase(b->pool, b);
   block_dispose(c, b);
+  return 0;
 }
 
 /* get_free_block: best fit in the pool, within the oversize limits. */
@@ -176,11 +169,11 @@ static block *get_free_block(caching *c, pool *p, uint64_t size, uint64_t stream
 }
 
 /* garbage_collect_cached_blocks: free old whole segments of the large pool. */
-static void garbage_collect(caching *c) {
-  pt_device *d = c->env.dev;
-  uint64_t threshold = (uint64_t)(c->gc_threshold * (double)d->capacity);
-  if (d->reserved <= threshold) return;
-  uint64_t target = d->reserved - threshold, reclaimed = 0, total_age = 0;
+static int garbage_collect(caching *c) {
+  uint64_t reserved = pt_dev_reserved(c->env.dev);
+  uint64_t threshold = (uint64_t)(c->gc_threshold * (double)pt_dev_capacity(c->env.dev));
+  if (reserved <= threshold) return 0;
+  uint64_t target = reserved - threshold, reclaimed = 0, total_age = 0;
   size_t freeable = 0;
   pool *p = &c->large;
   for (pt_bnode *n = pt_bset_first(&p->blocks); n; n = pt_bset_next(&p->blocks, n))
@@ -188,7 +181,7 @@ static void garbage_collect(caching *c) {
       total_age += p->get_free_blocks_calls - of(n)->gc_count_base;
       freeable++;
     }
-  if (!freeable) return;
+  if (!freeable) return 0;
   c->env.counters->collections++;
   int freed = 1;
   while (reclaimed < target && freed && freeable > 0) {
@@ -203,10 +196,12 @@ static void garbage_collect(caching *c) {
         reclaimed += b->size;
         total_age -= age;
         freeable--;
-        release_block(c, b);
+        int rc = release_block(c, b);
+        if (rc < 0) return rc;
       }
     }
   }
+  return 0;
 }
 
 /* alloc_block: a new segment from the driver (0, PT_EOOM or PT_ENOMEM). */
@@ -216,7 +211,10 @@ static int alloc_block(caching *c, pool *p, uint64_t alloc_size, uint64_t stream
   int rc = pt_dev_malloc(c->env.dev, alloc_size, &addr);
   if (rc < 0) return rc;
   block *b = block_new(c);
-  if (!b) return PT_ENOMEM;
+  if (!b) { /* give the segment back: the books hold only what a block records */
+    pt_dev_free(c->env.dev, addr, alloc_size);
+    return PT_ENOMEM;
+  }
   b->addr = addr;
   b->size = alloc_size;
   b->stream = stream;
@@ -225,15 +223,16 @@ static int alloc_block(caching *c, pool *p, uint64_t alloc_size, uint64_t stream
   return 0;
 }
 
-/* release_available_cached_blocks: free oversize cached blocks to make room. */
+/* release_available_cached_blocks: free oversize cached blocks to make room; 1 when it made enough,
+   0 when not, or a driver's error. */
 static int release_available(caching *c, pool *p, uint64_t size, uint64_t stream) {
   if (c->max_split == UNLIMITED) return 0;
   pt_bkey key = {stream, size < c->max_split ? c->max_split : size, 0};
   pt_bnode *n = pt_bset_lower_bound(&p->blocks, &key);
   if (n && of(n)->stream == stream) {
     if (of(n)->prev || of(n)->next) return 0; /* see below */
-    release_block(c, of(n));
-    return 1;
+    int rc = release_block(c, of(n));
+    return rc < 0 ? rc : 1;
   }
   /* no single block is large enough: free oversize ones, largest first */
   n = pt_bset_before(&p->blocks, &key);
@@ -243,22 +242,25 @@ static int release_available(caching *c, pool *p, uint64_t size, uint64_t stream
     n = pt_bset_before(&p->blocks, &b->node.key);
     if (b->prev || b->next) continue; /* part of a segment: PyTorch never meets one here */
     released += b->size;
-    release_block(c, b);
+    int rc = release_block(c, b);
+    if (rc < 0) return rc;
   }
   return released >= key.size;
 }
 
 /* release_cached_blocks: free every whole cached segment, large pool first. */
-static void release_cached(caching *c) {
+static int release_cached(caching *c) {
   pool *pools[2] = {&c->large, &c->small};
   for (int i = 0; i < 2; i++) {
     pool *p = pools[i];
     for (pt_bnode *n = pt_bset_first(&p->blocks); n;) {
       block *b = of(n);
       n = pt_bset_next(&p->blocks, n);
-      if (!b->prev && !b->next) release_block(c, b);
+      int rc = !b->prev && !b->next ? release_block(c, b) : 0;
+      if (rc < 0) return rc;
     }
   }
+  return 0;
 }
 
 static int should_split(const caching *c, const block *b, uint64_t size) {
@@ -301,15 +303,16 @@ static int caching_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t 
     if ((rc = allocation_size(c, size, &alloc_size)) < 0) return rc;
     const pt_policy_hooks *h = c->env.hooks;
     int collect = gc_enabled(c);
-    if (h && h->should_collect &&
-        (rc = h->should_collect(h->ctx, c->env.dev->reserved, 0, &collect, c->env.err)) < 0)
-      return rc;
-    if (collect) garbage_collect(c);
+    if (h && h->should_collect && (rc = pt_mech_should_collect(&c->env, &collect)) < 0) return rc;
+    if (collect && (rc = garbage_collect(c)) < 0) return rc;
     rc = alloc_block(c, p, alloc_size, stream, 0, &b);
-    if (rc == PT_EOOM && release_available(c, p, size, stream))
-      rc = alloc_block(c, p, alloc_size, stream, 0, &b);
     if (rc == PT_EOOM) {
-      release_cached(c);
+      int released = release_available(c, p, size, stream);
+      if (released < 0) return released;
+      if (released) rc = alloc_block(c, p, alloc_size, stream, 0, &b);
+    }
+    if (rc == PT_EOOM) {
+      if ((rc = release_cached(c)) < 0) return rc;
       rc = alloc_block(c, p, alloc_size, stream, 1, &b);
     }
     if (rc < 0) return rc;
@@ -346,8 +349,7 @@ static int caching_free(void *state, uint64_t handle) {
 }
 
 static int caching_empty_cache(void *state) {
-  release_cached(state);
-  return 0;
+  return release_cached(state);
 }
 
 /* ---- initial state ------------------------------------------------------------ */
@@ -369,8 +371,11 @@ static int caching_init_segment(void *state, uint64_t addr, uint64_t bytes, uint
     block_dispose(c, b);
     return rc;
   }
-  pt_dev_adopt_at(c->env.dev, addr, bytes);
-  return 0;
+  if ((rc = pt_dev_adopt(c->env.dev, addr, bytes)) < 0) {
+    pool_erase(b->pool, b);
+    block_dispose(c, b);
+  }
+  return rc;
 }
 
 /*

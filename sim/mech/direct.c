@@ -19,7 +19,6 @@
 
 #include "mech.h"
 
-#define MIN_BYTES UINT64_C(512)
 #define NO_SEG UINT32_MAX
 
 /* A live allocation; the handle is its index.  Free records chain through seg. */
@@ -70,12 +69,13 @@ static void drop_rec(direct_state *st, uint64_t idx) {
   st->free_head = idx + 1;
 }
 
-/* cudaFree the initial segments nothing lives in; 1 when one was freed. */
+/* cudaFree the initial segments nothing lives in; 1 when one was freed, 0 when none, or the driver's error. */
 static int release_idle(direct_state *st) {
   int any = 0;
   for (size_t i = 0; i < st->nsegs; i++)
     if (st->segs[i].held && !st->segs[i].live) {
-      pt_dev_free(st->env.dev, st->segs[i].addr, st->segs[i].bytes);
+      int rc = pt_dev_free(st->env.dev, st->segs[i].addr, st->segs[i].bytes);
+      if (rc < 0) return rc;
       st->segs[i].held = 0;
       any = 1;
     }
@@ -90,16 +90,6 @@ static int direct_create(const pt_mech_env *env, void **state) {
   return 0;
 }
 
-static int hook_size(direct_state *st, int (*fn)(void *, uint64_t, uint64_t *, pt_err *), const char *name,
-                     uint64_t in, uint64_t *out) {
-  int rc = fn(st->env.hooks->ctx, in, out, st->env.err);
-  if (rc < 0) return rc;
-  if (*out < in || *out == 0)
-    return pt_err_set(st->env.err, PT_EFORMAT, "direct: policy %s(%llu) returned %llu, less than its argument", name,
-                      (unsigned long long)in, (unsigned long long)*out);
-  return 0;
-}
-
 static int direct_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *handle) {
   direct_state *st = state;
   const pt_policy_hooks *h = st->env.hooks;
@@ -107,18 +97,18 @@ static int direct_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *
   int rc;
   (void)stream;
   st->started = 1;
-  if (h && h->round) {
-    if ((rc = hook_size(st, h->round, "round", bytes, &size)) < 0) return rc;
-  } else {
-    size = bytes < MIN_BYTES ? MIN_BYTES : (bytes + MIN_BYTES - 1) / MIN_BYTES * MIN_BYTES;
+  if ((rc = pt_mech_round(&st->env, "direct", bytes, &size)) < 0) return rc;
+  if (h && h->segment_size) {
+    uint64_t in = size;
+    if ((rc = h->segment_size(h->ctx, in, &size, st->env.err)) < 0 ||
+        (rc = pt_mech_check_hook_size(&st->env, "direct", "segment_size", in, size)) < 0)
+      return rc;
   }
-  if (h && h->segment_size && (rc = hook_size(st, h->segment_size, "segment_size", size, &size)) < 0) return rc;
   if ((rc = new_rec(st, &idx)) < 0) return rc;
   rc = pt_dev_malloc(st->env.dev, size, &addr);
   if (rc == PT_EOOM) {
-    release_idle(st);
     st->env.counters->alloc_retries++;
-    rc = pt_dev_malloc(st->env.dev, size, &addr);
+    if ((rc = release_idle(st)) >= 0) rc = pt_dev_malloc(st->env.dev, size, &addr);
   }
   if (rc < 0) {
     drop_rec(st, idx);
@@ -133,14 +123,13 @@ static int direct_free(void *state, uint64_t handle) {
   direct_state *st = state;
   drec *r = &st->recs[handle];
   st->started = 1;
+  int rc;
   if (r->seg == NO_SEG) {
-    pt_dev_free(st->env.dev, r->addr, r->bytes);
+    if ((rc = pt_dev_free(st->env.dev, r->addr, r->bytes)) < 0) return rc; /* still live */
   } else {
     dseg *s = &st->segs[r->seg];
-    if (--s->live == 0) {
-      pt_dev_free(st->env.dev, s->addr, s->bytes);
-      s->held = 0;
-    }
+    if (s->live == 1 && (rc = pt_dev_free(st->env.dev, s->addr, s->bytes)) < 0) return rc;
+    if (--s->live == 0) s->held = 0;
   }
   drop_rec(st, handle);
   return 0;
@@ -149,8 +138,8 @@ static int direct_free(void *state, uint64_t handle) {
 static int direct_empty_cache(void *state) {
   direct_state *st = state;
   st->started = 1;
-  release_idle(st);
-  return 0;
+  int rc = release_idle(st);
+  return rc < 0 ? rc : 0;
 }
 
 static int direct_init_segment(void *state, uint64_t addr, uint64_t bytes, uint64_t stream, int expandable) {
@@ -166,9 +155,9 @@ static int direct_init_segment(void *state, uint64_t addr, uint64_t bytes, uint6
     st->segs = s;
     st->segcap = cap;
   }
-  st->segs[st->nsegs++] = (dseg){.addr = addr, .bytes = bytes, .held = 1};
-  pt_dev_adopt_at(st->env.dev, addr, bytes);
-  return 0;
+  int rc = pt_dev_adopt(st->env.dev, addr, bytes);
+  if (rc == 0) st->segs[st->nsegs++] = (dseg){.addr = addr, .bytes = bytes, .held = 1};
+  return rc;
 }
 
 /* Initial segments are few; a linear search at trace start is fine. */

@@ -67,6 +67,8 @@ typedef struct eseg {
   uint64_t page;            /* handle size; 0: a plain cudaMalloc'd segment */
   uint64_t stream;
   int pool;
+  uint64_t *handles;        /* expandable: the handle mapped at each page, by page index (0: none) */
+  size_t nhandles;          /* pages the array covers: up to the highest page mapped so far */
 } eseg;
 
 /*
@@ -99,7 +101,6 @@ typedef struct exp_state {
   size_t scratch_cap;
   uint64_t page[NPOOLS];       /* handle size per pool */
   uint64_t va_bytes[NPOOLS];   /* VA reserved per segment */
-  uint64_t allocated;          /* bytes in allocated blocks */
 } exp_state;
 
 static int ensure_spare(exp_state *st, size_t n) {
@@ -217,27 +218,24 @@ static void seg_unlink(exp_state *st, eseg *sg) {
   else
     st->segs = sg->next;
   if (sg->next) sg->next->prev = sg->prev;
+  free(sg->handles);
   free(sg);
 }
 
-/* ---- sizes -------------------------------------------------------------- */
-
-static int bad_hook_size(exp_state *st, const char *hook, uint64_t in, uint64_t out) {
-  return pt_err_set(st->env.err, PT_EFORMAT, "expandable: policy %s(%llu) returned %llu, less than its argument",
-                    hook, (unsigned long long)in, (unsigned long long)out);
-}
-
-static int round_request(exp_state *st, uint64_t bytes, uint64_t *size) {
-  const pt_policy_hooks *h = st->env.hooks;
-  if (h && h->round) {
-    int rc = h->round(h->ctx, bytes, size, st->env.err);
-    if (rc < 0) return rc;
-    if (*size < bytes || *size == 0) return bad_hook_size(st, "round", bytes, *size);
-    return 0;
-  }
-  *size = bytes < MIN_BLOCK ? MIN_BLOCK : (bytes + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
+/* The handle array of sg covers pages [0, end). */
+static int seg_handles_cover(exp_state *st, eseg *sg, uint64_t end) {
+  if (end <= sg->nhandles) return 0;
+  size_t n = sg->nhandles ? sg->nhandles : 16;
+  while (n < end) n *= 2;
+  uint64_t *v = realloc(sg->handles, n * sizeof *v);
+  if (!v) return pt_err_set(st->env.err, PT_ENOMEM, "expandable: out of memory");
+  memset(v + sg->nhandles, 0, (n - sg->nhandles) * sizeof *v);
+  sg->handles = v;
+  sg->nhandles = n;
   return 0;
 }
+
+/* ---- sizes -------------------------------------------------------------- */
 
 /* get_allocation_size: what the native allocator would cudaMalloc (the cap check uses it). */
 static uint64_t allocation_size(const exp_state *st, uint64_t size) {
@@ -286,13 +284,17 @@ static int find_expandable(exp_state *st, int pool, uint64_t stream, uint64_t si
       return 0;
     }
   }
-  eseg *sg = malloc(sizeof *sg);
+  eseg *sg = calloc(1, sizeof *sg);
   if (!sg) return pt_err_set(st->env.err, PT_ENOMEM, "expandable: out of memory");
   sg->page = st->page[pool];
   sg->bytes = st->va_bytes[pool];
   sg->stream = stream;
   sg->pool = pool;
-  sg->base = pt_dev_address_reserve(st->env.dev, sg->bytes, sg->page);
+  int rc = pt_dev_address_reserve(st->env.dev, sg->bytes, sg->page, &sg->base);
+  if (rc < 0) {
+    free(sg);
+    return rc;
+  }
   seg_link(st, sg);
   eblock *c = take_block(st, sg, sg->base, sg->bytes, 0);
   unmapped_insert(st, c);
@@ -300,24 +302,39 @@ static int find_expandable(exp_state *st, int pool, uint64_t stream, uint64_t si
   return 0;
 }
 
+/* Unmap pages [0, mapped) and release pages [0, made) from va on (handles h): undoing a growth. */
+static void unmake(exp_state *st, uint64_t va, uint64_t page, uint64_t *h, uint64_t mapped, uint64_t made) {
+  for (uint64_t j = 0; j < mapped; j++) pt_dev_mem_unmap(st->env.dev, va + j * page, page);
+  for (uint64_t j = 0; j < made; j++) {
+    pt_dev_mem_release(st->env.dev, h[j], page);
+    h[j] = 0;
+  }
+}
+
 /*
  * map_block: back the first n bytes of unmapped block u with pages, one
  * handle each, and make it a free mapped block merged with its neighbours.
- * When a cuMemCreate fails, the handles this call made are released.
+ * When a driver call fails, what this call made is unmapped and released.
  */
 static int map_block(exp_state *st, eblock *u, uint64_t n) {
   pt_device *dev = st->env.dev;
   eseg *sg = u->seg;
   uint64_t page = sg->page, npages = (n + page - 1) / page, bytes = npages * page;
-  for (uint64_t i = 0; i < npages; i++) {
-    int rc = pt_dev_mem_create(dev, page);
-    if (rc < 0) {
-      for (uint64_t j = 0; j < i; j++) pt_dev_mem_release(dev, page);
-      return rc;
-    }
+  uint64_t first = (u->addr - sg->base) / page, i;
+  int rc = seg_handles_cover(st, sg, first + npages);
+  if (rc < 0) return rc;
+  uint64_t *h = sg->handles + first;
+  for (i = 0; i < npages && (rc = pt_dev_mem_create(dev, page, &h[i])) == 0; i++) {}
+  if (rc < 0) {
+    unmake(st, u->addr, page, h, 0, i);
+    return rc;
   }
-  for (uint64_t i = 0; i < npages; i++) pt_dev_mem_map(dev, u->addr + i * page, page);
-  pt_dev_mem_set_access(dev, u->addr, bytes);
+  for (i = 0; i < npages && (rc = pt_dev_mem_map(dev, u->addr + i * page, page, h[i])) == 0; i++) {}
+  if (rc == 0) rc = pt_dev_mem_set_access(dev, u->addr, bytes);
+  if (rc < 0) {
+    unmake(st, u->addr, page, h, i, npages);
+    return rc;
+  }
   unmapped_remove(st, u);
   if (bytes < u->size) {
     eblock *rest = take_block(st, sg, u->addr + bytes, u->size - bytes, 0);
@@ -369,18 +386,25 @@ static int unmap_block(exp_state *st, eblock *b) {
   if (first >= last) return 0;
   int rc = ensure_spare(st, 2);
   if (rc < 0) return rc;
+  /* the driver first: the pages given back before a failed call are the ones the blocks lose */
+  uint64_t ua = sg->base + first * page, i;
+  for (i = 0; i < last - first; i++) {
+    uint64_t *h = &sg->handles[first + i];
+    if ((rc = pt_dev_mem_unmap(st->env.dev, ua + i * page, page)) < 0) break;
+    if ((rc = pt_dev_mem_release(st->env.dev, *h, page)) < 0) {
+      pt_dev_mem_map(st->env.dev, ua + i * page, page, *h); /* back as it was, if the driver lets it */
+      break;
+    }
+    *h = 0;
+  }
+  if (i == 0) return rc;
   free_remove(st, b);
-  uint64_t ua = sg->base + first * page, ubytes = (last - first) * page;
-  carve(st, b, ua, ubytes);
+  carve(st, b, ua, i * page);
   b->mapped = 0;
   try_merge(st, b, b->prev);
   try_merge(st, b, b->next);
   unmapped_insert(st, b);
-  for (uint64_t i = 0; i < last - first; i++) {
-    pt_dev_mem_unmap(st->env.dev, ua + i * page, page);
-    pt_dev_mem_release(st->env.dev, page);
-  }
-  return 0;
+  return rc;
 }
 
 /* release_blocks: cudaFree whole plain segments, unmap free expandable pages. */
@@ -397,8 +421,9 @@ static int release_blocks(exp_state *st, int pool) {
   for (size_t i = 0; i < n; i++) { /* release_block */
     eblock *b = st->scratch[i];
     if (b->seg->page || b->prev || b->next) continue;
+    int rc = pt_dev_free(st->env.dev, b->addr, b->size);
+    if (rc < 0) return rc;
     free_remove(st, b);
-    pt_dev_free(st->env.dev, b->addr, b->size);
     seg_unlink(st, b->seg);
     drop_block(st, b);
     st->scratch[i] = NULL;
@@ -409,8 +434,8 @@ static int release_blocks(exp_state *st, int pool) {
     int rc = unmap_block(st, b);
     if (rc < 0) return rc;
     if (!b->prev && !b->next && !b->mapped) { /* release_expandable_segment */
+      if ((rc = pt_dev_address_free(st->env.dev, b->seg->base, b->seg->bytes)) < 0) return rc;
       unmapped_remove(st, b);
-      pt_dev_address_free(st->env.dev, b->seg->base, b->seg->bytes);
       seg_unlink(st, b->seg);
       drop_block(st, b);
     }
@@ -461,7 +486,7 @@ static int exp_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *han
   const pt_policy_hooks *h = st->env.hooks;
   uint64_t size;
   if (st->init_phase) end_init(st);
-  int rc = round_request(st, bytes, &size);
+  int rc = pt_mech_round(&st->env, "expandable", bytes, &size);
   if (rc < 0) return rc;
   int pool = size <= SMALL_SIZE ? SMALL : LARGE;
   if ((rc = ensure_spare(st, 1)) < 0) return rc;
@@ -472,7 +497,7 @@ static int exp_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *han
     uint64_t target = size;
     if (h && h->should_collect) {
       int yes = 0;
-      if ((rc = h->should_collect(h->ctx, st->env.dev->reserved, st->allocated, &yes, st->env.err)) < 0) return rc;
+      if ((rc = pt_mech_should_collect(&st->env, &yes)) < 0) return rc;
       if (yes) {
         if ((rc = release_cached(st)) < 0) return rc;
         st->env.counters->collections++;
@@ -501,7 +526,6 @@ static int exp_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *han
     b->size = size;
   }
   b->allocated = 1;
-  st->allocated += b->size;
   *handle = (uint64_t)(uintptr_t)b;
   return 0;
 }
@@ -511,7 +535,6 @@ static int exp_free(void *state, uint64_t handle) {
   eblock *b = (eblock *)(uintptr_t)handle;
   if (st->init_phase) end_init(st);
   b->allocated = 0;
-  st->allocated -= b->size;
   try_merge(st, b, b->prev);
   try_merge(st, b, b->next);
   free_insert(st, b);
@@ -532,12 +555,12 @@ static int exp_init_segment(void *state, uint64_t addr, uint64_t bytes, uint64_t
   int rc = ensure_spare(st, 3);
   if (rc < 0) return rc;
   if (!expandable) {
+    if ((rc = pt_dev_adopt(st->env.dev, addr, bytes)) < 0) return rc;
     eseg *sg = malloc(sizeof *sg);
-    if (!sg) return pt_err_set(err, PT_ENOMEM, "expandable: out of memory");
+    if (!sg) return pt_err_set(err, PT_ENOMEM, "expandable: out of memory"); /* the run stops; the books are the engine's */
     *sg = (eseg){.base = addr, .bytes = bytes, .stream = stream, .pool = bytes == SMALL_PAGE ? SMALL : LARGE};
     seg_link(st, sg);
     free_insert(st, take_block(st, sg, addr, bytes, 1));
-    pt_dev_adopt_at(st->env.dev, addr, bytes);
     return 0;
   }
   int pool = bytes % st->page[LARGE] == 0 ? LARGE : SMALL;
@@ -559,13 +582,16 @@ static int exp_init_segment(void *state, uint64_t addr, uint64_t bytes, uint64_t
   if (!u || u->seg != sg || (addr - sg->base) % page || addr + bytes > u->addr + u->size)
     return pt_err_set(err, PT_EFORMAT, "expandable: initial expandable segment at 0x%llx (%llu bytes) overlaps another or is misaligned",
                       (unsigned long long)addr, (unsigned long long)bytes);
+  uint64_t first = (addr - sg->base) / page;
+  if ((rc = seg_handles_cover(st, sg, first + bytes / page)) < 0 ||
+      (rc = pt_dev_adopt_mapped(st->env.dev, addr, bytes, page, sg->handles + first)) < 0)
+    return rc;
   unmapped_remove(st, u);
   carve(st, u, addr, bytes);
   u->mapped = 1;
   try_merge(st, u, u->prev);
   try_merge(st, u, u->next);
   free_insert(st, u);
-  pt_dev_adopt_at(st->env.dev, addr, bytes);
   return 0;
 }
 
@@ -578,7 +604,7 @@ static int exp_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_t s
   exp_state *st = state;
   (void)stream;
   if (!st->init_phase) return pt_err_set(st->env.err, PT_EUSAGE, "expandable: initial block after the first request");
-  uint64_t size = bytes < MIN_BLOCK ? MIN_BLOCK : (bytes + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
+  uint64_t size = pt_mech_round512(bytes);
   pt_bnode *n = pt_bset_before(&st->addrt, &(pt_bkey){0, 0, addr + 1}); /* last at or below */
   eblock *b = n ? ABLK(n) : NULL;
   if (!b || addr + size > b->addr + b->size)
@@ -600,7 +626,6 @@ static int exp_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_t s
   b->addr = addr;
   b->size = size;
   b->allocated = 1;
-  st->allocated += size;
   *handle = (uint64_t)(uintptr_t)b;
   return 0;
 }

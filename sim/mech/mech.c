@@ -37,6 +37,30 @@ int pt_params_set(pt_params *p, const char *name, double value) {
 }
 
 void pt_mech_set_insert(const pt_mech_env *env, pt_bset *s, pt_bnode *n) {
-  if (pt_bset_insert(s, n) < 0 && !env->dev->error)
-    env->dev->error = pt_err_set(env->err, PT_ENOMEM, "out of memory (free-block set)");
+  if (pt_bset_insert(s, n) < 0 && !*env->fault)
+    *env->fault = pt_err_set(env->err, PT_ENOMEM, "out of memory (free-block set)");
+}
+
+int pt_mech_check_hook_size(const pt_mech_env *env, const char *who, const char *hook, uint64_t in, uint64_t out) {
+  if (out >= in && out) return 0;
+  return pt_err_set(env->err, PT_EFORMAT, "%s: policy %s(%llu) returned %llu, less than its argument", who, hook,
+                    (unsigned long long)in, (unsigned long long)out);
+}
+
+int pt_mech_round(const pt_mech_env *env, const char *who, uint64_t bytes, uint64_t *size) {
+  const pt_policy_hooks *h = env->hooks;
+  if (h && h->round) {
+    int rc = h->round(h->ctx, bytes, size, env->err);
+    return rc < 0 ? rc : pt_mech_check_hook_size(env, who, "round", bytes, *size);
+  }
+  if (!(*size = pt_mech_round512(bytes)))
+    return pt_err_set(env->err, PT_ELIMIT, "%s: request of %llu bytes", who, (unsigned long long)bytes);
+  return 0;
+}
+
+int pt_mech_should_collect(const pt_mech_env *env, int *yes) {
+  const pt_policy_hooks *h = env->hooks;
+  *yes = 0;
+  if (!h || !h->should_collect) return 0;
+  return h->should_collect(h->ctx, pt_dev_reserved(env->dev), env->allocated ? *env->allocated : 0, yes, env->err);
 }

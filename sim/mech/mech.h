@@ -3,8 +3,10 @@
  *
  * A mechanism (direct, caching, expandable, async_pool, stitch) is a table of
  * functions over its own state (Dinero's replacementf / ChampSim's
- * replacement hooks).  It asks the modelled device (device.h) for memory and
- * so pays driver calls; it reads its parameters from pt_params and may
+ * replacement hooks).  It asks a device (device.h: the model, the real
+ * driver, a test double) for memory through the books every device sits
+ * under, keeps the handles it is given, and undoes its partial work when a
+ * call fails; it reads its parameters from pt_params and may
  * consult the policy through pt_policy_hooks.  Neither table knows Lua,
  * SQLite or CUDA: the Lua adapter (policy.c) is one implementation of the
  * hooks, tests use plain C ones.
@@ -16,8 +18,6 @@
 
 #include "device.h"
 #include "error.h"
-
-#define PT_EOOM (-20) /* a request the mechanism could not satisfy: out of memory */
 
 /* ---- parameters: name -> number, as the policy (or --set) gave them ------- */
 
@@ -67,10 +67,12 @@ typedef struct pt_mech_counters {
 
 /* What a mechanism is created with. */
 typedef struct pt_mech_env {
-  pt_device *dev;               /* driver model: calls, reserved bytes, capacity */
+  pt_device *dev;               /* the device's books: calls, reserved bytes, capacity */
   pt_mech_counters *counters;
   const pt_params *params;
   const pt_policy_hooks *hooks;
+  const uint64_t *allocated;    /* live requested bytes, kept by the caller: what should_collect is told */
+  int *fault;                   /* a failure on a path that cannot return one, kept; it stops the run */
   pt_err *err;                  /* where hook errors and bad parameters are described */
 } pt_mech_env;
 
@@ -104,11 +106,29 @@ extern const pt_mech_ops pt_mech_direct, pt_mech_caching, pt_mech_expandable, pt
 /*
  * Into a free set, from a path that cannot return an error (a block split
  * deep inside an operation): when the set has no memory for it, the failure
- * is kept in the device's error, which stops the run (device.h).
+ * is kept in *env->fault, which stops the run.
  */
 struct pt_bset;
 struct pt_bnode;
 void pt_mech_set_insert(const pt_mech_env *env, struct pt_bset *s, struct pt_bnode *n);
+
+/* ---- what every mechanism shares ------------------------------------------- */
+
+#define PT_MIN_BLOCK UINT64_C(512) /* PyTorch's kMinBlockSize: requests are rounded to it */
+
+/* bytes rounded up to 512 B, at least 512; 0 when that overflows. */
+static inline uint64_t pt_mech_round512(uint64_t bytes) {
+  if (bytes > UINT64_MAX - PT_MIN_BLOCK) return 0;
+  return bytes < PT_MIN_BLOCK ? PT_MIN_BLOCK : (bytes + PT_MIN_BLOCK - 1) / PT_MIN_BLOCK * PT_MIN_BLOCK;
+}
+
+/* A request's size: the policy's round hook (checked: at least the request, not 0), else 512 B rounding.
+   who names the mechanism in errors. */
+int pt_mech_round(const pt_mech_env *env, const char *who, uint64_t bytes, uint64_t *size /* OUT */);
+/* A hook's size result checked: less than its argument is an error naming who and the hook. */
+int pt_mech_check_hook_size(const pt_mech_env *env, const char *who, const char *hook, uint64_t in, uint64_t out);
+/* The policy's should_collect, told reserved (the books) and allocated (the caller's); 0 without a hook. */
+int pt_mech_should_collect(const pt_mech_env *env, int *yes /* OUT */);
 
 /* Look a mechanism up by name; NULL when unknown. */
 const pt_mech_ops *pt_mech_find(const char *name);

@@ -62,6 +62,7 @@ typedef struct prange {
   struct prange *prev, *next;
   sblock *head;                /* lowest block; merges keep the lower block, so it lasts */
   uint64_t base, bytes, stream;
+  uint64_t *handles;           /* the handle of each 2 MiB page, in VA order (owned) */
 } prange;
 
 /* A run of a primary range; a free one is in the free set. */
@@ -108,7 +109,7 @@ typedef struct stitch_state {
   srange *stitched;
   srange *lru_head, *lru_tail;
   size_t ncached, max_cached;
-  uint64_t seq, stitch_min, allocated;
+  uint64_t seq, stitch_min;
   uint64_t free_pages;         /* stitchable pages in free blocks, every stream: step 3's bound */
   pt_slab blocks;             /* block records (slab.h) */
   run *runs;
@@ -229,15 +230,28 @@ static void srange_free(stitch_state *st, srange *s) {
   free(s);
 }
 
-/* Unmap a cached stitched range and give its VA back. */
-static void evict(stitch_state *st, srange *s) {
+/* Unmap pages [0, n) of a stitched range and give its VA back. */
+static int unmap_stitched(stitch_state *st, const srange *s, uint64_t n) {
+  for (uint64_t i = 0; i < n; i++) {
+    int rc = pt_dev_mem_unmap(st->env.dev, s->va + i * PAGE, PAGE);
+    if (rc < 0) return rc;
+  }
+  return pt_dev_address_free(st->env.dev, s->va, s->npages * PAGE);
+}
+
+/* Unmap a cached stitched range and give its VA back; on a driver's error it stays cached. */
+static int evict(stitch_state *st, srange *s) {
+  int rc = unmap_stitched(st, s, s->npages);
+  if (rc < 0) return rc;
   pt_bset_erase(&st->cachet, &s->cnode);
   lru_unlink(st, s);
   st->ncached--;
-  for (uint64_t i = 0; i < s->npages; i++) pt_dev_mem_unmap(st->env.dev, s->va + i * PAGE, PAGE);
-  pt_dev_address_free(st->env.dev, s->va, s->npages * PAGE);
   srange_free(st, s);
+  return 0;
 }
+
+/* The handle of the primary page at addr. */
+static uint64_t page_handle(const prange *pr, uint64_t addr) { return pr->handles[(addr - pr->base) / PAGE]; }
 
 static srange *srange_new(stitch_state *st, uint64_t stream, uint64_t npages) {
   srange *s = calloc(1, sizeof *s);
@@ -333,29 +347,44 @@ static int stitch(stitch_state *st, uint64_t stream, uint64_t npages, srange **o
   srange *s = srange_new(st, stream, npages);
   if (!s) return oom(st);
   pt_device *dev = st->env.dev;
-  s->va = pt_dev_address_reserve(dev, npages * PAGE, PAGE);
-  uint64_t j = 0;
+  if ((rc = pt_dev_address_reserve(dev, npages * PAGE, PAGE, &s->va)) < 0) {
+    srange_free(st, s);
+    return rc;
+  }
+  uint64_t j = 0; /* the driver first, so that a failed call leaves the primary blocks as they were */
+  for (size_t r = 0; r < nr && rc == 0; r++)
+    for (uint64_t i = 0; i < st->runs[r].npages && rc == 0; i++, j++) {
+      s->pages[j] = (spage){st->runs[r].b->pr, st->runs[r].start + i * PAGE};
+      rc = pt_dev_mem_map(dev, s->va + j * PAGE, PAGE, page_handle(s->pages[j].pr, s->pages[j].addr)); /* the primary page, again */
+      if (rc < 0) j--;
+    }
+  if (rc == 0) rc = pt_dev_mem_set_access(dev, s->va, npages * PAGE);
+  if (rc < 0) {
+    unmap_stitched(st, s, j);
+    srange_free(st, s);
+    return rc;
+  }
   for (size_t r = 0; r < nr; r++) {
     sblock *b = st->runs[r].b;
     free_erase(st, b);
     b = carve(st, b, st->runs[r].start, st->runs[r].npages * PAGE);
     b->state = B_LENT;
     s->lent[s->nlent++] = b;
-    for (uint64_t i = 0; i < st->runs[r].npages; i++, j++) {
-      s->pages[j] = (spage){b->pr, st->runs[r].start + i * PAGE};
-      pt_dev_mem_map_alias(dev, s->va + j * PAGE, PAGE, s->pages[j].addr); /* the primary page, again */
-    }
   }
-  pt_dev_mem_set_access(dev, s->va, npages * PAGE);
   *out = s;
   return 0;
 }
 
 /* ---- primary ranges ----------------------------------------------------- */
 
-static prange *prange_new(stitch_state *st, uint64_t base, uint64_t bytes, uint64_t stream) {
+/* A primary range over handles (owned from here on, also when this fails). */
+static prange *prange_new(stitch_state *st, uint64_t base, uint64_t bytes, uint64_t stream, uint64_t *handles) {
   prange *pr = calloc(1, sizeof *pr);
-  if (!pr) return NULL;
+  if (!pr) {
+    free(handles);
+    return NULL;
+  }
+  pr->handles = handles;
   pr->base = base;
   pr->bytes = bytes;
   pr->stream = stream;
@@ -372,54 +401,65 @@ static void prange_unlink(stitch_state *st, prange *pr) {
   else
     st->ranges = pr->next;
   if (pr->next) pr->next->prev = pr->prev;
+  free(pr->handles);
   free(pr);
 }
 
 /* Step 4: a new primary range of bytes (2 MiB multiple); its one block, in no free set. */
 static int new_range(stitch_state *st, uint64_t stream, uint64_t bytes, sblock **out) {
   pt_device *dev = st->env.dev;
-  uint64_t n = bytes / PAGE;
-  int rc = ensure_spare(st, 1);
+  uint64_t n = bytes / PAGE, made, mapped = 0, va = 0, i;
+  int rc = ensure_spare(st, 1), reserved = 0;
   if (rc < 0) return rc;
-  for (uint64_t i = 0; i < n; i++)
-    if ((rc = pt_dev_mem_create(dev, PAGE)) < 0) {
-      for (uint64_t j = 0; j < i; j++) pt_dev_mem_release(dev, PAGE);
-      return rc;
-    }
-  uint64_t va = pt_dev_address_reserve(dev, bytes, PAGE);
-  for (uint64_t i = 0; i < n; i++) pt_dev_mem_map(dev, va + i * PAGE, PAGE);
-  pt_dev_mem_set_access(dev, va, bytes);
-  prange *pr = prange_new(st, va, bytes, stream);
-  if (!pr) { /* undo, so the device's books stay right */
-    for (uint64_t i = 0; i < n; i++) {
-      pt_dev_mem_unmap(dev, va + i * PAGE, PAGE);
-      pt_dev_mem_release(dev, PAGE);
-    }
-    pt_dev_address_free(dev, va, bytes);
-    return oom(st);
+  uint64_t *h = calloc(n ? n : 1, sizeof *h);
+  if (!h) return oom(st);
+  for (i = 0; i < n && (rc = pt_dev_mem_create(dev, PAGE, &h[i])) == 0; i++) {}
+  made = i;
+  if (rc == 0 && (rc = pt_dev_address_reserve(dev, bytes, PAGE, &va)) == 0) {
+    reserved = 1;
+    for (i = 0; i < n && (rc = pt_dev_mem_map(dev, va + i * PAGE, PAGE, h[i])) == 0; i++) {}
+    mapped = i;
+    if (rc == 0) rc = pt_dev_mem_set_access(dev, va, bytes);
   }
-  *out = pr->head;
-  return 0;
+  if (rc == 0) {
+    prange *pr = prange_new(st, va, bytes, stream, h);
+    if (pr) {
+      *out = pr->head;
+      return 0;
+    }
+    h = NULL;
+    rc = oom(st);
+  }
+  /* undo what was made, so that the device holds what the ranges record */
+  for (i = 0; i < mapped; i++) pt_dev_mem_unmap(dev, va + i * PAGE, PAGE);
+  for (i = 0; h && i < made; i++) pt_dev_mem_release(dev, h[i], PAGE);
+  if (reserved) pt_dev_address_free(dev, va, bytes);
+  free(h);
+  return rc;
 }
 
-/* Unmap every cached stitched range, then release every unused primary range. */
-static void release_all(stitch_state *st) {
+/* Unmap every cached stitched range, then release every unused primary range; a driver's error stops it. */
+static int release_all(stitch_state *st) {
   pt_device *dev = st->env.dev;
-  while (st->lru_head) evict(st, st->lru_head);
+  int rc;
+  while (st->lru_head)
+    if ((rc = evict(st, st->lru_head)) < 0) return rc;
   for (prange *pr = st->ranges, *nx; pr; pr = nx) {
     nx = pr->next;
     sblock *b = pr->head;
     if (b->state != B_FREE || b->next) continue;
-    free_erase(st, b);
-    drop_block(st, b);
     for (uint64_t off = 0; off < pr->bytes; off += PAGE) {
       uint64_t len = pr->bytes - off < PAGE ? pr->bytes - off : PAGE;
-      pt_dev_mem_unmap(dev, pr->base + off, len);
-      pt_dev_mem_release(dev, len);
+      if ((rc = pt_dev_mem_unmap(dev, pr->base + off, len)) < 0 ||
+          (rc = pt_dev_mem_release(dev, pr->handles[off / PAGE], len)) < 0)
+        return rc;
     }
-    pt_dev_address_free(dev, pr->base, pr->bytes);
+    if ((rc = pt_dev_address_free(dev, pr->base, pr->bytes)) < 0) return rc;
+    free_erase(st, b);
+    drop_block(st, b);
     prange_unlink(st, pr);
   }
+  return 0;
 }
 
 /* ---- the mechanism ------------------------------------------------------ */
@@ -450,10 +490,7 @@ static int stitch_create(const pt_mech_env *env, void **state) {
 static int hook_size(stitch_state *st, int (*fn)(void *, uint64_t, uint64_t *, pt_err *), const char *name,
                      uint64_t in, uint64_t *out) {
   int rc = fn(st->env.hooks->ctx, in, out, st->env.err);
-  if (rc < 0) return rc;
-  if (*out < in || *out == 0)
-    return pt_err_set(st->env.err, PT_EFORMAT, "stitch: policy %s(%llu) returned %llu, less than its argument", name,
-                      (unsigned long long)in, (unsigned long long)*out);
+  if (rc < 0 || (rc = pt_mech_check_hook_size(&st->env, "stitch", name, in, *out)) < 0) return rc;
   if (*out > (uint64_t)MAX_BYTES)
     return pt_err_set(st->env.err, PT_ELIMIT, "stitch: policy %s(%llu) returned %llu, more than 2^50", name,
                       (unsigned long long)in, (unsigned long long)*out);
@@ -470,7 +507,7 @@ static int stitch_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *
   } else {
     if (bytes > (uint64_t)MAX_BYTES)
       return pt_err_set(st->env.err, PT_ELIMIT, "stitch: request of %llu bytes", (unsigned long long)bytes);
-    size = bytes < MIN_BLOCK ? MIN_BLOCK : (bytes + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
+    size = pt_mech_round512(bytes);
   }
   uint64_t npages = (size + PAGE - 1) / PAGE;
   st->init_cursor = NULL; /* merges may drop it from here on */
@@ -488,15 +525,14 @@ static int stitch_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *
     if (!s && (rc = stitch(st, stream, npages, &s)) < 0) return rc; /* 3 */
     if (s) {
       s->size = size;
-      st->allocated += size;
       *handle = (uint64_t)(uintptr_t)s;
       return 0;
     }
     if (h && h->should_collect) { /* 4: a new range */
       int yes = 0;
-      if ((rc = h->should_collect(h->ctx, st->env.dev->reserved, st->allocated, &yes, st->env.err)) < 0) return rc;
+      if ((rc = pt_mech_should_collect(&st->env, &yes)) < 0) return rc;
       if (yes) {
-        release_all(st);
+        if ((rc = release_all(st)) < 0) return rc;
         st->env.counters->collections++;
       }
     }
@@ -505,7 +541,7 @@ static int stitch_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *
     bytes_new = (bytes_new + PAGE - 1) / PAGE * PAGE;
     rc = new_range(st, stream, bytes_new, &b);
     if (rc == PT_EOOM) {
-      release_all(st);
+      if ((rc = release_all(st)) < 0) return rc;
       st->env.counters->alloc_retries++;
       rc = new_range(st, stream, bytes_new, &b);
     }
@@ -513,7 +549,6 @@ static int stitch_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *
   }
   b = carve(st, b, b->addr, b->size - size >= MIN_BLOCK ? size : b->size);
   b->state = B_ALLOC;
-  st->allocated += b->size;
   *handle = (uint64_t)(uintptr_t)b;
   return 0;
 }
@@ -523,12 +558,10 @@ static int stitch_free(void *state, uint64_t handle) {
   st->init_cursor = NULL;
   if (*(const uint8_t *)(uintptr_t)handle == K_BLOCK) {
     sblock *b = (sblock *)(uintptr_t)handle;
-    st->allocated -= b->size;
     make_free(st, b);
     return 0;
   }
   srange *s = (srange *)(uintptr_t)handle;
-  st->allocated -= s->size;
   for (size_t i = 0; i < s->nlent; i++) make_free(st, s->lent[i]);
   s->nlent = 0;
   s->cached = 1;
@@ -542,15 +575,17 @@ static int stitch_free(void *state, uint64_t handle) {
     st->lru_head = s;
   st->lru_tail = s;
   st->ncached++;
-  while (st->ncached > st->max_cached) evict(st, st->lru_head);
+  while (st->ncached > st->max_cached) {
+    int rc = evict(st, st->lru_head);
+    if (rc < 0) return rc;
+  }
   return 0;
 }
 
 static int stitch_empty_cache(void *state) {
   stitch_state *st = state;
   st->init_cursor = NULL;
-  release_all(st);
-  return 0;
+  return release_all(st);
 }
 
 static int stitch_init_segment(void *state, uint64_t addr, uint64_t bytes, uint64_t stream, int expandable) {
@@ -563,10 +598,15 @@ static int stitch_init_segment(void *state, uint64_t addr, uint64_t bytes, uint6
                         (unsigned long long)addr);
   int rc = ensure_spare(st, 1);
   if (rc < 0) return rc;
-  prange *pr = prange_new(st, addr, bytes, stream);
+  uint64_t n = (bytes + PAGE - 1) / PAGE, *h = calloc(n, sizeof *h);
+  if (!h) return oom(st);
+  if ((rc = pt_dev_adopt_mapped(st->env.dev, addr, bytes, PAGE, h)) < 0) {
+    free(h);
+    return rc;
+  }
+  prange *pr = prange_new(st, addr, bytes, stream, h);
   if (!pr) return oom(st);
   free_insert(st, pr->head);
-  pt_dev_adopt_at(st->env.dev, addr, bytes);
   return 0;
 }
 
@@ -574,7 +614,7 @@ static int stitch_init_segment(void *state, uint64_t addr, uint64_t bytes, uint6
 static int stitch_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_t stream, uint64_t *handle) {
   stitch_state *st = state;
   (void)stream;
-  uint64_t size = bytes < MIN_BLOCK ? MIN_BLOCK : (bytes + MIN_BLOCK - 1) / MIN_BLOCK * MIN_BLOCK;
+  uint64_t size = pt_mech_round512(bytes);
   sblock *b = NULL;
   for (prange *pr = st->ranges; pr && !b; pr = pr->next)
     if (addr >= pr->base && addr - pr->base < pr->bytes) b = page_block(&(spage){pr, addr}, &st->init_cursor);
@@ -586,7 +626,6 @@ static int stitch_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_
   free_erase(st, b);
   st->init_cursor = b = carve(st, b, addr, size);
   b->state = B_ALLOC;
-  st->allocated += size;
   *handle = (uint64_t)(uintptr_t)b;
   return 0;
 }

@@ -1,18 +1,18 @@
-/* devlog.c — resolving a run's driver calls into ids a replay can keep (see devlog.h). */
-#include "devlog.h"
+/* calllog.c — resolving a run's driver calls into ids a replay can keep (see calllog.h). */
+#include "calllog.h"
 
 #include <stdlib.h>
 
 #include "u64map.h"
 
 typedef struct walk {
-  const pt_dev_log *log;
+  const pt_call_log *log;
   pt_u64map allocs;       /* address -> id of the newest live allocation there */
   size_t *under;          /* per allocation id: the live one at its address before it, or NONE */
   pt_u64map maps;         /* VA -> handle id mapped there */
+  pt_u64map handles;      /* the device's handle -> handle id, while not released */
   size_t *ranges, nranges;   /* live reservations (call ids) */
-  size_t *idle, nidle;       /* unmapped handles, last in last */
-  size_t *adopted, nadopted; /* segments from before the trace */
+  size_t *adopted, nadopted; /* memory from before the trace */
   uint32_t *maps_of;         /* per handle id: its live maps (more than one when aliased) */
   uint32_t *maps_in;         /* per reservation id: its live maps */
 } walk;
@@ -51,20 +51,15 @@ static int in_adopted(const walk *w, uint64_t va) {
 
 static void drop(size_t *v, size_t *n, size_t k) { v[k] = v[--*n]; }
 
-/* An unmapped handle of `bytes`, the one unmapped or created last, out of the idle list; NONE if none. */
-static size_t take_idle(walk *w, uint64_t bytes) {
-  size_t j = w->nidle;
-  while (j > 0 && w->log->v[w->idle[j - 1]].bytes != bytes) j--;
-  if (!j) return NONE;
-  size_t hid = w->idle[j - 1];
-  for (; j < w->nidle; j++) w->idle[j - 1] = w->idle[j]; /* keep the order of the rest */
-  w->nidle--;
-  return hid;
+/* The id of a live handle, or NONE. */
+static size_t handle_id(walk *w, uint64_t handle) {
+  const uint64_t *slot = pt_u64map_get(&w->handles, handle);
+  return slot ? (size_t)*slot : NONE;
 }
 
 #define CALL(f, ...) (ops->f ? ops->f(ops->ctx, __VA_ARGS__) : 0)
 
-static int step(walk *w, size_t i, const pt_devlog_ops *ops, pt_err *err) {
+static int step(walk *w, size_t i, const pt_call_log_ops *ops, pt_err *err) {
   const pt_dev_call *c = &w->log->v[i];
   uint64_t *slot;
   long k;
@@ -102,20 +97,16 @@ static int step(walk *w, size_t i, const pt_devlog_ops *ops, pt_err *err) {
     drop(w->ranges, &w->nranges, (size_t)k);
     return CALL(address_free, rid);
   case PT_DRV_mem_create:
-    w->idle[w->nidle++] = i;
+    if (!c->handle || handle_id(w, c->handle) != NONE) return bad(err, i, "a create whose handle is 0 or live already");
+    if (pt_u64map_put(&w->handles, c->handle, i) < 0) return PT_ENOMEM;
     return CALL(create, i, c->bytes);
   case PT_DRV_mem_map: {
     if (in_adopted(w, c->va)) return bad(err, i, "a map inside a segment from before the trace (not replayed yet)");
     if ((k = range_of(w, c->va, c->bytes)) < 0) return bad_vmm(w, err, i, "a map outside every reservation");
     if (pt_u64map_get(&w->maps, c->va)) return bad(err, i, "a map over a mapped address");
-    size_t hid, r = w->ranges[k];
-    if (c->src) { /* the handle mapped at src, mapped here too */
-      if (!(slot = pt_u64map_get(&w->maps, c->src))) return bad(err, i, "an alias of an address nothing is mapped at");
-      hid = (size_t)*slot;
-      if (w->log->v[hid].bytes != c->bytes) return bad(err, i, "an alias whose size differs from its handle's");
-    } else if ((hid = take_idle(w, c->bytes)) == NONE) {
-      return bad_vmm(w, err, i, "a map with no unmapped handle of its size");
-    }
+    size_t hid = handle_id(w, c->handle), r = w->ranges[k];
+    if (hid == NONE) return bad_vmm(w, err, i, "a map of a handle never created or released already");
+    if (w->log->v[hid].bytes != c->bytes) return bad(err, i, "a map whose size differs from its handle's");
     if (pt_u64map_put(&w->maps, c->va, hid) < 0) return PT_ENOMEM;
     w->maps_of[hid]++;
     w->maps_in[r]++;
@@ -132,40 +123,41 @@ static int step(walk *w, size_t i, const pt_devlog_ops *ops, pt_err *err) {
     pt_u64map_del(&w->maps, c->va);
     size_t r = w->ranges[k];
     w->maps_in[r]--;
-    if (--w->maps_of[hid] == 0) w->idle[w->nidle++] = hid; /* unmapped everywhere: free to map or release */
+    w->maps_of[hid]--;
     return CALL(unmap, hid, r, c->va - w->log->v[r].va, c->bytes);
   }
   case PT_DRV_mem_release: {
-    size_t hid = take_idle(w, c->bytes);
-    if (hid == NONE) return bad_vmm(w, err, i, "a release with no unmapped handle of its size");
+    size_t hid = handle_id(w, c->handle);
+    if (hid == NONE) return bad_vmm(w, err, i, "a release of a handle never created or released already");
+    if (w->maps_of[hid]) return bad(err, i, "a release of a handle still mapped");
+    pt_u64map_del(&w->handles, c->handle);
     return CALL(release, hid);
   }
   default: return bad(err, i, "an unknown call");
   }
 }
 
-int pt_devlog_walk(const pt_dev_log *log, const pt_devlog_ops *ops, pt_err *err) {
-  static const pt_devlog_ops none = {0};
+int pt_call_log_walk(const pt_call_log *log, const pt_call_log_ops *ops, pt_err *err) {
+  static const pt_call_log_ops none = {0};
   if (!ops) ops = &none;
   size_t n = log->n ? log->n : 1;
   walk w = {.log = log};
   w.ranges = malloc(n * sizeof *w.ranges);
-  w.idle = malloc(n * sizeof *w.idle);
   w.adopted = malloc(n * sizeof *w.adopted);
   w.under = malloc(n * sizeof *w.under);
   w.maps_in = calloc(n, sizeof *w.maps_in);
   w.maps_of = calloc(n, sizeof *w.maps_of);
-  int rc = w.ranges && w.idle && w.adopted && w.under && w.maps_in && w.maps_of ? 0 : PT_ENOMEM;
+  int rc = w.ranges && w.adopted && w.under && w.maps_in && w.maps_of ? 0 : PT_ENOMEM;
   for (size_t i = 0; rc == 0 && i < log->n; i++) rc = step(&w, i, ops, err);
   if (rc == PT_ENOMEM) pt_err_set(err, rc, "out of memory");
   free(w.ranges);
-  free(w.idle);
   free(w.adopted);
   free(w.under);
   free(w.maps_in);
   free(w.maps_of);
   pt_u64map_free(&w.allocs);
   pt_u64map_free(&w.maps);
+  pt_u64map_free(&w.handles);
   return rc;
 }
 
