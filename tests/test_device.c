@@ -1,0 +1,272 @@
+/*
+ * test_device.c — the device seam: every mechanism over a test double that
+ * fails the Nth call that acquires something (cudaMalloc, address reserve,
+ * cuMemCreate, cuMemMap, cuMemSetAccess), for every N a workload reaches.
+ *
+ * The double takes its addresses and handles from the model device and
+ * checks every call the way a real driver would refuse it (a free of memory
+ * it never handed out, a map over a mapped address or of an unknown handle,
+ * a release of a handle still mapped, an unmap of nothing).  After each
+ * operation the books (pt_device) must hold what the double holds; a failed
+ * request must return the injected error; after every block is freed and
+ * the cache emptied, nothing may be left: no allocation, handle or map, no
+ * byte reserved; and the call log must still replay (calllog.h).
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "calllog.h"
+#include "mech.h"
+#include "modeldev.h"
+#include "testutil.h"
+#include "u64map.h"
+
+#define MIB (UINT64_C(1) << 20)
+#define INJECTED (-5) /* PT_EIO's value is not needed: any distinct error will do */
+
+typedef struct dbl {
+  pt_model_dev model;       /* addresses and handle numbers */
+  long fail_at, acquiring;  /* the fail_at-th acquiring call fails (1-based; 0: none) */
+  int injected;
+  pt_u64map allocs;         /* addr -> bytes */
+  pt_u64map handles;        /* handle -> live maps of it */
+  pt_u64map maps;           /* va -> handle */
+  uint64_t held;            /* bytes of live allocations and handles */
+  int misuse;               /* calls a real driver would refuse */
+  pt_err *err;
+} dbl;
+
+static int acquire(dbl *d) {
+  if (d->fail_at && ++d->acquiring == d->fail_at) {
+    d->injected++;
+    return pt_err_set(d->err, INJECTED, "injected failure of call %ld", d->fail_at);
+  }
+  return 0;
+}
+
+static int d_malloc(void *st, uint64_t bytes, uint64_t *addr) {
+  dbl *d = st;
+  int rc = acquire(d);
+  if (rc < 0 || (rc = pt_model_dev_ops.malloc(&d->model, bytes, addr)) < 0) return rc;
+  if (pt_u64map_get(&d->allocs, *addr)) d->misuse++;
+  if (pt_u64map_put(&d->allocs, *addr, bytes) < 0) return PT_ENOMEM;
+  d->held += bytes;
+  return 0;
+}
+
+static int d_free(void *st, uint64_t addr, uint64_t bytes) {
+  dbl *d = st;
+  uint64_t *b = pt_u64map_get(&d->allocs, addr);
+  if (!b || *b != bytes) return d->misuse++, PT_EFORMAT;
+  pt_u64map_del(&d->allocs, addr);
+  d->held -= bytes;
+  return pt_model_dev_ops.free(&d->model, addr, bytes);
+}
+
+static int d_reserve(void *st, uint64_t bytes, uint64_t align, uint64_t *va) {
+  dbl *d = st;
+  int rc = acquire(d);
+  return rc < 0 ? rc : pt_model_dev_ops.address_reserve(&d->model, bytes, align, va);
+}
+
+static int d_address_free(void *st, uint64_t va, uint64_t bytes) {
+  dbl *d = st;
+  return pt_model_dev_ops.address_free(&d->model, va, bytes);
+}
+
+static int d_create(void *st, uint64_t bytes, uint64_t *handle) {
+  dbl *d = st;
+  int rc = acquire(d);
+  if (rc < 0 || (rc = pt_model_dev_ops.mem_create(&d->model, bytes, handle)) < 0) return rc;
+  if (pt_u64map_put(&d->handles, *handle, 0) < 0) return PT_ENOMEM;
+  d->held += bytes;
+  return 0;
+}
+
+static int d_release(void *st, uint64_t handle, uint64_t bytes) {
+  dbl *d = st;
+  uint64_t *maps = pt_u64map_get(&d->handles, handle);
+  if (!maps || *maps) return d->misuse++, PT_EFORMAT; /* unknown, or still mapped */
+  pt_u64map_del(&d->handles, handle);
+  d->held -= bytes;
+  return 0;
+}
+
+static int d_map(void *st, uint64_t va, uint64_t bytes, uint64_t handle) {
+  dbl *d = st;
+  int rc = acquire(d);
+  if (rc < 0) return rc;
+  uint64_t *maps = pt_u64map_get(&d->handles, handle);
+  if (!maps || pt_u64map_get(&d->maps, va)) return d->misuse++, PT_EFORMAT;
+  ++*maps;
+  if (pt_u64map_put(&d->maps, va, handle) < 0) return PT_ENOMEM;
+  return pt_model_dev_ops.mem_map(&d->model, va, bytes, handle);
+}
+
+static int d_set_access(void *st, uint64_t va, uint64_t bytes) {
+  dbl *d = st;
+  int rc = acquire(d);
+  if (rc < 0) return rc;
+  if (!pt_u64map_get(&d->maps, va)) d->misuse++; /* access to nothing mapped */
+  return pt_model_dev_ops.mem_set_access(&d->model, va, bytes);
+}
+
+static int d_unmap(void *st, uint64_t va, uint64_t bytes) {
+  dbl *d = st;
+  uint64_t *h = pt_u64map_get(&d->maps, va);
+  if (!h) return d->misuse++, PT_EFORMAT;
+  uint64_t *maps = pt_u64map_get(&d->handles, *h);
+  if (maps) --*maps;
+  pt_u64map_del(&d->maps, va);
+  return pt_model_dev_ops.mem_unmap(&d->model, va, bytes);
+}
+
+static int d_adopt(void *st, uint64_t addr, uint64_t bytes, uint64_t page, uint64_t *handles) {
+  dbl *d = st;
+  int rc = pt_model_dev_ops.adopt(&d->model, addr, bytes, page, handles);
+  if (rc < 0) return rc;
+  d->held += bytes;
+  if (!page) return pt_u64map_put(&d->allocs, addr, bytes) < 0 ? PT_ENOMEM : 0;
+  for (uint64_t off = 0, i = 0; off < bytes; off += page, i++)
+    if (pt_u64map_put(&d->handles, handles[i], 1) < 0 || pt_u64map_put(&d->maps, addr + off, handles[i]) < 0)
+      return PT_ENOMEM;
+  return 0;
+}
+
+static const pt_dev_ops dbl_ops = {"double", d_malloc, d_free, d_reserve, d_address_free, d_create,
+                                   d_release, d_map, d_set_access, d_unmap, d_adopt};
+
+/* ---- a workload ------------------------------------------------------------------ */
+
+typedef struct outcome {
+  long acquiring;   /* acquiring calls made (the baseline's count) */
+  int injected, surfaced, ooms, bad;
+} outcome;
+
+static uint64_t lcg(uint64_t *s) {
+  *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+  return *s >> 33;
+}
+
+/*
+ * 400 operations: requests of 512 B to 60 MiB on two streams, frees of
+ * random live blocks, an empty_cache every 97 operations, under a 256 MiB
+ * cap so that releases and retries run too.
+ */
+static outcome run(const pt_mech_ops *m, long fail_at) {
+  outcome o = {0};
+  pt_err err = {{0}};
+  dbl d = {.fail_at = fail_at, .err = &err};
+  pt_model_dev_init(&d.model, NULL, 0, &err);
+  pt_device dev;
+  pt_dev_init(&dev, &dbl_ops, &d, 256 * MIB, &err);
+  pt_call_log log = {0};
+  dev.log = &log;
+  pt_mech_counters ctr = {0};
+  pt_params params = {0};
+  pt_policy_hooks hooks = {0};
+  uint64_t allocated = 0;
+  int fault = 0;
+  if (m == &pt_mech_stitch) pt_params_set(&params, "max_stitched", 2); /* evictions too */
+  pt_mech_env env = {.dev = &dev, .counters = &ctr, .params = &params, .hooks = &hooks,
+                     .allocated = &allocated, .fault = &fault, .err = &err};
+  void *st = NULL;
+  CU_ASSERT_EQUAL_FATAL(m->create(&env, &st), 0);
+  uint64_t live[64], bytes[64], seed = 42;
+  size_t n = 0;
+  static const uint64_t sizes[] = {512, 4000, 300000, 1 << 20, (1 << 20) + 512, 3 * MIB, 9 * MIB, 12 * MIB, 21 * MIB, 60 * MIB};
+  for (int op = 0; op < 400; op++) {
+    uint64_t r = lcg(&seed);
+    int rc = 0;
+    if (op % 97 == 96) {
+      rc = m->empty_cache(st);
+    } else if (n < 64 && (n == 0 || r % 10 < 6)) {
+      uint64_t b = sizes[(r >> 4) % (sizeof sizes / sizeof sizes[0])] + (r >> 12) % 4096, h;
+      rc = m->alloc(st, b, (r >> 20) & 1, &h);
+      if (rc == 0) {
+        live[n] = h;
+        bytes[n++] = b;
+        allocated += b;
+      } else if (rc == PT_EOOM) {
+        o.ooms++, rc = 0;
+      } else if (rc == INJECTED) {
+        o.surfaced++, rc = 0;
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "injected failure"));
+      }
+    } else {
+      size_t k = (r >> 8) % n;
+      rc = m->free(st, live[k]);
+      allocated -= bytes[k];
+      live[k] = live[--n];
+      bytes[k] = bytes[n];
+    }
+    if (rc < 0 || fault) {
+      o.bad++;
+      fprintf(stderr, "\n  %s, failing call %ld, op %d: %d %s\n", m->name, fail_at, op, rc, err.msg);
+      break;
+    }
+    if (dev.reserved != d.held) {
+      o.bad++;
+      fprintf(stderr, "\n  %s, failing call %ld, op %d: the books hold %llu bytes, the device %llu\n", m->name,
+              fail_at, op, (unsigned long long)dev.reserved, (unsigned long long)d.held);
+      break;
+    }
+  }
+  while (n) CU_ASSERT_EQUAL(m->free(st, live[--n]), 0);
+  CU_ASSERT_EQUAL(m->empty_cache(st), 0);
+  /* nothing left behind, and the log of what was made and undone still replays */
+  if (d.held || dev.reserved || d.allocs.len || d.handles.len || d.maps.len || d.misuse) {
+    o.bad++;
+    fprintf(stderr, "\n  %s, failing call %ld: left %llu bytes (books %llu), %zu allocations, %zu handles, %zu maps; %d misuses\n",
+            m->name, fail_at, (unsigned long long)d.held, (unsigned long long)dev.reserved, d.allocs.len,
+            d.handles.len, d.maps.len, d.misuse);
+  }
+  if (pt_call_log_walk(&log, NULL, &err) < 0) {
+    o.bad++;
+    fprintf(stderr, "\n  %s, failing call %ld: the log does not replay: %s\n", m->name, fail_at, err.msg);
+  }
+  o.acquiring = d.acquiring;
+  o.injected = d.injected;
+  m->destroy(st);
+  pt_call_log_free(&log);
+  pt_dev_done(&dev);
+  pt_model_dev_done(&d.model);
+  pt_u64map_free(&d.allocs);
+  pt_u64map_free(&d.handles);
+  pt_u64map_free(&d.maps);
+  return o;
+}
+
+static void test_fail_every_call(void) {
+  const pt_mech_ops *all[] = {&pt_mech_direct, &pt_mech_caching, &pt_mech_expandable, &pt_mech_async_pool,
+                              &pt_mech_stitch};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+    /* the baseline: no failure; count the acquiring calls (a fail_at past them all counts without failing) */
+    outcome base = run(all[i], LONG_MAX);
+    CU_ASSERT_EQUAL(base.bad, 0);
+    CU_ASSERT_EQUAL(base.injected, 0);
+    fprintf(stderr, " [%s: %ld calls, %d OOMs]", all[i]->name, base.acquiring, base.ooms);
+    CU_ASSERT(base.acquiring > 10);
+    CU_ASSERT(base.ooms > 0); /* the cap was reached: releases and retries ran */
+    int bad = 0;
+    long surfaced = 0;
+    for (long k = 1; k <= base.acquiring && bad < 3; k++) {
+      outcome o = run(all[i], k);
+      CU_ASSERT_EQUAL(o.injected, 1);
+      bad += o.bad;
+      surfaced += o.surfaced;
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    /* every injected failure reached the caller as an error of the request that met it */
+    CU_ASSERT_EQUAL(surfaced, base.acquiring);
+  }
+}
+
+int pt_test_add_device(void) {
+  CU_pSuite s = CU_add_suite("device", NULL, NULL);
+  if (!s) return CU_get_error();
+  if (!CU_add_test(s, "every mechanism survives a failed call at every point", test_fail_every_call))
+    return CU_get_error();
+  return CUE_SUCCESS;
+}
