@@ -276,6 +276,32 @@ static void test_parse_errors(void) {
   CU_ASSERT_PTR_EQUAL(g.mmu, &pt_mmu_v2);
 }
 
+/* The expandable model sizes each segment's VA by the described GPU's memory, not a built-in H200's. */
+static void test_expandable_va_from_gpu(void) {
+  pt_err err = {{0}};
+  pt_gpu g;
+  CU_ASSERT_EQUAL_FATAL(pt_gpu_load(pt_test_src("sim/gpus/a100.gpu"), &err, &g), 0);
+  pt_trace_data t;
+  CU_ASSERT_EQUAL_FATAL(pt_trace_load(pt_test_src("traces/two_streams.pickle.gz"), NULL, &err, &t), 0);
+  pt_call_log log = {0};
+  pt_sim_config cfg = {.mech = &pt_mech_expandable, .gpu = &g, .log = &log};
+  pt_sim_result r;
+  CU_ASSERT_EQUAL_FATAL(pt_sim_run(&t, &cfg, &err, &r), 0);
+  uint64_t va = g.memory_bytes + g.memory_bytes / 8, small = (va + 2 * MiB - 1) / (2 * MiB) * (2 * MiB),
+           large = (va + 20 * MiB - 1) / (20 * MiB) * (20 * MiB);
+  size_t reserves = 0;
+  for (size_t i = 0; i < log.n; i++)
+    if (log.v[i].call == PT_DRV_address_reserve) {
+      reserves++;
+      CU_ASSERT(log.v[i].bytes == small || log.v[i].bytes == large);
+    }
+  CU_ASSERT(reserves >= 2);
+  CU_ASSERT_NOT_EQUAL(g.memory_bytes, UINT64_C(150109880320)); /* not the H200's */
+  pt_sim_result_free(&r);
+  pt_call_log_free(&log);
+  pt_trace_data_free(&t);
+}
+
 int pt_test_add_gpu(void) {
   CU_pSuite s = CU_add_suite("gpu", NULL, NULL);
   if (!s) return CU_get_error();
@@ -285,5 +311,6 @@ int pt_test_add_gpu(void) {
   CU_add_test(s, "access records replace the synthetic stream", test_access_stream);
   CU_add_test(s, "predicted driver time follows each call's size", test_prediction_by_size);
   CU_add_test(s, "a recorded address the model still holds ends the recorded path", test_recorded_address_still_held);
+  CU_add_test(s, "expandable reserves VA by the described GPU's memory", test_expandable_va_from_gpu);
   return CU_get_error();
 }

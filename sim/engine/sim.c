@@ -316,10 +316,16 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   r.every = t->n / points + 1;
   for (size_t i = 0; i < t->n && !r.recorded_accesses; i++) r.recorded_accesses = t->ev[i].kind == PT_EV_ACCESS;
 
-  pt_mech_env env = {.dev = &r.dev, .counters = &r.counters, .params = &cfg->params, .hooks = &cfg->hooks,
+  /* a mechanism that sizes VA by the GPU's memory (expandable) is told the described GPU's */
+  pt_params params = cfg->params;
+  if (cfg->gpu && cfg->gpu->memory_bytes && pt_params_get(&params, "device_total_bytes", -1) < 0)
+    for (const pt_mech_param *mp = cfg->mech->params; mp && mp->name; mp++)
+      if (!strcmp(mp->name, "device_total_bytes") && pt_params_set(&params, mp->name, (double)cfg->gpu->memory_bytes) < 0)
+        rc = pt_err_set(err, PT_ELIMIT, "too many parameters");
+  pt_mech_env env = {.dev = &r.dev, .counters = &r.counters, .params = &params, .hooks = &cfg->hooks,
                      .allocated = &r.allocated, .fault = &r.fault, .err = err};
   void *st = NULL;
-  rc = cfg->mech->create(&env, &st);
+  if (rc == 0) rc = cfg->mech->create(&env, &st);
   if (rc < 0) {
     pt_tlb_destroy(r.tlb);
     pt_pagetable_destroy(r.pt);

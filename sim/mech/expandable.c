@@ -453,7 +453,8 @@ static int release_cached(exp_state *st) {
 
 static const pt_mech_param exp_params[] = {
     {"device_total_bytes", 2097152, 1125899906842624.0,
-     "GPU memory (totalGlobalMem): each segment reserves VA for 1.125 times it; default 150109880320 (H200)"},
+     "GPU memory (totalGlobalMem): each segment reserves VA for 1.125 times it; default the GPU description's "
+     "memory_bytes, or without one 150109880320 (the H200 the bundled traces were captured on)"},
     {"large_segment_size_mb", 12, 4096,
      "large-pool page (handle) size in MiB, even (PyTorch large_segment_size_mb); default 20"},
     {NULL, 0, 0, NULL}};
