@@ -5,20 +5,50 @@
 # reproduces the number of segments the real allocator created and its peak
 # reserved bytes, exactly; and the expandable policy reproduces the peak
 # mapped bytes of the expandable_segments:True capture.
+# The sim's JSON is parsed (python3's json): each compared key must be there,
+# an integer, and equal to its recorded twin, and the recorded peak must be
+# above 0, so output without the figures (say `{}`) fails.  Skips (77)
+# where python3 is missing.
 set -u
 top_srcdir=${top_srcdir:-.}
 top_builddir=${top_builddir:-.}
+command -v python3 >/dev/null 2>&1 || { echo "python3 not found: skipped"; exit 77; }
 pt="$top_builddir/pagetune"
 export PAGETUNE_POLICY_DIR="$top_srcdir/policies"
 fails=0
+# compare WHAT MODEL_KEY RECORDED_KEY [MODEL_KEY RECORDED_KEY]...: the sim's JSON on stdin
+compare() {
+  python3 -c '
+import json, sys
+what, pairs = sys.argv[1], sys.argv[2:]
+try:
+    out = json.loads(sys.stdin.read())
+except ValueError as e:
+    sys.exit("FAIL: %s: output is not JSON (%s)" % (what, e))
+if not isinstance(out, dict):
+    sys.exit("FAIL: %s: output is not a JSON object" % what)
+def value(k):
+    v = out.get(k)
+    if type(v) is not int:
+        sys.exit("FAIL: %s: %s" % (what, "no %s" % k if k not in out else "%s is %r, not an integer" % (k, v)))
+    return v
+got, bad = [], []
+for m, r in zip(pairs[0::2], pairs[1::2]):
+    a, b = value(m), value(r)
+    got.append("%s=%d" % (m, a))
+    if a != b: bad.append("model %s=%d, recorded %s=%d" % (m, a, r, b))
+if value("observed_peak_reserved_bytes") <= 0:
+    bad.append("recorded peak reserved bytes is 0")
+if bad: sys.exit("FAIL: %s: %s" % (what, "; ".join(bad)))
+print("ok: %s: %s" % (what, ", ".join(got)))
+' "$@"
+}
 check() { # NAME POLICY [ARGS...]
   name=$1 policy=$2; shift 2
   out=$("$pt" sim --trace "$top_srcdir/traces/$name.pickle.gz" --policy "$policy" "$@" --json) ||
     { echo "FAIL: $name: sim failed"; fails=$((fails + 1)); return; }
-  got=$(printf '%s' "$out" | sed 's/.*"peak_reserved_bytes":\([0-9]*\).*"segments_allocated":\([0-9]*\).*/\1 \2/')
-  want=$(printf '%s' "$out" | sed 's/.*"observed_segment_allocs":\([0-9]*\),"observed_peak_reserved_bytes":\([0-9]*\).*/\2 \1/')
-  if [ "$got" = "$want" ]; then echo "ok: $name ($policy $*): peak reserved, segments = $got"
-  else echo "FAIL: $name ($policy $*): model $got, recorded $want"; fails=$((fails + 1)); fi
+  printf '%s' "$out" | compare "$name ($policy $*)" peak_reserved_bytes observed_peak_reserved_bytes \
+    segments_allocated observed_segment_allocs || fails=$((fails + 1))
 }
 for n in randn_loop cnn_train transformer_train varlen_infer llm_decode weights_load two_streams; do
   check $n pytorch_native
@@ -28,10 +58,9 @@ check gc_cap pytorch_native --set garbage_collection_threshold=0.6 --set max_spl
 check cap_retry pytorch_native --capacity 631171072
 check cap_retry_oom pytorch_native --capacity 378702643
 # expandable segments record maps, not segments: compare the peak mapped bytes
-out=$("$pt" sim --trace "$top_srcdir/traces/expandable.pickle.gz" --policy pytorch_expandable --json)
-got=$(printf '%s' "$out" | sed 's/.*"peak_reserved_bytes":\([0-9]*\).*/\1/')
-want=$(printf '%s' "$out" | sed 's/.*"observed_peak_reserved_bytes":\([0-9]*\).*/\1/')
-if [ "$got" = "$want" ]; then echo "ok: expandable (pytorch_expandable): peak mapped bytes = $got"
-else echo "FAIL: expandable: model peak $got, recorded $want"; fails=$((fails + 1)); fi
+if out=$("$pt" sim --trace "$top_srcdir/traces/expandable.pickle.gz" --policy pytorch_expandable --json); then
+  printf '%s' "$out" | compare "expandable (pytorch_expandable), peak mapped bytes" \
+    peak_reserved_bytes observed_peak_reserved_bytes || fails=$((fails + 1))
+else echo "FAIL: expandable: sim failed"; fails=$((fails + 1)); fi
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]

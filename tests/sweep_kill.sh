@@ -1,7 +1,8 @@
 #!/bin/sh
-# sweep_kill.sh — kill -9 in the middle of `pagetune sweep`, run it again:
-# it completes; no run is lost or stored twice; every run has its results
-# and timeline; PRAGMA integrity_check is ok.  Skips (77) without sqlite3.
+# sweep_kill.sh — kill -9 in the middle of `pagetune sweep` (checked: some
+# but not all runs stored before the resume), run it again: it completes;
+# no run is lost or stored twice; every run has its results and timeline;
+# PRAGMA integrity_check is ok.  Skips (77) without sqlite3.
 set -u
 top_srcdir=${top_srcdir:-.}
 top_builddir=${top_builddir:-.}
@@ -16,13 +17,22 @@ sweep() { # 60 x 4 = 240 runs; exec, so that $! of `sweep &` is pagetune itself
   exec "$pt" sweep --db "$db" --trace "$top_srcdir/traces/llm_decode.pickle.gz" --policy tunable_caching \
     --grid "garbage_collection_threshold=$values" --grid max_split_size_mb=64,128,256,512 --capacity 64M "$@"
 }
+count() { sqlite3 -cmd ".timeout 5000" "$db" "SELECT count(*) FROM runs" 2>/dev/null || echo 0; }
 (sweep 2>"$tmp/log1") &
 pid=$!
-sleep 1
+# kill it once a few runs are stored (polled, so a slow machine still kills mid-sweep)
+tries=0
+while [ "$(count)" -lt 3 ] && [ "$tries" -lt 600 ] && kill -0 "$pid" 2>/dev/null; do
+  sleep 0.05
+  tries=$((tries + 1))
+done
 kill -9 "$pid" 2>/dev/null
 wait "$pid" 2>/dev/null
-before=$(sqlite3 "$db" "SELECT count(*) FROM runs" 2>/dev/null || echo 0)
+before=$(count)
 echo "killed after $before of 240 runs"
+# the kill must land mid-sweep, or the resume below tests nothing
+[ "$before" -gt 0 ] && [ "$before" -lt 240 ] ||
+  { echo "FAIL: the kill did not land mid-sweep ($before of 240 runs stored before the resume)"; exit 1; }
 (sweep --json) >"$tmp/out" 2>"$tmp/log2" || { echo "FAIL: the second sweep failed"; cat "$tmp/log2"; exit 1; }
 cat "$tmp/out"
 fails=0

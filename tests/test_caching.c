@@ -387,6 +387,74 @@ static void test_fidelity(void) {
   }
 }
 
+/*
+ * should_split in the large pool splits only when the rest is strictly more
+ * than kSmallSize (PyTorch: `remaining > kSmallSize`): a rest of exactly
+ * 1 MiB stays with the block, 1 MiB + 512 is split off.
+ */
+static void test_split_rest_exactly_1mib(void) {
+  fixture f;
+  setup(&f, 0);
+  create(&f);
+  /* 19 MiB >= 10 MiB: its own segment, rounded up to 2 MiB: 20 MiB; rest exactly 1 MiB: not split */
+  uint64_t a = alloc(&f, 19 * MiB, 0);
+  CU_ASSERT_EQUAL(f.dev.call_bytes[PT_DRV_malloc], 20 * MiB);
+  CU_ASSERT_EQUAL(size_of(a), 20 * MiB);
+  /* 512 less: rest 1 MiB + 512 > 1 MiB: split */
+  uint64_t b = alloc(&f, 19 * MiB - 512, 0);
+  CU_ASSERT_EQUAL(f.dev.call_bytes[PT_DRV_malloc], 40 * MiB);
+  CU_ASSERT_EQUAL(size_of(b), 19 * MiB - 512);
+  /* the same rule on a cached block: a's 20 MiB, freed, for 19 MiB again: rest 1 MiB, kept whole */
+  uint64_t a_addr = addr_of(a);
+  pt_mech_caching.free(f.st, a);
+  uint64_t c = alloc(&f, 19 * MiB, 0);
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_malloc], 2);
+  CU_ASSERT_EQUAL(addr_of(c), a_addr);
+  CU_ASSERT_EQUAL(size_of(c), 20 * MiB);
+  /* b's split-off rest (1 MiB + 512) is a free block: a request of that size takes it, no driver call */
+  uint64_t d = alloc(&f, MiB + 512, 0);
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_malloc], 2);
+  CU_ASSERT_EQUAL(addr_of(d), addr_of(b) + 19 * MiB - 512);
+  pt_mech_caching.free(f.st, b);
+  pt_mech_caching.free(f.st, c);
+  pt_mech_caching.free(f.st, d);
+  pt_mech_caching.destroy(f.st);
+}
+
+/*
+ * get_free_block's oversize limits at their boundaries (PyTorch:
+ * `rs < max_split_size && size >= max_split_size` and
+ * `rs >= max_split_size && size >= rs + max_non_split_rounding_size` reject
+ * the block): with max_split 64 MiB and the default rounding of 20 MiB, a
+ * cached 100 MiB block serves 80 MiB + 512 (waste just under 20 MiB) but
+ * not 80 MiB (waste exactly 20 MiB); a request of exactly max_split is an
+ * oversize request and may take a cached 80 MiB block.
+ */
+static void test_non_split_rounding_boundary(void) {
+  fixture f;
+  setup(&f, 0);
+  pt_params_set(&f.params, "max_split_size_mb", 64);
+  create(&f);
+  uint64_t big = alloc(&f, 100 * MiB, 0);
+  uint64_t big_addr = addr_of(big);
+  pt_mech_caching.free(f.st, big);
+  uint64_t a = alloc(&f, 80 * MiB + 512, 0);  /* 100 < 80 + 512 + 20: taken, not split */
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_malloc], 1);
+  CU_ASSERT_EQUAL(addr_of(a), big_addr);
+  CU_ASSERT_EQUAL(size_of(a), 100 * MiB);
+  pt_mech_caching.free(f.st, a);
+  uint64_t b = alloc(&f, 80 * MiB, 0);        /* 100 >= 80 + 20: refused, a new segment */
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_malloc], 2);
+  CU_ASSERT_NOT_EQUAL(addr_of(b), big_addr);
+  CU_ASSERT_EQUAL(size_of(b), 80 * MiB);
+  pt_mech_caching.free(f.st, b);              /* cached now: 80 MiB and 100 MiB */
+  uint64_t c = alloc(&f, 64 * MiB, 0);        /* rs == max_split: oversize; 80 < 64 + 20: taken */
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_malloc], 2);
+  CU_ASSERT_EQUAL(size_of(c), 80 * MiB);
+  pt_mech_caching.free(f.st, c);
+  pt_mech_caching.destroy(f.st);
+}
+
 int pt_test_add_caching(void) {
   CU_pSuite s = CU_add_suite("caching", NULL, NULL);
   if (!s) return CU_get_error();
@@ -401,5 +469,8 @@ int pt_test_add_caching(void) {
   CU_add_test(s, "free-block set: 60k random operations against a sorted array", test_bset_against_sorted_array);
   CU_add_test(s, "free-block set: emptied, it answers and fills again", test_bset_empty_again);
   CU_add_test(s, "fidelity on every real H200 trace", test_fidelity);
+  CU_add_test(s, "large pool: a rest of exactly 1 MiB is not split, 1 MiB + 512 is", test_split_rest_exactly_1mib);
+  CU_add_test(s, "oversize limits at their boundaries (max_non_split_rounding, max_split)",
+              test_non_split_rounding_boundary);
   return CU_get_error();
 }

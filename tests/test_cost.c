@@ -11,7 +11,7 @@ static void test_exact_line(void) {
   pt_cost_points p = {4, {5e6, 0, 2e7, 1e6}, {20, 10, 50, 12}};
   pt_cost_line l;
   pt_err err;
-  CU_ASSERT_EQUAL_FATAL(pt_cost_fit(&p, &l, &err), 0);
+  CU_ASSERT_EQUAL_FATAL(pt_cost_line_from_points(&p, &l, &err), 0);
   CU_ASSERT_EQUAL(l.n, 4);
   CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(&l, 3e6), 16, 1e-9);
   CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(&l, 1e6), 12, 1e-9);
@@ -25,7 +25,7 @@ static void test_step(void) {
   pt_cost_points p = {4, {512, 65536, 2097152, 1073741824}, {2.5, 2.5, 48, 110.7}};
   pt_cost_line l;
   pt_err err;
-  CU_ASSERT_EQUAL_FATAL(pt_cost_fit(&p, &l, &err), 0);
+  CU_ASSERT_EQUAL_FATAL(pt_cost_line_from_points(&p, &l, &err), 0);
   CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(&l, 100), 2.5, 1e-12); /* below the first point: its time */
   CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(&l, 4096), 2.5, 1e-12);
   CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(&l, 20971520), 48 + (110.7 - 48) * (20971520.0 - 2097152) / (1073741824.0 - 2097152), 1e-9);
@@ -39,7 +39,7 @@ static void test_h200_cudafree(void) {
   pt_cost_points p = {4, {512, 16777216, 268435456, 1073741824}, {35, 43, 183, 609}};
   pt_cost_line l;
   pt_err err;
-  CU_ASSERT_EQUAL_FATAL(pt_cost_fit(&p, &l, &err), 0);
+  CU_ASSERT_EQUAL_FATAL(pt_cost_line_from_points(&p, &l, &err), 0);
   for (size_t i = 0; i < p.n; i++) CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(&l, p.bytes[i]), p.us[i], 1e-9);
   double mid = pt_cost_eval(&l, 134217728);
   CU_ASSERT(mid > 43 && mid < 183);
@@ -50,15 +50,15 @@ static void test_one_point_and_errors(void) {
   pt_cost_points one = {1, {2097152}, {11}};
   pt_cost_line l;
   pt_err err;
-  CU_ASSERT_EQUAL(pt_cost_fit(&one, &l, &err), 0);
+  CU_ASSERT_EQUAL(pt_cost_line_from_points(&one, &l, &err), 0);
   CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(&l, 1e9), 11, 1e-12);
   pt_cost_points same = {2, {4096, 4096}, {1, 2}};
-  CU_ASSERT(pt_cost_fit(&same, &l, &err) < 0);
+  CU_ASSERT(pt_cost_line_from_points(&same, &l, &err) < 0);
   CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "two at 4096 bytes"));
   pt_cost_points neg = {2, {1, 2}, {1, -2}};
-  CU_ASSERT(pt_cost_fit(&neg, &l, &err) < 0);
+  CU_ASSERT(pt_cost_line_from_points(&neg, &l, &err) < 0);
   pt_cost_points none = {0, {0}, {0}};
-  CU_ASSERT_EQUAL(pt_cost_fit(&none, &l, &err), 0);
+  CU_ASSERT_EQUAL(pt_cost_line_from_points(&none, &l, &err), 0);
   CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(&l, 1e6), 0, 0);
 }
 
@@ -67,7 +67,7 @@ static void test_totals_by_size(void) {
   pt_cost_points p = {2, {0, 1e7}, {10, 20}};
   pt_cost_model m = {.bookkeeping_us = 2};
   pt_err err;
-  CU_ASSERT_EQUAL_FATAL(pt_cost_fit(&p, &m.call[PT_DRV_malloc], &err), 0);
+  CU_ASSERT_EQUAL_FATAL(pt_cost_line_from_points(&p, &m.call[PT_DRV_malloc], &err), 0);
   static pt_call_sizes sz;
   memset(&sz, 0, sizeof sz);
   sz.calls[PT_DRV_malloc][19] = 3; /* 1e6 is in [2^19, 2^20) */

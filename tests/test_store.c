@@ -243,7 +243,7 @@ static void test_newer_version_refused(void) {
     CU_ASSERT_PTR_NULL(s);
     char want[4400];
     snprintf(want, sizeof want,
-             "%s: database schema version 999 is newer than this pagetune (%d); upgrade pagetune", path,
+             "%s: written by a newer pagetune (schema version 999 > %d); upgrade pagetune", path,
              PT_STORE_SCHEMA_VERSION);
     CU_ASSERT_STRING_EQUAL(err.msg, want);
   }

@@ -113,12 +113,51 @@ static void test_good_minimal(void) {
   CU_ASSERT_STRING_EQUAL(read_text("pagetune-trace 1\r\na 0x10 0x20 0x0 -7 0xdead\r\nend 1\r\n"), "");
 }
 
+/* How the format grows without a new version: lines an older reader skips. */
+static void test_skippable_additions(void) {
+  const char *text = "pagetune-trace 1\n@source x\n@frames_table f.bin\n+frames 1 0x10 0x20\n"
+                     "a 1 10 0 5\n+graph_pool 1 7\nf 1 6\n+anything at all\nend 2\n";
+  pt_trace *t;
+  pt_err err;
+  CU_ASSERT_EQUAL_FATAL(pt_trace_open_mem(text, strlen(text), "mem", NULL, &err, &t), 0);
+  pt_event ev;
+  CU_ASSERT_EQUAL(pt_trace_next(t, &ev, &err), 1);
+  CU_ASSERT_EQUAL(ev.kind, PT_EV_ALLOC);
+  CU_ASSERT_EQUAL(pt_trace_next(t, &ev, &err), 1);
+  CU_ASSERT_EQUAL(ev.kind, PT_EV_FREE);
+  CU_ASSERT_EQUAL(pt_trace_next(t, &ev, &err), 0);
+  pt_trace_close(t);
+  EXPECT_ERROR("pagetune-trace 1\nend 0\n+late 1\n", "line 3", "after the end line");
+}
+
+/* Traces written by pagetune 0.1.0 (tests/data/v1/README.md) still read, every record. */
+static void test_v1_fixtures(void) {
+  const char *names[] = {"tests/data/v1/trace.gz", "tests/data/v1/initial.trace.gz"};
+  const unsigned long long want[] = {5653, 2005}; /* the importer's count when they were written */
+  for (int i = 0; i < 2; i++) {
+    pt_trace *t;
+    pt_err err;
+    int rc = pt_trace_open(pt_test_src(names[i]), NULL, &err, &t);
+    if (rc < 0) fprintf(stderr, "\n  %s\n", err.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_EQUAL(pt_trace_get_info(t)->version, 1);
+    pt_event ev;
+    unsigned long long n = 0;
+    while ((rc = pt_trace_next(t, &ev, &err)) > 0) n++;
+    if (rc < 0) fprintf(stderr, "\n  %s\n", err.msg);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_EQUAL(n, want[i]);
+    pt_trace_close(t);
+  }
+}
+
 static void test_bad_header(void) {
   EXPECT_ERROR("", "empty file");
   EXPECT_ERROR("hello world\n", "byte 0", "not a pagetune trace");
   EXPECT_ERROR("pagetune-trace\nend 0\n", "line 1", "bad header");
   EXPECT_ERROR("pagetune-trace one\nend 0\n", "line 1", "bad header");
-  EXPECT_ERROR("pagetune-trace 2\nend 0\n", "line 1", "unsupported format version 2");
+  EXPECT_ERROR("pagetune-trace 2\nend 0\n", "line 1", "written by a newer pagetune (trace format 2 > 1)");
+  EXPECT_ERROR("pagetune-trace 0\nend 0\n", "line 1", "no trace format version 0");
   EXPECT_ERROR("pagetune-trace 1\n@device -1\nend 0\n", "line 2", "@device");
   EXPECT_ERROR("pagetune-trace 1\na 1 10 0 5\n@source late\nend 1\n", "line 3", "header field after");
 }
@@ -227,5 +266,7 @@ int pt_test_add_trace(void) {
   CU_add_test(s, "overlong line", test_long_line);
   CU_add_test(s, "truncated gzip", test_truncated_gzip);
   CU_add_test(s, "writer leaves no partial file", test_writer_no_partial);
+  CU_add_test(s, "+ lines and unknown @ keys are skipped", test_skippable_additions);
+  CU_add_test(s, "v1 fixtures read", test_v1_fixtures);
   return CU_get_error();
 }

@@ -67,10 +67,63 @@ static void test_budget_and_integer(void) {
   CU_ASSERT(pt_tune(bad, 1, &o, bowl, NULL, &err, &r) < 0); /* log scale from 0 */
 }
 
+/*
+ * A tuner inside another's objective: the inner one must not touch the outer
+ * one's search (a search state shared by every call would be reset by it).
+ * Outer: x in [0, 10], value (x - 3)^2 + the inner tuner's best of (n - 10.3)^2.
+ */
+static int nested(void *ctx, const pt_params *p, double *value, pt_err *err) {
+  (void)ctx;
+  pt_tune_param inner[] = {{"n", 1, 1, 64, 1, 1, NULL, 0}};
+  pt_tune_opts o = {.budget = 30, .starts = 1, .seed = 3};
+  pt_tune_result r;
+  int rc = pt_tune(inner, 1, &o, parabola, NULL, err, &r);
+  if (rc < 0) return rc;
+  double x = pt_params_get(p, "x", NAN);
+  *value = (x - 3) * (x - 3) + r.best_value;
+  return 0;
+}
+
+static void test_nested(void) {
+  pt_tune_param ps[] = {{"x", 9, 0, 10, 0, 0, NULL, 0}};
+  pt_tune_opts o = {.budget = 60, .starts = 1, .seed = 7};
+  pt_tune_result r;
+  pt_err err;
+  CU_ASSERT_EQUAL_FATAL(pt_tune(ps, 1, &o, nested, NULL, &err, &r), 0);
+  CU_ASSERT_DOUBLE_EQUAL(pt_params_get(&r.best, "x", NAN), 3, 0.05);
+  CU_ASSERT(r.evaluations > 1 && r.evaluations <= 60);
+  CU_ASSERT(isnan(pt_params_get(&r.best, "n", NAN))); /* the inner search's parameter stays inside it */
+}
+
+/* An objective that is infinite (or NaN) everywhere but one point, and a
+ * budget that runs out while the simplex is being built: GSL must never see
+ * a non-finite value (its handler, process-wide, aborts by default). */
+static int spiky(void *ctx, const pt_params *p, double *value, pt_err *err) {
+  (void)ctx;
+  (void)err;
+  double x = pt_params_get(p, "x", NAN), y = pt_params_get(p, "y", NAN);
+  *value = x == 2 && y == 2 ? 1 : (x > 5 ? NAN : INFINITY);
+  return 0;
+}
+
+static void test_non_finite(void) {
+  pt_tune_param ps[] = {{"x", 2, 0, 10, 0, 0, NULL, 0}, {"y", 2, 0, 10, 0, 0, NULL, 0}};
+  pt_err err;
+  pt_tune_result r;
+  for (int budget = 1; budget <= 40; budget += 3) {
+    pt_tune_opts o = {.budget = budget, .starts = 3, .seed = 5};
+    CU_ASSERT_EQUAL(pt_tune(ps, 2, &o, spiky, NULL, &err, &r), 0);
+    CU_ASSERT_EQUAL(r.best_value, 1);
+    CU_ASSERT(r.evaluations <= budget);
+  }
+}
+
 int pt_test_add_tune(void) {
   CU_pSuite s = CU_add_suite("tune", NULL, NULL);
   if (!s) return CU_get_error();
   CU_add_test(s, "finds the known optimum (grid x Nelder-Mead, log scale)", test_known_optimum);
   CU_add_test(s, "budget, integers, bad ranges", test_budget_and_integer);
+  CU_add_test(s, "a tuner inside another's objective", test_nested);
+  CU_add_test(s, "non-finite objectives and a budget spent mid-simplex", test_non_finite);
   return CU_get_error();
 }

@@ -1,7 +1,7 @@
 /* cost.c — driver-call costs through calibration points (see cost.h). */
 #include "cost.h"
 
-int pt_cost_fit(const pt_cost_points *p, pt_cost_line *out, pt_err *err) {
+int pt_cost_line_from_points(const pt_cost_points *p, pt_cost_line *out, pt_err *err) {
   *out = (pt_cost_line){0};
   for (size_t i = 0; i < p->n; i++) {
     if (!(p->us[i] > 0) || !(p->bytes[i] >= 0))

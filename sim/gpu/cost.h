@@ -7,13 +7,12 @@
  * on above the last but never below the last point's time (a single point:
  * a constant).  The points live in the
  * GPU description; `pagetune calibrate` measures them on a GPU (the H200's
- * shipped ones were measured so).  Until the replay on the H200 (bench/RESULTS.md)
- * this was one least-squares line per call (GSL's gsl_fit_wlinear); measured
- * points showed a step no line follows: cuMemAlloc takes 2.5 µs below 2 MiB,
- * where the driver sub-allocates, and 48 µs at 2 MiB, so a line through them
- * predicted cudaMalloc-heavy policies ten times too fast.  Since the time is
- * not linear in size, the device counts calls by size (pt_call_sizes: powers
- * of two, where calibration points sit), and a total is the sum over sizes.
+ * shipped ones were measured so).  Points, not one line a call, because the
+ * time has steps no line follows: cuMemAlloc takes 2.5 µs below 2 MiB, where
+ * the driver sub-allocates, and 48 µs at 2 MiB (bench/RESULTS.md).  Since the
+ * time is not linear in size, the device counts calls by size (pt_call_sizes:
+ * powers of two, where calibration points sit), and a total is the sum over
+ * sizes.
  */
 #ifndef PT_COST_H
 #define PT_COST_H
@@ -41,8 +40,9 @@ typedef struct pt_cost_model {
   double bookkeeping_us;   /* per request or free handled by the allocator itself */
 } pt_cost_model;
 
-/* The cost function of points: 0, or PT_EFORMAT for a time <= 0, a negative size or one size twice. */
-int pt_cost_fit(const pt_cost_points *p, pt_cost_line *out /* OUT */, pt_err *err);
+/* The piecewise-linear line through the points, sorted by size (nothing is fitted: it passes through
+ * every point): 0, or PT_EFORMAT for a time <= 0, a negative size or one size twice. */
+int pt_cost_line_from_points(const pt_cost_points *p, pt_cost_line *out /* OUT */, pt_err *err);
 double pt_cost_eval(const pt_cost_line *l, double bytes);
 /* Predicted time of the calls of one kind, by size (pt_call_sizes), µs. */
 double pt_cost_calls_us(const pt_cost_line *l, const uint64_t calls[PT_SIZE_CLASSES],

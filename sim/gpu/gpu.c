@@ -87,7 +87,7 @@ static int parse_line(pt_gpu *g, char *line, const char *path, int lineno, pt_er
       p->bytes[p->n] = b;
       p->us[p->n++] = us;
     }
-    int rc = pt_cost_fit(p, &g->cost.call[c], err);
+    int rc = pt_cost_line_from_points(p, &g->cost.call[c], err);
     if (rc < 0) return pt_err_prefix(err, rc, "%s:%d", path, lineno);
   } else {
     return pt_err_set(err, PT_EFORMAT, "%s:%d: unknown setting '%s'", path, lineno, key);

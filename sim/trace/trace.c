@@ -378,6 +378,7 @@ typedef struct native_state {
   int ended;           /* the "end" line was read */
   int pending;         /* [ps, pe) is a line put back, to be returned next */
   const char *ps, *pe;
+  int (*record)(const char *s, const char *e, pt_event *ev, pt_err *err); /* the file's version's parser */
 } native_state;
 
 static int native_probe(const uint8_t *head, size_t len) {
@@ -493,6 +494,20 @@ static void header_text(char *dst, size_t n, const char *p, const char *e) {
   dst[len] = 0;
 }
 
+static int native_record_v1(const char *s, const char *e, pt_event *ev, pt_err *err);
+
+/*
+ * One record parser per released version of the format, version v at
+ * [v - 1] (the rule is above PT_TRACE_VERSION in trace.h).  A new version
+ * appends its parser; the older ones stay as they are, so every trace ever
+ * written still reads as it did.
+ */
+static int (*const native_versions[])(const char *, const char *, pt_event *, pt_err *) = {
+    native_record_v1,
+};
+_Static_assert(sizeof native_versions / sizeof native_versions[0] == PT_TRACE_VERSION,
+               "one reader per trace format version");
+
 static int native_open(pt_trace *t, const pt_trace_opts *opts, pt_err *err) {
   native_state *st = calloc(1, sizeof *st);
   if (!st) return pt_err_set(err, PT_ENOMEM, "out of memory");
@@ -511,9 +526,12 @@ static int native_open(pt_trace *t, const pt_trace_opts *opts, pt_err *err) {
       !at_end(p, e))
     return pt_err_set(err, PT_EFORMAT, "line 1: bad header, expected \"pagetune-trace %d\"",
                       PT_TRACE_VERSION);
-  if (version != PT_TRACE_VERSION)
-    return pt_err_set(err, PT_EFORMAT, "line 1: unsupported format version %llu (this build reads %d)",
+  if (version > PT_TRACE_VERSION)
+    return pt_err_set(err, PT_EFORMAT,
+                      "line 1: written by a newer pagetune (trace format %llu > %d); upgrade pagetune",
                       (unsigned long long)version, PT_TRACE_VERSION);
+  if (version == 0) return pt_err_set(err, PT_EFORMAT, "line 1: no trace format version 0");
+  st->record = native_versions[version - 1];
   pt_trace_info *info = pt_trace_info_mut(t);
   info->version = (int)version;
   /* header fields: "@key value" lines before the first record */
@@ -544,7 +562,8 @@ static int native_open(pt_trace *t, const pt_trace_opts *opts, pt_err *err) {
   return 0;
 }
 
-static int native_record(native_state *st, const char *s, const char *e, pt_event *ev, pt_err *err) {
+/* Version 1's records: one line [s, e) that is not blank, a comment, @, + or end.  Returns 1 or <0. */
+static int native_record_v1(const char *s, const char *e, pt_event *ev, pt_err *err) {
   memset(ev, 0, sizeof *ev);
   const char *p = s + 1;
   int rc = 0;
@@ -613,7 +632,6 @@ static int native_record(native_state *st, const char *s, const char *e, pt_even
     return pt_err_set(err, PT_EFORMAT, "unknown record \"%.*s\"", (int)(e - s > 16 ? 16 : e - s), s);
   }
   if (!at_end(p, e)) return pt_err_set(err, PT_EFORMAT, "extra fields after record '%c'", *s);
-  (void)st;
   return 1;
 }
 
@@ -642,7 +660,8 @@ static int native_next(pt_trace *t, pt_event *ev, pt_err *err) {
     if (*s == '@')
       return pt_err_set(err, PT_EFORMAT, "line %llu: header field after the first record",
                         (unsigned long long)st->line);
-    rc = native_record(st, s, e, ev, err);
+    if (*s == '+') continue; /* an extension line: no version this build reads defines one */
+    rc = st->record(s, e, ev, err);
     if (rc < 0) return pt_err_prefix(err, rc, "line %llu", (unsigned long long)st->line);
     st->records++;
     return 1;

@@ -17,6 +17,16 @@
 
 #include "error.h"
 
+/*
+ * The versioning rule (traces/FORMAT.md, "Versions"; the store follows the
+ * same one, docs/store.md).  PT_TRACE_VERSION is the version this build
+ * writes.  It reads every version from 1 up to it, each through its own
+ * reader in trace.c (native_versions[]; a released version's reader never
+ * changes), and refuses a newer one with one line: "written by a newer
+ * pagetune".  Additions an older reader can skip keep the version: a new
+ * `@key` header line, a new `+tag` extension line.  Anything else (a new
+ * record tag, a new field, a new meaning) is a new version.
+ */
 #define PT_TRACE_VERSION 1
 #define PT_TRACE_MAX_BYTES (UINT64_C(1) << 50)  /* 1 PiB: anything larger is absurd */
 #define PT_TRACE_MAX_LINE 65536                  /* longest native line (header text) */

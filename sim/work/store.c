@@ -156,9 +156,13 @@ static const char pt_store_schema_v1[] =
   "           OR b.peak_reserved_bytes < a.peak_reserved_bytes));\n";
 
 /*
- * Migration steps: step i takes user_version i to i + 1.  A step is applied
- * once, in the same transaction as the user_version it sets; never edit a
- * step once released — append one.
+ * Migration steps, the store's readers of older versions (the rule is above
+ * PT_STORE_SCHEMA_VERSION in store.h): step i takes user_version i to i + 1.
+ * The steps from the version found run in one transaction with the
+ * user_version they set, so a failed migration leaves the file as it was.
+ * A step only adds (tables, columns, views, rows derived from the old ones)
+ * and never drops a committed row; never edit a step once released — append
+ * one, and add its tests/data/vN fixture.
  */
 static const char *const pt_store_migrations[] = {
   pt_store_schema_v1,   /* 0 -> 1 */
@@ -513,7 +517,7 @@ static int pt_migrate(pt_store *s, pt_err *err) {
   if (rc == SQLITE_OK && v > PT_STORE_SCHEMA_VERSION) {
     (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);  /* nothing written; the refusal is the news */
     return pt_err_set(err, PT_EFORMAT,
-                      "%s: database schema version %lld is newer than this pagetune (%d); upgrade pagetune",
+                      "%s: written by a newer pagetune (schema version %lld > %d); upgrade pagetune",
                       s->path, (long long)v, PT_STORE_SCHEMA_VERSION);
   }
   for (int64_t i = v < 0 ? 0 : v; rc == SQLITE_OK && i < PT_STORE_SCHEMA_VERSION; i++)
@@ -559,7 +563,7 @@ static int pt_open_db(pt_store *s, int flags, pt_err *err) {
                       (long long)app);
   if (version > PT_STORE_SCHEMA_VERSION)
     return pt_err_set(err, PT_EFORMAT,
-                      "%s: database schema version %lld is newer than this pagetune (%d); upgrade pagetune",
+                      "%s: written by a newer pagetune (schema version %lld > %d); upgrade pagetune",
                       s->path, (long long)version, PT_STORE_SCHEMA_VERSION);
   if (app == 0 && (version != 0 || objects != 0))
     return pt_err_set(err, PT_EFORMAT, "%s: not a pagetune database (it holds another program's tables)",

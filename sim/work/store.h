@@ -35,6 +35,19 @@
 #include "sim.h"
 #include "tracestats.h"
 
+/*
+ * The versioning rule (docs/store.md, "Versions and migrations"; the trace
+ * format follows the same one, traces/FORMAT.md).  PRAGMA user_version is
+ * the schema version.  This build opens every version from 0 (empty) up to
+ * PT_STORE_SCHEMA_VERSION, migrating an older one read-write by one step a
+ * version (store.c, pt_store_migrations), and refuses a newer one untouched:
+ * "DB: written by a newer pagetune (schema version N > M); upgrade pagetune".
+ * Additions an older build can ignore keep the version: a new statistics
+ * column (added when opened, NULL in older rows).  Anything else (a table,
+ * a key, a column's meaning) is a new version with its step.  A run's key
+ * keeps its meaning across versions: params_json is written canonically
+ * (docs/store.md, "params_json"), pinned by tests/formats.sh.
+ */
 #define PT_STORE_SCHEMA_VERSION 1       /* PRAGMA user_version this build writes */
 #define PT_STORE_APPLICATION_ID 1347699778 /* PRAGMA application_id: 0x50544442, "PTDB" */
 

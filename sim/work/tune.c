@@ -1,11 +1,27 @@
-/* tune.c — grid × Nelder–Mead search over policy parameters (see tune.h). */
+/*
+ * tune.c — grid × Nelder–Mead search over policy parameters (see tune.h).
+ *
+ * No global state: a search's state is allocated per call to pt_tune, so
+ * tuners may run side by side or one inside another's objective.  GSL's
+ * error handler (process-wide) is left alone; instead GSL is never given
+ * what makes it call it: the simplex only sees finite values (an objective
+ * that is infinite, NaN or unavailable once the search has stopped reads as
+ * PT_TUNE_WORST), and is only built for at least one continuous parameter.
+ * GSL still calls its handler when one of its own allocations fails; a
+ * program that wants that reported rather than aborted sets
+ * gsl_set_error_handler_off() once, in main.
+ */
 #include "tune.h"
 
+#include <float.h>
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_multimin.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+
+#define PT_TUNE_WORST DBL_MAX /* what the simplex sees for a point with no finite value */
 
 #define MAX_SEEN 4096
 
@@ -81,12 +97,14 @@ static double nm_f(const gsl_vector *x, void *arg) {
     const pt_tune_param *p = &s->params[s->cont[k]];
     pt_params_set(&s->point, p->name, from_space(p, gsl_vector_get(x, (size_t)k)));
   }
-  return evaluate(s);
+  double v = evaluate(s);
+  return isfinite(v) ? v : PT_TUNE_WORST; /* GSL reports a non-finite value through its handler */
 }
 
 /* Nelder–Mead from x0 (in search space) until the budget or convergence. */
 static void simplex(search *s, const double *x0) {
   size_t n = (size_t)s->ncont;
+  if (n == 0) return; /* nothing continuous (GSL refuses a 0-vector through its handler) */
   gsl_vector *x = gsl_vector_alloc(n), *step = gsl_vector_alloc(n);
   gsl_multimin_fminimizer *m = gsl_multimin_fminimizer_alloc(gsl_multimin_fminimizer_nmsimplex2, n);
   if (!x || !step || !m) {
@@ -99,7 +117,7 @@ static void simplex(search *s, const double *x0) {
     gsl_vector_set(step, k, (to_space(p, p->hi) - to_space(p, p->lo)) / 4);
   }
   gsl_multimin_function f = {nm_f, n, s};
-  gsl_multimin_fminimizer_set(m, &f, x, step);
+  if (gsl_multimin_fminimizer_set(m, &f, x, step) != GSL_SUCCESS) goto out;
   for (int iter = 0; iter < 1000 && s->rc == 0 && s->evaluations < s->budget; iter++) {
     if (gsl_multimin_fminimizer_iterate(m) != GSL_SUCCESS) break;
     if (gsl_multimin_test_size(gsl_multimin_fminimizer_size(m), 1e-3) == GSL_SUCCESS) break;
@@ -143,8 +161,6 @@ static void grid(search *s, int i, const pt_tune_opts *o, gsl_rng *rng) {
 
 int pt_tune(const pt_tune_param *params, int nparams, const pt_tune_opts *opts, pt_tune_eval eval, void *ctx,
             pt_err *err, pt_tune_result *out) {
-  static search s; /* large (the memo); one tuner runs at a time */
-  memset(&s, 0, sizeof s);
   memset(out, 0, sizeof *out);
   out->best_value = HUGE_VAL;
   pt_tune_opts o = {.budget = 60, .starts = 3, .seed = 1};
@@ -154,30 +170,43 @@ int pt_tune(const pt_tune_param *params, int nparams, const pt_tune_opts *opts, 
     o.seed = opts->seed;
   }
   if (nparams > PT_MAX_PARAMS) return pt_err_set(err, PT_ELIMIT, "too many parameters (%d)", nparams);
-  s = (search){.params = params, .nparams = nparams, .eval = eval, .ctx = ctx, .err = err, .budget = o.budget, .out = out};
-  for (int i = 0; i < nparams; i++) {
+  search *s = calloc(1, sizeof *s); /* large (the memo), so on the heap */
+  if (!s) return pt_err_set(err, PT_ENOMEM, "out of memory");
+  s->params = params;
+  s->nparams = nparams;
+  s->eval = eval;
+  s->ctx = ctx;
+  s->err = err;
+  s->budget = o.budget;
+  s->out = out;
+  int rc = 0;
+  for (int i = 0; i < nparams && rc == 0; i++) {
     const pt_tune_param *p = &params[i];
     if (p->nchoices <= 0) {
-      if (!(p->lo <= p->hi) || (p->log_scale && p->lo <= 0))
-        return pt_err_set(err, PT_EUSAGE, "parameter %s: bad range [%g, %g]%s", p->name, p->lo, p->hi,
-                          p->log_scale ? " for a log scale" : "");
+      if (!(p->lo <= p->hi) || (p->log_scale && p->lo <= 0)) {
+        rc = pt_err_set(err, PT_EUSAGE, "parameter %s: bad range [%g, %g]%s", p->name, p->lo, p->hi,
+                        p->log_scale ? " for a log scale" : "");
+        break;
+      }
       if (p->lo == p->hi) { /* nothing to search: fixed */
-        pt_params_set(&s.point, p->name, p->lo);
+        pt_params_set(&s->point, p->name, p->lo);
         continue;
       }
-      s.cont[s.ncont++] = i;
+      s->cont[s->ncont++] = i;
     }
-    pt_params_set(&s.point, p->name, p->nchoices > 0 ? p->choices[0] : p->dflt);
+    pt_params_set(&s->point, p->name, p->nchoices > 0 ? p->choices[0] : p->dflt);
   }
-  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
-  if (!rng) return pt_err_set(err, PT_ENOMEM, "out of memory");
-  gsl_rng_set(rng, o.seed);
-  gsl_error_handler_t *old = gsl_set_error_handler_off();
-  grid(&s, 0, &o, rng);
-  gsl_set_error_handler(old);
-  gsl_rng_free(rng);
-  out->evaluations = s.evaluations;
-  if (s.rc < 0) return s.rc;
+  gsl_rng *rng = rc == 0 ? gsl_rng_alloc(gsl_rng_mt19937) : NULL;
+  if (rc == 0 && !rng) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
+  if (rc == 0) {
+    gsl_rng_set(rng, o.seed);
+    grid(s, 0, &o, rng);
+    out->evaluations = s->evaluations;
+    rc = s->rc;
+  }
+  if (rng) gsl_rng_free(rng);
+  free(s);
+  if (rc < 0) return rc;
   if (!isfinite(out->best_value)) return pt_err_set(err, PT_EUSAGE, "no point could be evaluated");
   return 0;
 }
