@@ -23,25 +23,9 @@ void pt_call_log_free(pt_call_log *log) {
   *log = (pt_call_log){0};
 }
 
-int pt_dev_would_exceed(const pt_device *d, uint64_t bytes) {
-  return d->capacity && (bytes > d->capacity || d->reserved > d->capacity - bytes);
-}
 
-static void reserved_add(pt_device *d, uint64_t bytes) {
-  d->reserved += bytes;
-  if (d->reserved > d->peak_reserved) d->peak_reserved = d->reserved;
-  if (d->on_change) d->on_change(d->ctx);
-}
-
-static void reserved_sub(pt_device *d, uint64_t bytes) {
-  d->reserved -= bytes < d->reserved ? bytes : d->reserved;
-  if (d->on_change) d->on_change(d->ctx);
-}
-
-/* Room for n more log entries, made before the device is asked, so that a call made is always logged. */
-static int log_room(pt_device *d, size_t n) {
+int pt_dev_log_grow(pt_device *d, size_t n) {
   pt_call_log *log = d->log;
-  if (!log || log->cap - log->n >= n) return 0;
   size_t cap = log->cap ? 2 * log->cap : 256;
   while (cap - log->n < n) cap *= 2;
   pt_dev_call *v = realloc(log->v, cap * sizeof *v);
@@ -49,28 +33,6 @@ static int log_room(pt_device *d, size_t n) {
   log->v = v;
   log->cap = cap;
   return 0;
-}
-
-static inline void log_call(pt_device *d, int c, uint64_t va, uint64_t bytes, uint64_t handle) {
-  if (d->log) d->log->v[d->log->n++] = (pt_dev_call){va, bytes, handle, c};
-}
-
-/* One call's worth of cost, at a size (pt_call_sizes). */
-static inline void cost_at(pt_device *d, enum pt_drv_call c, uint64_t bytes) {
-  int k = 63 - __builtin_clzll(bytes | 1);
-  d->sizes.calls[c][k]++;
-  d->sizes.bytes[c][k] += bytes;
-}
-
-static inline void count_only(pt_device *d, enum pt_drv_call c, uint64_t va, uint64_t bytes, uint64_t handle) {
-  d->calls[c]++;
-  d->call_bytes[c] += bytes;
-  log_call(d, (int)c, va, bytes, handle);
-}
-
-static inline void count(pt_device *d, enum pt_drv_call c, uint64_t va, uint64_t bytes, uint64_t handle) {
-  count_only(d, c, va, bytes, handle);
-  cost_at(d, c, bytes);
 }
 
 /* Room for n more live maps. */
@@ -96,105 +58,87 @@ static uint64_t maps_drop(pt_device *d, uint64_t va) {
   return 0;
 }
 
-int pt_dev_malloc(pt_device *d, uint64_t bytes, uint64_t *addr) {
-  if (pt_dev_would_exceed(d, bytes)) return PT_EOOM;
-  int rc = log_room(d, 1);
-  if (rc < 0 || (rc = d->ops->malloc(d->st, bytes, addr)) < 0) return rc;
-  count(d, PT_DRV_malloc, *addr, bytes, 0);
-  d->segments_allocated++;
-  reserved_add(d, bytes);
-  return 0;
-}
-
-int pt_dev_free(pt_device *d, uint64_t addr, uint64_t bytes) {
-  int rc = log_room(d, 1);
-  if (rc < 0 || (rc = d->ops->free(d->st, addr, bytes)) < 0) return rc;
-  count(d, PT_DRV_free, addr, bytes, 0);
-  reserved_sub(d, bytes);
-  return 0;
-}
-
 int pt_dev_address_reserve(pt_device *d, uint64_t bytes, uint64_t align, uint64_t *va) {
-  int rc = log_room(d, 1);
+  int rc = pt_dev_log_room(d, 1);
   if (rc < 0 || (rc = d->ops->address_reserve(d->st, bytes, align, va)) < 0) return rc;
-  count(d, PT_DRV_address_reserve, *va, bytes, 0);
+  pt_dev_count(d, PT_DRV_address_reserve, *va, bytes, 0);
   return 0;
 }
 
 int pt_dev_address_free(pt_device *d, uint64_t va, uint64_t bytes) {
-  int rc = log_room(d, 1);
+  int rc = pt_dev_log_room(d, 1);
   if (rc < 0 || (rc = d->ops->address_free(d->st, va, bytes)) < 0) return rc;
-  count(d, PT_DRV_address_free, va, bytes, 0);
+  pt_dev_count(d, PT_DRV_address_free, va, bytes, 0);
   return 0;
 }
 
 int pt_dev_mem_create(pt_device *d, uint64_t bytes, uint64_t *handle) {
   if (pt_dev_would_exceed(d, bytes)) return PT_EOOM;
-  int rc = log_room(d, 1);
+  int rc = pt_dev_log_room(d, 1);
   if (rc < 0 || (rc = d->ops->mem_create(d->st, bytes, handle)) < 0) return rc;
-  count(d, PT_DRV_mem_create, 0, bytes, *handle);
+  pt_dev_count(d, PT_DRV_mem_create, 0, bytes, *handle);
   d->segments_allocated++;
-  reserved_add(d, bytes);
+  pt_dev_reserved_add(d, bytes);
   return 0;
 }
 
 int pt_dev_mem_release(pt_device *d, uint64_t handle, uint64_t bytes) {
-  int rc = log_room(d, 1);
+  int rc = pt_dev_log_room(d, 1);
   if (rc < 0 || (rc = d->ops->mem_release(d->st, handle, bytes)) < 0) return rc;
-  count(d, PT_DRV_mem_release, 0, bytes, handle);
-  reserved_sub(d, bytes);
+  pt_dev_count(d, PT_DRV_mem_release, 0, bytes, handle);
+  pt_dev_reserved_sub(d, bytes);
   return 0;
 }
 
 int pt_dev_mem_map(pt_device *d, uint64_t va, uint64_t bytes, uint64_t handle) {
-  int rc = log_room(d, 1);
+  int rc = pt_dev_log_room(d, 1);
   if (rc < 0 || (rc = maps_room(d, 1)) < 0 || (rc = d->ops->mem_map(d->st, va, bytes, handle)) < 0) return rc;
-  count(d, PT_DRV_mem_map, va, bytes, handle);
+  pt_dev_count(d, PT_DRV_mem_map, va, bytes, handle);
   d->bytes_mapped_total += bytes;
   d->maps[d->nmaps++] = (pt_dev_map){va, bytes, handle};
   return 0;
 }
 
 int pt_dev_mem_set_access(pt_device *d, uint64_t va, uint64_t bytes) {
-  int rc = log_room(d, 1);
+  int rc = pt_dev_log_room(d, 1);
   if (rc < 0 || (rc = d->ops->mem_set_access(d->st, va, bytes)) < 0) return rc;
-  count_only(d, PT_DRV_mem_set_access, va, bytes, 0);
+  pt_dev_count_only(d, PT_DRV_mem_set_access, va, bytes, 0);
   int covered = 0;
   for (size_t i = 0; i < d->nmaps; i++)
     if (d->maps[i].va >= va && d->maps[i].va - va < bytes) {
-      cost_at(d, PT_DRV_mem_set_access, d->maps[i].bytes);
+      pt_dev_cost_at(d, PT_DRV_mem_set_access, d->maps[i].bytes);
       covered = 1;
     }
-  if (!covered) cost_at(d, PT_DRV_mem_set_access, bytes); /* no map known there: the range as one */
+  if (!covered) pt_dev_cost_at(d, PT_DRV_mem_set_access, bytes); /* no map known there: the range as one */
   return 0;
 }
 
 int pt_dev_mem_unmap(pt_device *d, uint64_t va, uint64_t bytes) {
-  int rc = log_room(d, 1);
+  int rc = pt_dev_log_room(d, 1);
   if (rc < 0 || (rc = d->ops->mem_unmap(d->st, va, bytes)) < 0) return rc;
-  count(d, PT_DRV_mem_unmap, va, bytes, maps_drop(d, va));
+  pt_dev_count(d, PT_DRV_mem_unmap, va, bytes, maps_drop(d, va));
   return 0;
 }
 
 int pt_dev_adopt(pt_device *d, uint64_t addr, uint64_t bytes) {
-  int rc = log_room(d, 1);
+  int rc = pt_dev_log_room(d, 1);
   if (rc < 0 || (rc = d->ops->adopt(d->st, addr, bytes, 0, NULL)) < 0) return rc;
-  reserved_add(d, bytes);
-  log_call(d, PT_DRV_ADOPT, addr, bytes, 0);
+  pt_dev_reserved_add(d, bytes);
+  pt_dev_log_call(d, PT_DRV_ADOPT, addr, bytes, 0);
   return 0;
 }
 
 int pt_dev_adopt_mapped(pt_device *d, uint64_t va, uint64_t bytes, uint64_t page, uint64_t *handles) {
   if (!page) return pt_err_set(d->err, PT_EUSAGE, "adopted VMM pages of 0 bytes");
   uint64_t n = bytes / page + (bytes % page != 0);
-  int rc = log_room(d, 1);
+  int rc = pt_dev_log_room(d, 1);
   if (rc < 0 || (rc = maps_room(d, (size_t)n)) < 0 || (rc = d->ops->adopt(d->st, va, bytes, page, handles)) < 0)
     return rc;
   for (uint64_t i = 0; i < n; i++) {
     uint64_t off = i * page;
     d->maps[d->nmaps++] = (pt_dev_map){va + off, bytes - off < page ? bytes - off : page, handles[i]};
   }
-  reserved_add(d, bytes);
-  log_call(d, PT_DRV_ADOPT, va, bytes, 0);
+  pt_dev_reserved_add(d, bytes);
+  pt_dev_log_call(d, PT_DRV_ADOPT, va, bytes, 0);
   return 0;
 }

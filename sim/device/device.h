@@ -136,13 +136,12 @@ void pt_dev_init(pt_device *d, const pt_dev_ops *ops, void *st, uint64_t capacit
 /* What the books keep besides counters (the live maps), freed; the device below is the caller's. */
 void pt_dev_done(pt_device *d);
 /* 1 when bytes more would pass the cap. */
-int pt_dev_would_exceed(const pt_device *d, uint64_t bytes);
+static inline int pt_dev_would_exceed(const pt_device *d, uint64_t bytes) {
+  return d->capacity && (bytes > d->capacity || d->reserved > d->capacity - bytes);
+}
 static inline uint64_t pt_dev_reserved(const pt_device *d) { return d->reserved; }
 static inline uint64_t pt_dev_capacity(const pt_device *d) { return d->capacity; }
 
-/* cudaMalloc: 0 with *addr, PT_EOOM past the cap (nothing asked of the device), or the device's error. */
-int pt_dev_malloc(pt_device *d, uint64_t bytes, uint64_t *addr /* OUT */);
-int pt_dev_free(pt_device *d, uint64_t addr, uint64_t bytes);
 int pt_dev_address_reserve(pt_device *d, uint64_t bytes, uint64_t align, uint64_t *va /* OUT */);
 int pt_dev_address_free(pt_device *d, uint64_t va, uint64_t bytes);
 int pt_dev_mem_create(pt_device *d, uint64_t bytes, uint64_t *handle /* OUT */);
@@ -155,5 +154,67 @@ int pt_dev_adopt(pt_device *d, uint64_t addr, uint64_t bytes);
 /* VMM pages that existed before the run, mapped from va on: held and mapped, their handles in
    handles[ceil(bytes / page)], no call counted. */
 int pt_dev_adopt_mapped(pt_device *d, uint64_t va, uint64_t bytes, uint64_t page, uint64_t *handles /* OUT */);
+
+/* ---- inline: the calls a mechanism makes on most requests (direct: every one) ---- */
+
+int pt_dev_log_grow(pt_device *d, size_t n);
+
+static inline void pt_dev_reserved_add(pt_device *d, uint64_t bytes) {
+  d->reserved += bytes;
+  if (d->reserved > d->peak_reserved) d->peak_reserved = d->reserved;
+  if (d->on_change) d->on_change(d->ctx);
+}
+
+static inline void pt_dev_reserved_sub(pt_device *d, uint64_t bytes) {
+  d->reserved -= bytes < d->reserved ? bytes : d->reserved;
+  if (d->on_change) d->on_change(d->ctx);
+}
+
+/* Room for n more log entries, made before the device is asked, so that a call made is always logged. */
+static inline int pt_dev_log_room(pt_device *d, size_t n) {
+  return !d->log || d->log->cap - d->log->n >= n ? 0 : pt_dev_log_grow(d, n);
+}
+
+static inline void pt_dev_log_call(pt_device *d, int c, uint64_t va, uint64_t bytes, uint64_t handle) {
+  if (d->log) d->log->v[d->log->n++] = (pt_dev_call){va, bytes, handle, c};
+}
+
+/* One call's worth of cost, at a size (pt_call_sizes). */
+static inline void pt_dev_cost_at(pt_device *d, enum pt_drv_call c, uint64_t bytes) {
+  int k = 63 - __builtin_clzll(bytes | 1);
+  d->sizes.calls[c][k]++;
+  d->sizes.bytes[c][k] += bytes;
+}
+
+static inline void pt_dev_count_only(pt_device *d, enum pt_drv_call c, uint64_t va, uint64_t bytes, uint64_t handle) {
+  d->calls[c]++;
+  d->call_bytes[c] += bytes;
+  pt_dev_log_call(d, (int)c, va, bytes, handle);
+}
+
+static inline void pt_dev_count(pt_device *d, enum pt_drv_call c, uint64_t va, uint64_t bytes, uint64_t handle) {
+  pt_dev_count_only(d, c, va, bytes, handle);
+  pt_dev_cost_at(d, c, bytes);
+}
+
+/* cudaMalloc: 0 with *addr, PT_EOOM past the cap (nothing asked of the device), or the device's error. */
+static inline int pt_dev_malloc(pt_device *d, uint64_t bytes, uint64_t *addr) {
+  if (pt_dev_would_exceed(d, bytes)) return PT_EOOM;
+  int rc = pt_dev_log_room(d, 1);
+  if (rc < 0 || (rc = d->ops->malloc(d->st, bytes, addr)) < 0) return rc;
+  pt_dev_count(d, PT_DRV_malloc, *addr, bytes, 0);
+  d->segments_allocated++;
+  pt_dev_reserved_add(d, bytes);
+  return 0;
+}
+
+static inline int pt_dev_free(pt_device *d, uint64_t addr, uint64_t bytes) {
+  int rc = pt_dev_log_room(d, 1);
+  if (rc < 0 || (rc = d->ops->free(d->st, addr, bytes)) < 0) return rc;
+  pt_dev_count(d, PT_DRV_free, addr, bytes, 0);
+  pt_dev_reserved_sub(d, bytes);
+  return 0;
+}
+
 
 #endif

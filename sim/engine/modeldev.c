@@ -64,8 +64,7 @@ static uint64_t invent(pt_model_dev *m, uint64_t bytes, uint64_t align) {
 }
 
 /* Map [va, va+bytes) in the page-table model, if there is one. */
-static int pt_map(pt_model_dev *m, uint64_t va, uint64_t bytes, int vmm) {
-  if (!m->pt) return 0;
+static int pt_map_in_tables(pt_model_dev *m, uint64_t va, uint64_t bytes, int vmm) {
   uint64_t page = vmm || bytes >= (UINT64_C(2) << 20) ? UINT64_C(2) << 20 : UINT64_C(64) << 10;
   int rc;
   if (m->page_size && (rc = m->page_size(m->page_ctx, bytes, &page, m->err)) < 0) return rc;
@@ -73,7 +72,11 @@ static int pt_map(pt_model_dev *m, uint64_t va, uint64_t bytes, int vmm) {
   return pt_pagetable_map(m->pt, start, len, page, len, m->err);
 }
 
-static int pt_unmap(pt_model_dev *m, uint64_t va, uint64_t bytes) {
+static inline int pt_map(pt_model_dev *m, uint64_t va, uint64_t bytes, int vmm) {
+  return m->pt ? pt_map_in_tables(m, va, bytes, vmm) : 0;
+}
+
+static inline int pt_unmap(pt_model_dev *m, uint64_t va, uint64_t bytes) {
   if (!m->pt) return 0;
   uint64_t start = va & ~(UINT64_C(4095)), len = ((va + bytes + 4095) & ~UINT64_C(4095)) - start;
   return pt_pagetable_unmap(m->pt, start, len, m->err);

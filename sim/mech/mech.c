@@ -47,7 +47,7 @@ int pt_mech_check_hook_size(const pt_mech_env *env, const char *who, const char 
                     (unsigned long long)in, (unsigned long long)out);
 }
 
-int pt_mech_round(const pt_mech_env *env, const char *who, uint64_t bytes, uint64_t *size) {
+int pt_mech_round_slow(const pt_mech_env *env, const char *who, uint64_t bytes, uint64_t *size) {
   const pt_policy_hooks *h = env->hooks;
   if (h && h->round) {
     int rc = h->round(h->ctx, bytes, size, env->err);

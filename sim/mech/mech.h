@@ -123,8 +123,12 @@ static inline uint64_t pt_mech_round512(uint64_t bytes) {
 }
 
 /* A request's size: the policy's round hook (checked: at least the request, not 0), else 512 B rounding.
-   who names the mechanism in errors. */
-int pt_mech_round(const pt_mech_env *env, const char *who, uint64_t bytes, uint64_t *size /* OUT */);
+   who names the mechanism in errors.  (The hook's path and the errors are out of line.) */
+int pt_mech_round_slow(const pt_mech_env *env, const char *who, uint64_t bytes, uint64_t *size /* OUT */);
+static inline int pt_mech_round(const pt_mech_env *env, const char *who, uint64_t bytes, uint64_t *size /* OUT */) {
+  if ((env->hooks && env->hooks->round) || !(*size = pt_mech_round512(bytes))) return pt_mech_round_slow(env, who, bytes, size);
+  return 0;
+}
 /* A hook's size result checked: less than its argument is an error naming who and the hook. */
 int pt_mech_check_hook_size(const pt_mech_env *env, const char *who, const char *hook, uint64_t in, uint64_t out);
 /* The policy's should_collect, told reserved (the books) and allocated (the caller's); 0 without a hook. */
