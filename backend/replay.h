@@ -8,7 +8,7 @@
  * the VMM mechanisms — in the same order, with the same sizes, and times
  * each call.  Segments that existed before the trace are made first,
  * untimed; whatever is still held at the end is given back, untimed.  It
- * measures the driver side of an allocator (what DESIGN.md's table says
+ * measures the driver side of an allocator (what docs/design.md's first table says
  * dominates), not the allocator's own bookkeeping.
  */
 #ifndef PT_REPLAY_H

@@ -7,7 +7,7 @@
 -- measured on the H200: 0.7–1.4 µs per cudaMallocAsync / cudaFreeAsync from a
 -- warm pool, against 45–47 µs for cudaMalloc.
 --
--- The pool as the async_pool mechanism models it (sim/mech/asyncpool.c says why):
+-- The pool as the async_pool mechanism models it (sim/asyncpool.c says why):
 -- one pool for every stream; one VA range that grows at its end; backing added,
 -- remapped and released in chunks of chunk_mb (32 MiB: what the H200's driver,
 -- 580.159.04, was seen to use — NVIDIA does not document it, and no API sets
