@@ -22,6 +22,7 @@
 #include "driver.h"
 #include "replay.h"
 #include "calibrate.h"
+#include "clock.h"
 #include "error.h"
 #include "export.h"
 #include "gen.h"
@@ -816,15 +817,9 @@ typedef struct progress {
   int tty;
 } progress;
 
-static double wall_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void progress_step(progress *p, const char *what, int ran) {
   p->done++;
-  double el = wall_now() - p->t0, rate = el > 0 ? (double)p->done / el : 0;
+  double el = pt_clock_s() - p->t0, rate = el > 0 ? (double)p->done / el : 0;
   double eta = rate > 0 ? (double)(p->total - p->done) / rate : 0;
   if (p->tty)
     fprintf(stderr, "\r[%zu/%zu] %5.1f runs/s  ETA %4.0f s  %-50.50s", p->done, p->total, rate, eta, what);
@@ -1027,7 +1022,7 @@ static int cmd_sweep(int argc, char **argv) {
   }
   for (; rc == 0 && ntr < a.ntraces; ntr++) rc = wb_load_trace(env.db, a.traces[ntr], &err, &trs[ntr]);
   if (rc < 0 && ntr < a.ntraces) ntr--;
-  progress pr = {.t0 = wall_now(), .tty = isatty(2)};
+  progress pr = {.t0 = pt_clock_s(), .tty = isatty(2)};
   for (int p = 0; rc == 0 && p < npol; p++) pr.total += grid_size(pols[p], &a) * (size_t)ntr;
   for (int ti = 0; rc == 0 && ti < ntr; ti++)
     for (int p = 0; rc == 0 && p < npol; p++) {
