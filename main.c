@@ -22,12 +22,14 @@
 #include "driver.h"
 #include "replay.h"
 #include "calibrate.h"
+#include "clock.h"
 #include "error.h"
 #include "export.h"
 #include "gen.h"
 #include "gpu.h"
 #include "json.h"
 #include "mech.h"
+#include "paramjson.h"
 #include "policy.h"
 #include "report.h"
 #include "sim.h"
@@ -506,17 +508,11 @@ static int cmd_sim(int argc, char **argv, int on_gpu) {
     pt_json_str(stdout, pt_policy_name(pol));
     fputs(",\"mechanism\":", stdout);
     pt_json_str(stdout, cfg.mech->name);
-    fputs(",\"params\":{", stdout);
-    for (int i = 0; i < cfg.params.n; i++) {
-      fprintf(stdout, "%s", i ? "," : "");
-      pt_json_str(stdout, cfg.params.v[i].name);
-      double v = cfg.params.v[i].value;
-      if (isfinite(v)) fprintf(stdout, ":%.17g", v);
-      else fputs(":null", stdout); /* unlimited */
-    }
-    printf("},\"capacity\":%" PRIu64 ",\"repeat\":%lu,\"replay_seconds_median\":%.6g,"
+    char pj[PT_PARAMS_JSON_MAX];
+    pt_params_json(&cfg.params, 0, pj, sizeof pj);
+    printf(",\"params\":%s,\"capacity\":%" PRIu64 ",\"repeat\":%lu,\"replay_seconds_median\":%.6g,"
            "\"replay_seconds_min\":%.6g,\"replay_seconds_max\":%.6g,",
-           capacity, repeat, median, fastest, slowest);
+           pj, capacity, repeat, median, fastest, slowest);
     pt_sim_print_json_members(stdout, &r, 1);
     fputs("}\n", stdout);
   } else {
@@ -688,26 +684,6 @@ static int wb_load_policy(pt_store *db, const char *arg, pt_err *err, pt_policy 
   return rc;
 }
 
-/* Parameters as canonical JSON: keys sorted, numbers in one format, unlimited (inf) as null. */
-static void params_json(const pt_params *p, char *buf, size_t n) {
-  int order[PT_MAX_PARAMS];
-  for (int i = 0; i < p->n; i++) order[i] = i;
-  for (int i = 1; i < p->n; i++)
-    for (int j = i; j > 0 && strcmp(p->v[order[j - 1]].name, p->v[order[j]].name) > 0; j--) {
-      int tmp = order[j];
-      order[j] = order[j - 1];
-      order[j - 1] = tmp;
-    }
-  size_t len = 0;
-  len += (size_t)snprintf(buf + len, n - len, "{");
-  for (int k = 0; k < p->n && len < n; k++) {
-    double v = p->v[order[k]].value;
-    if (isfinite(v)) len += (size_t)snprintf(buf + len, n - len, "%s\"%s\":%.17g", k ? "," : "", p->v[order[k]].name, v);
-    else len += (size_t)snprintf(buf + len, n - len, "%s\"%s\":null", k ? "," : "", p->v[order[k]].name); /* unlimited */
-  }
-  if (len < n) snprintf(buf + len, n - len, "}");
-}
-
 typedef struct wb_env {
   pt_store *db;
   const pt_gpu *gpu;
@@ -725,8 +701,8 @@ static int wb_run(const wb_env *env, wb_trace *tr, pt_policy *pol, int64_t polic
   cfg.mech = pt_mech_find(pt_policy_mechanism(pol));
   pt_policy_params(pol, &cfg.params);
   pt_policy_get_hooks(pol, &cfg.hooks);
-  char pj[1024];
-  params_json(&cfg.params, pj, sizeof pj);
+  char pj[PT_PARAMS_JSON_MAX];
+  pt_params_json(&cfg.params, 1, pj, sizeof pj);
   pt_store_run_key key = {tr->id, policy_id, pj, env->capacity, env->gpu ? env->gpu->name : "", ENGINE_VERSION};
   memset(res, 0, sizeof *res);
   *ran = 0;
@@ -752,8 +728,8 @@ static int replay_store(const replay_store_args *a, const pt_sim_result *r, cons
   int64_t trace_id, policy_id;
   size_t len;
   const char *text = pt_policy_source(a->pol, &len);
-  char pj[1024], notes[128];
-  params_json(&a->cfg->params, pj, sizeof pj);
+  char pj[PT_PARAMS_JSON_MAX], notes[128];
+  pt_params_json(&a->cfg->params, 1, pj, sizeof pj);
   if ((rc = wb_put_trace(db, a->trace, a->t, err, hash, &trace_id)) < 0 ||
       (rc = pt_store_put_policy(db, pt_policy_name(a->pol), pt_policy_mechanism(a->pol), text, len, err,
                                 &policy_id)) < 0)
@@ -816,15 +792,9 @@ typedef struct progress {
   int tty;
 } progress;
 
-static double wall_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void progress_step(progress *p, const char *what, int ran) {
   p->done++;
-  double el = wall_now() - p->t0, rate = el > 0 ? (double)p->done / el : 0;
+  double el = pt_clock_s() - p->t0, rate = el > 0 ? (double)p->done / el : 0;
   double eta = rate > 0 ? (double)(p->total - p->done) / rate : 0;
   if (p->tty)
     fprintf(stderr, "\r[%zu/%zu] %5.1f runs/s  ETA %4.0f s  %-50.50s", p->done, p->total, rate, eta, what);
@@ -1027,7 +997,7 @@ static int cmd_sweep(int argc, char **argv) {
   }
   for (; rc == 0 && ntr < a.ntraces; ntr++) rc = wb_load_trace(env.db, a.traces[ntr], &err, &trs[ntr]);
   if (rc < 0 && ntr < a.ntraces) ntr--;
-  progress pr = {.t0 = wall_now(), .tty = isatty(2)};
+  progress pr = {.t0 = pt_clock_s(), .tty = isatty(2)};
   for (int p = 0; rc == 0 && p < npol; p++) pr.total += grid_size(pols[p], &a) * (size_t)ntr;
   for (int ti = 0; rc == 0 && ti < ntr; ti++)
     for (int p = 0; rc == 0 && p < npol; p++) {
@@ -1044,8 +1014,8 @@ static int cmd_sweep(int argc, char **argv) {
         char what[200];
         pt_params cur;
         pt_policy_params(pols[p], &cur);
-        char pj[1024];
-        params_json(&cur, pj, sizeof pj);
+        char pj[PT_PARAMS_JSON_MAX];
+        pt_params_json(&cur, 1, pj, sizeof pj);
         snprintf(what, sizeof what, "%.40s %.40s %.110s", base_name(a.traces[ti]), pt_policy_name(pols[p]), pj);
         progress_step(&pr, what, ran);
       }
@@ -1104,8 +1074,8 @@ static int tune_point(tune_ctx *c, pt_err *err, pt_sim_result *res) {
   cfg.mech = pt_mech_find(pt_policy_mechanism(c->pol));
   pt_policy_params(c->pol, &cfg.params);
   pt_policy_get_hooks(c->pol, &cfg.hooks);
-  char pj[1024];
-  params_json(&cfg.params, pj, sizeof pj);
+  char pj[PT_PARAMS_JSON_MAX];
+  pt_params_json(&cfg.params, 1, pj, sizeof pj);
   pt_store_run_key key = {c->tr->id, c->policy_id, pj, c->env->capacity, c->env->gpu ? c->env->gpu->name : "",
                           ENGINE_VERSION};
   int rc = pt_sim_run(&c->tr->t, &cfg, err, res);
@@ -1228,8 +1198,8 @@ static int cmd_tune(int argc, char **argv) {
     rc = pt_tune(tp, ntp, &o, tune_eval, &c, &err, &best);
   }
   if (rc == 0) {
-    char pj[1024];
-    params_json(&best.best, pj, sizeof pj);
+    char pj[PT_PARAMS_JSON_MAX];
+    pt_params_json(&best.best, 1, pj, sizeof pj);
     if (a.json) {
       printf("{\"trace\":");
       pt_json_str(stdout, a.traces[0]);
@@ -1393,36 +1363,6 @@ static const char export_help[] =
     "  --format F     env (shell export lines), dockerfile (ENV lines), json\n"
     "  --merge VALUE  an existing PYTORCH_CUDA_ALLOC_CONF value to merge into\n";
 
-/* Parse our canonical params JSON back ({"k":1.5,"k2":null}). */
-static int params_from_json(const char *s, pt_params *p) {
-  memset(p, 0, sizeof *p);
-  const char *q = strchr(s, '{');
-  if (!q) return -1;
-  for (q++;;) {
-    while (*q == ' ' || *q == ',') q++;
-    if (*q == '}') return 0;
-    if (*q != '"') return -1;
-    const char *k = ++q;
-    while (*q && *q != '"') q++;
-    if (!*q || q - k >= PT_PARAM_NAME_MAX) return -1;
-    char name[PT_PARAM_NAME_MAX];
-    snprintf(name, sizeof name, "%.*s", (int)(q - k), k);
-    q++;
-    if (*q++ != ':') return -1;
-    double v;
-    if (!strncmp(q, "null", 4)) { /* unlimited */
-      v = INFINITY;
-      q += 4;
-    } else {
-      char *end;
-      v = strtod(q, &end);
-      if (end == q) return -1;
-      q = end;
-    }
-    if (pt_params_set(p, name, v) < 0) return -1;
-  }
-}
-
 static int cmd_export(int argc, char **argv) {
   wb_args a;
   int rc = parse_wb_args("export", export_help, argc, argv,
@@ -1455,7 +1395,7 @@ static int cmd_export(int argc, char **argv) {
   }
   const pt_store_run *r = &rows[b];
   pt_params params;
-  if (params_from_json(r->params_json, &params) < 0) {
+  if (pt_params_from_json(r->params_json, &params) < 0) {
     pt_err_set(&err, PT_EFORMAT, "%s: run %" PRId64 ": unreadable parameters %s", a.db, r->id, r->params_json);
     free(rows);
     return fail(&err);

@@ -10,11 +10,11 @@
 #include <config.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #ifdef HAVE_CUDA
 #include <dlfcn.h>
 
+#include "clock.h"
 #include "cudafns.h"
 
 int pt_driver_built(void) { return 1; }
@@ -113,11 +113,7 @@ CUmemAccessDesc pt_cu_access(const pt_driver *d) {
   return a;
 }
 
-double pt_cu_now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
-}
+double pt_cu_now_us(void) { return pt_clock_s() * 1e6; }
 
 int pt_cu_context(pt_driver *d, pt_err *err) {
   CUresult r;

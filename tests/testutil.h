@@ -22,6 +22,7 @@ int pt_test_add_store(void);
 int pt_test_add_report(void);
 int pt_test_add_export(void);
 int pt_test_add_device(void);
+int pt_test_add_paramjson(void);
 
 /* Path of a file under the source tree (tests/data/...), in a static buffer. */
 const char *pt_test_src(const char *rel);

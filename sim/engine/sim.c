@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "json.h"
 #include "sha256.h"
 #include "u64map.h"
@@ -163,12 +164,6 @@ static int observe(pt_trace_data *t) {
   }
   t->observed_peak_reserved_bytes = peak;
   return 0;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* Set up the state captured at trace start: segments first, then blocks in them. */
@@ -332,13 +327,13 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
     free(r.handles);
     return rc;
   }
-  double t0 = now_s();
+  double t0 = pt_clock_s();
   rc = initial_state(t, cfg->mech, st, &r, err);
   r.win_reserved = r.dev.reserved;
   r.win_allocated = r.allocated;
   if (rc == 0 && r.fault) rc = pt_err_prefix(err, r.fault, "%s: initial state", t->path);
   if (rc == 0) rc = replay(t, cfg->mech, st, &r, out, err);
-  out->seconds = now_s() - t0;
+  out->seconds = pt_clock_s() - t0;
 
   out->peak_reserved_bytes = r.dev.peak_reserved;
   out->peak_allocated_bytes = r.peak_allocated;

@@ -21,12 +21,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
 
+#include "clock.h"
 #include "u64map.h"
 
 enum { H_ROUND, H_SEGMENT, H_PAGE, H_COLLECT, H_N };
@@ -189,12 +189,6 @@ static void *budget_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   return q;
 }
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /*
  * The count hook fires every SLICE instructions.  Besides counting, it looks
  * at the clock: some single instructions and library calls do work in C that
@@ -210,7 +204,7 @@ static void budget_hook(lua_State *L, lua_Debug *ar) {
   case LUA_HOOKCOUNT:
     if (!P->tripped) {
       P->instr_left -= P->slice;
-      double t = now();
+      double t = pt_clock_s();
       if (P->deadline == 0) P->deadline = t + P->max_seconds; /* calls under a slice never read the clock */
       if (P->instr_left <= 0)
         P->tripped = "instruction";

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "paramjson.h"
+
 #define MIB 1048576.0
 #define GIB 1073741824.0
 
@@ -78,24 +80,37 @@ static void fmt_value(char *out, size_t n, double v) {
   else snprintf(out, n, "%.6g", v);
 }
 
-static const char *skip_ws(const char *s) {
-  while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r') s++;
-  return s;
-}
-
-/* Copy a JSON string's content (s at its opening quote); NULL when unterminated. */
-static const char *json_str(const char *s, sbuf *b) {
-  for (s++; *s && *s != '"'; s++) {
-    if (*s == '\\' && s[1]) {
+/* A JSON string's text (escapes as written) for reading: \n, \t and \r as spaces, \uXXXX as written. */
+static void put_unescaped(sbuf *b, const char *s, size_t len) {
+  for (const char *e = s + len; s < e; s++) {
+    if (*s == '\\' && s + 1 < e) {
       s++;
-      char c = *s == 'n' || *s == 't' || *s == 'r' ? ' ' : *s; /* \uXXXX stays as written */
+      char c = *s == 'n' || *s == 't' || *s == 'r' ? ' ' : *s;
       if (*s == 'u') sb_puts(b, "\\u");
       else sb_put(b, &c, 1);
     } else {
       sb_put(b, s, 1);
     }
   }
-  return *s == '"' ? s + 1 : NULL;
+}
+
+/* One member as "name=value" (a number through fmt_value, null as "inf"), space-separated. */
+static int put_member(void *ctx, const pt_pj_member *m) {
+  sbuf *b = ctx;
+  if (b->len) sb_puts(b, " ");
+  put_unescaped(b, m->key, m->keylen);
+  sb_puts(b, "=");
+  char num[48];
+  switch (m->kind) {
+  case PT_PJ_STRING: put_unescaped(b, m->text, m->len); break;
+  case PT_PJ_NULL: sb_puts(b, "inf"); break;
+  case PT_PJ_BOOL: sb_put(b, m->text, m->len); break;
+  case PT_PJ_NUMBER:
+    fmt_value(num, sizeof num, m->num);
+    sb_puts(b, num);
+    break;
+  }
+  return 0;
 }
 
 /*
@@ -107,46 +122,11 @@ static const char *json_str(const char *s, sbuf *b) {
 static void fmt_params(const char *json, uint64_t capacity, char *out, size_t cap) {
   sbuf b = {out, cap, 0};
   out[0] = 0;
-  const char *s = skip_ws(str_or(json, "{}"));
-  if (*s != '{') goto raw;
-  s++;
-  for (int first = 1;; first = 0) {
-    s = skip_ws(s);
-    if (*s == '}') break;
-    if (!first) {
-      if (*s != ',') goto raw;
-      s = skip_ws(s + 1);
-      sb_puts(&b, " ");
-    }
-    if (*s != '"' || !(s = json_str(s, &b))) goto raw;
-    s = skip_ws(s);
-    if (*s != ':') goto raw;
-    s = skip_ws(s + 1);
-    sb_puts(&b, "=");
-    if (*s == '"') {
-      if (!(s = json_str(s, &b))) goto raw;
-    } else if (!strncmp(s, "null", 4)) {
-      sb_puts(&b, "inf");
-      s += 4;
-    } else if (!strncmp(s, "true", 4) || !strncmp(s, "false", 5)) {
-      size_t k = *s == 't' ? 4 : 5;
-      sb_put(&b, s, k);
-      s += k;
-    } else {
-      char *end, num[48];
-      double v = strtod(s, &end);
-      if (end == s) goto raw;
-      fmt_value(num, sizeof num, v);
-      sb_puts(&b, num);
-      s = end;
-    }
+  if (pt_params_json_walk(str_or(json, "{}"), put_member, &b) < 0) {
+    b.len = 0;
+    out[0] = 0;
+    sb_puts(&b, str_or(json, ""));
   }
-  goto cap;
-raw:
-  b.len = 0;
-  out[0] = 0;
-  sb_puts(&b, str_or(json, ""));
-cap:
   if (capacity) {
     char c[48];
     fmt_bytes(c, sizeof c, (double)capacity);

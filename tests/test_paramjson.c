@@ -1,0 +1,108 @@
+/* test_paramjson.c — parameters as JSON: the store key's exact text, and back. */
+#include <math.h>
+#include <string.h>
+
+#include "paramjson.h"
+#include "testutil.h"
+
+static pt_params sample(void) {
+  pt_params p = {0};
+  pt_params_set(&p, "max_split_size_mb", INFINITY);
+  pt_params_set(&p, "garbage_collection_threshold", 0.6);
+  pt_params_set(&p, "roundup_power2_divisions", 0);
+  pt_params_set(&p, "expandable_segments", 1);
+  return p;
+}
+
+/* The store finds a resumed sweep's runs by this text: it must not change. */
+static void test_writer_text(void) {
+  pt_params p = sample();
+  char buf[PT_PARAMS_JSON_MAX];
+  CU_ASSERT_EQUAL(pt_params_json(&p, 1, buf, sizeof buf), 0);
+  CU_ASSERT_STRING_EQUAL(buf, "{\"expandable_segments\":1,\"garbage_collection_threshold\":0.59999999999999998,"
+                              "\"max_split_size_mb\":null,\"roundup_power2_divisions\":0}");
+  CU_ASSERT_EQUAL(pt_params_json(&p, 0, buf, sizeof buf), 0);
+  CU_ASSERT_STRING_EQUAL(buf, "{\"max_split_size_mb\":null,\"garbage_collection_threshold\":0.59999999999999998,"
+                              "\"roundup_power2_divisions\":0,\"expandable_segments\":1}");
+  pt_params none = {0};
+  CU_ASSERT_EQUAL(pt_params_json(&none, 1, buf, sizeof buf), 0);
+  CU_ASSERT_STRING_EQUAL(buf, "{}");
+}
+
+static void test_writer_limit(void) {
+  pt_params p = sample();
+  char small[40];
+  CU_ASSERT_EQUAL(pt_params_json(&p, 1, small, sizeof small), PT_ELIMIT);
+  CU_ASSERT_STRING_EQUAL(small, "");
+  /* the largest pt_params fits PT_PARAMS_JSON_MAX */
+  pt_params big = {0};
+  for (int i = 0; i < PT_MAX_PARAMS; i++) {
+    char name[PT_PARAM_NAME_MAX];
+    memset(name, 'a' + i % 26, sizeof name - 1);
+    name[sizeof name - 1] = 0;
+    name[0] = (char)('A' + i);
+    CU_ASSERT_EQUAL(pt_params_set(&big, name, -1.2345678901234567e-308), 0);
+  }
+  char buf[PT_PARAMS_JSON_MAX];
+  CU_ASSERT_EQUAL(pt_params_json(&big, 1, buf, sizeof buf), 0);
+}
+
+static void test_round_trip(void) {
+  pt_params p = sample(), q;
+  pt_params_set(&p, "tiny", 1e-300);
+  pt_params_set(&p, "third", 1.0 / 3);
+  char buf[PT_PARAMS_JSON_MAX], again[PT_PARAMS_JSON_MAX];
+  for (int sorted = 0; sorted < 2; sorted++) {
+    CU_ASSERT_EQUAL_FATAL(pt_params_json(&p, sorted, buf, sizeof buf), 0);
+    CU_ASSERT_EQUAL_FATAL(pt_params_from_json(buf, &q), 0);
+    CU_ASSERT_EQUAL(q.n, p.n);
+    for (int i = 0; i < p.n; i++) {
+      double v = pt_params_get(&q, p.v[i].name, NAN);
+      CU_ASSERT(v == p.v[i].value); /* exact: %.17g round-trips a double; null is inf again */
+    }
+    CU_ASSERT_EQUAL(pt_params_json(&q, sorted, again, sizeof again), 0);
+    CU_ASSERT_STRING_EQUAL(again, buf);
+  }
+  CU_ASSERT_EQUAL(pt_params_from_json(" { \"a\" : 1 , \"b\":null } ", &q), 0);
+  CU_ASSERT_EQUAL(q.n, 2);
+  CU_ASSERT(isinf(pt_params_get(&q, "b", 0)));
+}
+
+static void test_parser_refuses(void) {
+  const char *bad[] = {"", "[]", "{", "{\"a\":}", "{\"a\" 1}", "{\"a\":1 \"b\":2}", "{\"a\":\"x\"}", "{\"a\":true}",
+                       "{a:1}", "{\"unterminated:1}", "{\"a\\\"b\":1}",
+                       "{\"a_name_longer_than_the_forty_seven_bytes_a_name_may_have\":1}"};
+  pt_params q;
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) CU_ASSERT_EQUAL(pt_params_from_json(bad[i], &q), PT_EFORMAT);
+}
+
+static int count_members(void *ctx, const pt_pj_member *m) {
+  int *n = ctx;
+  static const pt_pj_kind want[] = {PT_PJ_STRING, PT_PJ_BOOL, PT_PJ_NULL, PT_PJ_NUMBER};
+  CU_ASSERT_EQUAL(m->kind, want[*n % 4]);
+  return ++*n == 5 ? -99 : 0;
+}
+
+/* The walker reads what the report shows: strings and booleans too, keys with escapes as written. */
+static void test_walk(void) {
+  int n = 0;
+  CU_ASSERT_EQUAL(pt_params_json_walk("{\"k\\\"q\":\"v\",\"b\":false,\"n\":null,\"x\":-2.5e3}", count_members, &n), 0);
+  CU_ASSERT_EQUAL(n, 4);
+  n = 0;
+  CU_ASSERT_EQUAL(pt_params_json_walk("{\"a\":\"1\",\"b\":true,\"c\":null,\"d\":4,\"e\":\"5\",\"f\":6}", count_members, &n), -99);
+  CU_ASSERT_EQUAL(n, 5);
+  n = 0;
+  CU_ASSERT_EQUAL(pt_params_json_walk(NULL, count_members, &n), 0);
+  CU_ASSERT_EQUAL(n, 0);
+}
+
+int pt_test_add_paramjson(void) {
+  CU_pSuite s = CU_add_suite("paramjson", NULL, NULL);
+  if (!s) return CU_get_error();
+  CU_add_test(s, "the writer's text is the store key's, sorted or in declared order", test_writer_text);
+  CU_add_test(s, "a buffer too small is PT_ELIMIT; the largest parameters fit the maximum", test_writer_limit);
+  CU_add_test(s, "written, parsed and written again: the same values and text", test_round_trip);
+  CU_add_test(s, "the parser refuses what the writer never writes", test_parser_refuses);
+  CU_add_test(s, "the walker yields each member's kind and stops on the callback's error", test_walk);
+  return CU_get_error();
+}
