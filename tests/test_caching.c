@@ -40,7 +40,7 @@ static void setup(fixture *f, uint64_t capacity) {
 static void create(fixture *f) {
   pt_mech_env env = {.dev = &f->dev, .counters = &f->counters, .params = &f->params, .hooks = &f->hooks, .err = &f->err,
                      .allocated = &f->allocated, .fault = &f->fault};
-  CU_ASSERT_EQUAL_FATAL(pt_mech_caching.create(&env, &f->st), 0);
+  CU_ASSERT_EQUAL_FATAL(pt_mech_create(&pt_mech_caching, &env, &f->st), 0);
 }
 
 static uint64_t alloc(fixture *f, uint64_t bytes, uint64_t stream) {
@@ -217,7 +217,7 @@ static void test_bad_params(void) {
   setup(&f, 0);
   pt_params_set(&f.params, "roundup_power2_divisions", 3);
   pt_mech_env env = {.dev = &f.dev, .counters = &f.counters, .params = &f.params, .hooks = &f.hooks, .err = &f.err};
-  CU_ASSERT(pt_mech_caching.create(&env, &f.st) < 0);
+  CU_ASSERT(pt_mech_create(&pt_mech_caching, &env, &f.st) < 0);
   CU_ASSERT_PTR_NOT_NULL(strstr(f.err.msg, "power of two"));
 }
 

@@ -172,7 +172,7 @@ static outcome run(const pt_mech_ops *m, long fail_at) {
   pt_mech_env env = {.dev = &dev, .counters = &ctr, .params = &params, .hooks = &hooks,
                      .allocated = &allocated, .fault = &fault, .err = &err};
   void *st = NULL;
-  CU_ASSERT_EQUAL_FATAL(m->create(&env, &st), 0);
+  CU_ASSERT_EQUAL_FATAL(pt_mech_create(m, &env, &st), 0);
   uint64_t live[64], bytes[64], seed = 42;
   size_t n = 0;
   static const uint64_t sizes[] = {512, 4000, 300000, 1 << 20, (1 << 20) + 512, 3 * MIB, 9 * MIB, 12 * MIB, 21 * MIB, 60 * MIB};

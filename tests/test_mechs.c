@@ -5,6 +5,7 @@
  * and the expandable model replayed over a real PyTorch trace captured with
  * expandable_segments:True.
  */
+#include <math.h>
 #include <string.h>
 
 #include "calllog.h"
@@ -40,7 +41,7 @@ static void rig_init(rig *r, const pt_mech_ops *ops, uint64_t capacity) {
 static int rig_start(rig *r) {
   pt_mech_env env = {.dev = &r->dev, .counters = &r->ctr, .params = &r->params, .hooks = &r->hooks, .err = &r->err,
                      .allocated = &r->allocated, .fault = &r->fault};
-  return r->ops->create(&env, &r->st);
+  return pt_mech_create(r->ops, &env, &r->st);
 }
 
 static void rig_done(rig *r) {
@@ -1103,27 +1104,52 @@ static void test_log_walk_refuses(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "driver call 3: an address_free of a reservation with pages still mapped"));
 }
 
+/*
+ * Every mechanism's declared parameters (caching's too) are checked in one
+ * place, pt_mech_create: each default passes; a value past the range, a
+ * fraction where a whole number is wanted, an odd one where an even one is,
+ * a non-power of two and a flag of 0.5 are refused, naming the parameter.
+ */
 static void test_params(void) {
-  static const char *const names[] = {"direct", "expandable", "async_pool", "stitch"};
-  for (size_t i = 0; i < sizeof mechs / sizeof mechs[0]; i++) {
-    const pt_mech_ops *m = mechs[i];
-    CU_ASSERT_STRING_EQUAL(m->name, names[i]);
+  const pt_mech_ops *all[] = {&pt_mech_direct, &pt_mech_caching, &pt_mech_expandable, &pt_mech_async_pool,
+                              &pt_mech_stitch};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+    const pt_mech_ops *m = all[i];
     CU_ASSERT_PTR_NOT_NULL_FATAL(m->params);
+    CU_ASSERT_PTR_NOT_NULL(m->empty_cache);
+    rig r; /* the defaults */
+    rig_init(&r, m, 0);
+    CU_ASSERT_EQUAL(rig_start(&r), 0);
+    rig_done(&r);
     for (const pt_mech_param *p = m->params; p->name; p++) {
       CU_ASSERT(p->min <= p->max);
+      CU_ASSERT(p->dflt >= p->min && p->dflt <= p->max);
       CU_ASSERT_PTR_NOT_NULL(p->doc);
-      rig r; /* out of range: refused, with a message */
-      rig_init(&r, m, 0);
-      CU_ASSERT_EQUAL(pt_params_set(&r.params, p->name, p->max * 2 + 1), 0);
-      CU_ASSERT_EQUAL(rig_start(&r), PT_EUSAGE);
-      CU_ASSERT(strstr(r.err.msg, p->name) != NULL);
+      double bad[4];
+      int nbad = 0;
+      bad[nbad++] = isinf(p->max) ? p->min - 1 : p->max * 2 + 1;
+      if (p->kind != PT_PARAM_REAL) bad[nbad++] = p->min + 0.5;
+      if (p->kind == PT_PARAM_EVEN) bad[nbad++] = p->min + 1;
+      if (p->kind == PT_PARAM_POW2) bad[nbad++] = 3;
+      for (int k = 0; k < nbad; k++) {
+        rig_init(&r, m, 0);
+        CU_ASSERT_EQUAL(pt_params_set(&r.params, p->name, bad[k]), 0);
+        CU_ASSERT_EQUAL(rig_start(&r), PT_EUSAGE);
+        CU_ASSERT(strstr(r.err.msg, p->name) != NULL);
+        CU_ASSERT(strstr(r.err.msg, m->name) == r.err.msg);
+        if (r.st) rig_done(&r);
+      }
     }
-    CU_ASSERT_PTR_NOT_NULL(m->empty_cache);
   }
   rig r;
   rig_init(&r, &pt_mech_expandable, 0);
   CU_ASSERT_EQUAL(pt_params_set(&r.params, "large_segment_size_mb", 21), 0); /* not whole 2 MiB pages */
   CU_ASSERT_EQUAL(rig_start(&r), PT_EUSAGE);
+  CU_ASSERT_PTR_NOT_NULL(strstr(r.err.msg, "expandable: large_segment_size_mb must be an even whole number from 12 to 4096, not 21"));
+  rig_init(&r, &pt_mech_caching, 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "roundup_power2_divisions", 6), 0);
+  CU_ASSERT_EQUAL(rig_start(&r), PT_EUSAGE);
+  CU_ASSERT_PTR_NOT_NULL(strstr(r.err.msg, "caching: roundup_power2_divisions must be 0 or a power of two"));
 }
 
 int pt_test_add_mechs(void) {

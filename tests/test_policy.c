@@ -236,8 +236,8 @@ static void test_set(void) {
   CU_ASSERT_EQUAL(pt_policy_set(pol, "max_split_size_mb=512", &err), 0);
   CU_ASSERT_EQUAL(pt_policy_set(pol, "max_split_size_mb=inf", &err), 0);
   CU_ASSERT(isinf(param_value(pol, "max_split_size_mb")));
-  set_fails(pol, "max_split_size_mb=10", "10 lies outside what the caching mechanism accepts, [20, inf]");
-  set_fails(pol, "garbage_collection_threshold=-0.5", "-0.5 lies outside what the caching mechanism accepts");
+  set_fails(pol, "max_split_size_mb=10", "10 is not what the caching mechanism accepts: a number from 20 to inf");
+  set_fails(pol, "garbage_collection_threshold=-0.5", "-0.5 is not what the caching mechanism accepts: a number from 0 to 1");
   set_fails(pol, "pages=1", "(declared: max_split_size_mb, max_non_split_rounding_mb, "
                             "garbage_collection_threshold, roundup_power2_divisions)");
   pt_policy_free(pol);
@@ -565,7 +565,7 @@ static void test_bad_tables(void) {
                PT_EFORMAT, 3, "range [0, 2] reaches outside what the caching mechanism accepts, [0, 1]");
   buffer_fails("return { name = 'x', mechanism = 'caching', params = {\n"
                "  max_split_size_mb = { default = 10 } } }\n",
-               PT_EFORMAT, 2, "default 10 lies outside what the caching mechanism accepts, [20, inf]");
+               PT_EFORMAT, 2, "default 10 is not what the caching mechanism accepts: a number from 20 to inf");
   /* ... while parameters it does not know are the hooks' business */
   pt_policy *pol = buffer_ok("return { name = 'x', mechanism = 'direct', params = {\n"
                              "  anything = { default = -5, range = {-10, 10} } } }\n",

@@ -320,7 +320,7 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   pt_mech_env env = {.dev = &r.dev, .counters = &r.counters, .params = &params, .hooks = &cfg->hooks,
                      .allocated = &r.allocated, .fault = &r.fault, .err = err};
   void *st = NULL;
-  if (rc == 0) rc = cfg->mech->create(&env, &st);
+  if (rc == 0) rc = pt_mech_create(cfg->mech, &env, &st);
   if (rc < 0) {
     pt_tlb_destroy(r.tlb);
     pt_pagetable_destroy(r.pt);

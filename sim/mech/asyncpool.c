@@ -502,24 +502,18 @@ static int place(async_state *st, uint64_t size, ablock **out) {
 /* ---- the mechanism ------------------------------------------------------ */
 
 static const pt_mech_param async_params[] = {
-    {"release_threshold", 0, MAX_THRESHOLD,
+    {"release_threshold", 0, MAX_THRESHOLD, PT_PARAM_WHOLE, 0,
      "bytes the pool keeps at a synchronisation point (cudaMemPoolAttrReleaseThreshold); default 0 as CUDA's default pool"},
-    {"trim_every_free", 0, 1,
+    {"trim_every_free", 0, 1, PT_PARAM_FLAG, 0,
      "1: every free is a synchronisation point; 0 (default): only a free that leaves the pool unused"},
-    {"chunk_mb", 2, 1024,
+    {"chunk_mb", 2, 1024, PT_PARAM_EVEN, 32,
      "MiB of backing the pool adds, maps and moves at a time, a multiple of 2; default 32, measured on the H200"},
-    {NULL, 0, 0, NULL}};
+    {NULL, 0, 0, PT_PARAM_REAL, 0, NULL}};
 
 static int async_create(const pt_mech_env *env, void **state) {
-  double thr = pt_params_get(env->params, "release_threshold", 0);
-  double every = pt_params_get(env->params, "trim_every_free", 0);
-  double chunk = pt_params_get(env->params, "chunk_mb", 32);
-  if (!(thr >= 0 && thr <= MAX_THRESHOLD) || thr != (double)(uint64_t)thr)
-    return pt_err_set(env->err, PT_EUSAGE, "async_pool: release_threshold must be a whole number of bytes from 0 to 2^50, not %g", thr);
-  if (every != 0 && every != 1)
-    return pt_err_set(env->err, PT_EUSAGE, "async_pool: trim_every_free must be 0 or 1, not %g", every);
-  if (!(chunk >= 2 && chunk <= 1024) || chunk != (double)(2 * (uint64_t)(chunk / 2)))
-    return pt_err_set(env->err, PT_EUSAGE, "async_pool: chunk_mb must be an even number of MiB from 2 to 1024 (whole 2 MiB pages), not %g", chunk);
+  double thr = pt_mech_param_get(async_params, "release_threshold", env->params);
+  double every = pt_mech_param_get(async_params, "trim_every_free", env->params);
+  double chunk = pt_mech_param_get(async_params, "chunk_mb", env->params);
   async_state *st = calloc(1, sizeof *st);
   if (st) pt_slab_init(&st->blocks, sizeof(ablock), SLAB_BLOCKS);
   if (!st) return pt_err_set(env->err, PT_ENOMEM, "async_pool: out of memory");

@@ -76,15 +76,15 @@ static block *block_new(caching *c) {
 static void block_dispose(caching *c, block *b) { pt_slab_drop(&c->blocks, b); }
 
 static const pt_mech_param caching_params[] = {
-    {"max_split_size_mb", 20, INFINITY,
+    {"max_split_size_mb", 20, INFINITY, PT_PARAM_REAL, INFINITY,
      "blocks this large (MiB) are never split; inf = unlimited (PyTorch's default)"},
-    {"max_non_split_rounding_mb", 0, INFINITY,
+    {"max_non_split_rounding_mb", 0, INFINITY, PT_PARAM_REAL, 20,
      "an unsplittable request may take a cached block up to this much (MiB) larger (default 20)"},
-    {"garbage_collection_threshold", 0, 1,
+    {"garbage_collection_threshold", 0, 1, PT_PARAM_REAL, 0,
      "under a cap, reclaim cached blocks once reserved exceeds this fraction of it (0 = off)"},
-    {"roundup_power2_divisions", 0, 1 << 20,
+    {"roundup_power2_divisions", 0, 1 << 20, PT_PARAM_POW2, 0,
      "round sizes up to one of N divisions of their power-of-two interval (0 = off; a power of two)"},
-    {NULL, 0, 0, NULL}};
+    {NULL, 0, 0, PT_PARAM_REAL, 0, NULL}};
 
 /* ---- sizes ------------------------------------------------------------------ */
 
@@ -425,17 +425,13 @@ static int caching_create(const pt_mech_env *env, void **state) {
   c->env = *env;
   pt_slab_init(&c->blocks, sizeof(block), 256);
   c->small.is_small = 1;
-  double split_mb = pt_params_get(env->params, "max_split_size_mb", INFINITY);
-  double rounding_mb = pt_params_get(env->params, "max_non_split_rounding_mb", 20);
-  double rp2 = pt_params_get(env->params, "roundup_power2_divisions", 0);
-  c->gc_threshold = pt_params_get(env->params, "garbage_collection_threshold", 0);
+  double split_mb = pt_mech_param_get(caching_params, "max_split_size_mb", env->params);
+  double rounding_mb = pt_mech_param_get(caching_params, "max_non_split_rounding_mb", env->params);
+  double rp2 = pt_mech_param_get(caching_params, "roundup_power2_divisions", env->params);
+  c->gc_threshold = pt_mech_param_get(caching_params, "garbage_collection_threshold", env->params);
   c->max_split = isinf(split_mb) || split_mb >= (double)(UNLIMITED / MB) ? UNLIMITED : (uint64_t)split_mb * MB;
   c->max_non_split_rounding = isinf(rounding_mb) ? UNLIMITED : (uint64_t)rounding_mb * MB;
-  unsigned div = (unsigned)rp2;
-  if (div & (div - 1)) {
-    free(c);
-    return pt_err_set(env->err, PT_EUSAGE, "roundup_power2_divisions must be a power of two, not %u", div);
-  }
+  unsigned div = (unsigned)rp2; /* 0 or a power of two (pt_mech_create) */
   for (int i = 0; i < RP2_INTERVALS; i++) c->rp2[i] = div;
   *state = c;
   return 0;

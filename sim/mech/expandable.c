@@ -452,23 +452,16 @@ static int release_cached(exp_state *st) {
 /* ---- the mechanism ------------------------------------------------------ */
 
 static const pt_mech_param exp_params[] = {
-    {"device_total_bytes", 2097152, 1125899906842624.0,
+    {"device_total_bytes", 2097152, 1125899906842624.0, PT_PARAM_WHOLE, (double)H200_TOTAL,
      "GPU memory (totalGlobalMem): each segment reserves VA for 1.125 times it; default the GPU description's "
      "memory_bytes, or without one 150109880320 (the H200 the bundled traces were captured on)"},
-    {"large_segment_size_mb", 12, 4096,
+    {"large_segment_size_mb", 12, 4096, PT_PARAM_EVEN, 20,
      "large-pool page (handle) size in MiB, even (PyTorch large_segment_size_mb); default 20"},
-    {NULL, 0, 0, NULL}};
+    {NULL, 0, 0, PT_PARAM_REAL, 0, NULL}};
 
 static int exp_create(const pt_mech_env *env, void **state) {
-  double total = pt_params_get(env->params, "device_total_bytes", (double)H200_TOTAL);
-  double large = pt_params_get(env->params, "large_segment_size_mb", 20);
-  if (!(total >= exp_params[0].min && total <= exp_params[0].max) || total != (double)(uint64_t)total)
-    return pt_err_set(env->err, PT_EUSAGE, "expandable: device_total_bytes must be a whole number from 2 MiB to 2^50, not %g",
-                      total);
-  if (!(large >= exp_params[1].min && large <= exp_params[1].max) || large != (double)(uint64_t)large ||
-      (uint64_t)large % 2)
-    return pt_err_set(env->err, PT_EUSAGE, "expandable: large_segment_size_mb must be an even whole number from 12 to 4096, not %g",
-                      large);
+  double total = pt_mech_param_get(exp_params, "device_total_bytes", env->params);
+  double large = pt_mech_param_get(exp_params, "large_segment_size_mb", env->params);
   exp_state *st = calloc(1, sizeof *st);
   if (st) pt_slab_init(&st->blocks, sizeof(eblock), SLAB_BLOCKS);
   if (!st) return pt_err_set(env->err, PT_ENOMEM, "expandable: out of memory");

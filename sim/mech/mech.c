@@ -3,6 +3,7 @@
 
 #include "bset.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,6 +35,45 @@ int pt_params_set(pt_params *p, const char *name, double value) {
   p->v[p->n].value = value;
   p->n++;
   return 0;
+}
+
+static const char *const kind_names[] = {"a number", "a whole number", "an even whole number",
+                                         "0 or a power of two", "0 or 1"};
+
+const char *pt_mech_param_violation(const pt_mech_param *mp, double v, char *buf, size_t n) {
+  int ok = v >= mp->min && v <= mp->max; /* false for nan */
+  if (ok && mp->kind != PT_PARAM_REAL) {
+    ok = isfinite(v) && v == floor(v);
+    uint64_t u = ok ? (uint64_t)v : 0;
+    if (ok && mp->kind == PT_PARAM_EVEN) ok = u % 2 == 0;
+    if (ok && mp->kind == PT_PARAM_POW2) ok = (u & (u - 1)) == 0;
+    if (ok && mp->kind == PT_PARAM_FLAG) ok = u <= 1;
+  }
+  if (ok) return NULL;
+  if (mp->kind == PT_PARAM_FLAG) snprintf(buf, n, "%s", kind_names[mp->kind]);
+  else snprintf(buf, n, "%s from %.17g to %.17g", kind_names[mp->kind], mp->min, mp->max);
+  return buf;
+}
+
+double pt_mech_param_get(const pt_mech_param *table, const char *name, const pt_params *p) {
+  for (; table->name; table++)
+    if (!strcmp(table->name, name)) return pt_params_get(p, name, table->dflt);
+  return pt_params_get(p, name, NAN);
+}
+
+int pt_mech_check_params(const pt_mech_ops *m, const pt_params *p, pt_err *err) {
+  for (const pt_mech_param *mp = m->params; mp && mp->name; mp++) {
+    char what[128];
+    double v = pt_params_get(p, mp->name, mp->dflt);
+    if (pt_mech_param_violation(mp, v, what, sizeof what))
+      return pt_err_set(err, PT_EUSAGE, "%s: %s must be %s, not %.17g", m->name, mp->name, what, v);
+  }
+  return 0;
+}
+
+int pt_mech_create(const pt_mech_ops *m, const pt_mech_env *env, void **state) {
+  int rc = pt_mech_check_params(m, env->params, env->err);
+  return rc < 0 ? rc : m->create(env, state);
 }
 
 void pt_mech_set_insert(const pt_mech_env *env, pt_bset *s, pt_bnode *n) {

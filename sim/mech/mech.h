@@ -76,16 +76,33 @@ typedef struct pt_mech_env {
   pt_err *err;                  /* where hook errors and bad parameters are described */
 } pt_mech_env;
 
-/* A known parameter: name, allowed range, and a check beyond the range. */
+/* What values a parameter takes besides its range. */
+enum pt_param_kind {
+  PT_PARAM_REAL,    /* any number in range (infinity where max is) */
+  PT_PARAM_WHOLE,   /* a whole number */
+  PT_PARAM_EVEN,    /* an even whole number */
+  PT_PARAM_POW2,    /* 0 or a power of two */
+  PT_PARAM_FLAG     /* 0 or 1 */
+};
+
+/* A known parameter: name, allowed range and kind, its default, what it does. */
 typedef struct pt_mech_param {
   const char *name;
   double min, max;
+  enum pt_param_kind kind;
+  double dflt;
   const char *doc;
 } pt_mech_param;
+
+/* NULL when v is a value mp allows; else what it must be ("an even whole number from 12 to 4096"), in buf. */
+const char *pt_mech_param_violation(const pt_mech_param *mp, double v, char *buf, size_t n);
+/* The value of the table's parameter name in p, or its default. */
+double pt_mech_param_get(const pt_mech_param *table, const char *name, const pt_params *p);
 
 typedef struct pt_mech_ops {
   const char *name;
   const pt_mech_param *params;  /* terminated by a NULL name */
+  /* called through pt_mech_create, which has checked env->params against params */
   int (*create)(const pt_mech_env *env, void **state /* OUT */);
   /* initial state, before any request: a segment, then blocks inside segments */
   int (*init_segment)(void *state, uint64_t addr, uint64_t bytes, uint64_t stream, int expandable);
@@ -133,6 +150,15 @@ static inline int pt_mech_round(const pt_mech_env *env, const char *who, uint64_
 int pt_mech_check_hook_size(const pt_mech_env *env, const char *who, const char *hook, uint64_t in, uint64_t out);
 /* The policy's should_collect, told reserved (the books) and allocated (the caller's); 0 without a hook. */
 int pt_mech_should_collect(const pt_mech_env *env, int *yes /* OUT */);
+
+/*
+ * A mechanism made after every parameter it declares (m->params) is checked
+ * against its table: the one check every caller (the engine, the tests, the
+ * allocator library) gets.  Names the table does not know are the policy's
+ * own and pass.  PT_EUSAGE: "MECH: NAME must be WHAT, not V".
+ */
+int pt_mech_check_params(const pt_mech_ops *m, const pt_params *p, pt_err *err);
+int pt_mech_create(const pt_mech_ops *m, const pt_mech_env *env, void **state /* OUT */);
 
 /* Look a mechanism up by name; NULL when unknown. */
 const pt_mech_ops *pt_mech_find(const char *name);

@@ -465,18 +465,14 @@ static int release_all(stitch_state *st) {
 /* ---- the mechanism ------------------------------------------------------ */
 
 static const pt_mech_param stitch_params[] = {
-    {"stitch_min_bytes", 2097152, MAX_BYTES,
+    {"stitch_min_bytes", 2097152, MAX_BYTES, PT_PARAM_WHOLE, 2097152,
      "least whole-page extent of a free block for its pages to be stitched; default 2 MiB"},
-    {"max_stitched", 0, 1000000, "stitched ranges kept mapped after their allocation is freed; default 64"},
-    {NULL, 0, 0, NULL}};
+    {"max_stitched", 0, 1000000, PT_PARAM_WHOLE, 64, "stitched ranges kept mapped after their allocation is freed; default 64"},
+    {NULL, 0, 0, PT_PARAM_REAL, 0, NULL}};
 
 static int stitch_create(const pt_mech_env *env, void **state) {
-  double min = pt_params_get(env->params, "stitch_min_bytes", (double)PAGE);
-  double cap = pt_params_get(env->params, "max_stitched", 64);
-  if (!(min >= stitch_params[0].min && min <= stitch_params[0].max) || min != (double)(uint64_t)min)
-    return pt_err_set(env->err, PT_EUSAGE, "stitch: stitch_min_bytes must be a whole number from 2 MiB to 2^50, not %g", min);
-  if (!(cap >= 0 && cap <= stitch_params[1].max) || cap != (double)(uint64_t)cap)
-    return pt_err_set(env->err, PT_EUSAGE, "stitch: max_stitched must be a whole number from 0 to 1000000, not %g", cap);
+  double min = pt_mech_param_get(stitch_params, "stitch_min_bytes", env->params);
+  double cap = pt_mech_param_get(stitch_params, "max_stitched", env->params);
   stitch_state *st = calloc(1, sizeof *st);
   if (st) pt_slab_init(&st->blocks, sizeof(sblock), SLAB_BLOCKS);
   if (!st) return pt_err_set(env->err, PT_ENOMEM, "stitch: out of memory");

@@ -656,7 +656,7 @@ static const char *opt_string(lua_State *L, int t, const char *key, int line, si
 
 /* The problem with v for pr, or NULL when v is acceptable. */
 static const char *value_problem(const pt_policy *P, const param *pr, double v, char *why, size_t n) {
-  char a[40], b[40], c[40];
+  char a[40], b[40], c[40], w[128];
   const pt_policy_param *q = &pr->pub;
   fmt_num(v, a, sizeof a);
   if (isnan(v)) {
@@ -674,9 +674,8 @@ static const char *value_problem(const pt_policy *P, const param *pr, double v, 
     for (k = 0; k < q->nchoices && at < n; k++)
       at += (size_t)snprintf(why + at, n - at, "%s%s", k ? ", " : "", fmt_num(q->choices[k], b, sizeof b));
     if (at < n) snprintf(why + at, n - at, "}");
-  } else if (pr->mech && (v < pr->mech->min || v > pr->mech->max)) {
-    snprintf(why, n, "%s lies outside what the %s mechanism accepts, [%s, %s]", a, P->mech->name,
-             fmt_num(pr->mech->min, b, sizeof b), fmt_num(pr->mech->max, c, sizeof c));
+  } else if (pr->mech && pt_mech_param_violation(pr->mech, v, w, sizeof w)) {
+    snprintf(why, n, "%s is not what the %s mechanism accepts: %s", a, P->mech->name, w);
   } else {
     return NULL;
   }
@@ -695,7 +694,7 @@ static void read_param(lua_State *L, pt_policy *P, param *pr, int pline) {
   static const char *const known[] = {"default", "range", "choices", "scale", "integer", "doc", NULL};
   int t = lua_gettop(L);
   const char *nm = pr->name;
-  char a[40], b[40], c[40], d[40], why[PT_ERRMSG_MAX];
+  char a[40], b[40], c[40], d[40], w[128], why[PT_ERRMSG_MAX];
   if (lua_type(L, t) != LUA_TTABLE)
     bad(L, pline, "params.%s must be a table {default = ..., range = {lo, hi} | choices = {...}}, not a %s",
         nm, luaL_typename(L, t));
@@ -781,10 +780,9 @@ static void read_param(lua_State *L, pt_policy *P, param *pr, int pline) {
         bad(L, cline, "params.%s: choice %s is not an integer", nm, fmt_num(v, a, sizeof a));
       if (q->log_scale && v <= 0)
         bad(L, cline, "params.%s: a log scale needs choices above 0, not %s", nm, fmt_num(v, a, sizeof a));
-      if (pr->mech && (v < pr->mech->min || v > pr->mech->max))
-        bad(L, cline, "params.%s: choice %s lies outside what the %s mechanism accepts, [%s, %s]", nm,
-            fmt_num(v, a, sizeof a), P->mech->name, fmt_num(pr->mech->min, b, sizeof b),
-            fmt_num(pr->mech->max, c, sizeof c));
+      if (pr->mech && pt_mech_param_violation(pr->mech, v, w, sizeof w))
+        bad(L, cline, "params.%s: choice %s is not what the %s mechanism accepts: %s", nm, fmt_num(v, a, sizeof a),
+            P->mech->name, w);
     }
     q->nchoices = (int)nc;
     q->choices = pr->choices;
