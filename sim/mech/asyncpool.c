@@ -105,6 +105,7 @@
 #include "bset.h"
 #include "mech.h"
 #include "slab.h"
+#include "span.h"
 
 #define MIB (UINT64_C(1) << 20)
 #define MIN_BLOCK UINT64_C(512)
@@ -396,10 +397,7 @@ static int over_cap(async_state *st, const aplace *pl) {
 static void split_front(async_state *st, ablock *b, uint64_t size) {
   if (b->size == size) return;
   ablock *rest = take_block(st, b->seg, b->addr + size, b->size - size);
-  rest->prev = b;
-  rest->next = b->next;
-  if (b->next) b->next->prev = rest;
-  b->next = rest;
+  PT_SPAN_LINK_AFTER(b, rest);
   b->size = size;
   if (b == st->last)
     st->last = rest; /* the top: not in the free set */
@@ -557,15 +555,7 @@ static void merge(async_state *st, ablock *b, ablock *nb) {
     st->last = b; /* the top: in no set */
   else
     free_remove(st, nb);
-  if (nb == b->prev) {
-    b->addr = nb->addr;
-    b->prev = nb->prev;
-    if (b->prev) b->prev->next = b;
-  } else {
-    b->next = nb->next;
-    if (b->next) b->next->prev = b;
-  }
-  b->size += nb->size;
+  PT_SPAN_ABSORB(b, nb);
   drop_block(st, nb);
 }
 
@@ -640,18 +630,12 @@ static int async_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_t
   free_remove(st, b);
   if (addr > b->addr) { /* free part before */
     ablock *f = take_block(st, c, b->addr, addr - b->addr);
-    f->next = b;
-    f->prev = b->prev;
-    if (b->prev) b->prev->next = f;
-    b->prev = f;
+    PT_SPAN_LINK_BEFORE(b, f);
     free_insert(st, f);
   }
   if (addr + size < b->addr + b->size) { /* free part after */
     ablock *g = take_block(st, c, addr + size, b->addr + b->size - (addr + size));
-    g->prev = b;
-    g->next = b->next;
-    if (b->next) b->next->prev = g;
-    b->next = g;
+    PT_SPAN_LINK_AFTER(b, g);
     free_insert(st, g);
   }
   b->addr = addr;

@@ -26,6 +26,7 @@
 #include "bset.h"
 #include "mech.h"
 #include "slab.h"
+#include "span.h"
 
 #define MIN_BLOCK (UINT64_C(512))
 #define SMALL_SIZE (UINT64_C(1) << 20)      /* largest request of the small pool */
@@ -282,10 +283,7 @@ static int split_front(caching *c, block *b, uint64_t size) {
     block_dispose(c, rest);
     return rc;
   }
-  rest->prev = b;
-  rest->next = b->next;
-  if (rest->next) rest->next->prev = rest;
-  b->next = rest;
+  PT_SPAN_LINK_AFTER(b, rest);
   b->size = size;
   return 0;
 }
@@ -326,15 +324,7 @@ static int caching_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t 
 /* Merge src into dst when src is a free neighbour (try_merge_blocks). */
 static void try_merge(caching *c, block *dst, block *src) {
   if (!src || src->allocated) return;
-  if (src == dst->prev) {
-    dst->addr = src->addr;
-    dst->prev = src->prev;
-    if (dst->prev) dst->prev->next = dst;
-  } else {
-    dst->next = src->next;
-    if (dst->next) dst->next->prev = dst;
-  }
-  dst->size += src->size;
+  PT_SPAN_ABSORB(dst, src);
   pool_erase(src->pool, src);
   block_dispose(c, src);
 }

@@ -48,6 +48,7 @@
 #include "bset.h"
 #include "mech.h"
 #include "slab.h"
+#include "span.h"
 
 #define MIB (UINT64_C(1) << 20)
 #define MIN_BLOCK UINT64_C(512)       /* kMinBlockSize */
@@ -122,19 +123,9 @@ static void drop_block(exp_state *st, eblock *b) {
   pt_slab_drop(&st->blocks, b);
 }
 
-static void link_after(eblock *at, eblock *b) {
-  b->prev = at;
-  b->next = at->next;
-  if (at->next) at->next->prev = b;
-  at->next = b;
-}
+static void link_after(eblock *at, eblock *b) { PT_SPAN_LINK_AFTER(at, b); }
 
-static void link_before(eblock *at, eblock *b) {
-  b->next = at;
-  b->prev = at->prev;
-  if (at->prev) at->prev->next = b;
-  at->prev = b;
-}
+static void link_before(eblock *at, eblock *b) { PT_SPAN_LINK_BEFORE(at, b); }
 
 static void free_insert(exp_state *st, eblock *b) {
   b->node.key = (pt_bkey){b->seg->stream, b->size, b->addr};
@@ -193,15 +184,7 @@ static void try_merge(exp_state *st, eblock *dst, eblock *src) {
     free_remove(st, src);
   else
     unmapped_remove(st, src);
-  if (src == dst->prev) {
-    dst->addr = src->addr;
-    dst->prev = src->prev;
-    if (dst->prev) dst->prev->next = dst;
-  } else {
-    dst->next = src->next;
-    if (dst->next) dst->next->prev = dst;
-  }
-  dst->size += src->size;
+  PT_SPAN_ABSORB(dst, src);
   drop_block(st, src);
 }
 
@@ -607,18 +590,7 @@ static int exp_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_t s
   int rc = ensure_spare(st, 2);
   if (rc < 0) return rc;
   free_remove(st, b);
-  if (addr > b->addr) {
-    eblock *f = take_block(st, b->seg, b->addr, addr - b->addr, 1);
-    link_before(b, f);
-    free_insert(st, f);
-  }
-  if (addr + size < b->addr + b->size) {
-    eblock *f = take_block(st, b->seg, addr + size, b->addr + b->size - (addr + size), 1);
-    link_after(b, f);
-    free_insert(st, f);
-  }
-  b->addr = addr;
-  b->size = size;
+  carve(st, b, addr, size);
   b->allocated = 1;
   *handle = (uint64_t)(uintptr_t)b;
   return 0;

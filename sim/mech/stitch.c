@@ -45,6 +45,7 @@
 #include "bset.h"
 #include "mech.h"
 #include "slab.h"
+#include "span.h"
 
 #define MIB (UINT64_C(1) << 20)
 #define PAGE (2 * MIB)                  /* handle size: the VMM granularity */
@@ -163,20 +164,14 @@ static void free_erase(stitch_state *st, sblock *b) {
 static sblock *carve(stitch_state *st, sblock *b, uint64_t a, uint64_t len) {
   if (a > b->addr) {
     sblock *m = take_block(st, b->pr, a, b->addr + b->size - a);
-    m->prev = b;
-    m->next = b->next;
-    if (b->next) b->next->prev = m;
-    b->next = m;
+    PT_SPAN_LINK_AFTER(b, m);
     b->size = a - b->addr;
     free_insert(st, b);
     b = m;
   }
   if (b->size > len) {
     sblock *r = take_block(st, b->pr, a + len, b->size - len);
-    r->prev = b;
-    r->next = b->next;
-    if (b->next) b->next->prev = r;
-    b->next = r;
+    PT_SPAN_LINK_AFTER(b, r);
     b->size = len;
     free_insert(st, r);
   }
@@ -187,19 +182,15 @@ static sblock *carve(stitch_state *st, sblock *b, uint64_t a, uint64_t len) {
 static void make_free(stitch_state *st, sblock *b) {
   b->state = B_FREE;
   sblock *p = b->prev, *n = b->next;
-  if (p && p->state == B_FREE) {
+  if (p && p->state == B_FREE) { /* the lower block lasts: a range's head stays its head */
     free_erase(st, p);
-    p->size += b->size;
-    p->next = n;
-    if (n) n->prev = p;
+    PT_SPAN_ABSORB(p, b);
     drop_block(st, b);
     b = p;
   }
   if (n && n->state == B_FREE) {
     free_erase(st, n);
-    b->size += n->size;
-    b->next = n->next;
-    if (n->next) n->next->prev = b;
+    PT_SPAN_ABSORB(b, n);
     drop_block(st, n);
   }
   free_insert(st, b);
