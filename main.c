@@ -5,9 +5,11 @@
  * tables there are what both the parser and --help read (sim/cli/opts.h).
  *
  * Exit status (DESIGN.md, "Contract"): 0 success, 1 bad input or a failed run
- * (one line on stderr: file, position, reason), 2 bad usage.
+ * (one line on stderr: file, position, reason), 2 bad usage.  Output that
+ * cannot be written (a full disk) is a failed run.
  */
 #include <config.h>
+#include <errno.h>
 #include <gsl/gsl_version.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,4 +127,17 @@ static int run(int argc, char **argv) {
   return EXIT_USAGE;
 }
 
-int main(int argc, char **argv) { return run(argc, argv); }
+/*
+ * Whatever a command printed must have reached standard output: a full disk
+ * or a closed pipe is a failed run, said once, here for every command.
+ */
+static int close_stdout(int code) {
+  int e = fflush(stdout) != 0 ? errno : 0;
+  int bad = e || ferror(stdout);
+  if (fclose(stdout) != 0 && !bad) bad = 1, e = errno;
+  if (!bad || code != 0) return code;
+  fprintf(stderr, "%s: standard output: write failed%s%s\n", prog, e ? ": " : "", e ? strerror(e) : "");
+  return EXIT_BAD;
+}
+
+int main(int argc, char **argv) { return close_stdout(run(argc, argv)); }
