@@ -11,7 +11,7 @@
 
 #include "values.h"
 
-#define MAX_OPTS 128 /* a command's options and its siblings', together */
+#define MAX_OPTS 128 /* a command's options and its siblings' (about 40 names in all today) */
 #define HELP_COLUMN 22 /* where option help starts, unless every label is shorter */
 
 static const pt_cli_opt help_opt = {.name = "help", .short_name = 'h', .help = "this help"};
@@ -26,17 +26,23 @@ int pt_cli_usage(pt_err *err, const char *fmt, ...) {
 
 static int is_end(const pt_cli_opt *o) { return !o->name && !o->short_name; }
 
+/* The option as messages name it: "--name", or "-x" for a short-only one. */
+static const char *spelled(const pt_cli_opt *o, char *buf, size_t n) {
+  if (o->name) snprintf(buf, n, "--%s", o->name);
+  else snprintf(buf, n, "-%c", o->short_name);
+  return buf;
+}
+
 /* Set what o sets from its value arg; PT_ECLI_USAGE for a bad one. */
 static int apply(const pt_cli_opt *o, const char *arg, void *args, pt_err *err) {
-  char *field = (char *)args + o->off, sb[3] = {'-', o->short_name, 0};
-  const char *dashes = o->name ? "--" : "", *name = o->name ? o->name : sb;
+  char *field = (char *)args + o->off, name[64];
   unsigned long v;
   switch (o->kind) {
   case PT_CLI_FLAG: *(int *)field = 1; break;
   case PT_CLI_STR: *(const char **)field = arg; break;
   case PT_CLI_LIST: {
     int *count = (int *)((char *)args + o->off2);
-    if ((unsigned long)*count == o->max) return pt_cli_usage(err, "too many %s%s (at most %lu)", dashes, name, o->max);
+    if ((unsigned long)*count == o->max) return pt_cli_usage(err, "too many %s (at most %lu)", spelled(o, name, sizeof name), o->max);
     ((const char **)field)[(*count)++] = arg;
     break;
   }
@@ -52,7 +58,7 @@ static int apply(const pt_cli_opt *o, const char *arg, void *args, pt_err *err) 
   if (o->seen) *(int *)((char *)args + o->seen - 1) = 1;
   return 0;
 bad:
-  return pt_cli_usage(err, "bad %s%s '%s'%s", dashes, name, arg, o->suffix ? o->suffix : "");
+  return pt_cli_usage(err, "bad %s '%s'%s", spelled(o, name, sizeof name), arg, o->suffix ? o->suffix : "");
 }
 
 /* The options getopt sees: cmd's own (and help) first, then its siblings' it lacks. */
@@ -99,9 +105,9 @@ int pt_cli_parse(const pt_cli_cmd *cmd, const pt_cli_cmd *siblings, int argc, ch
       while (i < n && all[i]->short_name != c) i++;
     if (i >= n) return pt_cli_usage(err, "unknown option '%s'", argv[optind - 1]);
     if (all[i] == &help_opt) return PT_CLI_HELP;
+    char name[64];
     if (i >= nown) /* named from the table: argv[optind - 1] may be its value */
-      return pt_cli_usage(err, "option '%s%s' does not apply here", all[i]->name ? "--" : "-",
-                          all[i]->name ? all[i]->name : (char[2]){all[i]->short_name, 0});
+      return pt_cli_usage(err, "option '%s' does not apply here", spelled(all[i], name, sizeof name));
     int rc = apply(all[i], optarg, args, err);
     if (rc < 0) return rc;
   }
