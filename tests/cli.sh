@@ -122,6 +122,16 @@ for bad in os_execute:3 io_open:2 require:2 bytecode_load:3 infinite_loop:[345] 
   case $bad in *:*) one_line "$name.lua:${bad#*:}" ;; *) one_line "$name.lua" ;; esac
 done
 [ -e /tmp/pagetune-pwned ] && { echo "FAIL: a policy executed a command"; fails=$((fails + 1)); }
+
+# output that cannot be written (a full disk) is a failed run: one line, exit 1
+if [ -w /dev/full ]; then
+  for c in "sim --trace $top_srcdir/traces/varlen_infer.pickle.gz --policy pytorch_native --json" "sweep --help"; do
+    # shellcheck disable=SC2086
+    "$pt" $c >/dev/full 2>"$tmp/err"; rc=$?
+    if [ $rc -ne 1 ]; then echo "FAIL: ${c%% *} > /dev/full: exit $rc, wanted 1"; fails=$((fails + 1))
+    else one_line "standard output: write failed: No space left on device"; echo "ok: ${c%% *} > /dev/full: one line, exit 1"; fi
+  done
+fi
 expect 1 "sim with a precompiled policy" -- "$pt" sim --trace "$snap" --policy "$pol/precompiled.lua"
 one_line "precompiled.lua"
 

@@ -1,0 +1,91 @@
+/*
+ * cmd_export.c — pagetune export: a stored run's configuration for a
+ * PyTorch image (PYTORCH_CUDA_ALLOC_CONF, Dockerfile ENV lines, JSON).
+ */
+#include "cli.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export.h"
+#include "workbench.h"
+
+static int opt_format(const char *arg, void *field) {
+  if (strcmp(arg, "env") && strcmp(arg, "dockerfile") && strcmp(arg, "json")) return -1;
+  *(const char **)field = arg;
+  return 0;
+}
+
+static const pt_cli_opt export_opts[] = {
+    PT_WB_OPT_DB,
+    PT_WB_OPT_TRACE("the trace: a name or a prefix of its content hash (one)"),
+    PT_CLI_OPT_ULONG("run", "ID", pt_wb_args, run, 1, LONG_MAX, NULL, "this stored run (default: the best by --objective)"),
+    PT_WB_OPT_OBJECTIVE("time (default), memory, or weighted:W, as for best"),
+    PT_CLI_OPT_PARSE("format", "F", pt_wb_args, format, opt_format, " (env, dockerfile or json)",
+                     "env (shell export lines), dockerfile (ENV lines), json"),
+    PT_CLI_OPT_STR("merge", 0, "VALUE", pt_wb_args, merge, "an existing PYTORCH_CUDA_ALLOC_CONF value to merge into"),
+    PT_CLI_END};
+const pt_cli_table pt_opts_export = {
+    "usage: pagetune export [--db DB] --trace T [--run ID] [--objective O]\n"
+    "                       --format env|dockerfile|json [--merge \"EXISTING\"]\n"
+    "\n"
+    "The configuration of a stored run (--run, or the best run of TRACE by the\n"
+    "objective) for a PyTorch image: what PyTorch can express as a\n"
+    "PYTORCH_CUDA_ALLOC_CONF value with only keys PyTorch accepts, set as both\n"
+    "PYTORCH_ALLOC_CONF (read first by current PyTorch) and PYTORCH_CUDA_ALLOC_CONF\n"
+    "(older PyTorch, vLLM); what it cannot, as pagetune's allocator library\n"
+    "configuration.  Approximations and knobs that would do nothing are said.\n",
+    export_opts, sizeof(pt_wb_args), &pt_wb_defaults, 0};
+
+/* Whether the run's policy has hooks: asked of the policy itself when it can be found. */
+static int policy_has_hooks(const char *name) {
+  char pb[4096];
+  pt_policy *pol;
+  pt_err perr;
+  if (pt_policy_load(pt_wb_policy_path(name, pb, sizeof pb), NULL, &perr, &pol) < 0) return 0;
+  pt_policy_hooks h;
+  pt_policy_get_hooks(pol, &h);
+  pt_policy_free(pol);
+  return h.round || h.segment_size || h.page_size || h.should_collect;
+}
+
+static int export_run(const pt_wb_args *a, const pt_store_run *r, pt_err *err) {
+  pt_params params;
+  if (pt_params_from_json(r->params_json, &params) < 0)
+    return pt_err_set(err, PT_EFORMAT, "%s: run %" PRId64 ": unreadable parameters %s", a->db, r->id, r->params_json);
+  pt_gpu gpu;
+  pt_err gerr;
+  uint64_t total = pt_gpu_load(r->gpu[0] ? r->gpu : "h200", &gerr, &gpu) == 0 ? gpu.memory_bytes : 0;
+  pt_export_input in = {r->policy, r->mechanism, &params, r->capacity, total, policy_has_hooks(r->policy), r->trace,
+                        r->id};
+  return pt_export_write(stdout, &in, a->format, a->merge, err);
+}
+
+int pt_cmd_export(void *args, char **pos, int npos, pt_err *err) {
+  const pt_wb_args *a = args;
+  if (a->ntraces != 1) return pt_cli_usage(err, "needs exactly one --trace");
+  if (!a->format) return pt_cli_usage(err, "needs --format env|dockerfile|json");
+  pt_store *db;
+  int rc = pt_store_open(a->db, PT_STORE_READONLY, err, &db);
+  if (rc < 0) return rc;
+  pt_store_run *rows;
+  size_t n;
+  long b = -1;
+  rc = pt_wb_best(db, a->traces[0], &a->objective, err, &rows, &n, &b);
+  pt_store_close(db);
+  if (rc < 0) return rc;
+  if (a->run) {
+    b = -1;
+    for (size_t i = 0; i < n; i++)
+      if (rows[i].id == (int64_t)a->run) b = (long)i;
+    if (b < 0) rc = pt_err_set(err, PT_ENOTFOUND, "%s: no run %lu of trace '%s'", a->db, a->run, a->traces[0]);
+  } else if (b < 0) {
+    rc = pt_err_set(err, PT_ENOTFOUND, "%s: no run of trace '%s' to export", a->db, a->traces[0]);
+  }
+  if (rc == 0) rc = export_run(a, &rows[b], err);
+  free(rows);
+  return rc;
+}

@@ -1,0 +1,67 @@
+/*
+ * cmd_report.c — pagetune report: tables of the stored runs with each
+ * trace's Pareto front, and with --html one self-contained page.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "workbench.h"
+
+static const pt_cli_opt report_opts[] = {
+    PT_WB_OPT_DB,
+    PT_WB_OPT_TRACE("only this trace: a name or a content-hash prefix (at most one)"),
+    PT_CLI_OPT_STR("html", 0, "FILE", pt_wb_args, html, "also write the HTML page there"),
+    PT_CLI_END};
+const pt_cli_table pt_opts_report = {
+    "usage: pagetune report [--db DB] [--trace T] [--html FILE]\n"
+    "\n"
+    "Tables of the stored runs (all traces, or TRACE: a name or a content-hash\n"
+    "prefix), each trace's Pareto front marked '*'.  With --html, also one\n"
+    "self-contained page (inline SVG, no network): each policy's reserved/\n"
+    "allocated timeline, the Pareto plot, and the table of runs.\n",
+    report_opts, sizeof(pt_wb_args), &pt_wb_defaults, 0};
+
+/* Write the page beside the target, then rename: no half-written page. */
+static int write_html(const char *path, const pt_report_run *rr, size_t n, pt_err *err) {
+  char tmp[4096];
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f) return pt_err_set(err, PT_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+  int rc = pt_report_html(f, "pagetune report", rr, n, err);
+  if (fclose(f) != 0 && rc == 0) rc = pt_err_set(err, PT_EIO, "%s: write failed: %s", tmp, strerror(errno));
+  if (rc == 0 && rename(tmp, path) != 0) rc = pt_err_set(err, PT_EIO, "%s: cannot rename: %s", path, strerror(errno));
+  if (rc < 0) remove(tmp);
+  else fprintf(stderr, "wrote %s (%zu runs)\n", path, n);
+  return rc;
+}
+
+int pt_cmd_report(void *args, char **pos, int npos, pt_err *err) {
+  const pt_wb_args *a = args;
+  if (a->ntraces > 1) return pt_cli_usage(err, "takes at most one --trace");
+  pt_store *db;
+  int rc = pt_store_open(a->db, PT_STORE_READONLY, err, &db);
+  if (rc < 0) return rc;
+  pt_store_run *rows = NULL;
+  size_t n = 0;
+  rc = pt_store_runs(db, a->ntraces ? a->traces[0] : NULL, NULL, err, &rows, &n);
+  pt_report_run *rr = rc == 0 ? calloc(n ? n : 1, sizeof *rr) : NULL;
+  pt_sim_point **tl = rc == 0 ? calloc(n ? n : 1, sizeof *tl) : NULL;
+  if (rc == 0 && (!rr || !tl)) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    rr[i] = pt_wb_report_run(&rows[i]);
+    if (a->html) rc = pt_store_timeline(db, rows[i].id, err, &tl[i], &rr[i].ntimeline);
+    rr[i].timeline = tl[i];
+  }
+  pt_store_close(db);
+  if (rc == 0) rc = pt_report_text(stdout, rr, n, err);
+  if (rc == 0 && a->html) rc = write_html(a->html, rr, n, err);
+  for (size_t i = 0; tl && i < n; i++) free(tl[i]);
+  free(tl);
+  free(rr);
+  free(rows);
+  return rc;
+}

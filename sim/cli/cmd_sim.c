@@ -1,0 +1,332 @@
+/*
+ * cmd_sim.c — pagetune sim: a trace replayed through a policy's allocator
+ * mechanism on the modelled device; and pagetune replay: the same run, then
+ * its driver calls made again on this machine's GPU, timed beside the cost
+ * model's prediction (and, with --db, stored as sweep stores runs).
+ */
+#include <config.h>
+
+#include "cli.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+#include "replay.h"
+#include "workbench.h"
+
+/* What sim's and replay's options set. */
+typedef struct sim_args {
+  const char *trace, *policy, *gpu, *db;
+  const char *sets[PT_MAX_PARAMS];
+  int nsets, json, invent, tlb, list_gpus;
+  unsigned long device, repeat;
+  uint64_t capacity;
+} sim_args;
+
+/* The options sim and replay share. */
+#define SIM_OPTS_COMMON                                                                                           \
+  PT_CLI_OPT_STR("trace", 0, "TRACE", sim_args, trace, "a pagetune trace or a PyTorch memory snapshot"),          \
+  PT_CLI_OPT_STR("policy", 0, "POLICY", sim_args, policy,                                                         \
+                 "a Lua policy file, or the name of a bundled one\n"                                              \
+                 "(pytorch_native, pytorch_expandable, cuda_async, direct,\n"                                     \
+                 "large_page_threshold, stitch, tunable_caching)"),                                               \
+  PT_CLI_OPT_LIST("set", "NAME=VALUE", sim_args, sets, nsets,                                                     \
+                  "override a policy parameter (checked against its range)"),                                     \
+  PT_CLI_OPT_PARSE("capacity", "BYTES", sim_args, capacity, pt_cli_opt_capacity, NULL,                            \
+                   "cap on reserved bytes, as torch.cuda.set_per_process_memory_fraction\n"                       \
+                   "(suffixes K, M, G, T: powers of 1024); garbage collection acts only under it"),               \
+  PT_CLI_OPT_ULONG("device", "N", sim_args, device, 0, 4096, NULL, "device of a multi-GPU snapshot"),             \
+  PT_CLI_OPT_FLAG("invent-addresses", sim_args, invent,                                                           \
+                  "do not place segments at the addresses the real run recorded")
+#define SIM_OPT_LIST_GPUS PT_CLI_OPT_FLAG("list-gpus", sim_args, list_gpus, "name the bundled GPU descriptions and exit")
+
+static const pt_cli_opt sim_opts[] = {
+    SIM_OPTS_COMMON,
+    PT_CLI_OPT_ULONG("repeat", "N", sim_args, repeat, 1, 100000, NULL,
+                     "replay N times and report the median replay rate (benchmarks)"),
+    PT_CLI_OPT_STR("gpu", 0, "NAME", sim_args, gpu,
+                   "model that GPU's page tables and costs (h200, a100, or a .gpu file):\n"
+                   "adds page_table and predicted_alloc_us to the output"),
+    PT_CLI_OPT_FLAG("tlb", sim_args, tlb,
+                    "also run the synthetic access stream through its TLBs (needs --gpu;\n"
+                    "time grows with bytes allocated / page size): adds tlb and\n"
+                    "predicted_translation_us"),
+    PT_CLI_OPT_FLAG("json", sim_args, json, "one JSON object, with the timeline"),
+    SIM_OPT_LIST_GPUS,
+    PT_CLI_OPT_REFUSE("db", "DB", "--db is replay's (sim stores nothing; see sweep)"),
+    PT_CLI_END};
+static const sim_args sim_defaults = {.device = ULONG_MAX, .repeat = 1};
+const pt_cli_table pt_opts_sim = {
+    "usage: pagetune sim --trace TRACE --policy POLICY [--set NAME=VALUE]... [--capacity BYTES]\n"
+    "                    [--device N] [--invent-addresses] [--gpu NAME [--tlb]] [--repeat N] [--json]\n"
+    "       pagetune sim --list-gpus\n"
+    "\n"
+    "Replay TRACE's allocation requests through the allocator mechanism POLICY\n"
+    "chooses, on a modelled device, and report peak reserved and allocated bytes,\n"
+    "fragmentation, segments, driver calls by kind, OOMs, and a reserved/allocated\n"
+    "timeline; beside them, what the real allocator recorded in the trace.\n",
+    sim_opts, sizeof(sim_args), &sim_defaults, 0};
+
+static const pt_cli_opt replay_opts[] = {
+    SIM_OPTS_COMMON,
+    PT_CLI_OPT_STR("gpu", 0, "NAME", sim_args, gpu, "the description whose cost model predicts (default h200)"),
+    PT_CLI_OPT_ULONG("repeat", "N", sim_args, repeat, 1, 100000, NULL, "replay N times (default 5) and report medians"),
+    PT_CLI_OPT_STR("db", 0, "DB", sim_args, db,
+                   "also store the run (as sweep would) and the measured times,\n"
+                   "in the measurements table (kind replay_driver_us, and\n"
+                   "replay_driver_us:CALL by kind of call; docs/store.md)"),
+    PT_CLI_OPT_FLAG("json", sim_args, json, "one JSON object: sim's keys and gpu_replay"),
+    SIM_OPT_LIST_GPUS,
+    PT_CLI_OPT_REFUSE("tlb", NULL, "--tlb is sim's: a replay makes driver calls only"),
+    PT_CLI_END};
+static const sim_args replay_defaults = {.device = ULONG_MAX, .repeat = 5, .gpu = "h200"};
+const pt_cli_table pt_opts_replay = {
+    "usage: pagetune replay --trace TRACE --policy POLICY [--set NAME=VALUE]... [--capacity BYTES]\n"
+    "                       [--device N] [--invent-addresses] [--gpu NAME] [--repeat N] [--db DB] [--json]\n"
+    "\n"
+    "Run the model as 'pagetune sim' does, then make the driver calls it made on\n"
+    "this machine's GPU (device 0) through the CUDA driver, in the same order and\n"
+    "with the same sizes, and time each: cudaMalloc/cudaFree as cuMemAlloc/cuMemFree,\n"
+    "and the VMM calls (cuMemCreate, cuMemAddressReserve, cuMemMap, cuMemSetAccess,\n"
+    "cuMemUnmap, cuMemRelease, cuMemAddressFree) as themselves.  Prints, for each\n"
+    "kind of call, the measured time beside the time the GPU description's cost\n"
+    "model predicts.  This measures the driver side of an allocator, not its own\n"
+    "bookkeeping.  Segments that existed before the trace are made first, and what\n"
+    "is still held at the end is given back, both untimed.  One untimed replay\n"
+    "warms the driver up first.  Needs a GPU: without one, one line and exit 1.\n"
+    "Stitch's second mappings of a page map the same handle again.  Refused, with the\n"
+    "call and the reason: VMM mechanisms on traces that begin with VMM segments.\n",
+    replay_opts, sizeof(sim_args), &replay_defaults, 0};
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median_of(double *v, unsigned long n) {
+  qsort(v, n, sizeof *v, cmp_double);
+  return v[n / 2];
+}
+
+/* The model's run, loaded and ready: what replay_store keys the stored run by. */
+typedef struct sim_run {
+  const sim_args *a;
+  pt_trace_data t;
+  pt_policy *pol;
+  pt_sim_config cfg;
+  pt_sim_result r;
+} sim_run;
+
+/*
+ * pagetune replay --db: the run under the workbench's key (so sweep, best and
+ * report see it), and what the GPU measured, as measurements of that run.
+ */
+static int replay_store(const sim_run *s, const char *device, const double measured[PT_DRV_NCALLS + 1],
+                        const uint64_t calls[PT_DRV_NCALLS], pt_err *err, int64_t *run_id) {
+  pt_store *db;
+  int rc = pt_store_open(s->a->db, 0, err, &db);
+  if (rc < 0) return rc;
+  char hash[65], pj[PT_PARAMS_JSON_MAX], notes[128];
+  int64_t trace_id, policy_id, id;
+  pt_store_run_key key;
+  if ((rc = pt_wb_put_trace(db, s->a->trace, &s->t, err, hash, &trace_id)) < 0 ||
+      (rc = pt_wb_put_policy(db, s->pol, err, &policy_id)) < 0)
+    goto out;
+  pt_wb_key(trace_id, policy_id, &s->cfg, pj, &key);
+  if ((rc = pt_store_find_run(db, &key, err, run_id)) < 0) goto out;
+  if (!*run_id && (rc = pt_store_put_run(db, &key, PT_GIT_REVISION, &s->r, err, run_id)) < 0) goto out;
+  snprintf(notes, sizeof notes, "pagetune replay, median of %lu replays", s->a->repeat);
+  if ((rc = pt_store_put_measurement(db, *run_id, "replay_driver_us", measured[PT_DRV_NCALLS], "us", device, notes,
+                                     err, &id)) < 0)
+    goto out;
+  for (int c = 0; c < PT_DRV_NCALLS; c++) {
+    if (!calls[c]) continue;
+    char kind[64];
+    snprintf(kind, sizeof kind, "replay_driver_us:%s", pt_wb_call_names[c]);
+    if ((rc = pt_store_put_measurement(db, *run_id, kind, measured[c], "us", device, notes, err, &id)) < 0) goto out;
+  }
+out:
+  pt_store_close(db);
+  return rc;
+}
+
+static void print_calls(const char *key, const double v[PT_DRV_NCALLS]) {
+  printf("},\"%s\":{", key);
+  for (int c = 0; c < PT_DRV_NCALLS; c++) printf("%s\"%s\":%.3f", c ? "," : "", pt_wb_call_names[c], v[c]);
+}
+
+/*
+ * pagetune replay: one untimed warm-up, then `repeat` timed replays of the
+ * logged calls on device 0; medians by kind of call, beside the cost model's
+ * prediction for the same calls.
+ */
+static int replay_on_gpu(const sim_run *s, const pt_call_log *log, pt_err *err) {
+  const sim_args *a = s->a;
+  const pt_sim_result *r = &s->r;
+  unsigned long repeat = a->repeat;
+  pt_driver *d;
+  pt_gpu_info gi;
+  int rc = pt_driver_open(err, &d);
+  if (rc < 0) return rc;
+  if ((rc = pt_driver_info(d, &gi, err)) < 0) {
+    pt_driver_close(d);
+    return rc;
+  }
+  double *v = calloc((PT_DRV_NCALLS + 1) * repeat, sizeof *v); /* [kind][rep], total last */
+  if (!v) {
+    pt_driver_close(d);
+    return pt_err_set(err, PT_ENOMEM, "out of memory");
+  }
+  pt_replay_result res;
+  if (!a->json) fprintf(stderr, "replaying %zu driver calls on %s: warm-up", log->n, gi.name);
+  rc = pt_replay_log(d, log, &res, err);
+  for (unsigned long k = 0; rc == 0 && k < repeat; k++) {
+    if (!a->json) fprintf(stderr, ", %lu", k + 1);
+    if ((rc = pt_replay_log(d, log, &res, err)) < 0) break;
+    for (int c = 0; c < PT_DRV_NCALLS; c++) v[c * repeat + k] = res.us[c];
+    v[PT_DRV_NCALLS * repeat + k] = res.total_us;
+  }
+  if (!a->json) fputc('\n', stderr);
+  pt_driver_close(d);
+  if (rc < 0) {
+    free(v);
+    return rc;
+  }
+  double measured[PT_DRV_NCALLS + 1], predicted[PT_DRV_NCALLS + 1] = {0};
+  for (int c = 0; c <= PT_DRV_NCALLS; c++) measured[c] = median_of(&v[c * repeat], repeat);
+  free(v);
+  for (int c = 0; c < PT_DRV_NCALLS; c++) {
+    predicted[c] = r->predicted_call_us[c];
+    predicted[PT_DRV_NCALLS] += predicted[c];
+  }
+  int64_t run_id = 0;
+  if (a->db && (rc = replay_store(s, gi.name, measured, res.calls, err, &run_id)) < 0) return rc;
+  const pt_gpu *gpu = s->cfg.gpu;
+  if (a->json) {
+    fputs("{\"gpu_replay\":{\"device\":", stdout);
+    pt_json_str(stdout, gi.name);
+    fputs(",\"cost_model\":", stdout);
+    pt_json_str(stdout, gpu->name);
+    printf(",\"repeat\":%lu,\"driver_calls\":{", repeat);
+    for (int c = 0; c < PT_DRV_NCALLS; c++) printf("%s\"%s\":%" PRIu64, c ? "," : "", pt_wb_call_names[c], res.calls[c]);
+    print_calls("measured_us", measured);
+    print_calls("predicted_us", predicted);
+    printf("},\"measured_total_us\":%.3f,\"predicted_total_us\":%.3f,\"run_id\":%" PRId64 "},",
+           measured[PT_DRV_NCALLS], predicted[PT_DRV_NCALLS], run_id);
+    pt_sim_print_json_members(stdout, r, 0);
+    fputs("}\n", stdout);
+    return 0;
+  }
+  printf("driver calls of the run, made on %s (device 0), median of %lu replays,\n"
+         "beside the %s cost model's prediction:\n\n", gi.name, repeat, gpu->name);
+  printf("  %-16s %8s %14s %14s\n", "call", "calls", "measured us", "predicted us");
+  for (int c = 0; c < PT_DRV_NCALLS; c++)
+    if (res.calls[c])
+      printf("  %-16s %8" PRIu64 " %14.1f %14.1f\n", pt_wb_call_names[c], res.calls[c], measured[c], predicted[c]);
+  printf("  %-16s %8s %14.1f %14.1f", "total", "", measured[PT_DRV_NCALLS], predicted[PT_DRV_NCALLS]);
+  if (predicted[PT_DRV_NCALLS] > 0) printf("   (measured / predicted %.2f)", measured[PT_DRV_NCALLS] / predicted[PT_DRV_NCALLS]);
+  printf("\n\nmodel: peak reserved %" PRIu64 " bytes, %" PRIu64 " segments; %" PRIu64 " requests, %" PRIu64 " frees\n",
+         r->peak_reserved_bytes, r->segments_allocated, r->allocs, r->frees);
+  if (a->db) printf("stored: run %" PRId64 " and its measurements in %s\n", run_id, a->db);
+  return 0;
+}
+
+static void print_sim(const sim_run *s, double median, double fastest, double slowest) {
+  const sim_args *a = s->a;
+  const pt_sim_result *r = &s->r;
+  if (a->json) {
+    char pj[PT_PARAMS_JSON_MAX];
+    pt_params_json(&s->cfg.params, 0, pj, sizeof pj);
+    fputs("{\"trace\":", stdout);
+    pt_json_str(stdout, a->trace);
+    fputs(",\"policy\":", stdout);
+    pt_json_str(stdout, pt_policy_name(s->pol));
+    fputs(",\"mechanism\":", stdout);
+    pt_json_str(stdout, s->cfg.mech->name);
+    printf(",\"params\":%s,\"capacity\":%" PRIu64 ",\"repeat\":%lu,\"replay_seconds_median\":%.6g,"
+           "\"replay_seconds_min\":%.6g,\"replay_seconds_max\":%.6g,",
+           pj, a->capacity, a->repeat, median, fastest, slowest);
+    pt_sim_print_json_members(stdout, r, 1);
+    fputs("}\n", stdout);
+    return;
+  }
+  printf("trace:     %s (%zu records)\npolicy:    %s (mechanism %s)\n", a->trace, s->t.n, pt_policy_name(s->pol),
+         s->cfg.mech->name);
+  printf("params:   ");
+  for (int i = 0; i < s->cfg.params.n; i++) printf(" %s=%.10g", s->cfg.params.v[i].name, s->cfg.params.v[i].value);
+  if (a->capacity) printf("\ncapacity:  %" PRIu64 " bytes\n\n", a->capacity);
+  else printf("\ncapacity:  none\n\n");
+  pt_sim_print_text(stdout, r);
+  if (r->observed_segment_allocs || r->observed_peak_reserved_bytes)
+    printf("\nmodel vs recorded: segments %" PRIu64 " / %" PRIu64 ", peak reserved %" PRIu64 " / %" PRIu64 " (%s)\n",
+           r->segments_allocated, r->observed_segment_allocs, r->peak_reserved_bytes, r->observed_peak_reserved_bytes,
+           r->segments_allocated == r->observed_segment_allocs && r->peak_reserved_bytes == r->observed_peak_reserved_bytes
+               ? "match"
+               : "differ");
+  printf("replayed %zu records in %.4f s (%.1f M records/s)", s->t.n, median,
+         median > 0 ? s->t.n / median / 1e6 : 0.0);
+  if (a->repeat > 1) printf(", median of %lu (min %.4f s, max %.4f s)", a->repeat, fastest, slowest);
+  putchar('\n');
+}
+
+/* sim, and with on_gpu (pagetune replay) its driver calls made again on the GPU. */
+static int run_sim(const sim_args *a, int on_gpu, pt_err *err) {
+  if (a->list_gpus) {
+    char names[1024];
+    pt_gpu_list(names, sizeof names);
+    printf("%s\n", names);
+    return 0;
+  }
+  if (!a->trace) return pt_cli_usage(err, "needs --trace TRACE");
+  if (!a->policy) return pt_cli_usage(err, "needs --policy POLICY");
+  if (a->tlb && !a->gpu) return pt_cli_usage(err, "--tlb needs --gpu NAME");
+  char pbuf[4096];
+  sim_run s = {.a = a};
+  int rc = pt_policy_load(pt_wb_policy_path(a->policy, pbuf, sizeof pbuf), NULL, err, &s.pol);
+  if (rc < 0) return rc;
+  for (int i = 0; i < a->nsets; i++)
+    if (pt_policy_set(s.pol, a->sets[i], err) < 0) { /* a bad --set is bad usage: exit 2 */
+      pt_policy_free(s.pol);
+      return PT_EUSAGE;
+    }
+  pt_gpu gpu;
+  if (a->gpu && (rc = pt_gpu_load(a->gpu, err, &gpu)) < 0) {
+    pt_policy_free(s.pol);
+    return rc;
+  }
+  pt_wb_config(s.pol, a->capacity, a->gpu ? &gpu : NULL, &s.cfg);
+  s.cfg.invent_addresses = a->invent;
+  s.cfg.tlb = a->tlb;
+  pt_trace_opts topts = {.device = a->device == ULONG_MAX ? -1 : (int)a->device};
+  if ((rc = pt_trace_load(a->trace, &topts, err, &s.t)) < 0) {
+    pt_policy_free(s.pol);
+    return rc;
+  }
+  pt_call_log log = {0};
+  if (on_gpu) s.cfg.log = &log;
+  unsigned long runs = on_gpu ? 1 : a->repeat; /* replay: --repeat counts GPU replays */
+  double *secs = calloc(runs, sizeof *secs);
+  rc = secs ? 0 : pt_err_set(err, PT_ENOMEM, "out of memory");
+  for (unsigned long k = 0; rc == 0 && k < runs; k++) {
+    if (k) pt_sim_result_free(&s.r);
+    if ((rc = pt_sim_run(&s.t, &s.cfg, err, &s.r)) == 0) secs[k] = s.r.seconds;
+  }
+  if (rc == 0) {
+    qsort(secs, runs, sizeof *secs, cmp_double);
+    if (on_gpu) rc = replay_on_gpu(&s, &log, err);
+    else print_sim(&s, secs[runs / 2], secs[0], secs[runs - 1]);
+    pt_sim_result_free(&s.r);
+  }
+  free(secs);
+  pt_call_log_free(&log);
+  pt_trace_data_free(&s.t);
+  pt_policy_free(s.pol);
+  return rc;
+}
+
+int pt_cmd_sim(void *args, char **pos, int npos, pt_err *err) { return run_sim(args, 0, err); }
+int pt_cmd_replay(void *args, char **pos, int npos, pt_err *err) { return run_sim(args, 1, err); }

@@ -1,0 +1,151 @@
+/*
+ * cmd_trace.c — pagetune trace import | stats | gen: convert PyTorch
+ * snapshots into traces, count what a trace holds, write synthetic traces.
+ */
+#include "cli.h"
+
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+
+#include "gen.h"
+#include "trace.h"
+#include "tracestats.h"
+#include "values.h"
+
+/* What the trace commands' options set. */
+typedef struct trace_args {
+  int json, have_kind, have_seed;
+  unsigned long device, seed, steps;
+  const char *output;
+  pt_gen_kind kind;
+} trace_args;
+
+static const trace_args defaults = {.device = ULONG_MAX};
+
+static int opt_kind(const char *arg, void *field) { return pt_gen_kind_parse(arg, field); }
+
+#define OPT_DEVICE \
+  PT_CLI_OPT_ULONG("device", "N", trace_args, device, 0, 4096, NULL, \
+                   "device of a multi-GPU snapshot (default: the one with events)")
+#define OPT_OUTPUT(h) PT_CLI_OPT_STR("output", 'o', "DST", trace_args, output, h)
+
+const pt_cli_table pt_opts_trace = {
+    .help = "usage: pagetune trace COMMAND [ARGS]\n"
+            "\n"
+            "Read, convert and synthesise allocation traces.  The format: traces/FORMAT.md.\n"};
+
+static const pt_cli_opt stats_opts[] = {
+    OPT_DEVICE,
+    PT_CLI_OPT_FLAG("json", trace_args, json, "one JSON object on stdout"),
+    PT_CLI_END};
+const pt_cli_table pt_opts_trace_stats = {
+    "usage: pagetune trace stats TRACE [--device N] [--json]\n"
+    "\n"
+    "Read TRACE (a pagetune trace, .gz or not, or a PyTorch memory snapshot\n"
+    "pickle) and print what it holds: events, allocs, frees, streams,\n"
+    "distinct_sizes, peak_live_bytes, bytes_allocated_total, initial_segments,\n"
+    "initial_reserved_bytes, duration_us, and what the real allocator recorded.\n",
+    stats_opts, sizeof(trace_args), &defaults, 1};
+
+static const pt_cli_opt import_opts[] = {
+    OPT_OUTPUT("the trace to write (required)"),
+    OPT_DEVICE,
+    PT_CLI_OPT_FLAG("json", trace_args, json, "print the new trace's stats as one JSON object"),
+    PT_CLI_END};
+const pt_cli_table pt_opts_trace_import = {
+    "usage: pagetune trace import SRC -o DST [--device N] [--json]\n"
+    "\n"
+    "Convert SRC, a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot;\n"
+    "pickle, plain or gzip'd), into a pagetune trace DST (gzip'd when DST ends\n"
+    "in .gz).  The pickle is read as data only: opcodes that import or call\n"
+    "are refused, nothing is executed.  Frees are free_completed entries;\n"
+    "segments alive before recording become the initial state.  DST appears\n"
+    "only when the whole import succeeded.\n",
+    import_opts, sizeof(trace_args), &defaults, 1};
+
+static const pt_cli_opt gen_opts[] = {
+    {.name = "kind", .value = "KIND", .kind = PT_CLI_PARSE, .off = offsetof(trace_args, kind), .parse = opt_kind,
+     .seen = offsetof(trace_args, have_kind) + 1, .suffix = " (train|infer|kvcache)",
+     .help = "train (training loop), infer (variable-length, variable-batch\n"
+             "inference), kvcache (LLM decoding with a growing KV cache)"},
+    {.name = "seed", .value = "S", .kind = PT_CLI_ULONG, .off = offsetof(trace_args, seed), .max = ULONG_MAX,
+     .seen = offsetof(trace_args, have_seed) + 1, .help = "generator seed (unsigned integer)"},
+    PT_CLI_OPT_ULONG("steps", "N", trace_args, steps, 1, 1000000, " (1..1000000)",
+                     "iterations / requests / sequences (default 20 / 200 / 8)"),
+    OPT_OUTPUT("the trace to write (.gz compresses)"),
+    PT_CLI_END};
+const pt_cli_table pt_opts_trace_gen = {
+    "usage: pagetune trace gen --kind KIND --seed S [--steps N] -o DST\n"
+    "\n"
+    "Write a synthetic trace drawn from GSL's mt19937 generator; the same kind,\n"
+    "seed and steps always give the same trace.\n",
+    gen_opts, sizeof(trace_args), &defaults, 0};
+
+static pt_trace_opts open_opts(const trace_args *a) {
+  return (pt_trace_opts){.device = a->device == ULONG_MAX ? -1 : (int)a->device};
+}
+
+int pt_cmd_trace_stats(void *args, char **pos, int npos, pt_err *err) {
+  const trace_args *a = args;
+  if (npos != 1) return pt_cli_usage(err, "needs exactly one TRACE");
+  pt_trace *t;
+  pt_trace_opts o = open_opts(a);
+  int rc = pt_trace_open(pos[0], &o, err, &t);
+  if (rc < 0) return rc;
+  pt_trace_stats s;
+  if ((rc = pt_trace_stats_compute(t, &s, err)) == 0) {
+    if (a->json) pt_trace_stats_print_json(stdout, pos[0], pt_trace_get_info(t), &s);
+    else pt_trace_stats_print_text(stdout, pt_trace_get_info(t), &s);
+  }
+  pt_trace_close(t);
+  return rc;
+}
+
+int pt_cmd_trace_import(void *args, char **pos, int npos, pt_err *err) {
+  const trace_args *a = args;
+  if (npos != 1) return pt_cli_usage(err, "needs exactly one SRC");
+  if (!a->output) return pt_cli_usage(err, "needs -o DST");
+  pt_trace *t;
+  pt_trace_opts o = open_opts(a);
+  int rc = pt_trace_open(pos[0], &o, err, &t);
+  if (rc < 0) return rc;
+  pt_trace_writer *w;
+  if ((rc = pt_trace_writer_open(a->output, pt_trace_get_info(t), err, &w)) < 0) {
+    pt_trace_close(t);
+    return rc;
+  }
+  pt_event ev;
+  uint64_t n = 0;
+  while ((rc = pt_trace_next(t, &ev, err)) > 0) {
+    if ((rc = pt_trace_writer_put(w, &ev, err)) < 0) break;
+    n++;
+  }
+  pt_trace_close(t);
+  if (rc < 0) {
+    pt_trace_writer_abort(w);
+    return rc;
+  }
+  if ((rc = pt_trace_writer_commit(w, err)) < 0) return rc;
+  /* read back what was written: the stats come from the file as others will see it */
+  if ((rc = pt_trace_open(a->output, NULL, err, &t)) < 0) return rc;
+  pt_trace_stats s;
+  if ((rc = pt_trace_stats_compute(t, &s, err)) == 0) {
+    if (a->json) pt_trace_stats_print_json(stdout, a->output, pt_trace_get_info(t), &s);
+    else
+      printf("%s: %" PRIu64 " records (%" PRIu64 " allocs, %" PRIu64 " frees, %" PRIu64
+             " initial segments) -> %s\n",
+             pos[0], n, s.allocs, s.frees, s.initial_segments, a->output);
+  }
+  pt_trace_close(t);
+  return rc;
+}
+
+int pt_cmd_trace_gen(void *args, char **pos, int npos, pt_err *err) {
+  const trace_args *a = args;
+  if (!a->have_kind) return pt_cli_usage(err, "needs --kind");
+  if (!a->have_seed) return pt_cli_usage(err, "needs --seed");
+  if (!a->output) return pt_cli_usage(err, "needs -o DST");
+  pt_gen_opts g = {.kind = a->kind, .seed = a->seed, .steps = (unsigned)a->steps};
+  return pt_gen_write(&g, a->output, err);
+}

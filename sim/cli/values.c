@@ -1,0 +1,100 @@
+/* values.c — option values: counts, byte sizes, grids, objectives (see values.h). */
+#include "values.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int pt_cli_parse_ulong(const char *s, unsigned long max, unsigned long *out) {
+  char *end;
+  if (!*s || *s == '-') return -1;
+  errno = 0;
+  unsigned long v = strtoul(s, &end, 0);
+  if (errno || *end || v > max) return -1;
+  *out = v;
+  return 0;
+}
+
+int pt_cli_parse_bytes(const char *s, uint64_t *out) {
+  char *end;
+  if (!*s || *s == '-') return -1;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno || end == s) return -1;
+  int shift = 0;
+  switch (*end) {
+  case 0: break;
+  case 'k': case 'K': shift = 10; end++; break;
+  case 'm': case 'M': shift = 20; end++; break;
+  case 'g': case 'G': shift = 30; end++; break;
+  case 't': case 'T': shift = 40; end++; break;
+  default: return -1;
+  }
+  if (*end == 'i') end++;
+  if (*end == 'B' || *end == 'b') end++;
+  if (*end || (shift && v > (UINT64_MAX >> shift))) return -1;
+  *out = (uint64_t)v << shift;
+  return 0;
+}
+
+int pt_cli_opt_capacity(const char *arg, void *field) {
+  uint64_t v;
+  if (pt_cli_parse_bytes(arg, &v) < 0 || !v) return -1;
+  *(uint64_t *)field = v;
+  return 0;
+}
+
+int pt_grid_add(pt_grid *g, const char *arg) {
+  if (g->n == PT_GRID_AXES) return -1;
+  pt_grid_axis *ax = &g->axis[g->n];
+  const char *eq = strchr(arg, '=');
+  if (!eq || eq == arg || (size_t)(eq - arg) >= sizeof ax->name) return -1;
+  snprintf(ax->name, sizeof ax->name, "%.*s", (int)(eq - arg), arg);
+  ax->n = 0;
+  for (const char *p = eq + 1; *p;) {
+    const char *c = strchr(p, ',');
+    size_t len = c ? (size_t)(c - p) : strlen(p);
+    if (!len || len >= sizeof ax->values[0] || ax->n == PT_GRID_VALUES) return -1;
+    snprintf(ax->values[ax->n++], sizeof ax->values[0], "%.*s", (int)len, p);
+    p += len + (c ? 1 : 0);
+  }
+  if (!ax->n) return -1;
+  g->n++;
+  return 0;
+}
+
+int pt_cli_opt_grid(const char *arg, void *field) { return pt_grid_add(field, arg); }
+
+int pt_objective_parse(const char *s, pt_objective *o) {
+  *o = (pt_objective){.text = s};
+  if (!strcmp(s, "time")) return 0;
+  if (!strcmp(s, "memory")) {
+    o->kind = PT_OBJ_MEMORY;
+    return 0;
+  }
+  if (!strncmp(s, "weighted:", 9)) {
+    char *end;
+    o->kind = PT_OBJ_WEIGHTED;
+    o->w = strtod(s + 9, &end);
+    if (end != s + 9 && !*end && o->w >= 0 && o->w <= 1) return 0;
+  }
+  return -1;
+}
+
+int pt_cli_opt_objective(const char *arg, void *field) {
+  pt_objective o;
+  if (pt_objective_parse(arg, &o) < 0) return -1;
+  *(pt_objective *)field = o;
+  return 0;
+}
+
+double pt_objective_value(const pt_objective *o, const pt_sim_result *r) {
+  if (r->ooms) return HUGE_VAL;
+  double t = r->has_gpu ? r->predicted_alloc_us : NAN, m = (double)r->peak_reserved_bytes;
+  double v = o->kind == PT_OBJ_TIME     ? t
+             : o->kind == PT_OBJ_MEMORY ? m
+                                        : o->w * t / o->t_ref + (1 - o->w) * m / o->m_ref;
+  return isfinite(v) ? v : HUGE_VAL;
+}

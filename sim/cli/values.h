@@ -1,0 +1,55 @@
+/*
+ * values.h — what the command line's option values mean: counts, byte
+ * sizes with suffixes, parameter grids, objectives.  Pure functions, so the
+ * unit tests reach them (tests/test_cli.c).  Those named pt_cli_opt_* are
+ * option parsers for the option table (opts.h): they take the field to set.
+ */
+#ifndef PT_CLI_VALUES_H
+#define PT_CLI_VALUES_H
+
+#include <stdint.h>
+
+#include "mech.h"
+#include "sim.h"
+
+/* The whole of s as an unsigned number (decimal, 0x hex or 0 octal) up to max; -1 otherwise. */
+int pt_cli_parse_ulong(const char *s, unsigned long max, unsigned long *out /* OUT */);
+
+/* Bytes with an optional binary suffix (K, M, G, T; then i and B allowed: 4K, 80GiB); -1 when not such. */
+int pt_cli_parse_bytes(const char *s, uint64_t *out /* OUT */);
+/* Option parser: a nonzero byte count into a uint64_t. */
+int pt_cli_opt_capacity(const char *arg, void *field);
+
+/* --grid NAME=A,B,C: the values a sweep gives one parameter. */
+#define PT_GRID_AXES 8
+#define PT_GRID_VALUES 64
+typedef struct pt_grid_axis {
+  char name[PT_PARAM_NAME_MAX];
+  char values[PT_GRID_VALUES][64];
+  int n;
+} pt_grid_axis;
+typedef struct pt_grid {
+  pt_grid_axis axis[PT_GRID_AXES];
+  int n;
+} pt_grid;
+/* Add NAME=A,B,C to g; -1 when malformed or past the limits (PT_GRID_AXES axes of PT_GRID_VALUES values of 63 bytes). */
+int pt_grid_add(pt_grid *g, const char *arg);
+/* Option parser: pt_grid_add into a pt_grid. */
+int pt_cli_opt_grid(const char *arg, void *field);
+
+/* What the workbench minimizes. */
+typedef enum pt_objective_kind { PT_OBJ_TIME, PT_OBJ_MEMORY, PT_OBJ_WEIGHTED } pt_objective_kind;
+typedef struct pt_objective {
+  const char *text;       /* as given: "time", "memory", "weighted:0.5" */
+  pt_objective_kind kind;
+  double w;               /* weighted: the weight of time, in [0, 1] */
+  double t_ref, m_ref;    /* weighted: what time and memory are divided by */
+} pt_objective;
+/* "time", "memory" or "weighted:W" with W in [0, 1] (references left 0); -1 otherwise. */
+int pt_objective_parse(const char *s, pt_objective *out /* OUT */);
+/* Option parser: pt_objective_parse into a pt_objective. */
+int pt_cli_opt_objective(const char *arg, void *field);
+/* Lower is better; a run that hit OOM, or lacks the figure, is out (HUGE_VAL). */
+double pt_objective_value(const pt_objective *o, const pt_sim_result *r);
+
+#endif

@@ -1,0 +1,117 @@
+/*
+ * workbench.h — what the commands that keep results (sweep, tune, best,
+ * report, export, replay --db) share: a run's key in the store, finding
+ * bundled policies and GPU descriptions, loading traces and policies into
+ * the store, and the best stored run by an objective.
+ */
+#ifndef PT_CLI_WORKBENCH_H
+#define PT_CLI_WORKBENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "device.h"
+#include "error.h"
+#include "gpu.h"
+#include "json.h"
+#include "paramjson.h"
+#include "policy.h"
+#include "report.h"
+#include "sim.h"
+#include "store.h"
+#include "trace.h"
+#include "opts.h"
+#include "values.h"
+
+/* Part of every stored run's key: a sweep resumed by a newer model recomputes
+   instead of reusing old rows.  model-2: driver costs through calibration
+   points by size class, and the H200's measured points (cost.h). */
+#define PT_WB_ENGINE_VERSION "pagetune-" PACKAGE_VERSION "/model-2"
+#define PT_WB_DEFAULT_DB "pagetune.db"
+
+/* What the workbench commands' options set (each command takes some of them). */
+typedef struct pt_wb_args {
+  const char *db, *gpu, *html, *format, *merge;
+  const char *traces[64], *policies[64];
+  int ntraces, npolicies, json;
+  pt_grid grid;
+  uint64_t capacity;
+  pt_objective objective;
+  unsigned long budget, seed, run;
+} pt_wb_args;
+
+/* Before parsing: pagetune.db, objective time, budget 60, seed 1. */
+extern const pt_wb_args pt_wb_defaults;
+
+/* The options more than one workbench command takes. */
+#define PT_WB_OPT_DB PT_CLI_OPT_STR("db", 0, "DB", pt_wb_args, db, "the SQLite database (default pagetune.db)")
+#define PT_WB_OPT_TRACE(h) PT_CLI_OPT_LIST("trace", "T", pt_wb_args, traces, ntraces, h)
+#define PT_WB_OPT_POLICY(h) PT_CLI_OPT_LIST("policy", "P", pt_wb_args, policies, npolicies, h)
+#define PT_WB_OPT_CAPACITY                                                                                \
+  PT_CLI_OPT_PARSE("capacity", "BYTES", pt_wb_args, capacity, pt_cli_opt_capacity, NULL,                \
+                   "cap on reserved bytes (set_per_process_memory_fraction;\n"                \
+                   "suffixes K, M, G, T)")
+#define PT_WB_OPT_GPU(h) PT_CLI_OPT_STR("gpu", 0, "NAME", pt_wb_args, gpu, h)
+#define PT_WB_OPT_OBJECTIVE(h)                                                                            \
+  PT_CLI_OPT_PARSE("objective", "O", pt_wb_args, objective, pt_cli_opt_objective,                       \
+                   " (time, memory or weighted:W with W in [0,1])", h)
+#define PT_WB_OPT_JSON(h) PT_CLI_OPT_FLAG("json", pt_wb_args, json, h)
+
+/* The driver calls' names (PT_DRIVER_CALLS), as JSON keys and store kinds. */
+extern const char *const pt_wb_call_names[PT_DRV_NCALLS];
+
+/* A bundled policy's path from its name (PAGETUNE_POLICY_DIR, ./policies, the installed ones), or arg itself. */
+const char *pt_wb_policy_path(const char *arg, char *buf, size_t n);
+
+/* The last component of a path. */
+const char *pt_wb_base_name(const char *path);
+
+/* The simulation of pol's current parameters, with capacity and gpu (NULL: none). */
+void pt_wb_config(pt_policy *pol, uint64_t capacity, const pt_gpu *gpu, pt_sim_config *out /* OUT */);
+
+/* The GPU description --gpu names ("none": none, *out NULL); h200 when name is NULL. */
+int pt_wb_gpu(const char *name, pt_gpu *g, const pt_gpu **out /* OUT */, pt_err *err);
+
+/* A trace loaded for the workbench, and its row in the store. */
+typedef struct pt_wb_trace {
+  pt_trace_data t;
+  char hash[65];
+  int64_t id;
+} pt_wb_trace;
+
+/* A loaded trace's row in the store (found or added), with its statistics and content hash. */
+int pt_wb_put_trace(pt_store *db, const char *path, const pt_trace_data *data, pt_err *err, char hash[65],
+                    int64_t *id /* OUT */);
+/* Load path and put it in the store; free out->t after. */
+int pt_wb_load_trace(pt_store *db, const char *path, pt_err *err, pt_wb_trace *out /* OUT */);
+/* A loaded policy's row in the store (found or added). */
+int pt_wb_put_policy(pt_store *db, const pt_policy *pol, pt_err *err, int64_t *id /* OUT */);
+/* Load the policy arg names and put it in the store; *pol is NULL on failure. */
+int pt_wb_load_policy(pt_store *db, const char *arg, pt_err *err, pt_policy **pol /* OUT */, int64_t *id /* OUT */);
+
+/* What a stored run is keyed by; pj (PT_PARAMS_JSON_MAX bytes) holds the parameters' text the key points to. */
+void pt_wb_key(int64_t trace_id, int64_t policy_id, const pt_sim_config *cfg, char *pj, pt_store_run_key *out /* OUT */);
+
+typedef struct pt_wb_env {
+  pt_store *db;
+  const pt_gpu *gpu;
+  uint64_t capacity;
+} pt_wb_env;
+
+/*
+ * Run the policy's current parameters on the trace and store the run unless
+ * it is stored already (*stored: 1 when this call stored it).  With reuse, a
+ * run already stored is not simulated again (*res zeroed); otherwise *res
+ * always holds the result.  Free *res with pt_sim_result_free.
+ */
+int pt_wb_run(const pt_wb_env *env, const pt_wb_trace *tr, pt_policy *pol, int64_t policy_id, int reuse, pt_err *err,
+              int64_t *run_id /* OUT */, int *stored /* OUT */, pt_sim_result *res /* OUT */);
+
+/* A stored run as the report reads one. */
+pt_report_run pt_wb_report_run(const pt_store_run *r);
+
+/* The stored runs of trace (*rows, free it) and the index of the best by o (*best -1: none). */
+int pt_wb_best(pt_store *db, const char *trace, const pt_objective *o, pt_err *err, pt_store_run **rows /* OUT */,
+               size_t *n /* OUT */, long *best /* OUT */);
+
+#endif
