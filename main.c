@@ -4,7 +4,7 @@
  * Each command's options and handler are in sim/cli/cmd_*.c; the option
  * tables there are what both the parser and --help read (sim/cli/opts.h).
  *
- * Exit status (DESIGN.md, "Contract"): 0 success, 1 bad input or a failed run
+ * Exit status (docs/design.md, "Contract"): 0 success, 1 bad input or a failed run
  * (one line on stderr: file, position, reason), 2 bad usage.  Output that
  * cannot be written (a full disk) is a failed run.
  */

@@ -60,7 +60,7 @@ static int store_points(const calibrate_args *a, const measured *m, pt_err *err)
   for (int c = 0; rc == 0 && c < PT_DRV_NCALLS; c++)
     for (size_t k = 0; rc == 0 && k < m->pts[c].n; k++) {
       int64_t id;
-      rc = pt_store_put_calibration(db, gname, pt_wb_call_names[c], (uint64_t)m->pts[c].bytes[k], m->pts[c].us[k],
+      rc = pt_store_put_calibration(db, gname, pt_drv_call_names[c], (uint64_t)m->pts[c].bytes[k], m->pts[c].us[k],
                                     source, err, &id);
     }
   pt_store_close(db);
@@ -87,11 +87,11 @@ static void write_points(FILE *out, FILE *bf, const calibrate_args *a, const mea
     const pt_cost_points *p = &m->pts[c];
     if (!p->n) continue;
     if (a->json) {
-      fprintf(out, "%s\"%s\":[", first ? "" : ",", pt_wb_call_names[c]);
+      fprintf(out, "%s\"%s\":[", first ? "" : ",", pt_drv_call_names[c]);
       for (size_t k = 0; k < p->n; k++) fprintf(out, "%s[%.0f,%.3f]", k ? "," : "", p->bytes[k], p->us[k]);
       fputc(']', out);
     } else {
-      fprintf(out, "cost %s", pt_wb_call_names[c]);
+      fprintf(out, "cost %s", pt_drv_call_names[c]);
       for (size_t k = 0; k < p->n; k++) fprintf(out, " %.0f:%.3f", p->bytes[k], p->us[k]);
       fputc('\n', out);
     }

@@ -146,7 +146,7 @@ static int replay_store(const sim_run *s, const char *device, const double measu
   for (int c = 0; c < PT_DRV_NCALLS; c++) {
     if (!calls[c]) continue;
     char kind[64];
-    snprintf(kind, sizeof kind, "replay_driver_us:%s", pt_wb_call_names[c]);
+    snprintf(kind, sizeof kind, "replay_driver_us:%s", pt_drv_call_names[c]);
     if ((rc = pt_store_put_measurement(db, *run_id, kind, measured[c], "us", device, notes, err, &id)) < 0) goto out;
   }
 out:
@@ -156,7 +156,7 @@ out:
 
 static void print_calls(const char *key, const double v[PT_DRV_NCALLS]) {
   printf("},\"%s\":{", key);
-  for (int c = 0; c < PT_DRV_NCALLS; c++) printf("%s\"%s\":%.3f", c ? "," : "", pt_wb_call_names[c], v[c]);
+  for (int c = 0; c < PT_DRV_NCALLS; c++) printf("%s\"%s\":%.3f", c ? "," : "", pt_drv_call_names[c], v[c]);
 }
 
 /*
@@ -212,7 +212,7 @@ static int replay_on_gpu(const sim_run *s, const pt_call_log *log, pt_err *err) 
     fputs(",\"cost_model\":", stdout);
     pt_json_str(stdout, gpu->name);
     printf(",\"repeat\":%lu,\"driver_calls\":{", repeat);
-    for (int c = 0; c < PT_DRV_NCALLS; c++) printf("%s\"%s\":%" PRIu64, c ? "," : "", pt_wb_call_names[c], res.calls[c]);
+    for (int c = 0; c < PT_DRV_NCALLS; c++) printf("%s\"%s\":%" PRIu64, c ? "," : "", pt_drv_call_names[c], res.calls[c]);
     print_calls("measured_us", measured);
     print_calls("predicted_us", predicted);
     printf("},\"measured_total_us\":%.3f,\"predicted_total_us\":%.3f,\"run_id\":%" PRId64 "},",
@@ -226,7 +226,7 @@ static int replay_on_gpu(const sim_run *s, const pt_call_log *log, pt_err *err) 
   printf("  %-16s %8s %14s %14s\n", "call", "calls", "measured us", "predicted us");
   for (int c = 0; c < PT_DRV_NCALLS; c++)
     if (res.calls[c])
-      printf("  %-16s %8" PRIu64 " %14.1f %14.1f\n", pt_wb_call_names[c], res.calls[c], measured[c], predicted[c]);
+      printf("  %-16s %8" PRIu64 " %14.1f %14.1f\n", pt_drv_call_names[c], res.calls[c], measured[c], predicted[c]);
   printf("  %-16s %8s %14.1f %14.1f", "total", "", measured[PT_DRV_NCALLS], predicted[PT_DRV_NCALLS]);
   if (predicted[PT_DRV_NCALLS] > 0) printf("   (measured / predicted %.2f)", measured[PT_DRV_NCALLS] / predicted[PT_DRV_NCALLS]);
   printf("\n\nmodel: peak reserved %" PRIu64 " bytes, %" PRIu64 " segments; %" PRIu64 " requests, %" PRIu64 " frees\n",

@@ -14,11 +14,6 @@
 const pt_wb_args pt_wb_defaults = {
     .db = PT_WB_DEFAULT_DB, .objective = {.text = "time", .kind = PT_OBJ_TIME}, .budget = 60, .seed = 1};
 
-const char *const pt_wb_call_names[PT_DRV_NCALLS] = {
-#define PT_X(n) #n,
-    PT_DRIVER_CALLS(PT_X)
-#undef PT_X
-};
 
 const char *pt_wb_policy_path(const char *arg, char *buf, size_t n) {
   if (strchr(arg, '/') || strstr(arg, ".lua")) return arg;

@@ -57,9 +57,6 @@ extern const pt_wb_args pt_wb_defaults;
                    " (time, memory or weighted:W with W in [0,1])", h)
 #define PT_WB_OPT_JSON(h) PT_CLI_OPT_FLAG("json", pt_wb_args, json, h)
 
-/* The driver calls' names (PT_DRIVER_CALLS), as JSON keys and store kinds. */
-extern const char *const pt_wb_call_names[PT_DRV_NCALLS];
-
 /* A bundled policy's path from its name (PAGETUNE_POLICY_DIR, ./policies, the installed ones), or arg itself. */
 const char *pt_wb_policy_path(const char *arg, char *buf, size_t n);
 

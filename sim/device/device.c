@@ -4,6 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+const char *const pt_drv_call_names[PT_DRV_NCALLS] = {
+#define PT_X(n) #n,
+    PT_DRIVER_CALLS(PT_X)
+#undef PT_X
+};
+
 void pt_dev_init(pt_device *d, const pt_dev_ops *ops, void *st, uint64_t capacity, pt_err *err) {
   memset(d, 0, sizeof *d);
   d->ops = ops;

@@ -49,6 +49,9 @@ enum pt_drv_call {
   PT_DRV_NCALLS
 };
 
+/* "malloc", "free", "mem_create", ...: each call's name, by pt_drv_call (JSON keys, SQL, descriptions). */
+extern const char *const pt_drv_call_names[PT_DRV_NCALLS];
+
 /* ---- the device below --------------------------------------------------- */
 
 typedef struct pt_dev_ops {

@@ -392,11 +392,6 @@ void pt_sim_result_free(pt_sim_result *r) {
 
 /* ---- printers ------------------------------------------------------------------ */
 
-static const char *const call_names[] = {
-#define PT_X(n) #n,
-    PT_DRIVER_CALLS(PT_X)
-#undef PT_X
-};
 
 static const char *const page_names[PT_NPAGE_SIZES] = {"4K", "64K", "2M", "512M"};
 
@@ -417,7 +412,7 @@ void pt_sim_print_text(FILE *f, const pt_sim_result *r) {
 #undef PT_PRINT_D
   fprintf(f, "driver calls:");
   for (int i = 0; i < PT_DRV_NCALLS; i++)
-    if (r->driver_calls[i]) fprintf(f, " %s=%" PRIu64, call_names[i], r->driver_calls[i]);
+    if (r->driver_calls[i]) fprintf(f, " %s=%" PRIu64, pt_drv_call_names[i], r->driver_calls[i]);
   fprintf(f, "\nrecorded segment addresses followed: %s\n", r->addresses_followed ? "yes" : "no");
   if (r->has_gpu && r->mmu) {
     const pt_pagetable_stats *p = &r->page_table;
@@ -451,9 +446,9 @@ void pt_sim_print_json_members(FILE *f, const pt_sim_result *r, int with_timelin
 #undef PT_JSON_U
 #undef PT_JSON_D
   fputs(",\"driver_calls\":{", f);
-  for (int i = 0; i < PT_DRV_NCALLS; i++) fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "", call_names[i], r->driver_calls[i]);
+  for (int i = 0; i < PT_DRV_NCALLS; i++) fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "", pt_drv_call_names[i], r->driver_calls[i]);
   fputs("},\"driver_bytes\":{", f);
-  for (int i = 0; i < PT_DRV_NCALLS; i++) fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "", call_names[i], r->driver_bytes[i]);
+  for (int i = 0; i < PT_DRV_NCALLS; i++) fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "", pt_drv_call_names[i], r->driver_bytes[i]);
   fprintf(f, "},\"addresses_followed\":%s", r->addresses_followed ? "true" : "false");
   if (r->has_gpu) fprintf(f, ",\"predicted_alloc_us\":%.6g", r->predicted_alloc_us);
   if (r->has_gpu && r->mmu) { /* stored runs keep no page-table detail */

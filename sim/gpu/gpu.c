@@ -11,11 +11,6 @@
 #define PT_DATADIR "/usr/local/share/pagetune"
 #endif
 
-static const char *const call_names[] = {
-#define PT_X(n) #n,
-    PT_DRIVER_CALLS(PT_X)
-#undef PT_X
-};
 
 static const char *search_dirs(int i) {
   switch (i) {
@@ -75,7 +70,7 @@ static int parse_line(pt_gpu *g, char *line, const char *path, int lineno, pt_er
     char *call = strtok(rest, " \t");
     int c = -1;
     for (int i = 0; call && i < PT_DRV_NCALLS; i++)
-      if (!strcmp(call, call_names[i])) c = i;
+      if (!strcmp(call, pt_drv_call_names[i])) c = i;
     if (c < 0) return pt_err_set(err, PT_EFORMAT, "%s:%d: cost of unknown call '%s'", path, lineno, call ? call : "");
     pt_cost_points *p = &g->points[c];
     p->n = 0;
