@@ -33,7 +33,7 @@ static void test_step(void) {
 }
 
 static void test_h200_cudafree(void) {
-  /* DESIGN.md's cudaFree: 35 µs at 512 B, 43 at 16 MiB, 183 at 256 MiB, 609 at 1 GiB.
+  /* docs/design.md's first cudaFree: 35 µs at 512 B, 43 at 16 MiB, 183 at 256 MiB, 609 at 1 GiB.
      Through the points the model gives each one back exactly, and in between
      stays between its neighbours. */
   pt_cost_points p = {4, {512, 16777216, 268435456, 1073741824}, {35, 43, 183, 609}};
@@ -109,7 +109,7 @@ int pt_test_add_cost(void) {
   if (!s) return CU_get_error();
   CU_add_test(s, "points on a line give that line, past the last too", test_exact_line);
   CU_add_test(s, "a step between points is kept (cuMemAlloc on the H200)", test_step);
-  CU_add_test(s, "DESIGN.md's H200 cudaFree points", test_h200_cudafree);
+  CU_add_test(s, "the first H200 cudaFree points (docs/design.md)", test_h200_cudafree);
   CU_add_test(s, "one point, no points, refused points", test_one_point_and_errors);
   CU_add_test(s, "totals by size class, with bookkeeping", test_totals_by_size);
   CU_add_test(s, "cuMemSetAccess costed by the handles it covers", test_set_access_by_handles);

@@ -397,7 +397,7 @@ static const char *const page_names[PT_NPAGE_SIZES] = {"4K", "64K", "2M", "512M"
 
 static double rate(uint64_t part, uint64_t whole) { return whole ? (double)part / (double)whole : 0.0; }
 
-/* What the model may and may not claim (DESIGN.md): said in every report. */
+/* What the model may and may not claim (docs/design.md): said in every report. */
 static const char translation_note[] =
     "through the CUDA VMM API a policy picks handle sizes (2 MiB multiples) and VA layout, not the hardware "
     "page size: page sizes other than the driver's are a model-only dimension";

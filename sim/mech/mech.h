@@ -50,7 +50,7 @@ typedef struct pt_policy_hooks {
   int (*round)(void *ctx, uint64_t bytes, uint64_t *out, pt_err *err);
   /* bytes of a new segment for a (rounded) request */
   int (*segment_size)(void *ctx, uint64_t bytes, uint64_t *out, pt_err *err);
-  /* page size for a mapping of bytes (model only; see DESIGN.md) */
+  /* page size for a mapping of bytes (model only; see docs/design.md) */
   int (*page_size)(void *ctx, uint64_t bytes, uint64_t *out, pt_err *err);
   /* whether to collect cached memory now, given reserved and allocated bytes */
   int (*should_collect)(void *ctx, uint64_t reserved, uint64_t allocated, int *out, pt_err *err);

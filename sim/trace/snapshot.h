@@ -3,7 +3,7 @@
  * a trace source: a pt_trace_format that reads the pickle with the data-only
  * unpickler (pickle.h) and yields pt_event records.
  *
- * Mapping (DESIGN.md, "PyTorch facts"): alloc -> ALLOC (with its address);
+ * Mapping (docs/design.md, "PyTorch facts"): alloc -> ALLOC (with its address);
  * free_completed -> FREE (free_requested is only the request); segment_alloc /
  * segment_free / segment_map / segment_unmap / oom -> observed records.
  * Initial state: segments (and blocks) alive before recording started, found

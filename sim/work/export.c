@@ -34,7 +34,7 @@
 #define LIB_FREE "pagetune_free"
 #define PINNED_MAX_THREADS 128
 
-/* ---- the keys PyTorch accepts (DESIGN.md) ------------------------------------ */
+/* ---- the keys PyTorch accepts (docs/design.md) ------------------------------------ */
 
 enum { K_BACKEND, K_MAX_SPLIT, K_NON_SPLIT, K_GC, K_RP2, K_EXPANDABLE, K_RELEASE_LOCK, K_PINNED_REG, K_PINNED_THREADS, NKEYS };
 
@@ -591,7 +591,7 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
     double large = param(p, "large_segment_size_mb", 20);
     if (large != 20)
       note(b, N_APPROX, "large_segment_size_mb %g (the large pool's page size) is not exported: PyTorch 2.11 accepts the key but earlier "
-                        "releases reject it as unknown (DESIGN.md's list leaves it out); PyTorch's default is 20", large);
+                        "releases reject it as unknown (pagetune's list of them, docs/design.md, leaves it out); PyTorch's default is 20", large);
   } else if (!strcmp(mech, "async_pool")) {
     if (add_item(ex, &nex, K_BACKEND, "cudaMallocAsync", err) < 0) return PT_EUSAGE;
     char t[48];

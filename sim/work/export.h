@@ -3,7 +3,7 @@
  *
  * What PyTorch can express (the caching allocator's knobs, expandable
  * segments, the cudaMallocAsync backend) becomes a PYTORCH_CUDA_ALLOC_CONF
- * value holding only keys PyTorch accepts (DESIGN.md lists them), defaults
+ * value holding only keys PyTorch accepts (docs/design.md lists them), defaults
  * left out, values written as PyTorch parses them.  What it cannot express
  * (stitching, policy hooks) becomes the configuration of pagetune's own
  * allocator library for PyTorch and the lines that load it; that library is
@@ -59,7 +59,7 @@ int pt_export_conf(const pt_export_input *in, const char *merge, char *conf, siz
 int pt_export_write(FILE *f, const pt_export_input *in, const char *format, const char *merge, pt_err *err);
 
 /*
- * Parse a PYTORCH_CUDA_ALLOC_CONF value.  Only the keys DESIGN.md lists are
+ * Parse a PYTORCH_CUDA_ALLOC_CONF value.  Only the keys docs/design.md lists are
  * accepted (an unknown key is an error naming it), with PyTorch 2.11's value
  * rules.  out (cleared first) receives one entry per key, named as the key:
  * max_split_size_mb, max_non_split_rounding_mb (both INFINITY at or above
