@@ -1,6 +1,7 @@
 /* device.c — the books kept above every device: bytes, cap, calls, live maps, the call log (see device.h). */
 #include "device.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,26 +31,31 @@ void pt_call_log_free(pt_call_log *log) {
 }
 
 
+/* v (*cap elements of elem bytes, len used) reallocated to hold n more, *cap updated; NULL (v kept, the
+   error described with what it was for) when there is no memory. */
+static void *grow(pt_device *d, void *v, size_t *cap, size_t len, size_t n, size_t elem, size_t first, const char *what) {
+  size_t c = *cap ? 2 * *cap : first;
+  while (c - len < n) c *= 2;
+  void *nv = c <= SIZE_MAX / elem ? realloc(v, c * elem) : NULL;
+  if (!nv) pt_err_set(d->err, PT_ENOMEM, "out of memory (%s)", what);
+  else *cap = c;
+  return nv;
+}
+
 int pt_dev_log_grow(pt_device *d, size_t n) {
   pt_call_log *log = d->log;
-  size_t cap = log->cap ? 2 * log->cap : 256;
-  while (cap - log->n < n) cap *= 2;
-  pt_dev_call *v = realloc(log->v, cap * sizeof *v);
-  if (!v) return pt_err_set(d->err, PT_ENOMEM, "out of memory (driver call log)");
+  pt_dev_call *v = grow(d, log->v, &log->cap, log->n, n, sizeof *v, 256, "driver call log");
+  if (!v) return PT_ENOMEM;
   log->v = v;
-  log->cap = cap;
   return 0;
 }
 
 /* Room for n more live maps. */
 static int maps_room(pt_device *d, size_t n) {
   if (d->cap_maps - d->nmaps >= n) return 0;
-  size_t cap = d->cap_maps ? 2 * d->cap_maps : 64;
-  while (cap - d->nmaps < n) cap *= 2;
-  pt_dev_map *v = realloc(d->maps, cap * sizeof *v);
-  if (!v) return pt_err_set(d->err, PT_ENOMEM, "out of memory (live maps)");
+  pt_dev_map *v = grow(d, d->maps, &d->cap_maps, d->nmaps, n, sizeof *v, 64, "live maps");
+  if (!v) return PT_ENOMEM;
   d->maps = v;
-  d->cap_maps = cap;
   return 0;
 }
 
