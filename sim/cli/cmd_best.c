@@ -29,8 +29,11 @@ static void print_best(const pt_wb_args *a, const pt_store_run *r) {
     pt_json_str(stdout, r->trace);
     printf(",\"policy\":");
     pt_json_str(stdout, r->policy);
-    printf(",\"mechanism\":\"%s\",\"params\":%s,\"capacity\":%" PRIu64 ",\"objective\":\"%s\",", r->mechanism,
-           r->params_json, r->capacity, obj);
+    printf(",\"mechanism\":");
+    pt_json_str(stdout, r->mechanism);
+    printf(",\"params\":%s,\"capacity\":%" PRIu64 ",\"objective\":", r->params_json, r->capacity);
+    pt_json_str(stdout, obj);
+    putchar(',');
     pt_sim_print_json_members(stdout, &r->r, 0);
     puts("}");
     return;

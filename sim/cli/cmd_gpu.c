@@ -1,5 +1,6 @@
 /* cmd_gpu.c — pagetune gpu info: device 0 described through the CUDA driver (loaded at run time). */
 #include "cli.h"
+#include "json.h"
 
 #include <stdio.h>
 
@@ -34,10 +35,12 @@ int pt_cmd_gpu_info(void *args, char **pos, int npos, pt_err *err) {
   rc = pt_driver_info(d, &gi, err);
   pt_driver_close(d);
   if (rc < 0) return rc;
-  if (a->json)
-    printf("{\"name\":\"%s\",\"total_memory\":%zu,\"driver_version\":%d,\"device_count\":%d}\n", gi.name,
-           gi.total_memory, gi.driver_version, gi.device_count);
-  else
+  if (a->json) {
+    fputs("{\"name\":", stdout);
+    pt_json_str(stdout, gi.name);
+    printf(",\"total_memory\":%zu,\"driver_version\":%d,\"device_count\":%d}\n", gi.total_memory, gi.driver_version,
+           gi.device_count);
+  } else
     printf("device 0: %s, %zu bytes, driver API %d, %d device(s)\n", gi.name, gi.total_memory, gi.driver_version,
            gi.device_count);
   return 0;
