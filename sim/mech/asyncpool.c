@@ -613,6 +613,10 @@ static int async_init_segment(void *state, uint64_t addr, uint64_t bytes, uint64
   return 0;
 }
 
+static ablock *piece_new(async_state *st, const ablock *b, uint64_t addr, uint64_t size) {
+  return take_block(st, b->seg, addr, size);
+}
+
 /* A block live at trace start, carved out of the free part of an initial segment. */
 static int async_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_t stream, uint64_t *handle) {
   async_state *st = state;
@@ -626,20 +630,8 @@ static int async_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_t
                       (unsigned long long)addr, (unsigned long long)bytes);
   int rc = ensure_spare(st, 2);
   if (rc < 0) return rc;
-  achunk *c = b->seg;
   free_remove(st, b);
-  if (addr > b->addr) { /* free part before */
-    ablock *f = take_block(st, c, b->addr, addr - b->addr);
-    PT_SPAN_LINK_BEFORE(b, f);
-    free_insert(st, f);
-  }
-  if (addr + size < b->addr + b->size) { /* free part after */
-    ablock *g = take_block(st, c, addr + size, b->addr + b->size - (addr + size));
-    PT_SPAN_LINK_AFTER(b, g);
-    free_insert(st, g);
-  }
-  b->addr = addr;
-  b->size = size;
+  PT_SPAN_CARVE(st, b, addr, size, piece_new, free_insert); /* the free parts before and after stay free */
   b->allocated = 1;
   touch(st, b, +1);
   st->allocated += size;

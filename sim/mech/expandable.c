@@ -125,7 +125,6 @@ static void drop_block(exp_state *st, eblock *b) {
 
 static void link_after(eblock *at, eblock *b) { PT_SPAN_LINK_AFTER(at, b); }
 
-static void link_before(eblock *at, eblock *b) { PT_SPAN_LINK_BEFORE(at, b); }
 
 static void free_insert(exp_state *st, eblock *b) {
   b->node.key = (pt_bkey){b->seg->stream, b->size, b->addr};
@@ -152,21 +151,17 @@ static void unmapped_insert(exp_state *st, eblock *b) {
  * the free set, an unmapped one to the unmapped set).  Needs two spare
  * records.
  */
+static eblock *piece_new(exp_state *st, const eblock *b, uint64_t addr, uint64_t size) {
+  return take_block(st, b->seg, addr, size, b->mapped);
+}
+
+static void piece_keep(exp_state *st, eblock *f) {
+  if (f->mapped) free_insert(st, f);
+  else unmapped_insert(st, f);
+}
+
 static void carve(exp_state *st, eblock *b, uint64_t lo, uint64_t len) {
-  if (lo > b->addr) {
-    eblock *f = take_block(st, b->seg, b->addr, lo - b->addr, b->mapped);
-    link_before(b, f);
-    if (b->mapped) free_insert(st, f);
-    else unmapped_insert(st, f);
-  }
-  if (lo + len < b->addr + b->size) {
-    eblock *f = take_block(st, b->seg, lo + len, b->addr + b->size - (lo + len), b->mapped);
-    link_after(b, f);
-    if (b->mapped) free_insert(st, f);
-    else unmapped_insert(st, f);
-  }
-  b->addr = lo;
-  b->size = len;
+  PT_SPAN_CARVE(st, b, lo, len, piece_new, piece_keep);
 }
 
 static void unmapped_remove(exp_state *st, eblock *b) { pt_bset_erase(&st->unmapped[b->seg->pool], &b->node); }

@@ -42,4 +42,28 @@
     (dst)->size += (src)->size;                           \
   } while (0)
 
+/*
+ * Cut [lo, lo + len) (inside span b) out of b: b keeps that range; the parts
+ * before and after, if any, become spans of their own, each made by
+ * piece_new(st, b, addr, size), linked beside b, then handed to
+ * piece_keep(st, piece) (into a free set, say): the part before first.
+ * piece_new must not fail (records reserved beforehand).
+ */
+#define PT_SPAN_CARVE(st, b, lo, len, piece_new, piece_keep)                                    \
+  do {                                                                                          \
+    uint64_t lo_ = (lo), end_ = (lo) + (len), bend_ = (b)->addr + (b)->size;                    \
+    if (lo_ > (b)->addr) {                                                                      \
+      __typeof__(b) f_ = piece_new(st, b, (b)->addr, lo_ - (b)->addr);                          \
+      PT_SPAN_LINK_BEFORE(b, f_);                                                               \
+      piece_keep(st, f_);                                                                       \
+    }                                                                                           \
+    if (end_ < bend_) {                                                                         \
+      __typeof__(b) g_ = piece_new(st, b, end_, bend_ - end_);                                  \
+      PT_SPAN_LINK_AFTER(b, g_);                                                                \
+      piece_keep(st, g_);                                                                       \
+    }                                                                                           \
+    (b)->addr = lo_;                                                                            \
+    (b)->size = end_ - lo_;                                                                     \
+  } while (0)
+
 #endif

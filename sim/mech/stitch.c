@@ -161,20 +161,18 @@ static void free_erase(stitch_state *st, sblock *b) {
  * after stay free; the middle is returned, b itself when a == b->addr, so a
  * range's lowest block stays its head.  Needs two spare records.
  */
+static sblock *piece_new(stitch_state *st, const sblock *b, uint64_t addr, uint64_t size) {
+  return take_block(st, b->pr, addr, size);
+}
+
+/* A free piece; one that now begins its range is the range's head. */
+static void piece_keep(stitch_state *st, sblock *f) {
+  if (!f->prev) f->pr->head = f;
+  free_insert(st, f);
+}
+
 static sblock *carve(stitch_state *st, sblock *b, uint64_t a, uint64_t len) {
-  if (a > b->addr) {
-    sblock *m = take_block(st, b->pr, a, b->addr + b->size - a);
-    PT_SPAN_LINK_AFTER(b, m);
-    b->size = a - b->addr;
-    free_insert(st, b);
-    b = m;
-  }
-  if (b->size > len) {
-    sblock *r = take_block(st, b->pr, a + len, b->size - len);
-    PT_SPAN_LINK_AFTER(b, r);
-    b->size = len;
-    free_insert(st, r);
-  }
+  PT_SPAN_CARVE(st, b, a, len, piece_new, piece_keep);
   return b;
 }
 
