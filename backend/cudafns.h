@@ -24,6 +24,10 @@ struct pt_driver {
   CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
   CUresult (*DevicePrimaryCtxRelease)(CUdevice);
   CUresult (*CtxSetCurrent)(CUcontext);
+  CUresult (*CtxGetCurrent)(CUcontext *);
+  CUresult (*CtxPushCurrent)(CUcontext);
+  CUresult (*CtxPopCurrent)(CUcontext *);
+  CUresult (*MemGetInfo)(size_t *, size_t *);
   CUresult (*CtxSynchronize)(void);
   CUresult (*MemAlloc)(CUdeviceptr *, size_t);
   CUresult (*MemFree)(CUdeviceptr);
@@ -44,6 +48,9 @@ int pt_cu_context(pt_driver *d, pt_err *err);
 /* What pagetune's VMM handles are: pinned device memory on the context's device, read-write to it. */
 CUmemAllocationProp pt_cu_handle_prop(const pt_driver *d);
 CUmemAccessDesc pt_cu_access(const pt_driver *d);
+/* The same for device ordinal `device`. */
+CUmemAllocationProp pt_cu_handle_prop_on(int device);
+CUmemAccessDesc pt_cu_access_on(int device);
 /* A monotonic clock in microseconds, for timing driver calls. */
 double pt_cu_now_us(void);
 

@@ -48,6 +48,10 @@ int pt_driver_open(pt_err *err, pt_driver **out) {
       {"cuDevicePrimaryCtxRetain", offsetof(pt_driver, DevicePrimaryCtxRetain)},
       {"cuDevicePrimaryCtxRelease_v2", offsetof(pt_driver, DevicePrimaryCtxRelease)},
       {"cuCtxSetCurrent", offsetof(pt_driver, CtxSetCurrent)},
+      {"cuCtxGetCurrent", offsetof(pt_driver, CtxGetCurrent)},
+      {"cuCtxPushCurrent_v2", offsetof(pt_driver, CtxPushCurrent)},
+      {"cuCtxPopCurrent_v2", offsetof(pt_driver, CtxPopCurrent)},
+      {"cuMemGetInfo_v2", offsetof(pt_driver, MemGetInfo)},
       {"cuCtxSynchronize", offsetof(pt_driver, CtxSynchronize)},
       {"cuMemAlloc_v2", offsetof(pt_driver, MemAlloc)},
       {"cuMemFree_v2", offsetof(pt_driver, MemFree)},
@@ -95,23 +99,27 @@ int pt_driver_info(pt_driver *d, pt_gpu_info *out, pt_err *err) {
   return 0;
 }
 
-CUmemAllocationProp pt_cu_handle_prop(const pt_driver *d) {
+CUmemAllocationProp pt_cu_handle_prop_on(int device) {
   CUmemAllocationProp p;
   memset(&p, 0, sizeof p);
   p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
   p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  p.location.id = (int)d->dev;
+  p.location.id = device;
   return p;
 }
 
-CUmemAccessDesc pt_cu_access(const pt_driver *d) {
+CUmemAccessDesc pt_cu_access_on(int device) {
   CUmemAccessDesc a;
   memset(&a, 0, sizeof a);
   a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  a.location.id = (int)d->dev;
+  a.location.id = device;
   a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
   return a;
 }
+
+CUmemAllocationProp pt_cu_handle_prop(const pt_driver *d) { return pt_cu_handle_prop_on((int)d->dev); }
+
+CUmemAccessDesc pt_cu_access(const pt_driver *d) { return pt_cu_access_on((int)d->dev); }
 
 double pt_cu_now_us(void) { return pt_clock_s() * 1e6; }
 

@@ -23,6 +23,7 @@ int pt_test_add_report(void);
 int pt_test_add_export(void);
 int pt_test_add_device(void);
 int pt_test_add_paramjson(void);
+int pt_test_add_alloc(void);
 int pt_test_add_cli(void);
 
 /* Path of a file under the source tree (tests/data/...), in a static buffer. */

@@ -1,0 +1,243 @@
+/* cudadev.c — the real GPU as a device: driver calls on one ordinal (see cudadev.h). */
+#include "cudadev.h"
+
+#include <config.h>
+#include <stdlib.h>
+
+#ifdef HAVE_CUDA
+#include "cudafns.h"
+
+struct pt_cudadev {
+  pt_driver *d;
+  int ordinal;
+  CUdevice dev;
+  CUcontext ctx;               /* the device's primary context, retained */
+  CUmemAllocationProp prop;    /* pinned device memory on this ordinal */
+  CUmemAccessDesc access;      /* read-write from this ordinal */
+  int pending;                 /* memory was freed by its user since the last synchronisation */
+  pt_err *err;
+};
+
+/* The device's context current for one call: pushed when another is current. */
+static int enter(pt_cudadev *c, int *pushed) {
+  CUcontext cur = NULL;
+  *pushed = 0;
+  CUresult r = c->d->CtxGetCurrent(&cur);
+  if (r != CUDA_SUCCESS) return pt_cu_fail(c->d, r, "cuCtxGetCurrent", c->err);
+  if (cur == c->ctx) return 0;
+  if ((r = c->d->CtxPushCurrent(c->ctx)) != CUDA_SUCCESS) return pt_cu_fail(c->d, r, "cuCtxPushCurrent", c->err);
+  *pushed = 1;
+  return 0;
+}
+
+static void leave(pt_cudadev *c, int pushed) {
+  CUcontext was;
+  if (pushed) c->d->CtxPopCurrent(&was);
+}
+
+/* A call's result: PT_EOOM for out of memory, else the driver's text. */
+static int result(pt_cudadev *c, CUresult r, const char *what) {
+  if (r == CUDA_SUCCESS) return 0;
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+    pt_cu_fail(c->d, r, what, c->err);
+    return PT_EOOM;
+  }
+  return pt_cu_fail(c->d, r, what, c->err);
+}
+
+/* Before memory goes back to the driver: the work queued on it done. */
+static CUresult quiesce(pt_cudadev *c) {
+  if (!c->pending) return CUDA_SUCCESS;
+  CUresult r = c->d->CtxSynchronize();
+  if (r == CUDA_SUCCESS) c->pending = 0;
+  return r;
+}
+
+#define CALL(c, what, expr)           \
+  do {                                \
+    int pushed_, rc_ = enter(c, &pushed_); \
+    if (rc_ < 0) return rc_;          \
+    CUresult r_ = (expr);             \
+    leave(c, pushed_);                \
+    return result(c, r_, what);       \
+  } while (0)
+
+static int cd_malloc(void *st, uint64_t bytes, uint64_t *addr) {
+  pt_cudadev *c = st;
+  CUdeviceptr p = 0;
+  int pushed, rc = enter(c, &pushed);
+  if (rc < 0) return rc;
+  CUresult r = c->d->MemAlloc(&p, (size_t)bytes);
+  leave(c, pushed);
+  *addr = (uint64_t)p;
+  return result(c, r, "cuMemAlloc");
+}
+
+static int cd_free(void *st, uint64_t addr, uint64_t bytes) {
+  pt_cudadev *c = st;
+  (void)bytes;
+  int pushed, rc = enter(c, &pushed);
+  if (rc < 0) return rc;
+  CUresult r = quiesce(c);
+  if (r == CUDA_SUCCESS) r = c->d->MemFree((CUdeviceptr)addr);
+  leave(c, pushed);
+  return result(c, r, "cuMemFree");
+}
+
+static int cd_address_reserve(void *st, uint64_t bytes, uint64_t align, uint64_t *va) {
+  pt_cudadev *c = st;
+  CUdeviceptr p = 0;
+  int pushed, rc = enter(c, &pushed);
+  if (rc < 0) return rc;
+  CUresult r = c->d->MemAddressReserve(&p, (size_t)bytes, (size_t)align, 0, 0);
+  leave(c, pushed);
+  *va = (uint64_t)p;
+  return result(c, r, "cuMemAddressReserve");
+}
+
+static int cd_address_free(void *st, uint64_t va, uint64_t bytes) {
+  pt_cudadev *c = st;
+  CALL(c, "cuMemAddressFree", c->d->MemAddressFree((CUdeviceptr)va, (size_t)bytes));
+}
+
+static int cd_mem_create(void *st, uint64_t bytes, uint64_t *handle) {
+  pt_cudadev *c = st;
+  CUmemGenericAllocationHandle h = 0;
+  int pushed, rc = enter(c, &pushed);
+  if (rc < 0) return rc;
+  CUresult r = c->d->MemCreate(&h, (size_t)bytes, &c->prop, 0);
+  leave(c, pushed);
+  if ((rc = result(c, r, "cuMemCreate")) < 0) return rc;
+  if (!h) return pt_err_set(c->err, PT_EIO, "cuMemCreate returned handle 0 (the books take 0 for no handle)");
+  *handle = (uint64_t)h;
+  return 0;
+}
+
+static int cd_mem_release(void *st, uint64_t handle, uint64_t bytes) {
+  pt_cudadev *c = st;
+  (void)bytes;
+  CALL(c, "cuMemRelease", c->d->MemRelease((CUmemGenericAllocationHandle)handle));
+}
+
+static int cd_mem_map(void *st, uint64_t va, uint64_t bytes, uint64_t handle) {
+  pt_cudadev *c = st;
+  CALL(c, "cuMemMap", c->d->MemMap((CUdeviceptr)va, (size_t)bytes, 0, (CUmemGenericAllocationHandle)handle, 0));
+}
+
+static int cd_mem_set_access(void *st, uint64_t va, uint64_t bytes) {
+  pt_cudadev *c = st;
+  CALL(c, "cuMemSetAccess", c->d->MemSetAccess((CUdeviceptr)va, (size_t)bytes, &c->access, 1));
+}
+
+static int cd_mem_unmap(void *st, uint64_t va, uint64_t bytes) {
+  pt_cudadev *c = st;
+  int pushed, rc = enter(c, &pushed);
+  if (rc < 0) return rc;
+  CUresult r = quiesce(c);
+  if (r == CUDA_SUCCESS) r = c->d->MemUnmap((CUdeviceptr)va, (size_t)bytes);
+  leave(c, pushed);
+  return result(c, r, "cuMemUnmap");
+}
+
+static int cd_adopt(void *st, uint64_t addr, uint64_t bytes, uint64_t page, uint64_t *handles) {
+  pt_cudadev *c = st;
+  (void)addr, (void)bytes, (void)page, (void)handles;
+  return pt_err_set(c->err, PT_EUSAGE, "a real GPU has no memory from before the run to adopt");
+}
+
+const pt_dev_ops pt_cudadev_ops = {
+    .name = "cuda",
+    .malloc = cd_malloc,
+    .free = cd_free,
+    .address_reserve = cd_address_reserve,
+    .address_free = cd_address_free,
+    .mem_create = cd_mem_create,
+    .mem_release = cd_mem_release,
+    .mem_map = cd_mem_map,
+    .mem_set_access = cd_mem_set_access,
+    .mem_unmap = cd_mem_unmap,
+    .adopt = cd_adopt,
+};
+
+int pt_cudadev_open(pt_driver *d, int device, pt_err *err, pt_cudadev **out) {
+  *out = NULL;
+  pt_cudadev *c = calloc(1, sizeof *c);
+  if (!c) return pt_err_set(err, PT_ENOMEM, "out of memory");
+  c->d = d;
+  c->ordinal = device;
+  c->err = err;
+  CUresult r;
+  int count = 0;
+  if ((r = d->DeviceGetCount(&count)) != CUDA_SUCCESS) {
+    free(c);
+    return pt_cu_fail(d, r, "cuDeviceGetCount", err);
+  }
+  if (device < 0 || device >= count) {
+    free(c);
+    return pt_err_set(err, PT_ENODEV, "no GPU %d: the driver sees %d", device, count);
+  }
+  if ((r = d->DeviceGet(&c->dev, device)) != CUDA_SUCCESS || (r = d->DevicePrimaryCtxRetain(&c->ctx, c->dev)) != CUDA_SUCCESS) {
+    free(c);
+    return pt_cu_fail(d, r, "cuDevicePrimaryCtxRetain", err);
+  }
+  c->prop = pt_cu_handle_prop_on(device);
+  c->access = pt_cu_access_on(device);
+  size_t gran = 0;
+  if ((r = d->MemGetAllocationGranularity(&gran, &c->prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM)) != CUDA_SUCCESS) {
+    pt_cudadev_close(c);
+    return pt_cu_fail(d, r, "cuMemGetAllocationGranularity", err);
+  }
+  if (gran == 0 || (UINT64_C(2) << 20) % gran) {
+    pt_cudadev_close(c);
+    return pt_err_set(err, PT_ENODEV, "GPU %d maps memory in %zu-byte granules; the mechanisms need 2 MiB to be whole granules",
+                      device, gran);
+  }
+  *out = c;
+  return 0;
+}
+
+void pt_cudadev_close(pt_cudadev *c) {
+  if (!c) return;
+  if (c->ctx) c->d->DevicePrimaryCtxRelease(c->dev);
+  free(c);
+}
+
+void pt_cudadev_note_free(pt_cudadev *c) { c->pending = 1; }
+
+int pt_cudadev_mem_info(pt_cudadev *c, uint64_t *free_bytes, uint64_t *total_bytes) {
+  size_t f = 0, t = 0;
+  int pushed, rc = enter(c, &pushed);
+  if (rc < 0) return rc;
+  CUresult r = c->d->MemGetInfo(&f, &t);
+  leave(c, pushed);
+  *free_bytes = f;
+  *total_bytes = t;
+  return result(c, r, "cuMemGetInfo");
+}
+
+#else /* built without the CUDA Toolkit */
+
+struct pt_cudadev {
+  int unused;
+};
+
+static int cd_none(pt_err *err) { return pt_err_set(err, PT_ENODEV, "no GPU support in this build"); }
+
+const pt_dev_ops pt_cudadev_ops = {.name = "cuda"};
+
+int pt_cudadev_open(pt_driver *d, int device, pt_err *err, pt_cudadev **out) {
+  (void)d, (void)device;
+  *out = NULL;
+  return cd_none(err);
+}
+
+void pt_cudadev_close(pt_cudadev *c) { (void)c; }
+void pt_cudadev_note_free(pt_cudadev *c) { (void)c; }
+
+int pt_cudadev_mem_info(pt_cudadev *c, uint64_t *free_bytes, uint64_t *total_bytes) {
+  (void)c;
+  *free_bytes = *total_bytes = 0;
+  return PT_ENODEV;
+}
+
+#endif
