@@ -163,9 +163,9 @@ static int set_param(const item *i, const where *w, pt_libconf *out, pt_err *err
   char name[PT_PARAM_NAME_MAX];
   snprintf(name, sizeof name, "%.*s", (int)i->nlen, i->name);
   if (!strcmp(name, "device_total_bytes")) {
-    if (!(d >= 0 && d < 18446744073709551616.0) || d != floor(d))
+    uint64_t t = d >= 0 && d < 18446744073709551616.0 ? (uint64_t)d : 0; /* in range first: the cast is defined */
+    if (!(d >= 0 && d < 18446744073709551616.0) || (double)t != d)
       return conf_fail(w, i->voff, err, PT_EFORMAT, "device_total_bytes must be a whole number of bytes");
-    uint64_t t = (uint64_t)d;
     if (out->device_total_bytes && out->device_total_bytes != t)
       return conf_fail(w, i->voff, err, PT_EFORMAT, "device_total_bytes=%.*s differs from the file's device_total_bytes %llu", (int)i->vlen,
                        i->val, (unsigned long long)out->device_total_bytes);
