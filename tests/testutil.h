@@ -25,6 +25,8 @@ int pt_test_add_device(void);
 int pt_test_add_paramjson(void);
 int pt_test_add_alloc(void);
 int pt_test_add_cli(void);
+int pt_test_add_jsonread(void);
+int pt_test_add_libconf(void);
 
 /* Path of a file under the source tree (tests/data/...), in a static buffer. */
 const char *pt_test_src(const char *rel);
