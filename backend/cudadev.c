@@ -2,6 +2,7 @@
 #include "cudadev.h"
 
 #include <config.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #ifdef HAVE_CUDA
@@ -89,10 +90,16 @@ static int cd_address_reserve(void *st, uint64_t bytes, uint64_t align, uint64_t
   CUdeviceptr p = 0;
   int pushed, rc = enter(c, &pushed);
   if (rc < 0) return rc;
-  CUresult r = c->d->MemAddressReserve(&p, (size_t)bytes, (size_t)align, 0, 0);
+  /* the driver takes a power of two: the largest one align is a multiple of (20 MiB: 4 MiB) */
+  CUresult r = c->d->MemAddressReserve(&p, (size_t)bytes, (size_t)(align & (~align + 1)), 0, 0);
   leave(c, pushed);
   *va = (uint64_t)p;
-  return result(c, r, "cuMemAddressReserve");
+  if (r != CUDA_SUCCESS) {
+    char what[96];
+    snprintf(what, sizeof what, "cuMemAddressReserve of %llu bytes", (unsigned long long)bytes);
+    return result(c, r, what);
+  }
+  return 0;
 }
 
 static int cd_address_free(void *st, uint64_t va, uint64_t bytes) {

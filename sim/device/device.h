@@ -58,7 +58,8 @@ typedef struct pt_dev_ops {
   const char *name;
   int (*malloc)(void *st, uint64_t bytes, uint64_t *addr /* OUT */);
   int (*free)(void *st, uint64_t addr, uint64_t bytes);
-  /* VA only: align is a power of two (at least the device's granularity) */
+  /* VA only, starting at a multiple of align (a multiple of 2 MiB; a device that needs a power of two
+     may use the largest one align is a multiple of) */
   int (*address_reserve)(void *st, uint64_t bytes, uint64_t align, uint64_t *va /* OUT */);
   int (*address_free)(void *st, uint64_t va, uint64_t bytes);
   int (*mem_create)(void *st, uint64_t bytes, uint64_t *handle /* OUT, never 0 */);
