@@ -13,7 +13,13 @@
  * string in PAGETUNE_ALLOC_CONF ("mechanism=caching,max_split_size_mb=64");
  * neither: PyTorch's defaults (the caching mechanism).  A bad configuration
  * is one line on stderr at load, pagetune_status() says it, and every
- * allocation fails (NULL) rather than running something else.
+ * allocation fails rather than running something else.
+ *
+ * A request that fails (out of memory, or the library not serving) throws a
+ * C++ exception with the reason (oomthrow.cc): PyTorch raises it as a
+ * RuntimeError the program can catch.  PAGETUNE_ON_FAILURE=null returns NULL
+ * instead, which is PyTorch's contract on paper but which PyTorch does not
+ * check: the tensor it makes lies at address 0.
  *
  * PyTorch reaches the library only through malloc and free: the cache is
  * emptied, statistics read and peaks reset through the functions below (the
@@ -43,6 +49,15 @@ static struct {
 } lib;
 
 static __thread pt_err last_error;
+static int fail_null;      /* PAGETUNE_ON_FAILURE=null: return NULL rather than throw */
+
+void pt_alloc_throw(const char *msg); /* oomthrow.cc: never returns */
+
+/* A request that could not be served: thrown, or NULL. */
+static void *refuse(void) {
+  if (!fail_null) pt_alloc_throw(last_error.msg);
+  return NULL;
+}
 
 static int be_open(void *ctx, int device, pt_err *err, const pt_dev_ops **ops, void **st) {
   (void)ctx;
@@ -67,6 +82,8 @@ static void be_note_free(void *ctx, void *st) {
 /* The configuration, the driver and the allocator, once, when the library loads. */
 __attribute__((constructor)) static void pagetune_alloc_init(void) {
   const char *path = getenv("PAGETUNE_CONFIG"), *conf = getenv("PAGETUNE_ALLOC_CONF");
+  const char *onf = getenv("PAGETUNE_ON_FAILURE");
+  fail_null = onf && !strcmp(onf, "null");
   int rc;
   if (path && *path) rc = pt_libconf_load(path, &lib.conf, &lib.status);
   else rc = pt_libconf_from_conf_string(conf && *conf ? conf : "mechanism=caching", &lib.conf, &lib.status);
@@ -88,14 +105,16 @@ __attribute__((constructor)) static void pagetune_alloc_init(void) {
 PT_EXPORT void *pagetune_malloc(ssize_t size, int device, void *stream) {
   if (!lib.ready) {
     last_error = lib.status;
-    return NULL;
+    pt_err_prefix(&last_error, PT_ENODEV, "pagetune_alloc");
+    return refuse();
   }
   uint64_t addr = 0;
   int rc = size < 0 ? pt_err_set(&last_error, PT_EUSAGE, "a request of %zd bytes", size)
                     : pt_alloc_malloc(lib.alloc, device, (uint64_t)size, (uint64_t)(uintptr_t)stream, &addr, &last_error);
   if (rc < 0) {
-    fprintf(stderr, "pagetune_alloc: %s\n", last_error.msg);
-    return NULL;
+    pt_err_prefix(&last_error, rc, "pagetune_alloc");
+    fprintf(stderr, "%s\n", last_error.msg);
+    return refuse();
   }
   return (void *)(uintptr_t)addr;
 }

@@ -2,8 +2,9 @@
 # alloclib.sh — libpagetune_alloc.so loaded as PyTorch loads it (dlopen, here
 # through Python's ctypes), without a GPU: a bad configuration is one line on
 # stderr at load and in pagetune_status(), a good one without a driver says
-# there is no GPU, and every allocation then fails (NULL) instead of running
-# something else.  The library needs nothing but libc.  Skips (77) in a
+# there is no GPU, and every allocation then fails instead of running
+# something else.  The library needs nothing but libc (and the C++ runtime
+# every PyTorch process has).  Skips (77) in a
 # build without CUDA, where the library is not built.
 set -u
 top_srcdir=${top_srcdir:-.}
@@ -22,10 +23,12 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 needed=$(readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
 for n in $needed; do
-  case $n in libc.so.*|ld-linux*|libasan.so.*|libubsan.so.*) ;; *) fail "the library needs $n" ;; esac
+  # libstdc++ and libgcc_s for the one exception it throws (oomthrow.cc): every PyTorch process has them
+  case $n in libc.so.*|ld-linux*|libstdc++.so.*|libgcc_s.so.*|libasan.so.*|libubsan.so.*) ;; *) fail "the library needs $n" ;; esac
 done
 probe() { # ENV... : load the library, print status, the status text and what malloc(1024) gave
-  env "$@" python3 - "$lib" <<'PY'
+  # (PAGETUNE_ON_FAILURE=null: a C++ exception cannot cross ctypes)
+  env PAGETUNE_ON_FAILURE=null "$@" python3 - "$lib" <<'PY'
 import ctypes, sys
 lib = ctypes.CDLL(sys.argv[1])
 lib.pagetune_status.argtypes = [ctypes.c_char_p, ctypes.c_size_t]

@@ -15,7 +15,11 @@ PAGETUNE_ALLOC_LIB, else libpagetune_alloc.so beside this file.
 
 Under a pluggable allocator torch.cuda.memory_stats(), memory history and
 empty_cache() are PyTorch's and see nothing of this one: use the functions
-here.
+here.  A request the library cannot serve (out of memory, past the
+configured cap) raises RuntimeError("pagetune_alloc: device D: out of
+memory: N bytes asked, H held from the driver, L in live requests, ...");
+it is not a torch.OutOfMemoryError, which only PyTorch's own allocator
+raises.
 """
 import ctypes
 import json

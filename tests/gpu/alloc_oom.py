@@ -32,6 +32,13 @@ try:
 except Exception as e:  # noqa: BLE001
     out["second"] = {"raised": type(e).__name__, "mro": [c.__name__ for c in type(e).__mro__],
                      "message": str(e).splitlines()[:3]}
+try:  # the program goes on: a request that fits still works, and the GPU with it
+    c = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    c.fill_(3)
+    torch.cuda.synchronize()
+    out["after"] = "a 256 MiB tensor allocated and filled"
+except Exception as e:  # noqa: BLE001
+    out["after"] = "%s: %s" % (type(e).__name__, str(e).splitlines()[0] if str(e) else "")
 try:
     out["stats"] = pagetune_alloc.stats(0)
 except Exception:  # noqa: BLE001
