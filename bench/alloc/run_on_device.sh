@@ -26,3 +26,17 @@ export PAGETUNE_ALLOC_LIB=${PAGETUNE_ALLOC_LIB:-$here/backend/.libs/libpagetune_
     python3 "$here/bench/alloc/empty_del.py" pagetune --conf mechanism=caching
   done
 } 2>&1 | tee "$OUT/alloc.log"
+# a larger loop (about 170 M parameters), default and the library's caching mechanism alternating
+{
+  echo "== step time, 12 layers x 1024 wide, 50 steps, alternating"
+  for i in 1 2; do
+    python3 "$here/tests/gpu/alloc_loop.py" default --steps 50 --width 1024 --layers 12
+    python3 "$here/tests/gpu/alloc_loop.py" pagetune --conf mechanism=caching --steps 50 --width 1024 --layers 12
+  done | python3 -c '
+import json, sys
+runs = [json.loads(l) for l in sys.stdin if l.startswith("{")]
+base = runs[0]["losses"]
+for r in runs:
+    print("%-8s median step %.2f ms  peak reserved %d  losses %s" % (r["allocator"], r["median_step_s"] * 1e3,
+          r["peak_reserved_bytes"], "equal" if r["losses"] == base else "DIFFER"))'
+} 2>&1 | tee -a "$OUT/alloc.log"
