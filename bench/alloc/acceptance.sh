@@ -51,7 +51,7 @@ if [ "$what" = raw ] || [ "$what" = all ]; then
     run "$here/bench/alloc/raw_alloc.py" default
     run "$here/bench/alloc/raw_alloc.py" pagetune --conf mechanism=caching
   done
-  grep '"us_per_pair"' "$OUT/runs.jsonl" | grep -v '"workload"' >>"$log"
   rm -rf "$PT_EXT_DIR"
+  grep '"us_per_pair"' "$OUT/runs.jsonl" | grep -v '"workload"' >>"$log" || true
 fi
 tail -n 60 "$log"
