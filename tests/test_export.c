@@ -12,7 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ctype.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "export.h"
+#include "libconf.h"
 #include "testutil.h"
 
 
@@ -171,9 +176,12 @@ static void test_expandable_formats(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(notes, "approximation: large_segment_size_mb 64"));
 }
 
+static void check_library_outputs(const pt_export_input *in);
+
 static void test_async_formats(void) {
+  /* a pool that never releases is PyTorch's cudaMallocAsync backend */
   pt_params p = {0};
-  pt_params_set(&p, "release_threshold", 1 << 30);
+  pt_params_set(&p, "release_threshold", PT_EXPORT_ASYNC_NEVER);
   pt_export_input in = {.policy = "async", .mechanism = "async_pool", .params = &p, .run_id = 3};
   int rc;
   pt_err err = {{0}};
@@ -181,8 +189,9 @@ static void test_async_formats(void) {
   CU_ASSERT_EQUAL(rc, 0);
   exports_conf(env, "backend:cudaMallocAsync", 0);
   CU_ASSERT(lines_ok(env, "export "));
-  CU_ASSERT_PTR_NOT_NULL(strstr(env, "# approximation: release_threshold (1073741824 B in the tuned run) is not expressible"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(env, "# note: release_threshold 1125899906842624 B is at or above the device's memory"));
   CU_ASSERT_PTR_NOT_NULL(strstr(env, "UINT64_MAX"));
+  CU_ASSERT_PTR_NULL(strstr(env, "PAGETUNE"));
   free(env);
   char *df = render(&in, "dockerfile", NULL, &rc, &err);
   exports_conf(df, "backend:cudaMallocAsync", 1);
@@ -190,36 +199,222 @@ static void test_async_formats(void) {
   free(df);
   char *js = render(&in, "json", NULL, &rc, &err);
   CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"pytorch_cuda_alloc_conf\": \"backend:cudaMallocAsync\""));
-  CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"approximations\": [\"release_threshold (1073741824 B"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"pagetune_library\": null"));
   free(js);
+  /* on a known device, a threshold at its size never releases either */
+  pt_params_set(&p, "release_threshold", (double)H200);
+  in.device_total_bytes = H200;
+  char conf[PT_EXPORT_CONF_MAX], notes[PT_EXPORT_NOTES_MAX];
+  CU_ASSERT_EQUAL(pt_export_conf(&in, NULL, conf, sizeof conf, notes, sizeof notes, &err), 0);
+  CU_ASSERT_STRING_EQUAL(conf, "backend:cudaMallocAsync");
+  /* a pool that releases (below the device's size, or at every free) is not expressible: the library runs it */
+  pt_params_set(&p, "release_threshold", 1 << 30);
+  check_library_outputs(&in);
+  CU_ASSERT_EQUAL(pt_export_conf(&in, NULL, conf, sizeof conf, notes, sizeof notes, &err), 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(notes, "approximation: the pool's release (release_threshold 1073741824 B, trim_every_free 0) is not expressible"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(notes, "nearest PyTorch setting is PYTORCH_ALLOC_CONF='backend:cudaMallocAsync'"));
+  pt_params_set(&p, "release_threshold", PT_EXPORT_ASYNC_NEVER);
+  pt_params_set(&p, "trim_every_free", 1);
+  check_library_outputs(&in);
 }
 
+/* ---- Dockerfile lines: syntax, paths, and COPY against ENV ------------------------------------ */
+
+/* NAME: [A-Za-z_][A-Za-z0-9_]* of n bytes. */
+static int env_name_ok(const char *s, size_t n) {
+  if (!n || !(isalpha((unsigned char)s[0]) || s[0] == '_')) return 0;
+  for (size_t i = 1; i < n; i++)
+    if (!(isalnum((unsigned char)s[i]) || s[i] == '_')) return 0;
+  return 1;
+}
+
+/* A path in a COPY or ENV: printable, no spaces, quotes, backslashes or '$'. */
+static int path_ok(const char *s, size_t n) {
+  if (!n) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (s[i] <= ' ' || s[i] == 0x7f || s[i] == '"' || s[i] == '\'' || s[i] == '\\' || s[i] == '$') return 0;
+  return 1;
+}
+
+#define DF_MAX 16
+typedef struct dockerfile {
+  int ncopy, nenv;
+  char copy_src[DF_MAX][256], copy_dst[DF_MAX][256];
+  char env_name[DF_MAX][64], env_val[DF_MAX][512];
+} dockerfile;
+
+static const char *df_env(const dockerfile *d, const char *name) {
+  for (int i = 0; i < d->nenv; i++)
+    if (!strcmp(d->env_name[i], name)) return d->env_val[i];
+  return NULL;
+}
+
+static int df_copied_to(const dockerfile *d, const char *dst) {
+  for (int i = 0; i < d->ncopy; i++)
+    if (!strcmp(d->copy_dst[i], dst)) return 1;
+  return 0;
+}
+
+/*
+ * Every line of out is empty, a comment, COPY SRC DST or ENV NAME="VALUE": SRC relative, inside the
+ * context (no ..), and a regular file under ctx when ctx is given; DST absolute; VALUE without quotes,
+ * backslashes or newlines, '$' only in ${PYTHONPATH:+:$PYTHONPATH}; an instruction at most 200 bytes, a
+ * comment at most 512.  Each problem is printed; the count comes back, and d holds the instructions.
+ */
+static int dockerfile_problems(const char *out, const char *ctx, dockerfile *d) {
+  memset(d, 0, sizeof *d);
+  int bad = 0;
+  for (const char *p = out; *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t len = nl ? (size_t)(nl - p) : strlen(p);
+    char line[1024];
+    snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line - 1 ? len : sizeof line - 1), p);
+    p += len + (nl ? 1 : 0);
+#define DF_BAD(why)                                           \
+  do {                                                        \
+    fprintf(stderr, "\n  dockerfile: %s: '%s'\n", why, line); \
+    bad++;                                                    \
+    continue;                                                 \
+  } while (0)
+    if (!nl) DF_BAD("no newline at the end");
+    if (!len) continue;
+    if (line[0] == '#') {
+      if (len > 512) DF_BAD("a comment over 512 bytes");
+      continue;
+    }
+    if (len > 200) DF_BAD("an instruction over 200 bytes");
+    if (!strncmp(line, "COPY ", 5)) {
+      char *src = line + 5, *sp = strchr(src, ' ');
+      if (!sp || strchr(sp + 1, ' ')) DF_BAD("COPY takes one source and one destination");
+      *sp = 0;
+      const char *dst = sp + 1;
+      if (!path_ok(src, strlen(src)) || !path_ok(dst, strlen(dst))) DF_BAD("a COPY path with a character it should not have");
+      if (src[0] == '/' || strstr(src, "..")) DF_BAD("a COPY source outside the context");
+      if (dst[0] != '/') DF_BAD("a COPY destination that is not absolute");
+      if (ctx) {
+        char path[4096];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", ctx, src);
+        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) DF_BAD("a COPY source missing from the context");
+      }
+      if (d->ncopy == DF_MAX) DF_BAD("too many COPY lines");
+      snprintf(d->copy_src[d->ncopy], sizeof d->copy_src[0], "%s", src);
+      snprintf(d->copy_dst[d->ncopy++], sizeof d->copy_dst[0], "%s", dst);
+    } else if (!strncmp(line, "ENV ", 4)) {
+      const char *kv = line + 4, *eq = strchr(kv, '=');
+      if (!eq || !env_name_ok(kv, (size_t)(eq - kv))) DF_BAD("ENV without NAME=");
+      const char *v = eq + 1;
+      size_t vl = strlen(v);
+      if (vl < 2 || v[0] != '"' || v[vl - 1] != '"') DF_BAD("an ENV value not in double quotes");
+      char val[512];
+      snprintf(val, sizeof val, "%.*s", (int)(vl - 2), v + 1);
+      if (strpbrk(val, "\"\\\n'`")) DF_BAD("an ENV value with a quote, backslash or backquote");
+      const char *dollar = strchr(val, '$');
+      if (dollar && strcmp(dollar, "${PYTHONPATH:+:$PYTHONPATH}")) DF_BAD("a '$' other than the PYTHONPATH suffix");
+      if (d->nenv == DF_MAX) DF_BAD("too many ENV lines");
+      snprintf(d->env_name[d->nenv], sizeof d->env_name[0], "%.*s", (int)(eq - kv), kv);
+      snprintf(d->env_val[d->nenv++], sizeof d->env_val[0], "%s", val);
+    } else {
+      DF_BAD("not a comment, COPY or ENV");
+    }
+#undef DF_BAD
+  }
+  return bad;
+}
+
+/* A library export's lines agree with each other: PAGETUNE_CONFIG and PAGETUNE_ALLOC_LIB are files a COPY
+   put in the image, PYTHONPATH starts with the directory both Python files went to and keeps the image's own. */
+static int library_lines_agree(const dockerfile *d) {
+  const char *conf = df_env(d, "PAGETUNE_CONFIG"), *lib = df_env(d, "PAGETUNE_ALLOC_LIB"), *pp = df_env(d, "PYTHONPATH");
+  if (!conf || !lib || !pp || d->ncopy != 4) return 0;
+  if (!df_copied_to(d, conf) || !df_copied_to(d, lib)) return 0;
+  if (strcmp(lib + strlen(lib) - strlen("/libpagetune_alloc.so"), "/libpagetune_alloc.so")) return 0;
+  const char *suffix = strstr(pp, "${PYTHONPATH:+:$PYTHONPATH}");
+  if (!suffix || suffix[strlen("${PYTHONPATH:+:$PYTHONPATH}")]) return 0;
+  char dir[512], want[600];
+  snprintf(dir, sizeof dir, "%.*s", (int)(suffix - pp), pp);
+  if (strchr(dir, ':')) return 0; /* one directory of ours */
+  snprintf(want, sizeof want, "%s/sitecustomize.py", dir);
+  if (!df_copied_to(d, want)) return 0;
+  snprintf(want, sizeof want, "%s/pagetune_alloc.py", dir);
+  if (!df_copied_to(d, want)) return 0;
+  for (int i = 0; i < d->ncopy; i++) /* each source named as its destination: what a reader of the context expects */
+    if (strcmp(strrchr(d->copy_src[i], '/') + 1, strrchr(d->copy_dst[i], '/') + 1)) return 0;
+  return 1;
+}
+
+/* A runnable library export: no PLANNED text, the library's real function names, COPY and ENV lines that agree. */
 static void check_library_outputs(const pt_export_input *in) {
   int rc;
   pt_err err = {{0}};
   char *env = render(in, "env", NULL, &rc, &err);
   CU_ASSERT_EQUAL(rc, 0);
   CU_ASSERT(lines_ok(env, "export "));
-  CU_ASSERT_PTR_NOT_NULL(strstr(env, "PLANNED, NOT SHIPPED"));
+  CU_ASSERT_PTR_NULL(strstr(env, "PLANNED"));
+  CU_ASSERT_PTR_NULL(strstr(env, "\"pagetune_alloc\"")); /* the old, wrong function name */
   CU_ASSERT_PTR_NULL(strstr(env, "export PYTORCH_ALLOC_CONF")); /* nothing PyTorch-side to set */
-  CU_ASSERT_PTR_NOT_NULL(strstr(env, "export PAGETUNE_ALLOC_CONF='mechanism="));
-  CU_ASSERT_PTR_NOT_NULL(strstr(env, "#   alloc = torch.cuda.memory.CUDAPluggableAllocator(\"/opt/pagetune/libpagetune_alloc.so\", "
-                                     "\"pagetune_alloc\", \"pagetune_free\")"));
-  CU_ASSERT_PTR_NOT_NULL(strstr(env, "#   torch.cuda.memory.change_current_allocator(alloc)"));
+  CU_ASSERT_EQUAL(count(env, "\nexport PAGETUNE_ALLOC_CONF='mechanism="), 1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(env, "#   pagetune_alloc.install()  # = change_current_allocator(CUDAPluggableAllocator(LIB, "
+                                     "\"pagetune_malloc\", \"pagetune_free\"))\n"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(env, "# warning: pagetune's allocator library (libpagetune_alloc.so) replaces PyTorch's allocator"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(env, "raises RuntimeError, not torch.OutOfMemoryError"));
   free(env);
   char *df = render(in, "dockerfile", NULL, &rc, &err);
   CU_ASSERT_EQUAL(rc, 0);
-  CU_ASSERT(lines_ok(df, "ENV ")); /* so the COPY line is a comment */
-  CU_ASSERT_PTR_NOT_NULL(strstr(df, "# COPY libpagetune_alloc.so /opt/pagetune/libpagetune_alloc.so\n"));
-  CU_ASSERT_PTR_NOT_NULL(strstr(df, "PLANNED, NOT SHIPPED"));
-  CU_ASSERT_PTR_NOT_NULL(strstr(df, "ENV PAGETUNE_ALLOC_CONF=\"mechanism="));
+  dockerfile d;
+  CU_ASSERT_EQUAL(dockerfile_problems(df, NULL, &d), 0);
+  CU_ASSERT(library_lines_agree(&d));
+  CU_ASSERT_PTR_NULL(strstr(df, "PLANNED"));
+  CU_ASSERT_PTR_NULL(df_env(&d, "PAGETUNE_ALLOC_CONF")); /* the image reads the file PAGETUNE_CONFIG names */
+  CU_ASSERT_STRING_EQUAL(df_env(&d, "PAGETUNE_CONFIG"), PT_EXPORT_IMAGE_CONFIG);
+  CU_ASSERT_STRING_EQUAL(df_env(&d, "PYTHONPATH"), PT_EXPORT_IMAGE_PYDIR "${PYTHONPATH:+:$PYTHONPATH}");
+  CU_ASSERT_PTR_NOT_NULL(strstr(df, "COPY pagetune/sitecustomize.py /opt/pagetune/python/sitecustomize.py\n"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(df, "# Place in the build context first (or run this export with --context DIR"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(df, "#   pagetune/pagetune.json "));
   free(df);
   char *js = render(in, "json", NULL, &rc, &err);
   CU_ASSERT_EQUAL(rc, 0);
-  CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"pagetune_library\": {\"status\": \"planned, not shipped\""));
-  CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"warnings\": [\"PLANNED, NOT SHIPPED"));
-  CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"python\": [\"# PLANNED, NOT SHIPPED"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"pagetune_library\": {\"status\": \"runnable\", \"path\": \"/opt/pagetune/libpagetune_alloc.so\", "
+                                    "\"alloc_fn\": \"pagetune_malloc\", \"free_fn\": \"pagetune_free\", \"config\": \"/opt/pagetune/pagetune.json\""));
+  CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"warnings\": [\"pagetune's allocator library"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"python\": [\"import pagetune_alloc"));
   CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"pytorch_alloc_conf\": \"\""));
+  CU_ASSERT_PTR_NULL(strstr(js, "PLANNED"));
+  /* and the library's reader takes it, as the same mechanism */
+  pt_libconf c;
+  CU_ASSERT_EQUAL(pt_libconf_parse(js, strlen(js), "export.json", &c, &err), 0);
+  if (c.mech) CU_ASSERT_STRING_EQUAL(c.mech->name, in->mechanism);
+  CU_ASSERT_EQUAL(c.capacity, in->capacity);
+  free(js);
+}
+
+/* A policy with hooks: marked not runnable everywhere, nothing that installs the library, and the library's reader refuses it. */
+static void check_not_runnable(const pt_export_input *in) {
+  int rc;
+  pt_err err = {{0}};
+  char *env = render(in, "env", NULL, &rc, &err);
+  CU_ASSERT_EQUAL(rc, 0);
+  CU_ASSERT(lines_ok(env, "export "));
+  CU_ASSERT_PTR_NOT_NULL(strstr(env, "# warning: NOT RUNNABLE BY THE LIBRARY"));
+  CU_ASSERT_PTR_NULL(strstr(env, "export PAGETUNE_ALLOC_CONF"));
+  CU_ASSERT_PTR_NULL(strstr(env, "pagetune_alloc.install"));
+  free(env);
+  char *df = render(in, "dockerfile", NULL, &rc, &err);
+  CU_ASSERT_EQUAL(rc, 0);
+  dockerfile d;
+  CU_ASSERT_EQUAL(dockerfile_problems(df, NULL, &d), 0);
+  CU_ASSERT_EQUAL(d.ncopy, 0);
+  CU_ASSERT_PTR_NULL(df_env(&d, "PAGETUNE_CONFIG"));
+  CU_ASSERT_PTR_NULL(df_env(&d, "PYTHONPATH"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(df, "# NOT RUNNABLE BY THE LIBRARY (the policy has hooks): nothing to install."));
+  free(df);
+  char *js = render(in, "json", NULL, &rc, &err);
+  CU_ASSERT_EQUAL(rc, 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"pagetune_library\": {\"status\": \"not runnable by the library: the policy has hooks (Lua)"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(js, "\"env\": {}"));
+  pt_libconf c;
+  CU_ASSERT_EQUAL(pt_libconf_parse(js, strlen(js), "export.json", &c, &err), PT_EFORMAT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "hooks=policy"));
   free(js);
 }
 
@@ -227,30 +422,45 @@ static void test_stitch_hooks_formats(void) {
   pt_params p = {0};
   pt_params_set(&p, "stitch_min_bytes", 8 << 20);
   pt_params_set(&p, "max_stitched", 16);
-  pt_params_set(&p, "large_page_from", 1 << 30); /* a policy-only parameter its hooks read */
-  pt_export_input in = {.policy = "stitch_big_pages", .mechanism = "stitch", .params = &p, .has_hooks = 1,
-                        .capacity = 64 * GIB, .device_total_bytes = H200, .trace = "train", .run_id = 5};
+  pt_export_input in = {.policy = "stitch", .mechanism = "stitch", .params = &p, .capacity = 64 * GIB, .device_total_bytes = H200,
+                        .trace = "train", .run_id = 5};
   check_library_outputs(&in);
   char conf[PT_EXPORT_CONF_MAX], notes[PT_EXPORT_NOTES_MAX];
   pt_err err = {{0}};
   CU_ASSERT_EQUAL(pt_export_conf(&in, NULL, conf, sizeof conf, notes, sizeof notes, &err), 0);
   CU_ASSERT_STRING_EQUAL(conf, "");
   CU_ASSERT_PTR_NOT_NULL(strstr(notes, "approximation: stitch"));
-  CU_ASSERT_PTR_NOT_NULL(strstr(notes, "approximation: the policy's hooks"));
   CU_ASSERT_PTR_NOT_NULL(strstr(notes, "capacity=68719476736"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(notes, "without the library (keeping what a pluggable allocator loses), the nearest PyTorch setting is "
+                                       "PYTORCH_ALLOC_CONF='expandable_segments:True'"));
   CU_ASSERT_PTR_NULL(strstr(notes, "set_per_process_memory_fraction(")); /* no cap line for a pluggable allocator */
   int rc;
   char *env = render(&in, "env", NULL, &rc, &err);
-  CU_ASSERT_PTR_NOT_NULL(strstr(env, "export PAGETUNE_ALLOC_CONF='mechanism=stitch,policy=stitch_big_pages,capacity=68719476736,"
-                                     "stitch_min_bytes=8388608,max_stitched=16,large_page_from=1073741824,hooks=policy'\n"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(env, "export PAGETUNE_ALLOC_CONF='mechanism=stitch,policy=stitch,capacity=68719476736,"
+                                     "stitch_min_bytes=8388608,max_stitched=16'\n"));
   free(env);
-  /* caching with hooks needs the library too; the nearest PyTorch setting is named */
+  /* a policy-only parameter (no hooks read it) is left out of what the library is told, with a note */
+  pt_params_set(&p, "large_page_from", 1 << 30);
+  CU_ASSERT_EQUAL(pt_export_conf(&in, NULL, conf, sizeof conf, notes, sizeof notes, &err), 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(notes, "note: parameter large_page_from=1.07374e+09 is not a parameter of the stitch mechanism: not given to the library"));
+  check_library_outputs(&in);
+
+  /* with hooks: not runnable by the library, whatever the mechanism */
+  in.has_hooks = 1;
+  in.policy = "stitch_big_pages";
+  check_not_runnable(&in);
+  env = render(&in, "env", NULL, &rc, &err);
+  CU_ASSERT_PTR_NOT_NULL(strstr(env, "#   mechanism=stitch,policy=stitch_big_pages,capacity=68719476736,"
+                                     "stitch_min_bytes=8388608,max_stitched=16,large_page_from=1073741824,hooks=policy\n"));
+  free(env);
+  CU_ASSERT_EQUAL(pt_export_conf(&in, NULL, conf, sizeof conf, notes, sizeof notes, &err), 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(notes, "approximation: the policy's hooks"));
   pt_params q = {0};
   pt_params_set(&q, "max_split_size_mb", 64);
   pt_export_input in2 = {.policy = "caching hooks", .mechanism = "caching", .params = &q, .has_hooks = 1, .run_id = -1};
-  check_library_outputs(&in2);
+  check_not_runnable(&in2);
   CU_ASSERT_EQUAL(pt_export_conf(&in2, NULL, conf, sizeof conf, notes, sizeof notes, &err), 0);
-  CU_ASSERT_PTR_NOT_NULL(strstr(notes, "nearest PyTorch setting is PYTORCH_ALLOC_CONF='max_split_size_mb:64'"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(notes, "instead, the nearest PyTorch setting is PYTORCH_ALLOC_CONF='max_split_size_mb:64'"));
   CU_ASSERT_PTR_NOT_NULL(strstr(notes, "policy name written as 'caching_hooks'"));
   /* a parameter name that could break the library's conf is refused */
   pt_params bad = {0};
@@ -320,8 +530,10 @@ static void test_round_trip(void) {
   CU_ASSERT_EQUAL(cases, 900);
   /* the other mechanisms */
   const char *mechs[] = {"expandable", "async_pool"};
+  pt_params never = {0}; /* an async pool that never releases: PyTorch's backend */
+  pt_params_set(&never, "release_threshold", PT_EXPORT_ASYNC_NEVER);
   for (int i = 0; i < 2; i++) {
-    pt_export_input in = {.policy = "rt", .mechanism = mechs[i], .run_id = -1};
+    pt_export_input in = {.policy = "rt", .mechanism = mechs[i], .params = i ? &never : NULL, .run_id = -1};
     char conf[PT_EXPORT_CONF_MAX], backend[32];
     pt_err err = {{0}};
     pt_params back;
@@ -432,7 +644,9 @@ static void test_merge(void) {
   CU_ASSERT_STRING_EQUAL(conf, "backend:native,garbage_collection_threshold:0.6,max_split_size_mb:64");
   CU_ASSERT_PTR_NOT_NULL(strstr(notes, "override: existing expandable_segments:True removed"));
   /* async: the native-only knobs go (PyTorch ignores them and warns) */
-  pt_export_input as = {.policy = "a", .mechanism = "async_pool", .run_id = -1};
+  pt_params never = {0};
+  pt_params_set(&never, "release_threshold", PT_EXPORT_ASYNC_NEVER);
+  pt_export_input as = {.policy = "a", .mechanism = "async_pool", .params = &never, .run_id = -1};
   CU_ASSERT_EQUAL(pt_export_conf(&as, "max_split_size_mb:128,pinned_num_register_threads:4", conf, sizeof conf, notes, sizeof notes, &err), 0);
   CU_ASSERT_STRING_EQUAL(conf, "pinned_num_register_threads:4,backend:cudaMallocAsync");
   CU_ASSERT_PTR_NOT_NULL(strstr(notes, "override: existing max_split_size_mb:128 removed: backend:cudaMallocAsync ignores it"));
@@ -594,13 +808,209 @@ static void test_bad_input(void) {
   free(out);
 }
 
+/* ---- the build context, and the library's reader on every export ------------------------------ */
+
+static int write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  if (!f) return -1;
+  int rc = fputs(text, f) < 0 ? -1 : 0;
+  return fclose(f) || rc ? -1 : 0;
+}
+
+static char *read_text(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *buf = calloc(1, 1 << 16);
+  if (buf) fread(buf, 1, (1 << 16) - 1, f);
+  fclose(f);
+  return buf;
+}
+
+static void test_context(void) {
+  char dir[] = "/tmp/pt_export_ctx_XXXXXX";
+  CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+  char src[3][512], ctxdir[600], path[700];
+  const char *names[] = {"lib.so", "alloc.py", "site.py"}, *texts[] = {"\177ELF fake\n", "# pagetune_alloc\n", "# sitecustomize\n"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(src[i], sizeof src[i], "%s/%s", dir, names[i]);
+    CU_ASSERT_EQUAL_FATAL(write_text(src[i], texts[i]), 0);
+  }
+  snprintf(ctxdir, sizeof ctxdir, "%s/ctx", dir);
+  pt_params p = {0};
+  pt_params_set(&p, "stitch_min_bytes", 4 << 20);
+  pt_export_input in = {.policy = "stitch", .mechanism = "stitch", .params = &p, .capacity = 40 * GIB, .device_total_bytes = H200,
+                        .trace = "train", .run_id = 9};
+  pt_export_context ctx = {ctxdir, src[0], src[1], src[2]};
+  char *out = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&out, &len);
+  pt_err err = {{0}};
+  CU_ASSERT_EQUAL(pt_export_write_context(f, &in, NULL, &ctx, &err), 0);
+  fclose(f);
+  dockerfile d;
+  CU_ASSERT_EQUAL(dockerfile_problems(out, ctxdir, &d), 0); /* every COPY source is a file in the context */
+  CU_ASSERT(library_lines_agree(&d));
+  CU_ASSERT_PTR_NOT_NULL(strstr(out, "# --context wrote the files these COPY lines name"));
+  CU_ASSERT_PTR_NULL(strstr(out, "# Place in the build context"));
+  /* the same lines as without --context, but for that comment */
+  int rc;
+  char *plain = render(&in, "dockerfile", NULL, &rc, &err);
+  dockerfile d2;
+  dockerfile_problems(plain, NULL, &d2);
+  CU_ASSERT_EQUAL(memcmp(&d, &d2, sizeof d), 0);
+  free(plain);
+  /* the copies are the sources; the config is the JSON export, and the library's reader loads it */
+  for (int i = 0; i < 3; i++) {
+    snprintf(path, sizeof path, "%s/%s", ctxdir, d.copy_src[i]);
+    char *got = read_text(path);
+    CU_ASSERT_PTR_NOT_NULL(got);
+    if (got) CU_ASSERT_STRING_EQUAL(got, texts[i]);
+    free(got);
+  }
+  snprintf(path, sizeof path, "%s/pagetune/pagetune.json", ctxdir);
+  char *js = read_text(path), *want = render(&in, "json", NULL, &rc, &err);
+  CU_ASSERT(js && want && !strcmp(js, want));
+  free(js);
+  free(want);
+  pt_libconf c;
+  CU_ASSERT_EQUAL(pt_libconf_load(path, &c, &err), 0);
+  CU_ASSERT_PTR_EQUAL(c.mech, &pt_mech_stitch);
+  CU_ASSERT_EQUAL(c.capacity, 40 * GIB);
+  CU_ASSERT_EQUAL(c.device_total_bytes, H200);
+  CU_ASSERT_EQUAL(pt_params_get(&c.params, "stitch_min_bytes", 0), 4 << 20);
+  CU_ASSERT_STRING_EQUAL(c.policy, "stitch");
+  struct stat st;
+  snprintf(path, sizeof path, "%s/pagetune/libpagetune_alloc.so.tmp", ctxdir);
+  CU_ASSERT_NOT_EQUAL(stat(path, &st), 0); /* no temporary left */
+  free(out);
+
+  /* hooks: refused, nothing written; a missing source: refused before anything is written */
+  char other[700];
+  snprintf(other, sizeof other, "%s/ctx2", dir);
+  ctx.dir = other;
+  in.has_hooks = 1;
+  f = open_memstream(&out, &len);
+  CU_ASSERT_EQUAL(pt_export_write_context(f, &in, NULL, &ctx, &err), PT_EFORBID);
+  fclose(f);
+  CU_ASSERT_STRING_EQUAL(out, "");
+  free(out);
+  in.has_hooks = 0;
+  ctx.site_py = NULL;
+  f = open_memstream(&out, &len);
+  CU_ASSERT_EQUAL(pt_export_write_context(f, &in, NULL, &ctx, &err), PT_ENOTFOUND);
+  fclose(f);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "sitecustomize.py"));
+  free(out);
+  CU_ASSERT_NOT_EQUAL(stat(other, &st), 0);
+  /* PyTorch's own allocator runs it: nothing written, and said */
+  pt_export_input ex = {.policy = "e", .mechanism = "expandable", .run_id = -1};
+  ctx.site_py = src[2];
+  f = open_memstream(&out, &len);
+  CU_ASSERT_EQUAL(pt_export_write_context(f, &ex, NULL, &ctx, &err), 0);
+  fclose(f);
+  CU_ASSERT_PTR_NOT_NULL(strstr(out, "# --context: nothing written"));
+  CU_ASSERT_EQUAL(dockerfile_problems(out, other, &d), 0);
+  CU_ASSERT_EQUAL(d.ncopy, 0);
+  free(out);
+  CU_ASSERT_NOT_EQUAL(stat(other, &st), 0);
+
+  /* clean up */
+  const char *files[] = {"libpagetune_alloc.so", "pagetune_alloc.py", "sitecustomize.py", "pagetune.json"};
+  for (int i = 0; i < 4; i++) {
+    snprintf(path, sizeof path, "%s/pagetune/%s", ctxdir, files[i]);
+    remove(path);
+  }
+  snprintf(path, sizeof path, "%s/pagetune", ctxdir);
+  rmdir(path);
+  rmdir(ctxdir);
+  for (int i = 0; i < 3; i++) remove(src[i]);
+  rmdir(dir);
+}
+
+/* A value mp allows, drawn from its range (its ends and default often). */
+static double draw(const pt_mech_param *mp, unsigned *seed) {
+  *seed = *seed * 1103515245u + 12345u;
+  unsigned r = *seed >> 8;
+  double hi = isinf(mp->max) ? mp->min + 1e7 : mp->max, v;
+  switch (r % 5) {
+  case 0: v = mp->min; break;
+  case 1: v = mp->max; break;
+  case 2: v = mp->dflt; break;
+  default: v = mp->min + (hi - mp->min) * ((r >> 4) % 10007) / 10007.0;
+  }
+  if (mp->kind == PT_PARAM_WHOLE) v = floor(v);
+  if (mp->kind == PT_PARAM_EVEN) v = 2 * floor(v / 2);
+  if (mp->kind == PT_PARAM_FLAG) v = r & 1;
+  if (mp->kind == PT_PARAM_POW2) v = (r & 1) ? 0 : pow(2, floor(log2(v > 1 ? v : 1)));
+  char buf[128];
+  return pt_mech_param_violation(mp, v, buf, sizeof buf) ? mp->dflt : v;
+}
+
+/* Every export the library is told to run, as the file an image's PAGETUNE_CONFIG names, is read by the
+   library's own reader (backend/libconf.c) as what was tuned: every mechanism, random parameters in range,
+   policy-only ones, caps, device sizes, hostile names; with hooks, refused for its hooks.  An export
+   PyTorch's allocator runs is read too when its policy name is one the reader takes. */
+static void test_library_reads_every_export(void) {
+  const pt_mech_ops *mechs[] = {&pt_mech_direct, &pt_mech_caching, &pt_mech_expandable, &pt_mech_async_pool, &pt_mech_stitch};
+  const char *names[] = {"stitch", "a b\nc", "", "x'\"$(id)", "a-very-long-policy-name-that-goes-on-and-on-past-the-sixty-four-bytes-the-library-keeps"};
+  const uint64_t caps[] = {0, 600 << 20, 40 * GIB};
+  const uint64_t totals[] = {0, H200};
+  unsigned seed = 7;
+  int runnable = 0, pytorch = 0, refused = 0;
+  for (int m = 0; m < 5; m++)
+    for (int k = 0; k < 120; k++) {
+      pt_params p = {0};
+      for (const pt_mech_param *mp = mechs[m]->params; mp->name; mp++)
+        if ((seed = seed * 1103515245u + 12345u) >> 30) pt_params_set(&p, mp->name, draw(mp, &seed));
+      if (k % 7 == 0) pt_params_set(&p, "policy_only", 3);
+      if (k % 11 == 0) pt_params_set(&p, "device_total_bytes", (double)(k % 2 ? H200 : 85899345920.0));
+      pt_export_input in = {.policy = names[k % 5], .mechanism = mechs[m]->name, .params = &p, .capacity = caps[k % 3],
+                            .device_total_bytes = totals[(k / 3) % 2], .has_hooks = k % 13 == 5, .trace = "t", .run_id = k};
+      int rc;
+      pt_err err = {{0}};
+      char *js = render(&in, "json", NULL, &rc, &err);
+      if (rc != 0) { /* the export may refuse what PyTorch cannot take (a fraction of a cap above the device); never the library's part */
+        CU_ASSERT(rc == PT_EUSAGE || rc == PT_EFORBID);
+        free(js);
+        continue;
+      }
+      pt_libconf c;
+      pt_err lerr = {{0}};
+      int lrc = pt_libconf_parse(js, strlen(js), "export.json", &c, &lerr);
+      if (in.has_hooks) {
+        CU_ASSERT_EQUAL(lrc, PT_EFORMAT);
+        CU_ASSERT_PTR_NOT_NULL(strstr(lerr.msg, "hooks=policy"));
+        refused++;
+      } else if (strstr(js, "\"pagetune_library\": null") && (k % 5) != 0 && (k % 5) != 3) {
+        /* PyTorch's allocator runs it and the image tells the library nothing; its "policy" is the name as given,
+           which the library's reader takes only when it is 1 to 63 bytes without control characters */
+        CU_ASSERT_EQUAL(lrc, PT_EFORMAT);
+        CU_ASSERT_PTR_NOT_NULL(strstr(lerr.msg, "policy must be a name"));
+      } else {
+        CU_ASSERT_EQUAL(lrc, 0);
+        if (lrc != 0) fprintf(stderr, "\n  %s: %s\n%s\n", mechs[m]->name, lerr.msg, js);
+        else {
+          CU_ASSERT_PTR_EQUAL(c.mech, mechs[m]);
+          strstr(js, "\"pagetune_library\": null") ? pytorch++ : runnable++;
+          if (!strstr(js, "\"pagetune_library\": null")) {
+            CU_ASSERT_EQUAL(c.capacity, in.capacity);
+            for (const pt_mech_param *mp = mechs[m]->params; mp->name; mp++) /* what the library runs is what was tuned */
+              CU_ASSERT_EQUAL(pt_params_get(&c.params, mp->name, mp->dflt), pt_params_get(&p, mp->name, mp->dflt));
+          }
+        }
+      }
+      free(js);
+    }
+  CU_ASSERT(runnable > 100 && pytorch > 100 && refused > 20);
+}
+
 int pt_test_add_export(void) {
   CU_pSuite s = CU_add_suite("export", NULL, NULL);
   if (!s) return CU_get_error();
   CU_add_test(s, "caching with knobs: env, dockerfile, json", test_caching_formats);
   CU_add_test(s, "expandable: env, dockerfile, json", test_expandable_formats);
-  CU_add_test(s, "async_pool: env, dockerfile, json; release threshold approximated", test_async_formats);
-  CU_add_test(s, "stitch and hooks: pagetune library, planned not shipped", test_stitch_hooks_formats);
+  CU_add_test(s, "async_pool: PyTorch's backend when it never releases, else the library", test_async_formats);
+  CU_add_test(s, "stitch: the library's lines agree; hooks: not runnable by the library", test_stitch_hooks_formats);
   CU_add_test(s, "direct: PYTORCH_NO_CUDA_MEMORY_CACHING, said to be the nearest", test_direct);
   CU_add_test(s, "round trip: exported conf parses back to the params, allowed keys only", test_round_trip);
   CU_add_test(s, "parse: accepted forms, list form, every refusal", test_parse_conf);
@@ -608,5 +1018,7 @@ int pt_test_add_export(void) {
   CU_add_test(s, "merge: unknown keys and hostile characters refused", test_merge_rejects);
   CU_add_test(s, "GC warning and fraction line exactly when due; int(F*total) >= capacity", test_gc_warning_and_fraction);
   CU_add_test(s, "bad input; hostile policy and trace names", test_bad_input);
+  CU_add_test(s, "--context: the COPY sources written, the config loads in the library's reader", test_context);
+  CU_add_test(s, "the library's reader takes every export it is told to run, refuses hooks", test_library_reads_every_export);
   return CU_get_error();
 }

@@ -37,7 +37,9 @@ int main(int argc, char **argv) {
   bad |= emit("rp2", &in_rp2, NULL);
   pt_export_input in_exp = {.policy = "gpu_check", .mechanism = "expandable", .run_id = -1};
   bad |= emit("expandable", &in_exp, NULL);
-  pt_export_input in_async = {.policy = "gpu_check", .mechanism = "async_pool", .run_id = -1};
+  pt_params never = {0}; /* a pool that never releases: what PyTorch's backend does (a releasing one needs the library) */
+  pt_params_set(&never, "release_threshold", PT_EXPORT_ASYNC_NEVER);
+  pt_export_input in_async = {.policy = "gpu_check", .mechanism = "async_pool", .params = &never, .run_id = -1};
   bad |= emit("async", &in_async, NULL);
   bad |= emit("merged", &in,
               "pinned_use_cuda_host_register:True,max_split_size_mb:128,release_lock_on_cudamalloc:True,expandable_segments:True");

@@ -1,7 +1,11 @@
 /*
  * cmd_export.c — pagetune export: a stored run's configuration for a
- * PyTorch image (PYTORCH_CUDA_ALLOC_CONF, Dockerfile ENV lines, JSON).
+ * PyTorch image (PYTORCH_CUDA_ALLOC_CONF, Dockerfile lines, JSON); with
+ * --context, the files the Dockerfile's COPY lines name, found beside the
+ * running program's build tree or where pagetune was installed.
  */
+#include <config.h>
+
 #include "cli.h"
 
 #include <inttypes.h>
@@ -9,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "export.h"
 #include "workbench.h"
@@ -27,17 +32,21 @@ static const pt_cli_opt export_opts[] = {
     PT_CLI_OPT_PARSE("format", "F", pt_wb_args, format, opt_format, " (env, dockerfile or json)",
                      "env (shell export lines), dockerfile (ENV lines), json"),
     PT_CLI_OPT_STR("merge", 0, "VALUE", pt_wb_args, merge, "an existing PYTORCH_CUDA_ALLOC_CONF value to merge into"),
+    PT_CLI_OPT_STR("context", 0, "DIR", pt_wb_args, context,
+                   "with --format dockerfile: write into DIR/pagetune/ the files the\n"
+                   "COPY lines name (the library, its Python files, the JSON config)"),
     PT_CLI_END};
 const pt_cli_table pt_opts_export = {
     "usage: pagetune export [--db DB] --trace T [--run ID] [--objective O]\n"
-    "                       --format env|dockerfile|json [--merge \"EXISTING\"]\n"
+    "                       --format env|dockerfile|json [--merge \"EXISTING\"] [--context DIR]\n"
     "\n"
     "The configuration of a stored run (--run, or the best run of TRACE by the\n"
     "objective) for a PyTorch image: what PyTorch can express as a\n"
     "PYTORCH_CUDA_ALLOC_CONF value with only keys PyTorch accepts, set as both\n"
     "PYTORCH_ALLOC_CONF (read first by current PyTorch) and PYTORCH_CUDA_ALLOC_CONF\n"
     "(older PyTorch, vLLM); what it cannot, as pagetune's allocator library\n"
-    "configuration.  Approximations and knobs that would do nothing are said.\n",
+    "configuration and, for a Dockerfile, the lines that install it in the\n"
+    "image.  Approximations and knobs that would do nothing are said.\n",
     export_opts, sizeof(pt_wb_args), &pt_wb_defaults, 0};
 
 /* Whether the run's policy has hooks: asked of the policy itself when it can be found. */
@@ -52,6 +61,54 @@ static int policy_has_hooks(const char *name) {
   return h.round || h.segment_size || h.page_size || h.should_collect;
 }
 
+/* The directory the running program lies in ("" when unknown), into buf. */
+static const char *program_dir(char *buf, size_t n) {
+  ssize_t len = readlink("/proc/self/exe", buf, n - 1);
+  buf[len > 0 ? len : 0] = 0;
+  char *slash = strrchr(buf, '/');
+  if (slash) *slash = 0;
+  else buf[0] = 0;
+  return buf;
+}
+
+static const char *existing(char *buf, size_t n, const char *dir, const char *name) {
+  if (!dir || !*dir || snprintf(buf, n, "%s/%s", dir, name) >= (int)n) return NULL;
+  return access(buf, R_OK) == 0 ? buf : NULL;
+}
+
+/*
+ * The library and its Python files, as the package lays them out: the library named by
+ * PAGETUNE_ALLOC_LIB (as pagetune_alloc.py reads it), else the running program's build
+ * tree (backend/.libs/), else pkglibdir; the Python files beside the library, else in the
+ * build tree's sources.  NULL for each not found.
+ */
+typedef struct lib_files {
+  char lib[4096], alloc_py[4096], site_py[4096];
+} lib_files;
+
+static void find_lib_files(lib_files *lf, pt_export_context *ctx) {
+  char exe[4096], build[4096 + 16], libdir[4096];
+  program_dir(exe, sizeof exe);
+  snprintf(build, sizeof build, "%s/backend/.libs", exe);
+  const char *env = getenv("PAGETUNE_ALLOC_LIB");
+  int in_build = 0;
+  if (env && *env) ctx->lib = access(env, R_OK) == 0 ? snprintf(lf->lib, sizeof lf->lib, "%s", env), lf->lib : NULL;
+  else if ((ctx->lib = existing(lf->lib, sizeof lf->lib, build, "libpagetune_alloc.so"))) in_build = 1;
+  else ctx->lib = existing(lf->lib, sizeof lf->lib, PT_PKGLIBDIR, "libpagetune_alloc.so");
+  snprintf(libdir, sizeof libdir, "%s", ctx->lib ? ctx->lib : "");
+  char *slash = strrchr(libdir, '/');
+  if (slash) *slash = 0;
+  char src[4096 + 16], abs_src[] = PT_ABS_SRCDIR "/backend/python";
+  snprintf(src, sizeof src, "%s/backend/python", exe);
+  const char *dirs[] = {in_build ? NULL : libdir, in_build ? src : NULL, in_build ? abs_src : NULL};
+  ctx->alloc_py = ctx->site_py = NULL;
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0] && !(ctx->alloc_py && ctx->site_py); i++) {
+    ctx->alloc_py = existing(lf->alloc_py, sizeof lf->alloc_py, dirs[i], "pagetune_alloc.py");
+    ctx->site_py = existing(lf->site_py, sizeof lf->site_py, dirs[i], "pagetune_sitecustomize.py");
+  }
+  if (!(ctx->alloc_py && ctx->site_py)) ctx->alloc_py = ctx->site_py = NULL; /* both from one place, or neither */
+}
+
 static int export_run(const pt_wb_args *a, const pt_store_run *r, pt_err *err) {
   pt_params params;
   if (pt_params_from_json(r->params_json, &params) < 0)
@@ -61,13 +118,27 @@ static int export_run(const pt_wb_args *a, const pt_store_run *r, pt_err *err) {
   uint64_t total = pt_gpu_load(r->gpu[0] ? r->gpu : "h200", &gerr, &gpu) == 0 ? gpu.memory_bytes : 0;
   pt_export_input in = {r->policy, r->mechanism, &params, r->capacity, total, policy_has_hooks(r->policy), r->trace,
                         r->id};
-  return pt_export_write(stdout, &in, a->format, a->merge, err);
+  if (!a->context) return pt_export_write(stdout, &in, a->format, a->merge, err);
+  lib_files *lf = malloc(sizeof *lf);
+  if (!lf) return pt_err_set(err, PT_ENOMEM, "export: out of memory");
+  pt_export_context ctx = {a->context, NULL, NULL, NULL};
+  find_lib_files(lf, &ctx);
+  int rc = pt_export_write_context(stdout, &in, a->merge, &ctx, err);
+  if (rc == PT_ENOTFOUND) {
+    char why[PT_ERRMSG_MAX];
+    snprintf(why, sizeof why, "%s", err->msg);
+    pt_err_set(err, rc, "%.300s; looked for %s", why,
+               ctx.lib ? "beside the library" : "PAGETUNE_ALLOC_LIB, the build tree's backend/.libs/, " PT_PKGLIBDIR " (a build without CUDA has none)");
+  }
+  free(lf);
+  return rc;
 }
 
 int pt_cmd_export(void *args, char **pos, int npos, pt_err *err) {
   const pt_wb_args *a = args;
   if (a->ntraces != 1) return pt_cli_usage(err, "needs exactly one --trace");
   if (!a->format) return pt_cli_usage(err, "needs --format env|dockerfile|json");
+  if (a->context && strcmp(a->format, "dockerfile")) return pt_cli_usage(err, "--context goes with --format dockerfile");
   pt_store *db;
   int rc = pt_store_open(a->db, PT_STORE_READONLY, err, &db);
   if (rc < 0) return rc;

@@ -31,7 +31,7 @@
 
 /* What the workbench commands' options set (each command takes some of them). */
 typedef struct pt_wb_args {
-  const char *db, *gpu, *html, *format, *merge;
+  const char *db, *gpu, *html, *format, *merge, *context;
   const char *traces[64], *policies[64];
   int ntraces, npolicies, json;
   pt_grid grid;

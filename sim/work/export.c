@@ -17,10 +17,12 @@
 #include "json.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MIB (UINT64_C(1) << 20)
 #define GRANULE (UINT64_C(2) << 20) /* every reservation is a multiple of 2 MiB */
@@ -29,9 +31,6 @@
 #define VAL_MAX 256
 #define NOTE_MAX 480
 #define MAX_NOTES 32
-#define LIB_PATH "/opt/pagetune/libpagetune_alloc.so"
-#define LIB_ALLOC "pagetune_alloc"
-#define LIB_FREE "pagetune_free"
 #define PINNED_MAX_THREADS 128
 
 /* ---- the keys PyTorch accepts (docs/design.md) ------------------------------------ */
@@ -343,7 +342,9 @@ typedef struct built {
   char py[6][NOTE_MAX];
   char fraction[24]; /* set_per_process_memory_fraction argument, or "" */
   int library;       /* the pagetune allocator library is needed */
+  int runnable;      /* ... and can run it (no hooks: the library runs mechanisms only) */
   char lib_conf[PT_EXPORT_CONF_MAX];
+  char lib_policy[PT_EXPORT_NAME_MAX]; /* the policy's name as the library reads it */
   int merged;        /* a merge value was given */
 } built;
 
@@ -497,6 +498,23 @@ static int sanitize_name(char *dst, size_t n, const char *src) {
   return changed;
 }
 
+static int mech_declares(const pt_mech_ops *ops, const char *name) {
+  if (!strcmp(name, "device_total_bytes")) return 1; /* every mechanism is told the device's size */
+  for (const pt_mech_param *mp = ops->params; mp && mp->name; mp++)
+    if (!strcmp(mp->name, name)) return 1;
+  return 0;
+}
+
+/*
+ * Whether an async_pool run ever gives memory back: PyTorch's cudaMallocAsync backend sets the pool's release
+ * threshold to UINT64_MAX (never), which a threshold at or above the device's memory (2^50, the mechanism's
+ * largest, when the device is unknown) equals.  A pool that releases needs the library.
+ */
+static int async_releases(const pt_params *p, uint64_t total) {
+  double thr = param(p, "release_threshold", 0);
+  return param(p, "trim_every_free", 0) == 1 || thr < (total ? (double)total : PT_EXPORT_ASYNC_NEVER);
+}
+
 static int build(const pt_export_input *in, const char *merge, built *b, pt_err *err) {
   memset(b, 0, sizeof *b);
   if (!in || !in->mechanism) return pt_err_set(err, PT_EUSAGE, "export: no mechanism");
@@ -508,12 +526,13 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
     for (int i = 0; i < p->n; i++)
       if (isnan(p->v[i].value)) return pt_err_set(err, PT_EUSAGE, "export: parameter %s is NaN", p->v[i].name);
   b->merged = merge != NULL;
-  b->library = in->has_hooks || !strcmp(mech, "stitch");
   uint64_t total = in->device_total_bytes;
   if (!total && has_param(p, "device_total_bytes")) {
     double t = param(p, "device_total_bytes", 0);
     if (t > 0 && t < 1.8e19) total = (uint64_t)t;
   }
+  b->library = in->has_hooks || !strcmp(mech, "stitch") || (!strcmp(mech, "async_pool") && async_releases(p, total));
+  b->runnable = b->library && !in->has_hooks;
 
   item ex[MAX_ITEMS];
   int nex = 0;
@@ -530,10 +549,9 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
     }
 
   if (b->library) {
-    char pol[64];
-    if (sanitize_name(pol, sizeof pol, in->policy ? in->policy : "unnamed"))
-      note(b, N_NOTE, "policy name written as '%s' in PAGETUNE_ALLOC_CONF (only letters, digits, _ . - are kept)", pol);
-    if (append(b->lib_conf, sizeof b->lib_conf, "mechanism=%s,policy=%s", mech, pol) < 0) goto toolong;
+    if (sanitize_name(b->lib_policy, sizeof b->lib_policy, in->policy && *in->policy ? in->policy : "unnamed"))
+      note(b, N_NOTE, "policy name written as '%s' for the library (only letters, digits, _ . - are kept, at most 63)", b->lib_policy);
+    if (append(b->lib_conf, sizeof b->lib_conf, "mechanism=%s,policy=%s", mech, b->lib_policy) < 0) goto toolong;
     if (in->capacity && append(b->lib_conf, sizeof b->lib_conf, ",capacity=%llu", (unsigned long long)in->capacity) < 0) goto toolong;
     if (p)
       for (int i = 0; i < p->n; i++) {
@@ -541,48 +559,74 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
         for (const char *c = nm; *c; c++)
           if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '.'))
             return pt_err_set(err, PT_EFORBID, "export: parameter name '%.48s' has a character other than letters, digits, _ and .", nm);
+        if (b->runnable && !mech_declares(ops, nm)) { /* the library refuses a parameter its mechanism does not take */
+          note(b, N_NOTE, "parameter %s=%g is not a parameter of the %s mechanism: not given to the library", nm, p->v[i].value, mech);
+          continue;
+        }
+        if (b->runnable && !strcmp(nm, "device_total_bytes") && in->device_total_bytes &&
+            p->v[i].value != (double)in->device_total_bytes) {
+          note(b, N_NOTE, "device_total_bytes=%g differs from the device's %llu B: not given to the library", p->v[i].value,
+               (unsigned long long)in->device_total_bytes);
+          continue;
+        }
         char v[48];
         fmt_param(v, sizeof v, p->v[i].value);
         if (append(b->lib_conf, sizeof b->lib_conf, ",%s=%s", nm, v) < 0) goto toolong;
       }
     if (in->has_hooks && append(b->lib_conf, sizeof b->lib_conf, ",hooks=policy") < 0) goto toolong;
-    b->env[b->nenv].name = "PAGETUNE_ALLOC_CONF";
-    snprintf(b->env[b->nenv].value, sizeof b->env[b->nenv].value, "%s", b->lib_conf);
-    b->nenv++;
-    note(b, N_WARN,
-         "PLANNED, NOT SHIPPED: pagetune's allocator library for PyTorch (" LIB_PATH ") does not exist yet; the COPY and Python lines "
-         "that load it are written as comments and fail until it ships: do not deploy them");
+    if (b->runnable) {
+      b->env[b->nenv].name = "PAGETUNE_ALLOC_CONF";
+      snprintf(b->env[b->nenv].value, sizeof b->env[b->nenv].value, "%s", b->lib_conf);
+      b->nenv++;
+      note(b, N_WARN, "pagetune's allocator library (libpagetune_alloc.so) replaces PyTorch's allocator in the process; under it "
+                      "torch.cuda.memory_stats() and memory history, cuDNN benchmark (cacheInfo) and CUDA graphs' private pools do not work: "
+                      "use pagetune_alloc.stats(), empty_cache() and reset_peak_stats(); a request it cannot serve raises RuntimeError, "
+                      "not torch.OutOfMemoryError");
+    } else {
+      note(b, N_WARN, "NOT RUNNABLE BY THE LIBRARY: the policy's hooks (Lua) run only in pagetune's model; libpagetune_alloc.so runs "
+                      "mechanisms only and refuses this configuration (hooks=policy), so nothing here installs it");
+    }
     if (!strcmp(mech, "stitch"))
       note(b, N_APPROX, "stitch (VMM stitching of free pages) is not expressible in PyTorch's allocator conf; it needs pagetune's allocator library");
+    if (!strcmp(mech, "async_pool") && !in->has_hooks) {
+      char t[48];
+      fmt_param(t, sizeof t, param(p, "release_threshold", 0));
+      note(b, N_APPROX, "the pool's release (release_threshold %s B, trim_every_free %d) is not expressible: PyTorch's cudaMallocAsync "
+                        "backend never releases (threshold UINT64_MAX); the library runs the pool as tuned",
+           t, param(p, "trim_every_free", 0) == 1);
+    }
     if (in->has_hooks)
-      note(b, N_APPROX, "the policy's hooks (page sizes, per-size thresholds, rounding, collection) are not expressible in PyTorch's allocator conf; "
-                        "the library would run them from the policy script");
-    if (in->capacity)
+      note(b, N_APPROX, "the policy's hooks (page sizes, per-size thresholds, rounding, collection) are not expressible in PyTorch's allocator "
+                        "conf, and the library does not run them");
+    if (in->capacity && b->runnable)
       note(b, N_NOTE, "the cap (capacity=%llu) goes to the library: set_per_process_memory_fraction does not apply to a pluggable allocator",
            (unsigned long long)in->capacity);
-    /* the nearest PyTorch setting, for until the library ships */
+    /* the nearest PyTorch setting: what to run without the library */
     const char *near = "expandable_segments:True";
     char nearbuf[PT_EXPORT_CONF_MAX] = "";
     if (!strcmp(mech, "caching")) {
-      built tmp;
+      built *tmp = malloc(sizeof *tmp);
       pt_export_input plain = *in;
       plain.has_hooks = 0;
-      if (build(&plain, NULL, &tmp, err) == 0) snprintf(nearbuf, sizeof nearbuf, "%s", tmp.conf);
+      if (tmp && build(&plain, NULL, tmp, err) == 0) snprintf(nearbuf, sizeof nearbuf, "%s", tmp->conf);
+      free(tmp);
       near = nearbuf;
     } else if (!strcmp(mech, "async_pool")) {
       near = "backend:cudaMallocAsync";
     } else if (!strcmp(mech, "direct")) {
       near = NULL;
     }
+    const char *without = b->runnable ? "without the library (keeping what a pluggable allocator loses)" : "instead";
     if (near && *near)
-      note(b, N_NOTE, "until the library ships, the nearest PyTorch setting is PYTORCH_ALLOC_CONF='%s' (without what the library adds)", near);
+      note(b, N_NOTE, "%s, the nearest PyTorch setting is PYTORCH_ALLOC_CONF='%s' (without what the library adds)", without, near);
     else if (near)
-      note(b, N_NOTE, "until the library ships, the nearest PyTorch setting is PyTorch's default caching allocator (without what the library adds)");
+      note(b, N_NOTE, "%s, the nearest PyTorch setting is PyTorch's default caching allocator (without what the library adds)", without);
     b->npy = 0;
-    snprintf(b->py[b->npy++], NOTE_MAX, "# PLANNED, NOT SHIPPED: %s does not exist yet; these lines fail until it ships", LIB_PATH);
-    snprintf(b->py[b->npy++], NOTE_MAX, "import torch");
-    snprintf(b->py[b->npy++], NOTE_MAX, "alloc = torch.cuda.memory.CUDAPluggableAllocator(\"%s\", \"%s\", \"%s\")", LIB_PATH, LIB_ALLOC, LIB_FREE);
-    snprintf(b->py[b->npy++], NOTE_MAX, "torch.cuda.memory.change_current_allocator(alloc)  # before the first CUDA allocation");
+    if (b->runnable) {
+      snprintf(b->py[b->npy++], NOTE_MAX, "import pagetune_alloc  # on PYTHONPATH; finds the library by PAGETUNE_ALLOC_LIB, else beside itself");
+      snprintf(b->py[b->npy++], NOTE_MAX, "pagetune_alloc.install()  # = change_current_allocator(CUDAPluggableAllocator(LIB, \"%s\", \"%s\"))",
+               PT_EXPORT_LIB_ALLOC, PT_EXPORT_LIB_FREE);
+    }
   } else if (!strcmp(mech, "caching")) {
     rc = caching_items(p, b, ex, &nex, &gc, err);
     if (rc < 0) return rc;
@@ -596,11 +640,8 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
     if (add_item(ex, &nex, K_BACKEND, "cudaMallocAsync", err) < 0) return PT_EUSAGE;
     char t[48];
     fmt_param(t, sizeof t, param(p, "release_threshold", 0));
-    note(b, N_APPROX, "release_threshold (%s B in the tuned run) is not expressible: PyTorch's cudaMallocAsync backend sets the pool's "
-                      "release threshold to UINT64_MAX, so freed memory stays in the pool until torch.cuda.empty_cache() and reserved "
-                      "memory can stay above the model's", t);
-    if (param(p, "trim_every_free", 0) == 1)
-      note(b, N_APPROX, "trim_every_free=1 is not expressible: PyTorch trims the pool only in torch.cuda.empty_cache()");
+    note(b, N_NOTE, "release_threshold %s B is at or above the device's memory: the pool never gives memory back, as PyTorch's "
+                    "cudaMallocAsync backend does (its threshold is UINT64_MAX): freed memory stays in the pool until torch.cuda.empty_cache()", t);
     note(b, N_NOTE, "backend is read once, when the process starts: set it in the environment, not from Python");
   } else if (!strcmp(mech, "direct")) {
     b->env[b->nenv].name = "PYTORCH_NO_CUDA_MEMORY_CACHING";
@@ -697,7 +738,7 @@ int pt_export_conf(const pt_export_input *in, const char *merge, char *conf, siz
     for (int i = 0; i < b->nnotes && rc == 0; i++)
       if (append(notes, nn, "%s%s\n", note_prefix[b->notes[i].kind], b->notes[i].text) < 0)
         rc = pt_err_set(err, PT_ELIMIT, "export: notes buffer too small");
-    for (int i = 0; i < b->npy && rc == 0 && !b->library; i++) /* the library's lines stay out: planned */
+    for (int i = 0; i < b->npy && rc == 0 && !b->library; i++) /* the library's lines install it: the writers say how */
       if (b->py[i][0] != '#' && strncmp(b->py[i], "import ", 7) &&
           append(notes, nn, "note: in Python, before the first CUDA allocation: %s\n", b->py[i]) < 0)
         rc = pt_err_set(err, PT_ELIMIT, "export: notes buffer too small");
@@ -743,15 +784,25 @@ static void put_notes_comments(FILE *f, const built *b) {
   }
 }
 
-static void put_python_comments(FILE *f, const built *b) {
+/* image: the lines go with the Dockerfile's, whose sitecustomize.py installs the library. */
+static void put_python_comments(FILE *f, const built *b, int image) {
   if (!b->npy) return;
-  fputs(b->library ? "# In the program's entry point, before the first CUDA allocation (PLANNED, NOT SHIPPED):\n"
-                   : "# In the program, before the first CUDA allocation:\n", f);
+  fputs(!b->library ? "# In the program, before the first CUDA allocation:\n"
+        : image     ? "# sitecustomize.py does this; by hand (PAGETUNE_DISABLE=1 then), before the first CUDA allocation:\n"
+                    : "# In the program, before the first CUDA allocation (pagetune_alloc.py and the library are installed\n"
+                      "# side by side in pagetune's pkglibdir: put it on PYTHONPATH):\n", f);
   for (int i = 0; i < b->npy; i++) {
     fputs("#   ", f);
     put_comment_text(f, b->py[i]);
     fputc('\n', f);
   }
+}
+
+/* A library export the library refuses: the conf it would refuse, as a comment. */
+static void put_not_runnable(FILE *f, const built *b) {
+  fputs("# NOT RUNNABLE BY THE LIBRARY (the policy has hooks): nothing to install. The conf libpagetune_alloc.so would refuse:\n#   ", f);
+  put_comment_text(f, b->lib_conf);
+  fputc('\n', f);
 }
 
 static void write_shell(FILE *f, const pt_export_input *in, const built *b) {
@@ -765,11 +816,28 @@ static void write_shell(FILE *f, const pt_export_input *in, const built *b) {
   } else {
     fputs("# PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF: nothing to set (PyTorch's defaults)\n", f);
   }
+  if (b->runnable)
+    fputs("# pagetune's allocator library reads PAGETUNE_ALLOC_CONF (or the file PAGETUNE_CONFIG names, as --format json writes it):\n", f);
+  else if (b->library)
+    put_not_runnable(f, b);
   for (int i = 0; i < b->nenv; i++) fprintf(f, "export %s='%s'\n", b->env[i].name, b->env[i].value);
-  put_python_comments(f, b);
+  put_python_comments(f, b, 0);
 }
 
-static void write_dockerfile(FILE *f, const pt_export_input *in, const built *b) {
+/* The files an image of a library export holds: where they lie in the build context (under
+   PT_EXPORT_CONTEXT_SUBDIR) and in the image. */
+static const struct {
+  const char *name, *image, *what;
+} image_files[] = {
+    {"libpagetune_alloc.so", PT_EXPORT_IMAGE_LIB, "the library: pagetune's pkglibdir, or backend/.libs/ of a build"},
+    {"pagetune_alloc.py", PT_EXPORT_IMAGE_PYDIR "/pagetune_alloc.py", "the Python module, installed beside the library"},
+    {"sitecustomize.py", PT_EXPORT_IMAGE_PYDIR "/sitecustomize.py", "pagetune_sitecustomize.py, installed beside the library"},
+    {"pagetune.json", PT_EXPORT_IMAGE_CONFIG, "this export with --format json"},
+};
+#define N_IMAGE_FILES (sizeof image_files / sizeof image_files[0])
+
+/* context: 1 when --context wrote the files the COPY lines name. */
+static void write_dockerfile(FILE *f, const pt_export_input *in, const built *b, int context) {
   put_header(f, in);
   put_notes_comments(f, b);
   if (b->conf[0] || b->merged) {
@@ -778,12 +846,27 @@ static void write_dockerfile(FILE *f, const pt_export_input *in, const built *b)
   } else {
     fputs("# PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF: nothing to set (PyTorch's defaults)\n", f);
   }
-  if (b->library) {
-    fputs("# PLANNED, NOT SHIPPED: libpagetune_alloc.so does not exist yet; uncomment the COPY once it ships.\n", f);
-    fputs("# COPY libpagetune_alloc.so " LIB_PATH "\n", f);
+  if (b->runnable) {
+    fputs("# pagetune's allocator library, its configuration, and sitecustomize.py, which installs the library right after\n"
+          "# torch is first imported when CUDA is available (PAGETUNE_DISABLE=1: a process keeps PyTorch's allocator).\n", f);
+    if (context) {
+      fputs("# --context wrote the files these COPY lines name: build with that directory as the context.\n", f);
+    } else {
+      fputs("# Place in the build context first (or run this export with --context DIR, which writes them):\n", f);
+      for (size_t i = 0; i < N_IMAGE_FILES; i++)
+        fprintf(f, "#   " PT_EXPORT_CONTEXT_SUBDIR "/%-22s %s\n", image_files[i].name, image_files[i].what);
+    }
+    for (size_t i = 0; i < N_IMAGE_FILES; i++)
+      fprintf(f, "COPY " PT_EXPORT_CONTEXT_SUBDIR "/%s %s\n", image_files[i].name, image_files[i].image);
+    fputs("ENV PAGETUNE_CONFIG=\"" PT_EXPORT_IMAGE_CONFIG "\"\n"
+          "ENV PAGETUNE_ALLOC_LIB=\"" PT_EXPORT_IMAGE_LIB "\"\n"
+          "ENV PYTHONPATH=\"" PT_EXPORT_IMAGE_PYDIR "${PYTHONPATH:+:$PYTHONPATH}\"\n", f); /* no empty entry (the working directory) */
+  } else if (b->library) {
+    put_not_runnable(f, b);
   }
-  for (int i = 0; i < b->nenv; i++) fprintf(f, "ENV %s=\"%s\"\n", b->env[i].name, b->env[i].value);
-  put_python_comments(f, b);
+  for (int i = 0; i < b->nenv; i++)
+    if (!b->runnable) fprintf(f, "ENV %s=\"%s\"\n", b->env[i].name, b->env[i].value); /* the library's: PAGETUNE_CONFIG above */
+  put_python_comments(f, b, 1);
 }
 
 static void put_json_notes(FILE *f, const built *b, const char *key, int kind) {
@@ -800,7 +883,7 @@ static void put_json_notes(FILE *f, const built *b, const char *key, int kind) {
 
 static void write_json(FILE *f, const pt_export_input *in, const built *b) {
   fputs("{\n  \"policy\": ", f);
-  pt_json_str(f, in->policy);
+  pt_json_str(f, b->library ? b->lib_policy : in->policy); /* a library export: the name as the library reads it */
   fputs(",\n  \"mechanism\": ", f);
   pt_json_str(f, in->mechanism);
   if (in->run_id >= 0) fprintf(f, ",\n  \"run_id\": %lld", (long long)in->run_id);
@@ -835,8 +918,10 @@ static void write_json(FILE *f, const pt_export_input *in, const built *b) {
           (unsigned long long)in->device_total_bytes);
   fprintf(f, "  \"memory_fraction\": %s,\n", b->fraction[0] ? b->fraction : "null");
   if (b->library) {
-    fputs("  \"pagetune_library\": {\"status\": \"planned, not shipped\", \"path\": \"" LIB_PATH "\", \"alloc_fn\": \"" LIB_ALLOC
-          "\", \"free_fn\": \"" LIB_FREE "\", \"conf\": ", f);
+    fprintf(f, "  \"pagetune_library\": {\"status\": \"%s\", \"path\": \"" PT_EXPORT_IMAGE_LIB "\", \"alloc_fn\": \"" PT_EXPORT_LIB_ALLOC
+               "\", \"free_fn\": \"" PT_EXPORT_LIB_FREE "\", \"config\": \"" PT_EXPORT_IMAGE_CONFIG "\", \"python_path\": \""
+               PT_EXPORT_IMAGE_PYDIR "\", \"conf\": ",
+            b->runnable ? "runnable" : "not runnable by the library: the policy has hooks (Lua), which it does not run");
     pt_json_str(f, b->lib_conf);
     fputs("},\n", f);
   } else {
@@ -861,8 +946,83 @@ int pt_export_write(FILE *f, const pt_export_input *in, const char *format, cons
   int rc = build(in, merge, b, err);
   if (rc == 0) {
     if (kind == 0) write_shell(f, in, b);
-    else if (kind == 1) write_dockerfile(f, in, b);
+    else if (kind == 1) write_dockerfile(f, in, b, 0);
     else write_json(f, in, b);
+    if (ferror(f)) rc = pt_err_set(err, PT_EIO, "export: write failed");
+  }
+  free(b);
+  return rc;
+}
+
+/* ---- the build context: the files the COPY lines name --------------------------------- */
+
+/* dir, made when missing (its parent must exist). */
+static int make_dir(const char *dir, pt_err *err) {
+  if (mkdir(dir, 0755) == 0 || errno == EEXIST) {
+    struct stat st;
+    if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) return 0;
+    return pt_err_set(err, PT_EIO, "%s: not a directory", dir);
+  }
+  return pt_err_set(err, PT_EIO, "%s: cannot make the directory: %s", dir, strerror(errno));
+}
+
+/* dst written whole, then renamed into place (dst.tmp first): from src, or (src NULL) by b's JSON. */
+static int put_file(const char *dst, const char *src, const pt_export_input *in, const built *b, mode_t mode, pt_err *err) {
+  char tmp[4096];
+  if (snprintf(tmp, sizeof tmp, "%s.tmp", dst) >= (int)sizeof tmp) return pt_err_set(err, PT_ELIMIT, "%s: path too long", dst);
+  FILE *in_f = NULL;
+  if (src && !(in_f = fopen(src, "rb"))) return pt_err_set(err, PT_EIO, "%s: cannot open: %s", src, strerror(errno));
+  FILE *out = fopen(tmp, "wb");
+  if (!out) {
+    int e = errno;
+    if (in_f) fclose(in_f);
+    return pt_err_set(err, PT_EIO, "%s: cannot create: %s", tmp, strerror(e));
+  }
+  int rc = 0;
+  if (in_f) {
+    char buf[65536];
+    size_t n;
+    while (rc == 0 && (n = fread(buf, 1, sizeof buf, in_f)) > 0)
+      if (fwrite(buf, 1, n, out) != n) rc = pt_err_set(err, PT_EIO, "%s: write failed: %s", tmp, strerror(errno));
+    if (rc == 0 && ferror(in_f)) rc = pt_err_set(err, PT_EIO, "%s: read failed", src);
+    fclose(in_f);
+  } else {
+    write_json(out, in, b);
+  }
+  if (fclose(out) != 0 && rc == 0) rc = pt_err_set(err, PT_EIO, "%s: write failed: %s", tmp, strerror(errno));
+  if (rc == 0 && chmod(tmp, mode) != 0) rc = pt_err_set(err, PT_EIO, "%s: chmod: %s", tmp, strerror(errno));
+  if (rc == 0 && rename(tmp, dst) != 0) rc = pt_err_set(err, PT_EIO, "%s: cannot rename into place: %s", dst, strerror(errno));
+  if (rc < 0) remove(tmp);
+  return rc;
+}
+
+int pt_export_write_context(FILE *f, const pt_export_input *in, const char *merge, const pt_export_context *ctx, pt_err *err) {
+  if (!f || !ctx || !ctx->dir || !*ctx->dir) return pt_err_set(err, PT_EUSAGE, "export: no output or context directory");
+  built *b = malloc(sizeof *b);
+  if (!b) return pt_err_set(err, PT_ENOMEM, "export: out of memory");
+  int rc = build(in, merge, b, err);
+  if (rc == 0 && b->library && !b->runnable)
+    rc = pt_err_set(err, PT_EFORBID, "export --context: the policy has hooks (Lua), which pagetune's allocator library does not run: "
+                                    "no image to build (the other formats say what the nearest settings are)");
+  if (rc == 0 && b->runnable) {
+    const char *srcs[N_IMAGE_FILES] = {ctx->lib, ctx->alloc_py, ctx->site_py, NULL};
+    for (size_t i = 0; i + 1 < N_IMAGE_FILES && rc == 0; i++)
+      if (!srcs[i]) rc = pt_err_set(err, PT_ENOTFOUND, "export --context: no %s to copy (%s)", image_files[i].name, image_files[i].what);
+    char sub[4096];
+    if (rc == 0 && snprintf(sub, sizeof sub, "%s/" PT_EXPORT_CONTEXT_SUBDIR, ctx->dir) >= (int)sizeof sub)
+      rc = pt_err_set(err, PT_ELIMIT, "%s: path too long", ctx->dir);
+    if (rc == 0) rc = make_dir(ctx->dir, err);
+    if (rc == 0) rc = make_dir(sub, err);
+    for (size_t i = 0; i < N_IMAGE_FILES && rc == 0; i++) {
+      char dst[4096 + 64];
+      snprintf(dst, sizeof dst, "%s/%s", sub, image_files[i].name);
+      rc = put_file(dst, srcs[i], in, b, i == 0 ? 0755 : 0644, err);
+    }
+  }
+  if (rc == 0) {
+    write_dockerfile(f, in, b, 1);
+    if (!b->library)
+      fputs("# --context: nothing written: PyTorch's own allocator runs this policy, so the image needs no files from pagetune.\n", f);
     if (ferror(f)) rc = pt_err_set(err, PT_EIO, "export: write failed");
   }
   free(b);

@@ -5,9 +5,11 @@
  * segments, the cudaMallocAsync backend) becomes a PYTORCH_CUDA_ALLOC_CONF
  * value holding only keys PyTorch accepts (docs/design.md lists them), defaults
  * left out, values written as PyTorch parses them.  What it cannot express
- * (stitching, policy hooks) becomes the configuration of pagetune's own
- * allocator library for PyTorch and the lines that load it; that library is
- * PLANNED, NOT SHIPPED, and every output says so.  Notes say what was
+ * (stitching, an async pool that releases memory) becomes the configuration
+ * of pagetune's allocator library for PyTorch (libpagetune_alloc.so,
+ * backend/alloclib.c) and the lines that install it in an image.  A policy
+ * with hooks (Lua) is not runnable by the library, which runs mechanisms
+ * only: its export says so and installs nothing.  Notes say what was
  * approximated and warn where a knob would silently do nothing
  * (garbage_collection_threshold without a memory-fraction cap).
  *
@@ -34,7 +36,23 @@ typedef struct pt_export_input {
   int64_t run_id;              /* stored run id; < 0 = none */
 } pt_export_input;
 
+/*
+ * Where an image holds the library's files: the COPY lines' destinations.  In
+ * the build context they lie under PT_EXPORT_CONTEXT_SUBDIR (the COPY lines'
+ * sources), named as the image names them.
+ */
+#define PT_EXPORT_IMAGE_DIR "/opt/pagetune"
+#define PT_EXPORT_IMAGE_LIB PT_EXPORT_IMAGE_DIR "/libpagetune_alloc.so"
+#define PT_EXPORT_IMAGE_CONFIG PT_EXPORT_IMAGE_DIR "/pagetune.json"
+#define PT_EXPORT_IMAGE_PYDIR PT_EXPORT_IMAGE_DIR "/python" /* pagetune_alloc.py and sitecustomize.py: on PYTHONPATH */
+#define PT_EXPORT_CONTEXT_SUBDIR "pagetune"
+#define PT_EXPORT_LIB_ALLOC "pagetune_malloc" /* what CUDAPluggableAllocator calls (backend/pagetune_alloc.h) */
+#define PT_EXPORT_LIB_FREE "pagetune_free"
+/* An async_pool release threshold at or above this never releases when the device is unknown (the mechanism's largest, 2^50). */
+#define PT_EXPORT_ASYNC_NEVER 1125899906842624.0
+
 /* Limits of the strings this module writes and reads. */
+#define PT_EXPORT_NAME_MAX 64     /* a policy's name as the library reads it (libconf.h: PT_LIBCONF_NAME_MAX) */
 #define PT_EXPORT_CONF_MAX 1024   /* a conf value, merged */
 #define PT_EXPORT_NOTES_MAX 8192  /* notes text */
 /* *_mb values at or above this (2^31-1 MiB, ~2 PiB) mean "unlimited": it is the largest
@@ -57,6 +75,26 @@ int pt_export_conf(const pt_export_input *in, const char *merge, char *conf, siz
 
 /* format: "env" (shell export lines), "dockerfile" (ENV lines), "json" (one object). */
 int pt_export_write(FILE *f, const pt_export_input *in, const char *format, const char *merge, pt_err *err);
+
+/* The files an image of a library export needs (pt_export_write_context copies them). */
+typedef struct pt_export_context {
+  const char *dir;      /* the build context: DIR/PT_EXPORT_CONTEXT_SUBDIR/ is made and filled */
+  const char *lib;      /* libpagetune_alloc.so */
+  const char *alloc_py; /* pagetune_alloc.py */
+  const char *site_py;  /* pagetune_sitecustomize.py, copied as sitecustomize.py */
+} pt_export_context;
+
+/*
+ * The Dockerfile lines for in, as pt_export_write's "dockerfile" format, with
+ * the files their COPY lines name written into ctx->dir first: the library
+ * and the two Python files copied, the JSON configuration (the "json"
+ * format) written; each file whole or not at all (written beside, then
+ * renamed).  A policy PyTorch's own allocator runs needs no files: nothing is
+ * written and a comment says so.  One with hooks, which the library does not
+ * run, is refused (PT_EFORBID); a missing source is PT_ENOTFOUND; a file that
+ * cannot be written, PT_EIO.
+ */
+int pt_export_write_context(FILE *f, const pt_export_input *in, const char *merge, const pt_export_context *ctx, pt_err *err);
 
 /*
  * Parse a PYTORCH_CUDA_ALLOC_CONF value.  Only the keys docs/design.md lists are
