@@ -25,6 +25,8 @@ typedef struct adev {
   void *mech;
   uint64_t allocated, peak_allocated;
   uint64_t allocs, frees, ooms;
+  uint64_t stream;           /* a mechanism that shares memory across streams: the one stream it serves */
+  int have_stream;
   int fault;
   pt_u64map live;            /* addr -> index in recs */
   arec *recs;
@@ -145,6 +147,16 @@ int pt_alloc_malloc(pt_alloc *a, int device, uint64_t bytes, uint64_t stream, ui
   if (rc < 0 || bytes == 0) return rc;
   pthread_mutex_lock(&d->lock);
   uint64_t h, idx;
+  if (a->mech->shares_streams && d->have_stream && stream != d->stream) {
+    rc = pt_err_set(&d->err, PT_EUSAGE,
+                    "device %d: the %s mechanism hands memory freed on one stream to any other at once, which is safe on "
+                    "one stream only: a request on stream 0x%llx after stream 0x%llx (use a mechanism that keeps "
+                    "blocks per stream, or PyTorch's backend:cudaMallocAsync)",
+                    device, a->mech->name, (unsigned long long)stream, (unsigned long long)d->stream);
+    goto out;
+  }
+  d->stream = stream;
+  d->have_stream = 1;
   if ((rc = rec_take(d, &idx)) < 0) {
     rc = pt_err_set(&d->err, PT_ENOMEM, "out of memory (live requests)");
     goto out;

@@ -186,13 +186,32 @@ static void test_alloc_threads(void) {
   CU_ASSERT_EQUAL(b.closed, 2);
 }
 
+/* async_pool shares memory across streams: under the allocator it serves one stream, and refuses a second. */
+static void test_alloc_shared_streams(void) {
+  mbe b = {0};
+  pt_alloc *a = make(&pt_mech_async_pool, 0, &b);
+  pt_err err = {{0}};
+  uint64_t x = 0, y = 0;
+  CU_ASSERT_EQUAL(pt_alloc_malloc(a, 0, 4096, 0x10, &x, &err), 0);
+  CU_ASSERT_EQUAL(pt_alloc_malloc(a, 0, 4096, 0x20, &y, &err), PT_EUSAGE);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "safe on one stream only"));
+  CU_ASSERT_EQUAL(pt_alloc_malloc(a, 0, 4096, 0x10, &y, &err), 0);
+  CU_ASSERT_EQUAL(pt_alloc_malloc(a, 1, 4096, 0x20, &y, &err), 0); /* another device: its own stream */
+  pt_alloc_destroy(a);
+  a = make(&pt_mech_caching, 0, &b); /* per-stream pools: any stream */
+  CU_ASSERT_EQUAL(pt_alloc_malloc(a, 0, 4096, 0x10, &x, &err), 0);
+  CU_ASSERT_EQUAL(pt_alloc_malloc(a, 0, 4096, 0x20, &y, &err), 0);
+  pt_alloc_destroy(a);
+}
+
 int pt_test_add_alloc(void) {
   CU_pSuite s = CU_add_suite("alloc", NULL, NULL);
   if (!s) return CU_get_error();
   if (!CU_add_test(s, "every mechanism serves live requests per device", test_alloc_basics) ||
       !CU_add_test(s, "past the cap: PT_EOOM saying asked, held and cap", test_alloc_oom) ||
       !CU_add_test(s, "parameters checked before anything runs", test_alloc_bad_params) ||
-      !CU_add_test(s, "four threads on two devices", test_alloc_threads))
+      !CU_add_test(s, "four threads on two devices", test_alloc_threads) ||
+      !CU_add_test(s, "a mechanism that shares memory across streams serves one", test_alloc_shared_streams))
     return CU_get_error();
   return CUE_SUCCESS;
 }

@@ -671,4 +671,5 @@ const pt_mech_ops pt_mech_async_pool = {
     .empty_cache = async_empty_cache,
     .destroy = async_destroy,
     .addr_of = async_addr_of,
+    .shares_streams = 1,
 };

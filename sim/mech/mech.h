@@ -115,6 +115,9 @@ typedef struct pt_mech_ops {
   void (*destroy)(void *state);
   /* device address of a live handle (for the access stream); NULL: unknown */
   uint64_t (*addr_of)(void *state, uint64_t handle);
+  /* 1: memory freed on one stream is handed to requests on any stream at once (async_pool, as a
+     driver pool whose frees have completed); 0: free blocks are kept per stream */
+  int shares_streams;
 } pt_mech_ops;
 
 extern const pt_mech_ops pt_mech_direct, pt_mech_caching, pt_mech_expandable, pt_mech_async_pool,

@@ -592,7 +592,8 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
       char t[48];
       fmt_param(t, sizeof t, param(p, "release_threshold", 0));
       note(b, N_APPROX, "the pool's release (release_threshold %s B, trim_every_free %d) is not expressible: PyTorch's cudaMallocAsync "
-                        "backend never releases (threshold UINT64_MAX); the library runs the pool as tuned",
+                        "backend never releases (threshold UINT64_MAX); the library runs the pool as tuned, for programs that "
+                        "allocate on one stream (it hands freed memory to any request at once, and refuses a second stream)",
            t, param(p, "trim_every_free", 0) == 1);
     }
     if (in->has_hooks)
