@@ -142,10 +142,25 @@ static char *line_start(pt_record *r) {
   return r->buf + r->len;
 }
 
-static void line_end(pt_record *r, char *p) {
+/* One record at p (from line_start): tag, then a field per letter of how (d decimal, x hex, t a time). */
+static void put_record(pt_record *r, char *p, char tag, const char *how, const uint64_t *v) {
+  *p++ = tag;
+  for (; *how; how++, v++) {
+    *p++ = ' ';
+    p = *how == 'd' ? put_dec(p, *v) : *how == 'x' ? put_hex(p, *v) : put_time(p, (int64_t)*v);
+  }
   *p++ = '\n';
   r->len = (size_t)(p - r->buf);
   r->records++;
+}
+
+/* What the reader would refuse in a request's size or time: PT_EUSAGE, or 0. */
+static int check_request(pt_record *r, uint64_t bytes, int64_t time_us, pt_err *err) {
+  if (bytes > PT_RECORD_MAX_BYTES)
+    return pt_err_set(err, PT_EUSAGE, "%s: a request of %llu bytes (the trace's limit is 2^50)", r->name, (unsigned long long)bytes);
+  if (time_us == INT64_MIN) /* the reader takes times from -(2^63 - 1) to 2^63 - 1 */
+    return pt_err_set(err, PT_EUSAGE, "%s: time %lld is outside the trace's range", r->name, (long long)time_us);
+  return 0;
 }
 
 /* Header text into the buffer (it is empty and at least PT_RECORD_MIN_BUFFER long); settings may need flushes. */
@@ -224,28 +239,14 @@ int pt_record_open_sink(const pt_record_sink *sink, const char *name, const pt_r
 int pt_record_alloc(pt_record *r, uint64_t bytes, uint64_t stream, int64_t time_us, uint64_t addr, uint64_t *id, pt_err *err) {
   *id = 0;
   pthread_mutex_lock(&r->lock);
-  int rc = 0;
-  char *p;
-  if (r->failed) rc = failed(r, err);
-  else if (bytes > PT_RECORD_MAX_BYTES)
-    rc = pt_err_set(err, PT_EUSAGE, "%s: a request of %llu bytes (the trace's limit is 2^50)", r->name, (unsigned long long)bytes);
-  else if (pt_u64map_get(&r->live, addr))
+  int rc = r->failed ? failed(r, err) : check_request(r, bytes, time_us, err);
+  char *p = NULL;
+  if (rc == 0 && pt_u64map_get(&r->live, addr))
     rc = pt_err_set(err, PT_EUSAGE, "%s: address 0x%llx handed out again while live", r->name, (unsigned long long)addr);
-  else if (!(p = line_start(r))) rc = failed(r, err);
-  else if (pt_u64map_put(&r->live, addr, r->next_id) < 0) rc = pt_err_set(err, PT_ENOMEM, "%s: out of memory", r->name);
-  else {
-    *p++ = 'a';
-    *p++ = ' ';
-    p = put_dec(p, r->next_id);
-    *p++ = ' ';
-    p = put_dec(p, bytes);
-    *p++ = ' ';
-    p = put_hex(p, stream);
-    *p++ = ' ';
-    p = put_time(p, time_us);
-    *p++ = ' ';
-    p = put_hex(p, addr);
-    line_end(r, p);
+  if (rc == 0 && !(p = line_start(r))) rc = failed(r, err);
+  if (rc == 0 && pt_u64map_put(&r->live, addr, r->next_id) < 0) rc = pt_err_set(err, PT_ENOMEM, "%s: out of memory", r->name);
+  if (rc == 0) {
+    put_record(r, p, 'a', "ddxtx", (const uint64_t[]){r->next_id, bytes, stream, (uint64_t)time_us, addr});
     *id = r->next_id++;
   }
   pthread_mutex_unlock(&r->lock);
@@ -254,22 +255,15 @@ int pt_record_alloc(pt_record *r, uint64_t bytes, uint64_t stream, int64_t time_
 
 int pt_record_free(pt_record *r, uint64_t addr, int64_t time_us, pt_err *err) {
   pthread_mutex_lock(&r->lock);
-  int rc = 0;
-  uint64_t *slot;
-  char *p;
-  if (r->failed) rc = failed(r, err);
-  else if (!(slot = pt_u64map_get(&r->live, addr)))
+  int rc = r->failed ? failed(r, err) : check_request(r, 0, time_us, err);
+  uint64_t *slot = NULL;
+  char *p = NULL;
+  if (rc == 0 && !(slot = pt_u64map_get(&r->live, addr)))
     rc = pt_err_set(err, PT_EUSAGE, "%s: a free of 0x%llx, which is not live", r->name, (unsigned long long)addr);
-  else if (!(p = line_start(r))) rc = failed(r, err);
-  else {
-    uint64_t id = *slot;
+  if (rc == 0 && !(p = line_start(r))) rc = failed(r, err);
+  if (rc == 0) {
+    put_record(r, p, 'f', "dt", (const uint64_t[]){*slot, (uint64_t)time_us});
     pt_u64map_del(&r->live, addr);
-    *p++ = 'f';
-    *p++ = ' ';
-    p = put_dec(p, id);
-    *p++ = ' ';
-    p = put_time(p, time_us);
-    line_end(r, p);
   }
   pthread_mutex_unlock(&r->lock);
   return rc;
@@ -277,22 +271,10 @@ int pt_record_free(pt_record *r, uint64_t addr, int64_t time_us, pt_err *err) {
 
 int pt_record_oom(pt_record *r, uint64_t bytes, uint64_t stream, int64_t time_us, pt_err *err) {
   pthread_mutex_lock(&r->lock);
-  int rc = 0;
-  char *p;
-  if (r->failed) rc = failed(r, err);
-  else if (bytes > PT_RECORD_MAX_BYTES)
-    rc = pt_err_set(err, PT_EUSAGE, "%s: a request of %llu bytes (the trace's limit is 2^50)", r->name, (unsigned long long)bytes);
-  else if (!(p = line_start(r))) rc = failed(r, err);
-  else {
-    *p++ = 'O';
-    *p++ = ' ';
-    p = put_dec(p, bytes);
-    *p++ = ' ';
-    p = put_hex(p, stream);
-    *p++ = ' ';
-    p = put_time(p, time_us);
-    line_end(r, p);
-  }
+  int rc = r->failed ? failed(r, err) : check_request(r, bytes, time_us, err);
+  char *p = NULL;
+  if (rc == 0 && !(p = line_start(r))) rc = failed(r, err);
+  if (rc == 0) put_record(r, p, 'O', "dxt", (const uint64_t[]){bytes, stream, (uint64_t)time_us});
   pthread_mutex_unlock(&r->lock);
   return rc;
 }

@@ -10,8 +10,9 @@
  * allocation order and mapped from addresses here, an `O` line per request
  * refused for want of memory, and `end N` at close.  It refuses what the
  * trace reader would refuse (an address handed out twice while live, a free
- * of an address it never saw, more than 2^50 bytes), writing nothing, so
- * what it writes always reads back.  A pt_recorder is the process's set of
+ * of an address it never saw, more than 2^50 bytes, the time INT64_MIN),
+ * writing nothing, so what it writes always reads back.  A pt_recorder is
+ * the process's set of
  * them: one file per device, opened on the device's first event, fed through
  * the allocator's observer table (alloc.h).
  *

@@ -124,6 +124,7 @@ static void test_round_trip(void) {
   CU_ASSERT_EQUAL(pt_record_alloc(r, 512, UINT64_MAX, -5, 0x7f0000000000, &id[2], &err), 0); /* the address again */
   CU_ASSERT_EQUAL(pt_record_oom(r, 80ull << 30, 7, 13, &err), 0);
   CU_ASSERT_EQUAL(pt_record_alloc(r, PT_RECORD_MAX_BYTES, 1, INT64_MAX, UINT64_MAX, &id[3], &err), 0);
+  CU_ASSERT_EQUAL(pt_record_oom(r, 1, 0, INT64_MIN + 1, &err), 0);
   CU_ASSERT(id[0] == 1 && id[1] == 2 && id[2] == 3 && id[3] == 4);
   /* refused, nothing written */
   uint64_t x;
@@ -134,8 +135,11 @@ static void test_round_trip(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "not live"));
   CU_ASSERT_EQUAL(pt_record_alloc(r, PT_RECORD_MAX_BYTES + 1, 0, 14, 0x99, &x, &err), PT_EUSAGE);
   CU_ASSERT_EQUAL(pt_record_oom(r, PT_RECORD_MAX_BYTES + 1, 0, 14, &err), PT_EUSAGE);
+  CU_ASSERT_EQUAL(pt_record_alloc(r, 1, 0, INT64_MIN, 0x99, &x, &err), PT_EUSAGE); /* the reader takes no -2^63 */
+  CU_ASSERT_EQUAL(pt_record_free(r, 0x7f0000200000, INT64_MIN, &err), PT_EUSAGE);
+  CU_ASSERT_EQUAL(pt_record_oom(r, 1, 0, INT64_MIN, &err), PT_EUSAGE);
   CU_ASSERT_EQUAL(pt_record_free(r, 0x7f0000200000, 15, &err), 0);
-  CU_ASSERT_EQUAL(pt_record_count(r), 7);
+  CU_ASSERT_EQUAL(pt_record_count(r), 8);
   CU_ASSERT_EQUAL(pt_record_close(r, &err), 0);
 
   readback rb = read_file(path);
@@ -144,7 +148,7 @@ static void test_round_trip(void) {
   CU_ASSERT_STRING_EQUAL(rb.info.tool, "libpagetune_alloc.so");
   CU_ASSERT_STRING_EQUAL(rb.info.settings, "mechanism=caching,max_split_size_mb=64 second line");
   CU_ASSERT_EQUAL(rb.info.device, 2);
-  CU_ASSERT_EQUAL_FATAL(rb.n, 7);
+  CU_ASSERT_EQUAL_FATAL(rb.n, 8);
   const pt_event want[] = {
       {.kind = 'a', .id = 1, .bytes = 1000, .stream = 0, .time_us = 10, .addr = 0x7f0000000000},
       {.kind = 'a', .id = 2, .bytes = 3 * MIB, .stream = 0xdeadbeef, .time_us = 11, .addr = 0x7f0000200000},
@@ -152,6 +156,7 @@ static void test_round_trip(void) {
       {.kind = 'a', .id = 3, .bytes = 512, .stream = UINT64_MAX, .time_us = -5, .addr = 0x7f0000000000},
       {.kind = 'O', .bytes = 80ull << 30, .stream = 7, .time_us = 13},
       {.kind = 'a', .id = 4, .bytes = PT_RECORD_MAX_BYTES, .stream = 1, .time_us = INT64_MAX, .addr = UINT64_MAX},
+      {.kind = 'O', .bytes = 1, .stream = 0, .time_us = INT64_MIN + 1},
       {.kind = 'f', .id = 2, .bytes = 3 * MIB, .stream = 0xdeadbeef, .time_us = 15},
   };
   for (size_t i = 0; i < rb.n; i++) {
