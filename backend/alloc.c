@@ -41,6 +41,7 @@ struct pt_alloc {
   pt_policy_hooks hooks;     /* none: the library has no policy host */
   uint64_t capacity;
   pt_alloc_backend be;
+  pt_alloc_observer obs;     /* all NULL: none */
   pthread_mutex_t table_lock;/* for opening devices */
   adev *dev[PT_ALLOC_MAX_DEVICES];
 };
@@ -62,6 +63,15 @@ int pt_alloc_create(const pt_mech_ops *m, const pt_params *p, uint64_t capacity,
   }
   *out = a;
   return 0;
+}
+
+int pt_alloc_set_observer(pt_alloc *a, const pt_alloc_observer *o) {
+  pthread_mutex_lock(&a->table_lock);
+  int used = 0;
+  for (int n = 0; n < PT_ALLOC_MAX_DEVICES; n++) used |= a->dev[n] != NULL;
+  if (!used) a->obs = o ? *o : (pt_alloc_observer){0};
+  pthread_mutex_unlock(&a->table_lock);
+  return used ? PT_EUSAGE : 0;
 }
 
 /* The caller's err gets the device's message. */
@@ -167,6 +177,7 @@ int pt_alloc_malloc(pt_alloc *a, int device, uint64_t bytes, uint64_t stream, ui
     rec_drop(d, idx);
     if (rc == PT_EOOM) {
       d->ooms++;
+      if (a->obs.on_oom) a->obs.on_oom(a->obs.ctx, device, bytes, stream);
       char cap[64] = "";
       if (a->capacity) snprintf(cap, sizeof cap, ", pagetune's cap %llu", (unsigned long long)a->capacity);
       pt_err_set(&d->err, PT_EOOM, "device %d: out of memory: %llu bytes asked, %llu held from the driver, %llu in live requests%s",
@@ -186,6 +197,7 @@ int pt_alloc_malloc(pt_alloc *a, int device, uint64_t bytes, uint64_t stream, ui
   d->allocs++;
   d->allocated += bytes;
   if (d->allocated > d->peak_allocated) d->peak_allocated = d->allocated;
+  if (a->obs.on_alloc) a->obs.on_alloc(a->obs.ctx, device, bytes, stream, p);
   *addr = p;
 out:
   if (rc < 0) fail(d, rc, err);
@@ -219,6 +231,7 @@ int pt_alloc_free(pt_alloc *a, int device, uint64_t addr, pt_err *err) {
       rec_drop(d, idx);
       d->frees++;
       d->allocated -= r.bytes;
+      if (a->obs.on_free) a->obs.on_free(a->obs.ctx, device, addr);
       if (a->be.note_free) a->be.note_free(a->be.ctx, d->st);
     }
   }

@@ -53,11 +53,29 @@ typedef struct pt_alloc_stats {
   uint64_t capacity;  /* the cap, 0 = none */
 } pt_alloc_stats;
 
+/*
+ * Told of every request served, every free and every request refused for want
+ * of memory, per device (what the trace recorder, record.h, writes down).
+ * The calls come under the device's lock, in the order the device serves
+ * them: an address freed and handed out again is told free first, and times
+ * an observer takes are in that order.  An observer must be quick and must
+ * not call back into the allocator; each function may be NULL.  Requests of
+ * 0 bytes, refused frees and what pt_alloc_destroy gives back are not told.
+ */
+typedef struct pt_alloc_observer {
+  void (*on_alloc)(void *ctx, int device, uint64_t bytes, uint64_t stream, uint64_t addr);
+  void (*on_free)(void *ctx, int device, uint64_t addr);
+  void (*on_oom)(void *ctx, int device, uint64_t bytes, uint64_t stream);
+  void *ctx;
+} pt_alloc_observer;
+
 typedef struct pt_alloc pt_alloc;
 
 /* An allocator running m with params p (checked here), capacity bytes per device (0: no cap). */
 int pt_alloc_create(const pt_mech_ops *m, const pt_params *p, uint64_t capacity, const pt_alloc_backend *be,
                     pt_err *err, pt_alloc **out /* OUT */);
+/* o (copied; NULL: none) is told from the next request on; PT_EUSAGE once a device has been opened. */
+int pt_alloc_set_observer(pt_alloc *a, const pt_alloc_observer *o);
 /* Every device's memory given back (cached and live) and the devices closed. */
 void pt_alloc_destroy(pt_alloc *a);
 

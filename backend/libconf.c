@@ -368,3 +368,21 @@ int pt_libconf_load(const char *path, pt_libconf *out, pt_err *err) {
   free(buf);
   return rc;
 }
+
+/* printf-style at buf[*at..n); *at past n once anything did not fit. */
+__attribute__((format(printf, 4, 5))) static void append(char *buf, size_t n, size_t *at, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int w = *at < n ? vsnprintf(buf + *at, n - *at, fmt, ap) : 0;
+  va_end(ap);
+  *at = w < 0 ? n : *at + (size_t)w;
+}
+
+int pt_libconf_to_conf_string(const pt_libconf *c, char *buf, size_t n) {
+  size_t at = 0;
+  append(buf, n, &at, "mechanism=%s", c->mech->name);
+  if (c->policy[0]) append(buf, n, &at, ",policy=%s", c->policy);
+  if (c->capacity) append(buf, n, &at, ",capacity=%llu", (unsigned long long)c->capacity);
+  for (int i = 0; i < c->params.n; i++) append(buf, n, &at, ",%s=%.17g", c->params.v[i].name, c->params.v[i].value);
+  return at >= n ? PT_ELIMIT : 0;
+}

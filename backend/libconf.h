@@ -48,5 +48,9 @@ int pt_libconf_load(const char *path, pt_libconf *out /* OUT */, pt_err *err);
 int pt_libconf_parse(const char *text, size_t len, const char *name, pt_libconf *out /* OUT */, pt_err *err);
 /* A PAGETUNE_ALLOC_CONF value; messages name PAGETUNE_ALLOC_CONF. */
 int pt_libconf_from_conf_string(const char *conf, pt_libconf *out /* OUT */, pt_err *err);
+/* c as a PAGETUNE_ALLOC_CONF value (mechanism=, policy= when named, capacity= when capped, then the parameters,
+   numbers as %.17g) that reads back the same (a policy name holding ',' or '=' excepted); PT_ELIMIT when it does
+   not fit in n bytes.  What a recorded trace's @settings says. */
+int pt_libconf_to_conf_string(const pt_libconf *c, char *buf, size_t n);
 
 #endif

@@ -16,4 +16,8 @@ conf="$src/sim/base/error.c $src/sim/base/jsonread.c $src/backend/libconf.c $src
   $src/sim/mech/direct.c $src/sim/mech/expandable.c $src/sim/mech/asyncpool.c $src/sim/mech/stitch.c"
 # shellcheck disable=SC2086
 $cc $flags -I$src/sim/device -I$src/sim/mech -I$src/backend -o "$out/fuzz_libconf" "$src/tests/fuzz/fuzz_libconf.c" $conf -lm
-echo "built $out/fuzz_trace $out/fuzz_pickle $out/fuzz_libconf"
+rec="$src/sim/base/error.c $src/sim/base/u64map.c $src/sim/base/clock.c $src/backend/record.c $src/sim/trace/pickle.c \
+  $src/sim/trace/trace.c $src/sim/trace/snapshot.c"
+# shellcheck disable=SC2086
+$cc $flags -I$src/sim/device -I$src/sim/mech -I$src/backend -o "$out/fuzz_record" "$src/tests/fuzz/fuzz_record.c" $rec -lz
+echo "built $out/fuzz_trace $out/fuzz_pickle $out/fuzz_libconf $out/fuzz_record"
