@@ -21,6 +21,13 @@
  * instead, which is PyTorch's contract on paper but which PyTorch does not
  * check: the tensor it makes lies at address 0.
  *
+ * PAGETUNE_RECORD=PATH records every request served, every free and every
+ * out-of-memory refusal as a native trace, a file per device (record.h,
+ * traces/FORMAT.md "Recorded by the allocator library"), ended at exit; a
+ * PATH the recorder refuses (.gz, a folder it cannot write) is a bad
+ * configuration, a file that fails later one line on stderr while serving
+ * goes on.
+ *
  * PyTorch reaches the library only through malloc and free: the cache is
  * emptied, statistics read and peaks reset through the functions below (the
  * Python module wraps them).  The one allocator is process-wide state by
@@ -37,6 +44,7 @@
 #include "driver.h"
 #include "libconf.h"
 #include "pagetune_alloc.h"
+#include "record.h"
 
 #define PT_EXPORT __attribute__((visibility("default")))
 
@@ -46,6 +54,7 @@ static struct {
   pt_driver *drv;
   pt_alloc *alloc;
   pt_libconf conf;
+  pt_recorder *rec;        /* PAGETUNE_RECORD: NULL when not recording */
 } lib;
 
 static __thread pt_err last_error;
@@ -79,6 +88,35 @@ static void be_note_free(void *ctx, void *st) {
   pt_cudadev_note_free(st);
 }
 
+/* The recorder's one line, when a device's recording stops. */
+static void record_report(void *ctx, const char *line) {
+  (void)ctx;
+  fprintf(stderr, "pagetune_alloc: %s\n", line);
+}
+
+/* At exit: every trace gets its end line (the recorder stays, ignoring frees PyTorch makes after this). */
+static void record_at_exit(void) { pt_recorder_close(lib.rec, NULL); }
+
+/* PAGETUNE_RECORD, when set: checked with the configuration, before the driver (a bad one is a bad configuration). */
+static int record_open(pt_err *err) {
+  const char *path = getenv("PAGETUNE_RECORD");
+  if (!path || !*path) return 0;
+  char settings[PT_RECORD_SETTINGS_MAX];
+  if (pt_libconf_to_conf_string(&lib.conf, settings, sizeof settings) < 0) snprintf(settings, sizeof settings, "mechanism=%s", lib.conf.mech->name);
+  pt_recorder_opts o = {.path = path, .settings = settings, .report = record_report};
+  return pt_recorder_create(&o, err, &lib.rec);
+}
+
+/* The recorder watching lib.alloc from its first request, and ended at exit. */
+static int record_attach(pt_err *err) {
+  if (!lib.rec) return 0;
+  pt_alloc_observer obs;
+  pt_recorder_observer(lib.rec, &obs);
+  int rc = pt_alloc_set_observer(lib.alloc, &obs);
+  if (rc == 0 && atexit(record_at_exit) != 0) rc = pt_err_set(err, PT_ENOMEM, "PAGETUNE_RECORD: cannot register the exit handler");
+  return rc;
+}
+
 /* The configuration, the driver and the allocator, once, when the library loads. */
 __attribute__((constructor)) static void pagetune_alloc_init(void) {
   const char *path = getenv("PAGETUNE_CONFIG"), *conf = getenv("PAGETUNE_ALLOC_CONF");
@@ -87,15 +125,18 @@ __attribute__((constructor)) static void pagetune_alloc_init(void) {
   int rc;
   if (path && *path) rc = pt_libconf_load(path, &lib.conf, &lib.status);
   else rc = pt_libconf_from_conf_string(conf && *conf ? conf : "mechanism=caching", &lib.conf, &lib.status);
+  if (rc == 0) rc = record_open(&lib.status);
   if (rc == 0) rc = pt_driver_open(&lib.status, &lib.drv);
   pt_alloc_backend be = {be_open, be_close, be_note_free, NULL};
   if (rc == 0) rc = pt_alloc_create(lib.conf.mech, &lib.conf.params, lib.conf.capacity, &be, &lib.status, &lib.alloc);
+  if (rc == 0) rc = record_attach(&lib.status);
   if (rc < 0) {
     fprintf(stderr, "pagetune_alloc: %s; every allocation will fail\n", lib.status.msg);
     return;
   }
-  snprintf(lib.status.msg, sizeof lib.status.msg, "serving: mechanism %s%s%s", lib.conf.mech->name,
-           lib.conf.policy[0] ? ", policy " : "", lib.conf.policy);
+  snprintf(lib.status.msg, sizeof lib.status.msg, "serving: mechanism %s%s%s%s%.400s", lib.conf.mech->name,
+           lib.conf.policy[0] ? ", policy " : "", lib.conf.policy, lib.rec ? ", recording to " : "",
+           lib.rec ? getenv("PAGETUNE_RECORD") : "");
   lib.ready = 1;
 }
 

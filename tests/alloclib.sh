@@ -26,6 +26,8 @@ for n in $needed; do
   # libstdc++ and libgcc_s for the one exception it throws (oomthrow.cc): every PyTorch process has them
   case $n in libc.so.*|ld-linux*|libstdc++.so.*|libgcc_s.so.*|libasan.so.*|libubsan.so.*) ;; *) fail "the library needs $n" ;; esac
 done
+others=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRW]$/ && $3 !~ /^pagetune_/ {print $3}' | tr '\n' ' ')
+[ -z "$others" ] || fail "the library exports more than its pagetune_* entry points: $others"
 probe() { # ENV... : load the library, print status, the status text and what malloc(1024) gave
   # (PAGETUNE_ON_FAILURE=null: a C++ exception cannot cross ctypes)
   env PAGETUNE_ON_FAILURE=null "$@" python3 - "$lib" <<'PY'
@@ -55,9 +57,13 @@ check 0 "PAGETUNE_ALLOC_CONF: " PAGETUNE_ALLOC_CONF=mechanism=nonesuch
 check 0 "max_split_size_mb" PAGETUNE_ALLOC_CONF=mechanism=caching,max_split_size_mb=abc
 check 0 "/nonexistent/conf.json: cannot open: No such file" PAGETUNE_CONFIG=/nonexistent/conf.json
 check 0 "large_page_threshold" PAGETUNE_CONFIG="$top_srcdir/tests/data/libconf/large_page_threshold.json"
+# PAGETUNE_RECORD is part of the configuration: refused at load, before the driver is looked for
+check 0 "PAGETUNE_RECORD=$tmp.trace.gz: the allocator records plain text" PAGETUNE_RECORD="$tmp.trace.gz"
+check 0 "PAGETUNE_RECORD=/nonexistent/run.trace: cannot write in /nonexistent" PAGETUNE_RECORD=/nonexistent/run.trace
 if ! python3 -c 'import ctypes; ctypes.CDLL("libcuda.so.1")' 2>/dev/null; then
   check 0 "no GPU" PAGETUNE_CONFIG="$top_srcdir/tests/data/libconf/stitch.json"
   check 0 "no GPU" PAGETUNE_ALLOC_CONF=
+  check 0 "no GPU" PAGETUNE_RECORD="$tmp.trace" # a good one: the driver is what is missing
 fi
 [ $fails -eq 0 ] && echo "ok: the library refuses bad configurations at load, in one line"
 [ $fails -eq 0 ]
