@@ -19,7 +19,7 @@ m = sys.modules.get("pagetune_alloc")
 if m is not None and m.installed():
     s = m.stats(0); print("under the library:", s["mechanism"], "allocs", s["allocs"], "reserved", s["reserved_bytes"])
 else:
-    print("under PyTorch's allocator: reserved", torch.cuda.memory_reserved())'
+    print("under the default allocator: reserved", torch.cuda.memory_reserved())'
 PYTHONPATH=$dir PAGETUNE_ALLOC_CONF=mechanism=stitch python3 -c "$prog"
 echo "hook rc=$?"
 PYTHONPATH=$dir PAGETUNE_DISABLE=1 python3 -c "$prog"
