@@ -17,7 +17,36 @@ struct pt_cudadev {
   CUmemAccessDesc access;      /* read-write from this ordinal */
   int pending;                 /* memory was freed by its user since the last synchronisation */
   pt_err *err;
+  CUdeviceptr *ranges;         /* live VA reservations, in no order */
+  size_t *range_bytes, nranges, cap_ranges;
 };
+
+/* A reservation remembered, for close; 0 or PT_ENOMEM (the reservation then given back by the caller). */
+static int range_push(pt_cudadev *c, CUdeviceptr va, size_t bytes) {
+  if (c->nranges == c->cap_ranges) {
+    size_t cap = c->cap_ranges ? 2 * c->cap_ranges : 16;
+    CUdeviceptr *v = realloc(c->ranges, cap * sizeof *v);
+    if (!v) return PT_ENOMEM;
+    c->ranges = v;
+    size_t *b = realloc(c->range_bytes, cap * sizeof *b);
+    if (!b) return PT_ENOMEM;
+    c->range_bytes = b;
+    c->cap_ranges = cap;
+  }
+  c->ranges[c->nranges] = va;
+  c->range_bytes[c->nranges++] = bytes;
+  return 0;
+}
+
+static void range_drop(pt_cudadev *c, CUdeviceptr va) {
+  for (size_t i = 0; i < c->nranges; i++)
+    if (c->ranges[i] == va) {
+      c->nranges--;
+      c->ranges[i] = c->ranges[c->nranges];
+      c->range_bytes[i] = c->range_bytes[c->nranges];
+      return;
+    }
+}
 
 /* The device's context current for one call: pushed when another is current. */
 static int enter(pt_cudadev *c, int *pushed) {
@@ -99,12 +128,21 @@ static int cd_address_reserve(void *st, uint64_t bytes, uint64_t align, uint64_t
     snprintf(what, sizeof what, "cuMemAddressReserve of %llu bytes", (unsigned long long)bytes);
     return result(c, r, what);
   }
+  if (range_push(c, p, (size_t)bytes) < 0) {
+    c->d->MemAddressFree(p, (size_t)bytes);
+    return pt_err_set(c->err, PT_ENOMEM, "out of memory (VA reservations)");
+  }
   return 0;
 }
 
 static int cd_address_free(void *st, uint64_t va, uint64_t bytes) {
   pt_cudadev *c = st;
-  CALL(c, "cuMemAddressFree", c->d->MemAddressFree((CUdeviceptr)va, (size_t)bytes));
+  int pushed, rc = enter(c, &pushed);
+  if (rc < 0) return rc;
+  CUresult r = c->d->MemAddressFree((CUdeviceptr)va, (size_t)bytes);
+  leave(c, pushed);
+  if (r == CUDA_SUCCESS) range_drop(c, (CUdeviceptr)va);
+  return result(c, r, "cuMemAddressFree");
 }
 
 static int cd_mem_create(void *st, uint64_t bytes, uint64_t *handle) {
@@ -205,8 +243,35 @@ int pt_cudadev_open(pt_driver *d, int device, pt_err *err, pt_cudadev **out) {
 
 void pt_cudadev_close(pt_cudadev *c) {
   if (!c) return;
+  if (c->nranges) {
+    int pushed;
+    if (enter(c, &pushed) == 0) {
+      c->d->CtxSynchronize();
+      for (size_t i = 0; i < c->nranges; i++) c->d->MemAddressFree(c->ranges[i], c->range_bytes[i]);
+      leave(c, pushed);
+    }
+  }
+  free(c->ranges);
+  free(c->range_bytes);
   if (c->ctx) c->d->DevicePrimaryCtxRelease(c->dev);
   free(c);
+}
+
+int pt_cudadev_fill(pt_cudadev *c, uint64_t addr, uint64_t words, uint32_t value) {
+  int pushed, rc = enter(c, &pushed);
+  if (rc < 0) return rc;
+  CUresult r = c->d->MemsetD32((CUdeviceptr)addr, value, (size_t)words);
+  leave(c, pushed);
+  if (r == CUDA_SUCCESS) c->pending = 1; /* work on the memory now in flight */
+  return result(c, r, "cuMemsetD32");
+}
+
+int pt_cudadev_read_word(pt_cudadev *c, uint64_t addr, uint32_t *value) {
+  int pushed, rc = enter(c, &pushed);
+  if (rc < 0) return rc;
+  CUresult r = c->d->MemcpyDtoH(value, (CUdeviceptr)addr, sizeof *value);
+  leave(c, pushed);
+  return result(c, r, "cuMemcpyDtoH");
 }
 
 void pt_cudadev_note_free(pt_cudadev *c) { c->pending = 1; }
@@ -239,6 +304,17 @@ int pt_cudadev_open(pt_driver *d, int device, pt_err *err, pt_cudadev **out) {
 }
 
 void pt_cudadev_close(pt_cudadev *c) { (void)c; }
+
+int pt_cudadev_fill(pt_cudadev *c, uint64_t addr, uint64_t words, uint32_t value) {
+  (void)c, (void)addr, (void)words, (void)value;
+  return PT_ENODEV;
+}
+
+int pt_cudadev_read_word(pt_cudadev *c, uint64_t addr, uint32_t *value) {
+  (void)c, (void)addr;
+  *value = 0;
+  return PT_ENODEV;
+}
 void pt_cudadev_note_free(pt_cudadev *c) { (void)c; }
 
 int pt_cudadev_mem_info(pt_cudadev *c, uint64_t *free_bytes, uint64_t *total_bytes) {

@@ -17,7 +17,9 @@
  *     blocks per stream); memory going back to the driver is not, so after
  *     pt_cudadev_note_free the first cuMemFree or cuMemUnmap synchronises
  *     the context first (once, until the next note);
- *   - memory from before the run does not exist here: adopt is refused.
+ *   - memory from before the run does not exist here: adopt is refused;
+ *   - VA reservations still held at close are given back there (a run that
+ *     stopped half way, an async pool's range).
  * Handles are the driver's CUmemGenericAllocationHandle values.
  */
 #ifndef PT_CUDADEV_H
@@ -41,5 +43,8 @@ void pt_cudadev_close(pt_cudadev *c);
 void pt_cudadev_note_free(pt_cudadev *c);
 /* Free and total bytes of the device, as cuMemGetInfo says. */
 int pt_cudadev_mem_info(pt_cudadev *c, uint64_t *free_bytes, uint64_t *total_bytes);
+/* words 32-bit words of value at addr (asynchronous, on the default stream); then a read of one word. */
+int pt_cudadev_fill(pt_cudadev *c, uint64_t addr, uint64_t words, uint32_t value);
+int pt_cudadev_read_word(pt_cudadev *c, uint64_t addr, uint32_t *value /* OUT */);
 
 #endif

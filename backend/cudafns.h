@@ -28,6 +28,8 @@ struct pt_driver {
   CUresult (*CtxPushCurrent)(CUcontext);
   CUresult (*CtxPopCurrent)(CUcontext *);
   CUresult (*MemGetInfo)(size_t *, size_t *);
+  CUresult (*MemsetD32)(CUdeviceptr, unsigned int, size_t);
+  CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
   CUresult (*CtxSynchronize)(void);
   CUresult (*MemAlloc)(CUdeviceptr *, size_t);
   CUresult (*MemFree)(CUdeviceptr);

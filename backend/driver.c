@@ -52,6 +52,8 @@ int pt_driver_open(pt_err *err, pt_driver **out) {
       {"cuCtxPushCurrent_v2", offsetof(pt_driver, CtxPushCurrent)},
       {"cuCtxPopCurrent_v2", offsetof(pt_driver, CtxPopCurrent)},
       {"cuMemGetInfo_v2", offsetof(pt_driver, MemGetInfo)},
+      {"cuMemsetD32_v2", offsetof(pt_driver, MemsetD32)},
+      {"cuMemcpyDtoH_v2", offsetof(pt_driver, MemcpyDtoH)},
       {"cuCtxSynchronize", offsetof(pt_driver, CtxSynchronize)},
       {"cuMemAlloc_v2", offsetof(pt_driver, MemAlloc)},
       {"cuMemFree_v2", offsetof(pt_driver, MemFree)},

@@ -19,6 +19,7 @@
 #include "calllog.h"
 #include "mech.h"
 #include "modeldev.h"
+#include "sim.h"
 #include "testutil.h"
 #include "u64map.h"
 
@@ -263,10 +264,76 @@ static void test_fail_every_call(void) {
   }
 }
 
+/* The observer: blocks seen after their allocation and before their free. */
+typedef struct seen {
+  uint64_t allocs, frees, live_bytes;
+} seen;
+static int seen_alloc(void *ctx, uint64_t addr, uint64_t bytes, uint64_t id) {
+  seen *s = ctx;
+  (void)addr, (void)id;
+  s->allocs++;
+  s->live_bytes += bytes;
+  return 0;
+}
+static int seen_free(void *ctx, uint64_t addr, uint64_t bytes, uint64_t id) {
+  seen *s = ctx;
+  (void)addr, (void)id;
+  s->frees++;
+  s->live_bytes -= bytes;
+  return 0;
+}
+
+/*
+ * The engine on a device it is given (what pagetune replay --mechanism runs
+ * on a GPU), here the checking double over the model: every mechanism on a
+ * real trace gives the model's results with invented addresses, every
+ * request is timed, the observer sees every block, and at the end the device
+ * holds nothing (async_pool keeps its pool's VA reservation only).
+ */
+static void test_engine_on_device(void) {
+  const pt_mech_ops *all[] = {&pt_mech_direct, &pt_mech_caching, &pt_mech_expandable, &pt_mech_async_pool,
+                              &pt_mech_stitch};
+  pt_err err = {{0}};
+  pt_trace_data t;
+  CU_ASSERT_EQUAL_FATAL(pt_trace_load(pt_test_src("traces/transformer_train.pickle.gz"), NULL, &err, &t), 0);
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+    pt_sim_config model_cfg = {.mech = all[i], .invent_addresses = 1};
+    pt_sim_result want, got;
+    CU_ASSERT_EQUAL_FATAL(pt_sim_run(&t, &model_cfg, &err, &want), 0);
+    dbl d = {.err = &err};
+    pt_model_dev_init(&d.model, NULL, 0, &err);
+    seen sn = {0};
+    pt_sim_config cfg = {.mech = all[i], .device_ops = &dbl_ops, .device_st = &d, .on_alloc = seen_alloc,
+                         .on_free = seen_free, .observer_ctx = &sn};
+    int rc = pt_sim_run(&t, &cfg, &err, &got);
+    if (rc < 0) fprintf(stderr, "\n  %s: %s\n", all[i]->name, err.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_EQUAL(got.peak_reserved_bytes, want.peak_reserved_bytes);
+    CU_ASSERT_EQUAL(got.segments_allocated, want.segments_allocated);
+    CU_ASSERT_EQUAL(memcmp(got.driver_calls, want.driver_calls, sizeof got.driver_calls), 0);
+    CU_ASSERT_EQUAL(got.nalloc_us, got.allocs);
+    CU_ASSERT_EQUAL(got.nfree_us, sn.frees);
+    CU_ASSERT_EQUAL(sn.allocs, got.allocs - got.ooms);
+    CU_ASSERT_EQUAL(d.held, 0); /* the memory went back */
+    CU_ASSERT_EQUAL(d.handles.len, 0);
+    CU_ASSERT_EQUAL(d.maps.len, 0);
+    CU_ASSERT_EQUAL(d.allocs.len, 0);
+    CU_ASSERT_EQUAL(d.misuse, 0);
+    pt_sim_result_free(&want);
+    pt_sim_result_free(&got);
+    pt_model_dev_done(&d.model);
+    pt_u64map_free(&d.allocs);
+    pt_u64map_free(&d.handles);
+    pt_u64map_free(&d.maps);
+  }
+  pt_trace_data_free(&t);
+}
+
 int pt_test_add_device(void) {
   CU_pSuite s = CU_add_suite("device", NULL, NULL);
   if (!s) return CU_get_error();
-  if (!CU_add_test(s, "every mechanism survives a failed call at every point", test_fail_every_call))
+  if (!CU_add_test(s, "every mechanism survives a failed call at every point", test_fail_every_call) ||
+      !CU_add_test(s, "the engine on a device it is given", test_engine_on_device))
     return CU_get_error();
   return CUE_SUCCESS;
 }

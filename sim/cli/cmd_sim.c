@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "mreplay.h"
 #include "replay.h"
 #include "workbench.h"
 
@@ -22,7 +23,7 @@
 typedef struct sim_args {
   const char *trace, *policy, *gpu, *db;
   const char *sets[PT_MAX_PARAMS];
-  int nsets, json, invent, tlb, list_gpus;
+  int nsets, json, invent, tlb, list_gpus, mechanism, touch;
   unsigned long device, repeat;
   uint64_t capacity;
 } sim_args;
@@ -79,6 +80,13 @@ static const pt_cli_opt replay_opts[] = {
                    "also store the run (as sweep would) and the measured times,\n"
                    "in the measurements table (kind replay_driver_us, and\n"
                    "replay_driver_us:CALL by kind of call; docs/store.md)"),
+    PT_CLI_OPT_FLAG("mechanism", sim_args, mechanism,
+                    "run the trace's requests through the mechanism itself on the\n"
+                    "GPU (its own work and its driver calls), each request timed,\n"
+                    "instead of repeating the model's driver calls"),
+    PT_CLI_OPT_FLAG("touch", sim_args, touch,
+                    "with --mechanism: fill each block with a pattern of its own and\n"
+                    "read it back before its free, outside the timing"),
     PT_CLI_OPT_FLAG("json", sim_args, json, "one JSON object: sim's keys and gpu_replay"),
     SIM_OPT_LIST_GPUS,
     PT_CLI_OPT_REFUSE("tlb", NULL, "--tlb is sim's: a replay makes driver calls only"),
@@ -87,6 +95,7 @@ static const sim_args replay_defaults = {.device = ULONG_MAX, .repeat = 5, .gpu 
 const pt_cli_table pt_opts_replay = {
     "usage: pagetune replay --trace TRACE --policy POLICY [--set NAME=VALUE]... [--capacity BYTES]\n"
     "                       [--device N] [--invent-addresses] [--gpu NAME] [--repeat N] [--db DB] [--json]\n"
+    "       pagetune replay --mechanism [--touch] --trace TRACE --policy POLICY ... [--repeat N] [--json]\n"
     "\n"
     "Run the model as 'pagetune sim' does, then make the driver calls it made on\n"
     "this machine's GPU (device 0) through the CUDA driver, in the same order and\n"
@@ -99,7 +108,15 @@ const pt_cli_table pt_opts_replay = {
     "is still held at the end is given back, both untimed.  One untimed replay\n"
     "warms the driver up first.  Needs a GPU: without one, one line and exit 1.\n"
     "Stitch's second mappings of a page map the same handle again.  Refused, with the\n"
-    "call and the reason: VMM mechanisms on traces that begin with VMM segments.\n",
+    "call and the reason: VMM mechanisms on traces that begin with VMM segments.\n"
+    "\n"
+    "With --mechanism the trace's requests go through the policy's mechanism on\n"
+    "device 0 instead (the code pagetune's allocator library runs): each request\n"
+    "is timed, allocator work and driver calls together; peak reserved and the\n"
+    "driver calls come from the same books as the model's; free GPU memory is\n"
+    "read before and after, and what the run took must come back.  --touch fills\n"
+    "each block and checks it before its free (an overlapping or lost mapping shows\n"
+    "as a mismatch, exit 1).  Not yet: traces that begin with segments alive.\n",
     replay_opts, sizeof(sim_args), &replay_defaults, 0};
 
 static int cmp_double(const void *a, const void *b) {
@@ -235,6 +252,107 @@ static int replay_on_gpu(const sim_run *s, const pt_call_log *log, pt_err *err) 
   return 0;
 }
 
+static int cmp_float(const void *a, const void *b) {
+  float x = *(const float *)a, y = *(const float *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Median, 99th percentile and sum of n request times (sorted in place). */
+static void request_stats(float *v, size_t n, double out[3]) {
+  out[0] = out[1] = out[2] = 0;
+  if (!n) return;
+  qsort(v, n, sizeof *v, cmp_float);
+  out[0] = v[n / 2];
+  out[1] = v[(size_t)((double)(n - 1) * 0.99)];
+  for (size_t i = 0; i < n; i++) out[2] += v[i];
+}
+
+/*
+ * pagetune replay --mechanism: the requests through the mechanism on device
+ * 0, `repeat` times after one untimed warm-up; per-request times of the run
+ * whose total is the median, beside the model's prediction.
+ */
+static int replay_mechanism(sim_run *s, pt_err *err) {
+  const sim_args *a = s->a;
+  pt_driver *d;
+  pt_gpu_info gi;
+  int rc = pt_driver_open(err, &d);
+  if (rc < 0) return rc;
+  if ((rc = pt_driver_info(d, &gi, err)) < 0) {
+    pt_driver_close(d);
+    return rc;
+  }
+  unsigned long repeat = a->repeat;
+  pt_sim_result *runs = calloc(repeat + 1, sizeof *runs);
+  pt_mreplay_result *mr = calloc(repeat + 1, sizeof *mr);
+  double *total = calloc(repeat + 1, sizeof *total);
+  if (!runs || !mr || !total) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
+  if (!a->json) fprintf(stderr, "replaying %" PRIu64 " requests through %s on %s: warm-up", s->r.allocs, s->cfg.mech->name, gi.name);
+  unsigned long done = 0;
+  for (unsigned long k = 0; rc == 0 && k <= repeat; k++, done++) {
+    if (k && !a->json) fprintf(stderr, ", %lu", k);
+    if ((rc = pt_mreplay_run(d, &s->t, &s->cfg, a->touch, &runs[k], &mr[k], err)) < 0) break;
+    for (size_t i = 0; i < runs[k].nalloc_us; i++) total[k] += runs[k].alloc_us[i];
+    for (size_t i = 0; i < runs[k].nfree_us; i++) total[k] += runs[k].free_us[i];
+    if (mr[k].mismatches)
+      rc = pt_err_set(err, PT_EIO, "%s: --touch: block at 0x%" PRIx64 " (%" PRIu64 " bytes) read back another's pattern (%" PRIu64 " bad words in the run)",
+                      a->trace, mr[k].first_bad_addr, mr[k].first_bad_bytes, mr[k].mismatches);
+  }
+  if (!a->json) fputc('\n', stderr);
+  pt_driver_close(d);
+  if (rc == 0) {
+    unsigned long best = 1; /* the timed run whose total is the median */
+    double *sorted = malloc(repeat * sizeof *sorted);
+    if (!sorted) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
+    else {
+      memcpy(sorted, total + 1, repeat * sizeof *sorted);
+      double med = median_of(sorted, repeat);
+      for (unsigned long k = 1; k <= repeat; k++)
+        if (total[k] == med) best = k;
+      free(sorted);
+      pt_sim_result *r = &runs[best];
+      double al[3], fr[3];
+      request_stats(r->alloc_us, r->nalloc_us, al);
+      request_stats(r->free_us, r->nfree_us, fr);
+      const pt_mreplay_result *m = &mr[best];
+      int64_t back = (int64_t)m->free_after - (int64_t)m->free_before;
+      if (a->json) {
+        fputs("{\"gpu_mechanism_replay\":{\"device\":", stdout);
+        pt_json_str(stdout, gi.name);
+        printf(",\"repeat\":%lu,\"requests\":%zu,\"alloc_us\":{\"median\":%.4f,\"p99\":%.4f,\"total\":%.3f},"
+               "\"free_us\":{\"median\":%.4f,\"p99\":%.4f,\"total\":%.3f},\"measured_total_us\":%.3f,"
+               "\"predicted_total_us\":%.3f,\"peak_reserved_bytes\":%" PRIu64 ",\"model_peak_reserved_bytes\":%" PRIu64
+               ",\"free_before\":%" PRIu64 ",\"free_after\":%" PRIu64 ",\"touched\":%" PRIu64 ",\"checked\":%" PRIu64
+               ",\"mismatches\":%" PRIu64 ",\"driver_calls\":{",
+               repeat, r->nalloc_us, al[0], al[1], al[2], fr[0], fr[1], fr[2], total[best], s->r.predicted_alloc_us,
+               r->peak_reserved_bytes, s->r.peak_reserved_bytes, m->free_before, m->free_after, m->touched, m->checked,
+               m->mismatches);
+        for (int c = 0; c < PT_DRV_NCALLS; c++) printf("%s\"%s\":%" PRIu64, c ? "," : "", pt_drv_call_names[c], r->driver_calls[c]);
+        fputs("}},", stdout);
+        pt_sim_print_json_members(stdout, &s->r, 0);
+        fputs("}\n", stdout);
+      } else {
+        printf("the requests of %s through %s on %s (device 0), the median of %lu runs:\n\n", a->trace,
+               s->cfg.mech->name, gi.name, repeat);
+        printf("  %-8s %10s %12s %12s %14s\n", "request", "count", "median us", "p99 us", "total us");
+        printf("  %-8s %10zu %12.3f %12.3f %14.1f\n", "alloc", r->nalloc_us, al[0], al[1], al[2]);
+        printf("  %-8s %10zu %12.3f %12.3f %14.1f\n", "free", r->nfree_us, fr[0], fr[1], fr[2]);
+        printf("\nmeasured %.1f us in all; the %s cost model predicted %.1f us\n", total[best], s->cfg.gpu ? s->cfg.gpu->name : "(no)",
+               s->r.predicted_alloc_us);
+        printf("peak reserved %" PRIu64 " bytes on the GPU, %" PRIu64 " in the model; %" PRIu64 " driver calls\n",
+               r->peak_reserved_bytes, s->r.peak_reserved_bytes, r->driver_calls[PT_DRV_malloc] + r->driver_calls[PT_DRV_mem_create]);
+        printf("free GPU memory %" PRIu64 " before, %" PRIu64 " after (%+" PRId64 ")\n", m->free_before, m->free_after, back);
+        if (a->touch) printf("touch: %" PRIu64 " blocks filled, %" PRIu64 " read back, no mismatch\n", m->touched, m->checked);
+      }
+    }
+  }
+  for (unsigned long k = 0; k < done && runs; k++) pt_sim_result_free(&runs[k]);
+  free(runs);
+  free(mr);
+  free(total);
+  return rc;
+}
+
 static void print_sim(const sim_run *s, double median, double fastest, double slowest) {
   const sim_args *a = s->a;
   const pt_sim_result *r = &s->r;
@@ -306,8 +424,18 @@ static int run_sim(const sim_args *a, int on_gpu, pt_err *err) {
     pt_policy_free(s.pol);
     return rc;
   }
+  if (a->mechanism && a->db) {
+    pt_trace_data_free(&s.t);
+    pt_policy_free(s.pol);
+    return pt_cli_usage(err, "--db stores the driver-call replay; with --mechanism it stores nothing yet");
+  }
+  if (a->touch && !a->mechanism) {
+    pt_trace_data_free(&s.t);
+    pt_policy_free(s.pol);
+    return pt_cli_usage(err, "--touch needs --mechanism");
+  }
   pt_call_log log = {0};
-  if (on_gpu) s.cfg.log = &log;
+  if (on_gpu && !a->mechanism) s.cfg.log = &log;
   unsigned long runs = on_gpu ? 1 : a->repeat; /* replay: --repeat counts GPU replays */
   double *secs = calloc(runs, sizeof *secs);
   rc = secs ? 0 : pt_err_set(err, PT_ENOMEM, "out of memory");
@@ -317,7 +445,8 @@ static int run_sim(const sim_args *a, int on_gpu, pt_err *err) {
   }
   if (rc == 0) {
     qsort(secs, runs, sizeof *secs, cmp_double);
-    if (on_gpu) rc = replay_on_gpu(&s, &log, err);
+    if (on_gpu && a->mechanism) rc = replay_mechanism(&s, err);
+    else if (on_gpu) rc = replay_on_gpu(&s, &log, err);
     else print_sim(&s, secs[runs / 2], secs[0], secs[runs - 1]);
     pt_sim_result_free(&s.r);
   }

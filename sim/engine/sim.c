@@ -127,7 +127,28 @@ typedef struct run {
   pt_sim_point *points;
   size_t npoints, cap_points;
   uint64_t every, win_reserved, win_allocated;
+  /* on a device the config gives: requests timed, blocks shown to the observer */
+  const pt_sim_config *live;
+  pt_sim_result *out;
 } run;
+
+/* A request on a given device, timed; the observer sees the block outside the timing. */
+static int live_alloc(run *r, const pt_mech_ops *m, void *st, uint64_t bytes, uint64_t stream, uint64_t id, uint64_t *h) {
+  double t0 = pt_clock_s();
+  int rc = m->alloc(st, bytes, stream, h);
+  r->out->alloc_us[r->out->nalloc_us++] = (float)((pt_clock_s() - t0) * 1e6);
+  if (rc == 0 && r->live->on_alloc) rc = r->live->on_alloc(r->live->observer_ctx, m->addr_of(st, *h), bytes, id);
+  return rc;
+}
+
+static int live_free(run *r, const pt_mech_ops *m, void *st, uint64_t h, uint64_t bytes, uint64_t id) {
+  int rc = r->live->on_free ? r->live->on_free(r->live->observer_ctx, m->addr_of(st, h), bytes, id) : 0;
+  if (rc < 0) return rc;
+  double t0 = pt_clock_s();
+  rc = m->free(st, h);
+  r->out->free_us[r->out->nfree_us++] = (float)((pt_clock_s() - t0) * 1e6);
+  return rc;
+}
 
 static void on_reserved_change(void *ctx) {
   run *r = ctx;
@@ -226,7 +247,8 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
     if (e->kind == PT_EV_ALLOC) {
       uint64_t h;
       out->allocs++;
-      rc = m->alloc(st, e->bytes, e->stream, &h);
+      rc = __builtin_expect(r->live != NULL, 0) ? live_alloc(r, m, st, e->bytes, e->stream, e->id, &h)
+                                                 : m->alloc(st, e->bytes, e->stream, &h);
       if (rc == PT_EOOM) {
         out->ooms++;
         h = FAILED;
@@ -255,7 +277,8 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
       uint64_t *h = &r->handles[e->id];
       if (*h != FAILED) {
         touch(r, m, st, *h, e->bytes);
-        if ((rc = m->free(st, *h)) < 0) return pt_err_prefix(err, rc, "%s: record %zu (free)", t->path, i);
+        rc = __builtin_expect(r->live != NULL, 0) ? live_free(r, m, st, *h, e->bytes, e->id) : m->free(st, *h);
+        if (rc < 0) return pt_err_prefix(err, rc, "%s: record %zu (free)", t->path, i);
         r->allocated -= e->bytes;
       }
       *h = FREED;
@@ -282,13 +305,32 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   r.handles = malloc((t->nallocs ? t->nallocs : 1) * sizeof *r.handles);
   if (!r.handles) return pt_err_set(err, PT_ENOMEM, "out of memory");
   for (size_t i = 0; i < t->nallocs; i++) r.handles[i] = FREED;
+  if (cfg->device_ops) {
+    nhints = 0; /* a real device chooses its addresses */
+    if (cfg->gpu && cfg->tlb) {
+      free(r.handles);
+      return pt_err_set(err, PT_EUSAGE, "a run on a real device has no TLB model");
+    }
+    size_t nreq = 0;
+    for (size_t i = 0; i < t->n; i++) nreq += t->ev[i].kind == PT_EV_ALLOC;
+    out->alloc_us = malloc((nreq ? nreq : 1) * sizeof *out->alloc_us);
+    out->free_us = malloc((nreq ? nreq : 1) * sizeof *out->free_us);
+    if (!out->alloc_us || !out->free_us) {
+      free(r.handles);
+      pt_sim_result_free(out);
+      return pt_err_set(err, PT_ENOMEM, "out of memory");
+    }
+    r.live = cfg;
+    r.out = out;
+  }
   pt_model_dev_init(&r.model, hints, nhints, err);
-  pt_dev_init(&r.dev, &pt_model_dev_ops, &r.model, cfg->capacity, err);
+  if (cfg->device_ops) pt_dev_init(&r.dev, cfg->device_ops, cfg->device_st, cfg->capacity, err);
+  else pt_dev_init(&r.dev, &pt_model_dev_ops, &r.model, cfg->capacity, err);
   r.dev.on_change = on_reserved_change;
   r.dev.ctx = &r;
   r.dev.log = cfg->log;
   int rc = 0;
-  if (cfg->gpu) {
+  if (cfg->gpu && !cfg->device_ops) { /* page tables are the model's */
     const pt_mmu_desc *mmu = cfg->gpu->mmu;
     rc = pt_pagetable_create(mmu, &r.pt);
     if (rc == 0 && cfg->tlb) rc = pt_tlb_create(&cfg->gpu->tlb, &r.tlb);
@@ -351,8 +393,10 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   out->ntimeline = r.npoints;
   if (cfg->gpu) {
     out->has_gpu = 1;
-    out->page_table = *pt_pagetable_get_stats(r.pt);
-    out->mmu = cfg->gpu->mmu;
+    if (r.pt) { /* the model's page tables; none on a real device */
+      out->page_table = *pt_pagetable_get_stats(r.pt);
+      out->mmu = cfg->gpu->mmu;
+    }
     pt_cost_model cost = cfg->gpu->cost;
     cost.bookkeeping_us = pt_gpu_bookkeeping_us(cfg->gpu, cfg->mech->name);
     out->predicted_alloc_us = pt_cost_alloc_us(&cost, &r.dev.sizes, out->allocs + out->frees);
@@ -371,6 +415,10 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   r.dev.log = NULL;
   for (size_t i = 0; i < t->nallocs; i++)
     if (r.handles[i] != FAILED && r.handles[i] != FREED) cfg->mech->free(st, r.handles[i]);
+  if (cfg->device_ops && cfg->mech->empty_cache) { /* a real device gets its memory back */
+    int erc = cfg->mech->empty_cache(st);
+    if (rc == 0 && erc < 0) rc = pt_err_prefix(err, erc, "%s: giving the memory back", t->path);
+  }
   cfg->mech->destroy(st);
   pt_dev_done(&r.dev);
   pt_model_dev_done(&r.model);
@@ -388,6 +436,10 @@ void pt_sim_result_free(pt_sim_result *r) {
   free(r->timeline);
   r->timeline = NULL;
   r->ntimeline = 0;
+  free(r->alloc_us);
+  free(r->free_us);
+  r->alloc_us = r->free_us = NULL;
+  r->nalloc_us = r->nfree_us = 0;
 }
 
 /* ---- printers ------------------------------------------------------------------ */

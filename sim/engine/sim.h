@@ -52,6 +52,19 @@ typedef struct pt_sim_config {
   const pt_gpu *gpu;         /* NULL: no page tables, TLBs or predicted times */
   int tlb;                   /* run the synthetic access stream through the TLBs */
   pt_call_log *log;          /* non-NULL: every driver call is appended to it (pagetune replay) */
+  /*
+   * A device to run on instead of the model (a real GPU: backend/cudadev.h):
+   * no recorded addresses, no page tables, and at the end every block is
+   * freed and the cache emptied through the mechanism, so the device gets
+   * its memory back.  With it, each request's time is measured (request_us)
+   * and the optional observer sees each block after its allocation and
+   * before its free, outside the timing (pagetune replay --mechanism --touch).
+   */
+  const pt_dev_ops *device_ops;
+  void *device_st;
+  int (*on_alloc)(void *ctx, uint64_t addr, uint64_t bytes, uint64_t id);
+  int (*on_free)(void *ctx, uint64_t addr, uint64_t bytes, uint64_t id);
+  void *observer_ctx;
 } pt_sim_config;
 
 /* X(type, name, help): U = uint64_t, D = double. */
@@ -91,6 +104,9 @@ typedef struct pt_sim_result {
   int addresses_followed;    /* the model stayed on the recorded segment addresses */
   pt_sim_point *timeline;
   size_t ntimeline;
+  /* on a device given by the config: each request's time in µs (allocations, then frees, in order) */
+  float *alloc_us, *free_us;
+  size_t nalloc_us, nfree_us;
   double seconds;            /* wall time of the replay itself */
   /* with a GPU description */
   int has_gpu, has_tlb;
