@@ -24,7 +24,7 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 needed=$(readelf -d "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
 for n in $needed; do
   # libstdc++ and libgcc_s for the one exception it throws (oomthrow.cc): every PyTorch process has them
-  case $n in libc.so.*|ld-linux*|libstdc++.so.*|libgcc_s.so.*|libasan.so.*|libubsan.so.*) ;; *) fail "the library needs $n" ;; esac
+  case $n in libc.so.*|libm.so.*|ld-linux*|libstdc++.so.*|libgcc_s.so.*|libasan.so.*|libubsan.so.*) ;; *) fail "the library needs $n" ;; esac
 done
 others=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TDBRW]$/ && $3 !~ /^pagetune_/ {print $3}' | tr '\n' ' ')
 [ -z "$others" ] || fail "the library exports more than its pagetune_* entry points: $others"
