@@ -38,7 +38,7 @@ typedef struct adev {
 struct pt_alloc {
   const pt_mech_ops *mech;
   pt_params params;
-  pt_policy_hooks hooks;     /* none: the library has no policy host */
+  pt_policy_hooks hooks;     /* the caller's (the library's: tables); zero: none */
   uint64_t capacity;
   pt_alloc_backend be;
   pt_alloc_observer obs;     /* all NULL: none */
@@ -46,8 +46,8 @@ struct pt_alloc {
   adev *dev[PT_ALLOC_MAX_DEVICES];
 };
 
-int pt_alloc_create(const pt_mech_ops *m, const pt_params *p, uint64_t capacity, const pt_alloc_backend *be,
-                    pt_err *err, pt_alloc **out) {
+int pt_alloc_create(const pt_mech_ops *m, const pt_params *p, uint64_t capacity, const pt_policy_hooks *hooks,
+                    const pt_alloc_backend *be, pt_err *err, pt_alloc **out) {
   *out = NULL;
   int rc = pt_mech_check_params(m, p, err);
   if (rc < 0) return rc;
@@ -56,6 +56,7 @@ int pt_alloc_create(const pt_mech_ops *m, const pt_params *p, uint64_t capacity,
   a->mech = m;
   a->params = *p;
   a->capacity = capacity;
+  if (hooks) a->hooks = *hooks;
   a->be = *be;
   if (pthread_mutex_init(&a->table_lock, NULL) != 0) {
     free(a);

@@ -71,9 +71,13 @@ typedef struct pt_alloc_observer {
 
 typedef struct pt_alloc pt_alloc;
 
-/* An allocator running m with params p (checked here), capacity bytes per device (0: no cap). */
-int pt_alloc_create(const pt_mech_ops *m, const pt_params *p, uint64_t capacity, const pt_alloc_backend *be,
-                    pt_err *err, pt_alloc **out /* OUT */);
+/*
+ * An allocator running m with params p (checked here), capacity bytes per device (0: no cap), with
+ * the policy's hooks (copied; NULL: none), whose ctx must outlive the allocator: in the library,
+ * the tables a policy's hooks became (sizetable.h, pt_sizetab_hooks), never Lua.
+ */
+int pt_alloc_create(const pt_mech_ops *m, const pt_params *p, uint64_t capacity, const pt_policy_hooks *hooks,
+                    const pt_alloc_backend *be, pt_err *err, pt_alloc **out /* OUT */);
 /* o (copied; NULL: none) is told from the next request on; PT_EUSAGE once a device has been opened. */
 int pt_alloc_set_observer(pt_alloc *a, const pt_alloc_observer *o);
 /* Every device's memory given back (cached and live) and the devices closed. */

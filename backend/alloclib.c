@@ -11,7 +11,9 @@
  * configuration is read once, when the library loads: the file named by
  * PAGETUNE_CONFIG (what `pagetune export --format json` writes), else the
  * string in PAGETUNE_ALLOC_CONF ("mechanism=caching,max_split_size_mb=64");
- * neither: PyTorch's defaults (the caching mechanism).  A bad configuration
+ * neither: PyTorch's defaults (the caching mechanism).  A policy's size
+ * hooks come as tables in the JSON (libconf.h, sizetable.h): the library
+ * runs no Lua.  A bad configuration
  * is one line on stderr at load, pagetune_status() says it, and every
  * allocation fails rather than running something else.
  *
@@ -128,14 +130,17 @@ __attribute__((constructor)) static void pagetune_alloc_init(void) {
   if (rc == 0) rc = record_open(&lib.status);
   if (rc == 0) rc = pt_driver_open(&lib.status, &lib.drv);
   pt_alloc_backend be = {be_open, be_close, be_note_free, NULL};
-  if (rc == 0) rc = pt_alloc_create(lib.conf.mech, &lib.conf.params, lib.conf.capacity, &be, &lib.status, &lib.alloc);
+  pt_policy_hooks hooks; /* the policy's hooks as tables (lib.conf holds them for the library's life); none: all NULL */
+  pt_sizetab_hooks(&lib.conf.tables, &hooks);
+  if (rc == 0) rc = pt_alloc_create(lib.conf.mech, &lib.conf.params, lib.conf.capacity, &hooks, &be, &lib.status, &lib.alloc);
   if (rc == 0) rc = record_attach(&lib.status);
   if (rc < 0) {
     fprintf(stderr, "pagetune_alloc: %s; every allocation will fail\n", lib.status.msg);
     return;
   }
-  snprintf(lib.status.msg, sizeof lib.status.msg, "serving: mechanism %s%s%s%s%.400s", lib.conf.mech->name,
-           lib.conf.policy[0] ? ", policy " : "", lib.conf.policy, lib.rec ? ", recording to " : "",
+  snprintf(lib.status.msg, sizeof lib.status.msg, "serving: mechanism %s%s%s%s%s%.400s", lib.conf.mech->name,
+           lib.conf.policy[0] ? ", policy " : "", lib.conf.policy, hooks.round || hooks.segment_size ? ", hooks as tables" : "",
+           lib.rec ? ", recording to " : "",
            lib.rec ? getenv("PAGETUNE_RECORD") : "");
   lib.ready = 1;
 }

@@ -180,17 +180,25 @@ static int set_param(const item *i, const where *w, pt_libconf *out, pt_err *err
  * environment: the conf names it); cap_given: likewise for capacity (NULL: none given).
  */
 static int apply_conf(const char *s, size_t len, const where *w, const pt_mech_ops *mech_given, const uint64_t *cap_given,
-                      pt_libconf *out, pt_err *err) {
+                      long *tables_at, pt_libconf *out, pt_err *err) {
   items *it = malloc(sizeof *it);
   if (!it) return pt_err_set(err, PT_ENOMEM, "%s: out of memory", w->name);
   int rc = split(s, len, '=', w, it, err);
-  const item *mi = NULL;
+  const item *mi = NULL, *hi = NULL;
   for (int k = 0; rc == 0 && k < it->n; k++)
     if (same(it->v[k].name, it->v[k].nlen, "mechanism")) mi = &it->v[k];
   for (int k = 0; rc == 0 && k < it->n; k++) /* first, before any parameter the hooks would have read */
-    if (same(it->v[k].name, it->v[k].nlen, "hooks"))
-      rc = conf_fail(w, it->v[k].off, err, PT_EFORMAT, "hooks=%.*s: the policy%s%s has hooks (Lua), which the library cannot run: it runs mechanisms only",
-                     (int)(it->v[k].vlen < 40 ? it->v[k].vlen : 40), it->v[k].val, out->policy[0] ? " " : "", out->policy);
+    if (same(it->v[k].name, it->v[k].nlen, "hooks")) {
+      const item *i = &it->v[k];
+      hi = i;
+      if (same(i->val, i->vlen, "tables") && !tables_at)
+        rc = conf_fail(w, i->off, err, PT_EFORMAT, "hooks=tables: the policy%s%s's hooks travel as tables, which only the export's JSON "
+                       "holds: set PAGETUNE_CONFIG to the file `pagetune export --format json` writes", out->policy[0] ? " " : "", out->policy);
+      else if (!same(i->val, i->vlen, "tables"))
+        rc = conf_fail(w, i->off, err, PT_EFORMAT, "hooks=%.*s: the policy%s%s has hooks (Lua), which the library cannot run: it runs mechanisms only",
+                       (int)(i->vlen < 40 ? i->vlen : 40), i->val, out->policy[0] ? " " : "", out->policy);
+    }
+  if (tables_at) *tables_at = -1;
   if (rc == 0 && !mi) rc = conf_fail(w, 0, err, PT_EFORMAT, "no mechanism= (one of: %s)", pt_mech_names());
   if (rc == 0) {
     char name[VALUE_MAX + 1];
@@ -203,7 +211,9 @@ static int apply_conf(const char *s, size_t len, const where *w, const pt_mech_o
   for (int k = 0; rc == 0 && k < it->n; k++) {
     const item *i = &it->v[k];
     if (i == mi) continue;
-    if (same(i->name, i->nlen, "policy")) {
+    if (i == hi) {
+      *tables_at = (long)hi->off; /* hooks=tables: the caller reads "hook_tables" */
+    } else if (same(i->name, i->nlen, "policy")) {
       pt_libconf spare;
       if (set_policy(i->val, i->vlen, mech_given ? &spare : out) < 0) /* the file's own "policy" is the one kept */
         rc = conf_fail(w, i->voff, err, PT_EFORMAT, "policy: a name of 1 to %d bytes without control characters", PT_LIBCONF_NAME_MAX - 1);
@@ -268,7 +278,7 @@ int pt_libconf_from_conf_string(const char *conf, pt_libconf *out, pt_err *err) 
   memset(out, 0, sizeof *out);
   if (!conf) return pt_err_set(err, PT_EUSAGE, ENV_NAME ": not set");
   where w = {ENV_NAME, NULL, NULL};
-  int rc = apply_conf(conf, strlen(conf), &w, NULL, NULL, out, err);
+  int rc = apply_conf(conf, strlen(conf), &w, NULL, NULL, NULL, out, err);
   if (rc == 0) rc = check_params(&w, out, err);
   if (rc < 0) memset(out, 0, sizeof *out);
   return rc;
@@ -294,6 +304,79 @@ static int json_string(const pt_jr_val *obj, const char *key, const char *name, 
   if (rc < 0) return pt_err_prefix(err, rc, "%s", name);
   *s = pt_jr_string(v, len);
   return 0;
+}
+
+/* A whole number of bytes at v (its text, exactly), or an error at v naming what. */
+static int piece_u64(const pt_jr_val *v, const char *what, uint64_t *out, pt_err *err) {
+  int rc = pt_jr_expect(v, PT_JR_NUMBER, what, err);
+  if (rc < 0) return rc;
+  const char *t = pt_jr_number_text(v);
+  if (parse_u64(t, strlen(t), out) < 0) return pt_jr_err_at(v, err, PT_EFORMAT, "%s must be a whole number of bytes, not %.40s", what, t);
+  return 0;
+}
+
+/* One table: a list of [LO, HI, FORM] (identity) or [LO, HI, FORM, ARG] pieces, checked whole (sizetable.h). */
+static int read_table(const pt_jr_val *arr, const char *key, pt_sizetab *t, pt_err *err) {
+  char what[64];
+  snprintf(what, sizeof what, "hook_tables.%s", key);
+  int rc = pt_jr_expect(arr, PT_JR_ARRAY, what, err);
+  if (rc < 0) return rc;
+  size_t n = pt_jr_len(arr);
+  memset(t, 0, sizeof *t);
+  if (n == 0) return pt_jr_err_at(arr, err, PT_EFORMAT, "%s: a table needs 1 to %d pieces, not none", what, PT_SIZETAB_MAX_PIECES);
+  for (size_t i = 0; i < n; i++) {
+    const pt_jr_val *pv = pt_jr_index(arr, i);
+    if (i == PT_SIZETAB_MAX_PIECES)
+      return pt_jr_err_at(pv, err, PT_ELIMIT, "hook_tables.%s: more than %d pieces", key, PT_SIZETAB_MAX_PIECES);
+    snprintf(what, sizeof what, "hook_tables.%s piece %zu", key, i);
+    if ((rc = pt_jr_expect(pv, PT_JR_ARRAY, what, err)) < 0) return rc;
+    size_t m = pt_jr_len(pv);
+    pt_sizetab_piece *p = &t->p[i];
+    const pt_jr_val *fv = pt_jr_index(pv, 2);
+    if (m < 3 || m > 4)
+      return pt_jr_err_at(pv, err, PT_EFORMAT, "%s: a piece is [LO, HI, \"const\", C], [LO, HI, \"identity\"] or [LO, HI, \"round_up\", M]", what);
+    if ((rc = piece_u64(pt_jr_index(pv, 0), what, &p->lo, err)) < 0 || (rc = piece_u64(pt_jr_index(pv, 1), what, &p->hi, err)) < 0 ||
+        (rc = pt_jr_expect(fv, PT_JR_STRING, what, err)) < 0)
+      return rc;
+    size_t flen;
+    const char *fs = pt_jr_string(fv, &flen);
+    p->form = pt_sizetab_form_find(fs, flen);
+    if (p->form < 0)
+      return pt_jr_err_at(fv, err, PT_EFORMAT, "%s: unknown form \"%.40s\" (const, identity, round_up)", what, fs);
+    if ((p->form == PT_SIZETAB_IDENTITY) != (m == 3))
+      return pt_jr_err_at(pv, err, PT_EFORMAT, "%s: %s takes %s", what, fs, m == 3 ? "an argument" : "no argument");
+    if (m == 4 && (rc = piece_u64(pt_jr_index(pv, 3), what, &p->arg, err)) < 0) return rc;
+    t->n = (int)i + 1;
+  }
+  int bad;
+  pt_err why;
+  if (pt_sizetab_check(t, &bad, &why) < 0) {
+    const pt_jr_val *at = bad >= 0 && (size_t)bad < n ? pt_jr_index(arr, (size_t)bad) : arr;
+    memset(t, 0, sizeof *t);
+    return pt_jr_err_at(at, err, PT_EFORMAT, "hook_tables.%s: %s", key, why.msg);
+  }
+  return 0;
+}
+
+/* "hook_tables": {"round": [...], "segment_size": [...]}, as hooks=tables (at the conf's offset at; -1: none) says the file holds. */
+static int read_tables(const pt_jr_val *root, const where *w, long at, pt_libconf *out, pt_err *err) {
+  const pt_jr_val *tv = pt_jr_get(root, "hook_tables");
+  if (!tv && at < 0) return 0;
+  if (!tv) return conf_fail(w, (size_t)at, err, PT_EFORMAT, "hooks=tables, but the file has no \"hook_tables\"");
+  int rc;
+  if (at < 0) rc = pt_jr_err_at(tv, err, PT_EFORMAT, "hook_tables without hooks=tables in pagetune_library.conf");
+  else rc = pt_jr_expect(tv, PT_JR_OBJECT, "hook_tables", err);
+  for (size_t i = 0; rc == 0 && i < pt_jr_len(tv); i++) {
+    const pt_jr_val *m = pt_jr_index(tv, i);
+    size_t klen;
+    const char *k = pt_jr_key(m, &klen);
+    if (same(k, klen, "round")) rc = read_table(m, "round", &out->tables.round, err);
+    else if (same(k, klen, "segment_size")) rc = read_table(m, "segment_size", &out->tables.segment_size, err);
+    else rc = pt_jr_err_at(m, err, PT_EFORMAT, "hook_tables: no hook \"%.40s\" travels as a table (round, segment_size)", k);
+  }
+  if (rc == 0 && !out->tables.round.n && !out->tables.segment_size.n)
+    rc = pt_jr_err_at(tv, err, PT_EFORMAT, "hook_tables holds no table");
+  return rc < 0 ? pt_err_prefix(err, rc, "%s", w->name) : 0;
 }
 
 static int from_doc(const pt_jr_val *root, const char *name, pt_libconf *out, pt_err *err) {
@@ -332,8 +415,13 @@ static int from_doc(const pt_jr_val *root, const char *name, pt_libconf *out, pt
     w.v = cv;
     w.key = "pagetune_library.conf";
     uint64_t cap = out->capacity;
-    rc = apply_conf(s, n, &w, out->mech, &cap, out, err);
+    long at = -1;
+    rc = apply_conf(s, n, &w, out->mech, &cap, &at, out, err);
+    if (rc == 0) rc = read_tables(root, &w, at, out, err);
   }
+  if (rc == 0 && w.v && !strcmp(w.key, "pytorch_alloc_conf") && pt_jr_get(root, "hook_tables"))
+    rc = pt_err_prefix(err, pt_jr_err_at(pt_jr_get(root, "hook_tables"), err, PT_EFORMAT, "hook_tables in an export PyTorch's own allocator runs"),
+                       "%s", name);
   return rc < 0 ? rc : check_params(&w, out, err);
 }
 
@@ -384,5 +472,6 @@ int pt_libconf_to_conf_string(const pt_libconf *c, char *buf, size_t n) {
   if (c->policy[0]) append(buf, n, &at, ",policy=%s", c->policy);
   if (c->capacity) append(buf, n, &at, ",capacity=%llu", (unsigned long long)c->capacity);
   for (int i = 0; i < c->params.n; i++) append(buf, n, &at, ",%s=%.17g", c->params.v[i].name, c->params.v[i].value);
+  if (c->tables.round.n || c->tables.segment_size.n) append(buf, n, &at, ",hooks=tables");
   return at >= n ? PT_ELIMIT : 0;
 }

@@ -5,7 +5,9 @@
 # Python files as in the sources, the JSON config); the Dockerfile lines are
 # COPY/ENV/comments only; the config is one the library accepts when it loads
 # (through the real libpagetune_alloc.so where built: with no GPU it gets as
-# far as "no GPU").  A policy with hooks is refused with nothing written;
+# far as "no GPU").  A policy whose hooks became tables (large_page_threshold)
+# gets a context too, with the tables in its config; one whose hooks cannot
+# (should_collect) is refused with nothing written;
 # --context goes with --format dockerfile only.  Skips (77) in a build
 # without CUDA (no library to copy).
 set -u
@@ -21,11 +23,12 @@ trap 'rm -rf "$tmp"' EXIT
 fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 snap=$top_srcdir/tests/data/synthetic_snapshot.pickle
-"$pt" sweep --db "$tmp/w.db" --trace "$snap" --policy stitch --policy large_page_threshold --capacity 1G >/dev/null 2>"$tmp/err" ||
+"$pt" sweep --db "$tmp/w.db" --trace "$snap" --policy stitch --policy large_page_threshold \
+  --policy "$top_srcdir/tests/data/policies/collect_hook.lua" --capacity 1G >/dev/null 2>"$tmp/err" ||
   { echo "FAIL: sweep: $(cat "$tmp/err")"; exit 1; }
 run_of() { sqlite3 "$tmp/w.db" "select r.id from runs r join policies p on p.id = r.policy_id where p.name = '$1'" 2>/dev/null; }
-stitch=$(run_of stitch) hooks=$(run_of large_page_threshold)
-[ -n "$stitch" ] && [ -n "$hooks" ] || { echo "SKIP: sqlite3 cannot name the runs"; exit 77; }
+stitch=$(run_of stitch) tables=$(run_of large_page_threshold) hooks=$(run_of collect_hook)
+[ -n "$stitch" ] && [ -n "$tables" ] && [ -n "$hooks" ] || { echo "SKIP: sqlite3 cannot name the runs"; exit 77; }
 ex() { "$pt" export --db "$tmp/w.db" --trace synthetic_snapshot.pickle "$@" >"$tmp/out" 2>"$tmp/err"; }
 
 ex --run "$stitch" --format dockerfile --context "$tmp/ctx" || fail "export --context: $(cat "$tmp/err")"
@@ -58,11 +61,14 @@ lib.pagetune_status(buf, len(buf))
 print(buf.value.decode())' "$tmp/ctx/pagetune/libpagetune_alloc.so" 2>/dev/null)
   case $got in *"no GPU"*|*"libcuda"*) ;; *) fail "the library on the context's config: '$got'" ;; esac
 fi
-# hooks: refused, nothing written; --context with another format: usage
+# hooks as tables: a context whose config carries them
+ex --run "$tables" --format dockerfile --context "$tmp/ctx5" || fail "tables with --context: $(cat "$tmp/err")"
+grep -q '"hook_tables": {"segment_size": \[\[1, ' "$tmp/ctx5/pagetune/pagetune.json" || fail "tables with --context: no hook_tables in the config"
+# hooks that cannot be tables: refused, nothing written; --context with another format: usage
 ex --run "$hooks" --format dockerfile --context "$tmp/ctx2"
 rc=$?
 [ $rc -eq 1 ] || fail "hooks with --context: exit $rc, wanted 1"
-grep -q "hooks (Lua)" "$tmp/err" || fail "hooks with --context: $(cat "$tmp/err")"
+grep -q "should_collect cannot be made a table.*runs no Lua" "$tmp/err" || fail "hooks with --context: $(cat "$tmp/err")"
 [ -e "$tmp/ctx2" ] && fail "hooks with --context: wrote $tmp/ctx2"
 ex --run "$stitch" --format env --context "$tmp/ctx3"
 [ $? -eq 2 ] || fail "--context with --format env is not a usage error"

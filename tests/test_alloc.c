@@ -45,7 +45,7 @@ static pt_alloc *make(const pt_mech_ops *m, uint64_t capacity, mbe *b) {
   pt_alloc_backend be = {m_open, m_close, NULL, b};
   pt_err err = {{0}};
   pt_alloc *a = NULL;
-  CU_ASSERT_EQUAL(pt_alloc_create(m, &p, capacity, &be, &err, &a), 0);
+  CU_ASSERT_EQUAL(pt_alloc_create(m, &p, capacity, NULL, &be, &err, &a), 0);
   return a;
 }
 
@@ -123,7 +123,7 @@ static void test_alloc_bad_params(void) {
   pt_alloc_backend be = {m_open, m_close, NULL, &b};
   pt_err err = {{0}};
   pt_alloc *a = NULL;
-  CU_ASSERT_EQUAL(pt_alloc_create(&pt_mech_caching, &p, 0, &be, &err, &a), PT_EUSAGE);
+  CU_ASSERT_EQUAL(pt_alloc_create(&pt_mech_caching, &p, 0, NULL, &be, &err, &a), PT_EUSAGE);
   CU_ASSERT_PTR_NULL(a);
   CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "roundup_power2_divisions"));
 }

@@ -312,7 +312,7 @@ static pt_alloc *recorded(const pt_mech_ops *mech, uint64_t capacity, const char
   pt_alloc_backend be = {m_open, m_close, NULL, NULL};
   pt_err err = {{0}};
   pt_alloc *a = NULL;
-  CU_ASSERT_EQUAL(pt_alloc_create(mech, &p, capacity, &be, &err, &a), 0);
+  CU_ASSERT_EQUAL(pt_alloc_create(mech, &p, capacity, NULL, &be, &err, &a), 0);
   pt_recorder_opts o = {.path = path, .settings = "mechanism=caching", .report = report, .report_ctx = rep};
   CU_ASSERT_EQUAL(pt_recorder_create(&o, &err, rec), 0);
   pt_alloc_observer obs;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "export.h"
+#include "hooktab.h"
 #include "workbench.h"
 
 static int opt_format(const char *arg, void *field) {
@@ -49,16 +50,45 @@ const pt_cli_table pt_opts_export = {
     "image.  Approximations and knobs that would do nothing are said.\n",
     export_opts, sizeof(pt_wb_args), &pt_wb_defaults, 0};
 
-/* Whether the run's policy has hooks: asked of the policy itself when it can be found. */
-static int policy_has_hooks(const char *name) {
-  char pb[4096];
+/* What the run's policy's hooks become for the library. */
+typedef struct hook_export {
+  int has_hooks, resolved, page_size_dropped;
+  pt_sizetab_set tables;
+  char refused[PT_ERRMSG_MAX];
+} hook_export;
+
+/*
+ * The run's policy, as the store keeps its text (the policy file may have changed since), with the run's
+ * parameters set: whether it has hooks, and its size hooks resolved into tables (hooktab.h), or why not.
+ * A policy whose text cannot be read or loaded is taken to have no hooks, as before tables.
+ */
+static int resolve_hooks(pt_store *db, const pt_store_run *r, const pt_params *params, hook_export *h, pt_err *err) {
+  memset(h, 0, sizeof *h);
+  char *text;
+  size_t len;
+  int rc = pt_store_policy_text(db, r->policy_id, err, &text, &len);
+  if (rc < 0) return rc;
   pt_policy *pol;
   pt_err perr;
-  if (pt_policy_load(pt_wb_policy_path(name, pb, sizeof pb), NULL, &perr, &pol) < 0) return 0;
-  pt_policy_hooks h;
-  pt_policy_get_hooks(pol, &h);
+  rc = pt_policy_load_buffer(text, len, r->policy, NULL, &perr, &pol);
+  free(text);
+  if (rc < 0) return 0;
+  pt_policy_hooks hk;
+  pt_policy_get_hooks(pol, &hk);
+  h->has_hooks = hk.round || hk.segment_size || hk.page_size || hk.should_collect;
+  for (int i = 0; rc == 0 && h->has_hooks && i < params->n; i++) /* the run's values of the policy's own parameters */
+    for (int k = 0; k < pt_policy_nparams(pol); k++)
+      if (!strcmp(pt_policy_param_at(pol, k)->name, params->v[i].name)) {
+        char as[PT_PARAM_NAME_MAX + 40];
+        snprintf(as, sizeof as, "%s=%.17g", params->v[i].name, params->v[i].value);
+        if ((rc = pt_policy_set(pol, as, err)) < 0) rc = pt_err_prefix(err, rc, "%s: run %" PRId64, "export", r->id);
+      }
+  if (rc == 0 && h->has_hooks) {
+    if (pt_hooktab_resolve_policy(pol, &h->tables, &h->page_size_dropped, &perr) == 0) h->resolved = 1;
+    else snprintf(h->refused, sizeof h->refused, "%s", perr.msg);
+  }
   pt_policy_free(pol);
-  return h.round || h.segment_size || h.page_size || h.should_collect;
+  return rc;
 }
 
 /* The directory the running program lies in ("" when unknown), into buf. */
@@ -109,21 +139,35 @@ static void find_lib_files(lib_files *lf, pt_export_context *ctx) {
   if (!(ctx->alloc_py && ctx->site_py)) ctx->alloc_py = ctx->site_py = NULL; /* both from one place, or neither */
 }
 
-static int export_run(const pt_wb_args *a, const pt_store_run *r, pt_err *err) {
+static int export_run(const pt_wb_args *a, pt_store *db, const pt_store_run *r, pt_err *err) {
   pt_params params;
   if (pt_params_from_json(r->params_json, &params) < 0)
     return pt_err_set(err, PT_EFORMAT, "%s: run %" PRId64 ": unreadable parameters %s", a->db, r->id, r->params_json);
   pt_gpu gpu;
   pt_err gerr;
   uint64_t total = pt_gpu_load(r->gpu[0] ? r->gpu : "h200", &gerr, &gpu) == 0 ? gpu.memory_bytes : 0;
-  pt_export_input in = {r->policy, r->mechanism, &params, r->capacity, total, policy_has_hooks(r->policy), r->trace,
-                        r->id};
-  if (!a->context) return pt_export_write(stdout, &in, a->format, a->merge, err);
+  hook_export *h = malloc(sizeof *h);
+  if (!h) return pt_err_set(err, PT_ENOMEM, "export: out of memory");
+  int rc = resolve_hooks(db, r, &params, h, err);
+  if (rc < 0) {
+    free(h);
+    return rc;
+  }
+  pt_export_input in = {r->policy, r->mechanism, &params, r->capacity, total, h->has_hooks, r->trace, r->id,
+                        h->resolved ? &h->tables : NULL, h->refused, h->page_size_dropped};
+  if (!a->context) {
+    rc = pt_export_write(stdout, &in, a->format, a->merge, err);
+    free(h);
+    return rc;
+  }
   lib_files *lf = malloc(sizeof *lf);
-  if (!lf) return pt_err_set(err, PT_ENOMEM, "export: out of memory");
+  if (!lf) {
+    free(h);
+    return pt_err_set(err, PT_ENOMEM, "export: out of memory");
+  }
   pt_export_context ctx = {a->context, NULL, NULL, NULL};
   find_lib_files(lf, &ctx);
-  int rc = pt_export_write_context(stdout, &in, a->merge, &ctx, err);
+  rc = pt_export_write_context(stdout, &in, a->merge, &ctx, err);
   if (rc == PT_ENOTFOUND) {
     char why[PT_ERRMSG_MAX];
     snprintf(why, sizeof why, "%s", err->msg);
@@ -131,6 +175,7 @@ static int export_run(const pt_wb_args *a, const pt_store_run *r, pt_err *err) {
                ctx.lib ? "beside the library" : "PAGETUNE_ALLOC_LIB, the build tree's backend/.libs/, " PT_PKGLIBDIR " (a build without CUDA has none)");
   }
   free(lf);
+  free(h);
   return rc;
 }
 
@@ -146,8 +191,10 @@ int pt_cmd_export(void *args, char **pos, int npos, pt_err *err) {
   size_t n;
   long b = -1;
   rc = pt_wb_best(db, a->traces[0], &a->objective, err, &rows, &n, &b);
-  pt_store_close(db);
-  if (rc < 0) return rc;
+  if (rc < 0) {
+    pt_store_close(db);
+    return rc;
+  }
   if (a->run) {
     b = -1;
     for (size_t i = 0; i < n; i++)
@@ -156,7 +203,8 @@ int pt_cmd_export(void *args, char **pos, int npos, pt_err *err) {
   } else if (b < 0) {
     rc = pt_err_set(err, PT_ENOTFOUND, "%s: no run of trace '%s' to export", a->db, a->traces[0]);
   }
-  if (rc == 0) rc = export_run(a, &rows[b], err);
+  if (rc == 0) rc = export_run(a, db, &rows[b], err);
+  pt_store_close(db);
   free(rows);
   return rc;
 }

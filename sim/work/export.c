@@ -342,7 +342,9 @@ typedef struct built {
   char py[6][NOTE_MAX];
   char fraction[24]; /* set_per_process_memory_fraction argument, or "" */
   int library;       /* the pagetune allocator library is needed */
-  int runnable;      /* ... and can run it (no hooks: the library runs mechanisms only) */
+  int runnable;      /* ... and can run it (no hooks, or hooks resolved into tables: the library runs no Lua) */
+  int tables;        /* hook tables go with it (hooks=tables; the JSON form only) */
+  char refused[NOTE_MAX]; /* why it cannot run it */
   char lib_conf[PT_EXPORT_CONF_MAX];
   char lib_policy[PT_EXPORT_NAME_MAX]; /* the policy's name as the library reads it */
   int merged;        /* a merge value was given */
@@ -532,7 +534,11 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
     if (t > 0 && t < 1.8e19) total = (uint64_t)t;
   }
   b->library = in->has_hooks || !strcmp(mech, "stitch") || (!strcmp(mech, "async_pool") && async_releases(p, total));
-  b->runnable = b->library && !in->has_hooks;
+  int resolved = in->has_hooks && in->tables;
+  b->runnable = b->library && (!in->has_hooks || resolved);
+  b->tables = resolved && (in->tables->round.n || in->tables->segment_size.n);
+  if (b->library && !b->runnable)
+    snprintf(b->refused, sizeof b->refused, "%s", in->hooks_refused && *in->hooks_refused ? in->hooks_refused : "the policy has hooks");
 
   item ex[MAX_ITEMS];
   int nex = 0;
@@ -560,7 +566,8 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
           if (!(isalnum((unsigned char)*c) || *c == '_' || *c == '.'))
             return pt_err_set(err, PT_EFORBID, "export: parameter name '%.48s' has a character other than letters, digits, _ and .", nm);
         if (b->runnable && !mech_declares(ops, nm)) { /* the library refuses a parameter its mechanism does not take */
-          note(b, N_NOTE, "parameter %s=%g is not a parameter of the %s mechanism: not given to the library", nm, p->v[i].value, mech);
+          note(b, N_NOTE, "parameter %s=%g is not a parameter of the %s mechanism: not given to the library%s", nm, p->v[i].value, mech,
+               b->tables ? " (the hook tables hold what the hooks made of it)" : "");
           continue;
         }
         if (b->runnable && !strcmp(nm, "device_total_bytes") && in->device_total_bytes &&
@@ -573,18 +580,34 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
         fmt_param(v, sizeof v, p->v[i].value);
         if (append(b->lib_conf, sizeof b->lib_conf, ",%s=%s", nm, v) < 0) goto toolong;
       }
-    if (in->has_hooks && append(b->lib_conf, sizeof b->lib_conf, ",hooks=policy") < 0) goto toolong;
-    if (b->runnable) {
+    if (in->has_hooks && !resolved && append(b->lib_conf, sizeof b->lib_conf, ",hooks=policy") < 0) goto toolong;
+    if (b->tables && append(b->lib_conf, sizeof b->lib_conf, ",hooks=tables") < 0) goto toolong;
+    if (b->tables) {
+      char what[96] = "";
+      if (in->tables->round.n) snprintf(what, sizeof what, "round: %d piece%s", in->tables->round.n, in->tables->round.n > 1 ? "s" : "");
+      if (in->tables->segment_size.n)
+        snprintf(what + strlen(what), sizeof what - strlen(what), "%ssegment_size: %d piece%s", what[0] ? ", " : "",
+                 in->tables->segment_size.n, in->tables->segment_size.n > 1 ? "s" : "");
+      note(b, N_NOTE, "the policy's hooks travel as tables (\"hook_tables\"; %s), resolved by sampling, exact bisection and verification, "
+                      "which cannot prove agreement at sizes never asked (docs/export.md); only the JSON form carries them: the library "
+                      "reads them from the file PAGETUNE_CONFIG names and refuses hooks=tables in PAGETUNE_ALLOC_CONF", what);
+    }
+    if (resolved && in->page_size_dropped)
+      note(b, N_APPROX, "the policy's page_size hook is left out: page size is a model-only dimension (the driver chooses page sizes; "
+                        "through the VMM API a policy picks handle sizes), so the library ignores it");
+    if (b->runnable && !b->tables) { /* the conf string alone configures the library */
       b->env[b->nenv].name = "PAGETUNE_ALLOC_CONF";
       snprintf(b->env[b->nenv].value, sizeof b->env[b->nenv].value, "%s", b->lib_conf);
       b->nenv++;
+    }
+    if (b->runnable) {
       note(b, N_WARN, "pagetune's allocator library (libpagetune_alloc.so) replaces PyTorch's allocator in the process; under it "
                       "torch.cuda.memory_stats() and memory history, cuDNN benchmark (cacheInfo) and CUDA graphs' private pools do not work: "
                       "use pagetune_alloc.stats(), empty_cache() and reset_peak_stats(); a request it cannot serve raises RuntimeError, "
                       "not torch.OutOfMemoryError");
     } else {
-      note(b, N_WARN, "NOT RUNNABLE BY THE LIBRARY: the policy's hooks (Lua) run only in pagetune's model; libpagetune_alloc.so runs "
-                      "mechanisms only and refuses this configuration (hooks=policy), so nothing here installs it");
+      note(b, N_WARN, "NOT RUNNABLE BY THE LIBRARY: %s; the policy's hooks (Lua) run only in pagetune's model; libpagetune_alloc.so runs "
+                      "no Lua and refuses this configuration (hooks=policy), so nothing here installs it", b->refused);
     }
     if (!strcmp(mech, "stitch"))
       note(b, N_APPROX, "stitch (VMM stitching of free pages) is not expressible in PyTorch's allocator conf; it needs pagetune's allocator library");
@@ -598,7 +621,7 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
     }
     if (in->has_hooks)
       note(b, N_APPROX, "the policy's hooks (page sizes, per-size thresholds, rounding, collection) are not expressible in PyTorch's allocator "
-                        "conf, and the library does not run them");
+                        "conf%s", resolved ? "; the library runs its size hooks as tables" : ", and the library does not run them");
     if (in->capacity && b->runnable)
       note(b, N_NOTE, "the cap (capacity=%llu) goes to the library: set_per_process_memory_fraction does not apply to a pluggable allocator",
            (unsigned long long)in->capacity);
@@ -609,6 +632,7 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
       built *tmp = malloc(sizeof *tmp);
       pt_export_input plain = *in;
       plain.has_hooks = 0;
+      plain.tables = NULL;
       if (tmp && build(&plain, NULL, tmp, err) == 0) snprintf(nearbuf, sizeof nearbuf, "%s", tmp->conf);
       free(tmp);
       near = nearbuf;
@@ -801,7 +825,9 @@ static void put_python_comments(FILE *f, const built *b, int image) {
 
 /* A library export the library refuses: the conf it would refuse, as a comment. */
 static void put_not_runnable(FILE *f, const built *b) {
-  fputs("# NOT RUNNABLE BY THE LIBRARY (the policy has hooks): nothing to install. The conf libpagetune_alloc.so would refuse:\n#   ", f);
+  fputs("# NOT RUNNABLE BY THE LIBRARY (", f);
+  put_comment_text(f, b->refused);
+  fputs("): nothing to install. The conf libpagetune_alloc.so would refuse:\n#   ", f);
   put_comment_text(f, b->lib_conf);
   fputc('\n', f);
 }
@@ -817,7 +843,10 @@ static void write_shell(FILE *f, const pt_export_input *in, const built *b) {
   } else {
     fputs("# PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF: nothing to set (PyTorch's defaults)\n", f);
   }
-  if (b->runnable)
+  if (b->tables)
+    fputs("# pagetune's allocator library: the policy's hooks travel as tables, which only the JSON form carries: write it with\n"
+          "# --format json and set PAGETUNE_CONFIG to its path (PAGETUNE_ALLOC_CONF cannot hold them)\n", f);
+  else if (b->runnable)
     fputs("# pagetune's allocator library reads PAGETUNE_ALLOC_CONF (or the file PAGETUNE_CONFIG names, as --format json writes it):\n", f);
   else if (b->library)
     put_not_runnable(f, b);
@@ -882,6 +911,31 @@ static void put_json_notes(FILE *f, const built *b, const char *key, int kind) {
   fputs("]", f);
 }
 
+/* One table as [[lo, hi, "form", arg], ...] (identity: [lo, hi, "identity"]), as backend/libconf.c reads it. */
+static void write_json_table(FILE *f, const pt_sizetab *t) {
+  fputc('[', f);
+  for (int i = 0; i < t->n; i++) {
+    const pt_sizetab_piece *p = &t->p[i];
+    fprintf(f, "%s[%llu, %llu, \"%s\"", i ? ", " : "", (unsigned long long)p->lo, (unsigned long long)p->hi, pt_sizetab_form_name(p->form));
+    if (p->form != PT_SIZETAB_IDENTITY) fprintf(f, ", %llu", (unsigned long long)p->arg);
+    fputc(']', f);
+  }
+  fputc(']', f);
+}
+
+static void write_json_tables(FILE *f, const pt_sizetab_set *t) {
+  fputs("  \"hook_tables\": {", f);
+  if (t->round.n) {
+    fputs("\"round\": ", f);
+    write_json_table(f, &t->round);
+  }
+  if (t->segment_size.n) {
+    fputs(t->round.n ? ", \"segment_size\": " : "\"segment_size\": ", f);
+    write_json_table(f, &t->segment_size);
+  }
+  fputs("},\n", f);
+}
+
 static void write_json(FILE *f, const pt_export_input *in, const built *b) {
   fputs("{\n  \"policy\": ", f);
   pt_json_str(f, b->library ? b->lib_policy : in->policy); /* a library export: the name as the library reads it */
@@ -924,7 +978,12 @@ static void write_json(FILE *f, const pt_export_input *in, const built *b) {
                PT_EXPORT_IMAGE_PYDIR "\", \"conf\": ",
             b->runnable ? "runnable" : "not runnable by the library: the policy has hooks (Lua), which it does not run");
     pt_json_str(f, b->lib_conf);
+    if (!b->runnable) {
+      fputs(", \"reason\": ", f);
+      pt_json_str(f, b->refused);
+    }
     fputs("},\n", f);
+    if (b->tables) write_json_tables(f, in->tables);
   } else {
     fputs("  \"pagetune_library\": null,\n", f);
   }
@@ -1003,8 +1062,8 @@ int pt_export_write_context(FILE *f, const pt_export_input *in, const char *merg
   if (!b) return pt_err_set(err, PT_ENOMEM, "export: out of memory");
   int rc = build(in, merge, b, err);
   if (rc == 0 && b->library && !b->runnable)
-    rc = pt_err_set(err, PT_EFORBID, "export --context: the policy has hooks (Lua), which pagetune's allocator library does not run: "
-                                    "no image to build (the other formats say what the nearest settings are)");
+    rc = pt_err_set(err, PT_EFORBID, "export --context: %s, and pagetune's allocator library runs no Lua: "
+                                    "no image to build (the other formats say what the nearest settings are)", b->refused);
   if (rc == 0 && b->runnable) {
     const char *srcs[N_IMAGE_FILES] = {ctx->lib, ctx->alloc_py, ctx->site_py, NULL};
     for (size_t i = 0; i + 1 < N_IMAGE_FILES && rc == 0; i++)

@@ -8,8 +8,13 @@
  * (stitching, an async pool that releases memory) becomes the configuration
  * of pagetune's allocator library for PyTorch (libpagetune_alloc.so,
  * backend/alloclib.c) and the lines that install it in an image.  A policy
- * with hooks (Lua) is not runnable by the library, which runs mechanisms
- * only: its export says so and installs nothing.  Notes say what was
+ * with hooks (Lua) is runnable by the library, which runs no Lua, when its
+ * size hooks were resolved into tables (hooktab.h, docs/export.md): the
+ * JSON carries them as "hook_tables" and the conf says hooks=tables (the
+ * conf string alone cannot carry them); its page_size hook is dropped with
+ * a note (page size is a model-only dimension).  One whose hooks could not
+ * be resolved is not runnable: its export says so, with the reason, and
+ * installs nothing.  Notes say what was
  * approximated and warn where a knob would silently do nothing
  * (garbage_collection_threshold without a memory-fraction cap).
  *
@@ -24,6 +29,7 @@
 
 #include "error.h"
 #include "mech.h"
+#include "sizetable.h"
 
 typedef struct pt_export_input {
   const char *policy;          /* policy name (shown; [A-Za-z0-9_.-] where it enters a value) */
@@ -34,6 +40,10 @@ typedef struct pt_export_input {
   int has_hooks;               /* the policy overrides decisions through hooks */
   const char *trace;           /* trace name (shown only; may be NULL) */
   int64_t run_id;              /* stored run id; < 0 = none */
+  /* with has_hooks: the hooks resolved into tables (pt_hooktab_resolve_policy), or NULL when they could not be */
+  const pt_sizetab_set *tables;
+  const char *hooks_refused;   /* why not (one line), when tables is NULL; NULL: not said */
+  int page_size_dropped;       /* the policy's page_size hook was left out of the tables */
 } pt_export_input;
 
 /*
@@ -90,8 +100,8 @@ typedef struct pt_export_context {
  * and the two Python files copied, the JSON configuration (the "json"
  * format) written; each file whole or not at all (written beside, then
  * renamed).  A policy PyTorch's own allocator runs needs no files: nothing is
- * written and a comment says so.  One with hooks, which the library does not
- * run, is refused (PT_EFORBID); a missing source is PT_ENOTFOUND; a file that
+ * written and a comment says so.  One with hooks not resolved into tables,
+ * which the library does not run, is refused (PT_EFORBID); a missing source is PT_ENOTFOUND; a file that
  * cannot be written, PT_EIO.
  */
 int pt_export_write_context(FILE *f, const pt_export_input *in, const char *merge, const pt_export_context *ctx, pt_err *err);

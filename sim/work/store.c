@@ -213,6 +213,7 @@ static const pt_store_column pt_store_columns[] = {
   X(POLICY_INSERT, "INSERT INTO policies (text_hash, name, mechanism, text) VALUES (?, ?, ?, ?)"  \
                    " ON CONFLICT (text_hash) DO NOTHING")                                          \
   X(POLICY_FIND, "SELECT id FROM policies WHERE text_hash = ?")                                    \
+  X(POLICY_TEXT, "SELECT text FROM policies WHERE id = ?")                                         \
   X(RUN_INSERT, "INSERT INTO runs (trace_id, policy_id, params_json, capacity, gpu, engine_version," \
                 " git_revision) VALUES (?, ?, ?, ?, ?, ?, ?)"                                      \
                 " ON CONFLICT (trace_id, policy_id, params_json, capacity, gpu, engine_version)"   \
@@ -1057,3 +1058,31 @@ int pt_store_timeline(pt_store *s, int64_t run_id, pt_err *err, pt_sim_point **p
   return 0;
 }
 
+int pt_store_policy_text(pt_store *s, int64_t policy_id, pt_err *err, char **text, size_t *len) {
+  *text = NULL;
+  *len = 0;
+  sqlite3_stmt *st = s->st[PT_ST_POLICY_TEXT];
+  int rc = sqlite3_bind_int64(st, 1, policy_id);
+  if (rc == SQLITE_OK) rc = sqlite3_step(st);
+  if (rc == SQLITE_DONE) {
+    pt_done(st);
+    return pt_err_set(err, PT_ENOTFOUND, "%s: no policy %lld", s->path, (long long)policy_id);
+  }
+  if (rc != SQLITE_ROW) {
+    rc = pt_fail(s, rc, err, "reading a policy's text");
+    pt_done(st);
+    return rc;
+  }
+  const char *v = (const char *)sqlite3_column_blob(st, 0);
+  size_t n = (size_t)sqlite3_column_bytes(st, 0);
+  char *t = malloc(n + 1);
+  if (t) {
+    if (n) memcpy(t, v, n);
+    t[n] = 0;
+  }
+  pt_done(st);
+  if (!t) return pt_err_set(err, PT_ENOMEM, "%s: reading a policy's text: out of memory", s->path);
+  *text = t;
+  *len = n;
+  return 0;
+}

@@ -140,6 +140,10 @@ typedef struct pt_store_run {
 int pt_store_runs(pt_store *s, const char *trace, const char *policy, pt_err *err,
                   pt_store_run **rows /* OUT */, size_t *n /* OUT */);
 
+/* The text of stored policy policy_id (a run's policy_id), NUL-terminated, *len its bytes; PT_ENOTFOUND for no
+   such policy.  Free *text with free(). */
+int pt_store_policy_text(pt_store *s, int64_t policy_id, pt_err *err, char **text /* OUT */, size_t *len /* OUT */);
+
 /* A run's timeline in order; PT_ENOTFOUND for no such run.  Free *pts with free(). */
 int pt_store_timeline(pt_store *s, int64_t run_id, pt_err *err, pt_sim_point **pts /* OUT */,
                       size_t *n /* OUT */);
