@@ -12,37 +12,14 @@
 #include "alloc.h"
 #include "mech.h"
 #include "modeldev.h"
+#include "testdev.h"
 #include "testutil.h"
 
 #define MIB (UINT64_C(1) << 20)
 
-/* The backend: a modelled device per ordinal. */
-typedef struct mbe {
-  int opened, closed;
-} mbe;
-
-static int m_open(void *ctx, int device, pt_err *err, const pt_dev_ops **ops, void **st) {
-  mbe *b = ctx;
-  (void)device;
-  pt_model_dev *m = malloc(sizeof *m);
-  if (!m) return pt_err_set(err, PT_ENOMEM, "out of memory");
-  pt_model_dev_init(m, NULL, 0, err);
-  __atomic_add_fetch(&b->opened, 1, __ATOMIC_RELAXED);
-  *ops = &pt_model_dev_ops;
-  *st = m;
-  return 0;
-}
-
-static void m_close(void *ctx, void *st) {
-  mbe *b = ctx;
-  pt_model_dev_done(st);
-  free(st);
-  __atomic_add_fetch(&b->closed, 1, __ATOMIC_RELAXED);
-}
-
-static pt_alloc *make(const pt_mech_ops *m, uint64_t capacity, mbe *b) {
+static pt_alloc *make(const pt_mech_ops *m, uint64_t capacity, pt_test_models *b) {
   pt_params p = {0};
-  pt_alloc_backend be = {m_open, m_close, NULL, b};
+  pt_alloc_backend be = pt_test_model_backend(b);
   pt_err err = {{0}};
   pt_alloc *a = NULL;
   CU_ASSERT_EQUAL(pt_alloc_create(m, &p, capacity, NULL, &be, &err, &a), 0);
@@ -53,7 +30,7 @@ static void test_alloc_basics(void) {
   const pt_mech_ops *all[] = {&pt_mech_direct, &pt_mech_caching, &pt_mech_expandable, &pt_mech_async_pool,
                               &pt_mech_stitch};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
-    mbe b = {0};
+    pt_test_models b = {0};
     pt_alloc *a = make(all[i], 0, &b);
     CU_ASSERT_PTR_NOT_NULL_FATAL(a);
     pt_err err = {{0}};
@@ -97,7 +74,7 @@ static void test_alloc_basics(void) {
 
 /* Past the cap: PT_EOOM, and the message says what was asked, what is held and the cap. */
 static void test_alloc_oom(void) {
-  mbe b = {0};
+  pt_test_models b = {0};
   pt_alloc *a = make(&pt_mech_caching, 64 * MIB, &b);
   pt_err err = {{0}};
   uint64_t x = 0, y = 0;
@@ -119,8 +96,8 @@ static void test_alloc_oom(void) {
 static void test_alloc_bad_params(void) {
   pt_params p = {0};
   pt_params_set(&p, "roundup_power2_divisions", 3);
-  mbe b = {0};
-  pt_alloc_backend be = {m_open, m_close, NULL, &b};
+  pt_test_models b = {0};
+  pt_alloc_backend be = pt_test_model_backend(&b);
   pt_err err = {{0}};
   pt_alloc *a = NULL;
   CU_ASSERT_EQUAL(pt_alloc_create(&pt_mech_caching, &p, 0, NULL, &be, &err, &a), PT_EUSAGE);
@@ -159,7 +136,7 @@ static void *work(void *arg) {
 }
 
 static void test_alloc_threads(void) {
-  mbe b = {0};
+  pt_test_models b = {0};
   pt_alloc *a = make(&pt_mech_caching, 0, &b);
   worker w[4];
   pthread_t t[4];
@@ -188,7 +165,7 @@ static void test_alloc_threads(void) {
 
 /* async_pool shares memory across streams: under the allocator it serves one stream, and refuses a second. */
 static void test_alloc_shared_streams(void) {
-  mbe b = {0};
+  pt_test_models b = {0};
   pt_alloc *a = make(&pt_mech_async_pool, 0, &b);
   pt_err err = {{0}};
   uint64_t x = 0, y = 0;

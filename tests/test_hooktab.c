@@ -27,6 +27,7 @@
 #include "modeldev.h"
 #include "policy.h"
 #include "sim.h"
+#include "testdev.h"
 #include "testutil.h"
 
 #define KiB (UINT64_C(1) << 10)
@@ -258,21 +259,6 @@ static void test_export_read_by_library(void) {
 }
 
 /* The allocator sizes segments by the table it is given (alloc.c passes the hooks to the mechanism). */
-static int m_open(void *ctx, int device, pt_err *err, const pt_dev_ops **ops, void **st) {
-  (void)ctx, (void)device;
-  pt_model_dev *m = malloc(sizeof *m);
-  if (!m) return PT_ENOMEM;
-  pt_model_dev_init(m, NULL, 0, err);
-  *ops = &pt_model_dev_ops;
-  *st = m;
-  return 0;
-}
-
-static void m_close(void *ctx, void *st) {
-  (void)ctx;
-  pt_model_dev_done(st);
-  free(st);
-}
 
 static void test_alloc_runs_tables(void) {
   pt_sizetab_set tabs = {0};
@@ -280,7 +266,7 @@ static void test_alloc_runs_tables(void) {
   pt_policy_hooks h;
   pt_sizetab_hooks(&tabs, &h);
   pt_params p = {0};
-  pt_alloc_backend be = {m_open, m_close, NULL, NULL};
+  pt_alloc_backend be = pt_test_model_backend(NULL);
   for (int with = 0; with < 2; with++) {
     pt_alloc *a = NULL;
     pt_err err = {{0}};

@@ -21,6 +21,7 @@
 #include "libconf.h"
 #include "modeldev.h"
 #include "record.h"
+#include "testdev.h"
 #include "testutil.h"
 #include "trace.h"
 
@@ -276,21 +277,6 @@ static void test_write_failure(void) {
 
 /* ---- through the allocator --------------------------------------------------------- */
 
-static int m_open(void *ctx, int device, pt_err *err, const pt_dev_ops **ops, void **st) {
-  (void)ctx, (void)device;
-  pt_model_dev *m = malloc(sizeof *m);
-  if (!m) return pt_err_set(err, PT_ENOMEM, "out of memory");
-  pt_model_dev_init(m, NULL, 0, err);
-  *ops = &pt_model_dev_ops;
-  *st = m;
-  return 0;
-}
-
-static void m_close(void *ctx, void *st) {
-  (void)ctx;
-  pt_model_dev_done(st);
-  free(st);
-}
 
 typedef struct reports {
   pthread_mutex_t lock;
@@ -309,7 +295,7 @@ static void report(void *ctx, const char *line) {
 /* An allocator on modelled devices that records into path (its files, one a device). */
 static pt_alloc *recorded(const pt_mech_ops *mech, uint64_t capacity, const char *path, reports *rep, pt_recorder **rec) {
   pt_params p = {0};
-  pt_alloc_backend be = {m_open, m_close, NULL, NULL};
+  pt_alloc_backend be = pt_test_model_backend(NULL);
   pt_err err = {{0}};
   pt_alloc *a = NULL;
   CU_ASSERT_EQUAL(pt_alloc_create(mech, &p, capacity, NULL, &be, &err, &a), 0);
