@@ -11,9 +11,9 @@ flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefine
 lib="$src/sim/base/error.c $src/sim/trace/pickle.c $src/sim/base/u64map.c $src/sim/trace/trace.c $src/sim/trace/snapshot.c"
 $cc $flags -o "$out/fuzz_trace" "$src/tests/fuzz/fuzz_trace.c" $lib -lz
 $cc $flags -o "$out/fuzz_pickle" "$src/tests/fuzz/fuzz_pickle.c" "$src/sim/base/error.c" "$src/sim/trace/pickle.c"
-conf="$src/sim/base/error.c $src/sim/base/jsonread.c $src/backend/libconf.c $src/sim/base/u64map.c $src/sim/device/device.c \
-  $src/sim/device/calllog.c $src/sim/mech/mech.c $src/sim/mech/bset.c $src/sim/mech/slab.c $src/sim/mech/caching.c \
-  $src/sim/mech/direct.c $src/sim/mech/expandable.c $src/sim/mech/asyncpool.c $src/sim/mech/stitch.c"
+# the configuration reader with the layers it stands on: base, device and every mechanism file
+conf="$src/sim/base/error.c $src/sim/base/jsonread.c $src/backend/libconf.c $src/sim/base/u64map.c \
+  $(echo "$src"/sim/device/*.c "$src"/sim/mech/*.c)"
 # shellcheck disable=SC2086
 $cc $flags -I$src/sim/device -I$src/sim/mech -I$src/backend -o "$out/fuzz_libconf" "$src/tests/fuzz/fuzz_libconf.c" $conf -lm
 rec="$src/sim/base/error.c $src/sim/base/u64map.c $src/sim/base/clock.c $src/backend/record.c $src/sim/trace/pickle.c \
