@@ -132,24 +132,15 @@ static void *work(void *arg) {
       pt_err err = {{0}};
       if (live[dev][k] && pt_alloc_free(w->a, dev, live[dev][k], &err) < 0) w->bad++;
     }
-  return NULL;
+  return (void *)(intptr_t)w->bad;
 }
 
 static void test_alloc_threads(void) {
   pt_test_models b = {0};
   pt_alloc *a = make(&pt_mech_caching, 0, &b);
   worker w[4];
-  pthread_t t[4];
-  for (int i = 0; i < 4; i++) {
-    w[i] = (worker){a, (unsigned)i * 7919u + 1u, 0};
-    CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, work, &w[i]), 0);
-  }
-  int bad = 0;
-  for (int i = 0; i < 4; i++) {
-    pthread_join(t[i], NULL);
-    bad += w[i].bad;
-  }
-  CU_ASSERT_EQUAL(bad, 0);
+  for (int i = 0; i < 4; i++) w[i] = (worker){a, (unsigned)i * 7919u + 1u, 0};
+  CU_ASSERT_EQUAL(pt_test_threads(4, work, w, sizeof w[0]), 0);
   CU_ASSERT_EQUAL(b.opened, 2); /* each device opened once, though four threads raced for it */
   pt_alloc_stats s0, s1;
   pt_alloc_get_stats(a, 0, &s0);

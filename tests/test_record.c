@@ -439,7 +439,7 @@ static void *work(void *arg) {
       w->bad++;
     }
   }
-  return NULL; /* what is live stays live: the traces end with it */
+  return (void *)(intptr_t)w->bad; /* what is live stays live: the traces end with it */
 }
 
 static void test_threads(void) {
@@ -449,16 +449,8 @@ static void test_threads(void) {
   pt_recorder *rec;
   pt_alloc *a = recorded(&pt_mech_caching, 0, path, &rep, &rec);
   worker w[8];
-  pthread_t t[8];
-  for (int i = 0; i < 8; i++) {
-    w[i] = (worker){a, (unsigned)i * 7919u + 3u, 0};
-    CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, work, &w[i]), 0);
-  }
-  int bad = 0;
-  for (int i = 0; i < 8; i++) {
-    pthread_join(t[i], NULL);
-    bad += w[i].bad;
-  }
+  for (int i = 0; i < 8; i++) w[i] = (worker){a, (unsigned)i * 7919u + 3u, 0};
+  int bad = pt_test_threads(8, work, w, sizeof w[0]);
   CU_ASSERT_EQUAL(bad, 0);
   pt_err err;
   CU_ASSERT_EQUAL(pt_recorder_close(rec, &err), 0);
@@ -511,7 +503,7 @@ static void *direct_work(void *arg) {
       for (uint64_t j = i - 3; j <= i; j++)
         if (pt_record_free(d->r, d->base + j, (int64_t)i, &err) < 0) d->bad++;
   }
-  return NULL;
+  return (void *)(intptr_t)d->bad;
 }
 
 static void test_threads_one_record(void) {
@@ -519,16 +511,8 @@ static void test_threads_one_record(void) {
   pt_record *r = mem_record(&m, 4096);
   CU_ASSERT_PTR_NOT_NULL_FATAL(r);
   direct d[8];
-  pthread_t t[8];
-  for (int i = 0; i < 8; i++) {
-    d[i] = (direct){r, (uint64_t)(i + 1) << 40, 0};
-    CU_ASSERT_EQUAL_FATAL(pthread_create(&t[i], NULL, direct_work, &d[i]), 0);
-  }
-  int bad = 0;
-  for (int i = 0; i < 8; i++) {
-    pthread_join(t[i], NULL);
-    bad += d[i].bad;
-  }
+  for (int i = 0; i < 8; i++) d[i] = (direct){r, (uint64_t)(i + 1) << 40, 0};
+  int bad = pt_test_threads(8, direct_work, d, sizeof d[0]);
   CU_ASSERT_EQUAL(bad, 0);
   CU_ASSERT_EQUAL(pt_record_count(r), 8 * 10000);
   pt_err err;

@@ -1,6 +1,8 @@
 /* testdev.c — a backend of modelled devices for the live allocator's tests (see testdev.h). */
 #include "testdev.h"
 
+#include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "modeldev.h"
@@ -22,6 +24,19 @@ static void m_close(void *ctx, void *st) {
   pt_model_dev_done(st);
   free(st);
   if (b) __atomic_add_fetch(&b->closed, 1, __ATOMIC_RELAXED);
+}
+
+int pt_test_threads(int n, void *(*fn)(void *), void *args, size_t size) {
+  pthread_t t[64];
+  int started = 0, bad = 0;
+  if (n > 64) return -1;
+  while (started < n && pthread_create(&t[started], NULL, fn, (char *)args + (size_t)started * size) == 0) started++;
+  for (int i = 0; i < started; i++) {
+    void *r;
+    pthread_join(t[i], &r);
+    bad += (int)(intptr_t)r;
+  }
+  return started == n ? bad : -1;
 }
 
 pt_alloc_backend pt_test_model_backend(pt_test_models *counts) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """make_snapshots.py — writes the small hand-made snapshots the tests read.
 
-They have the shape torch.cuda.memory._dump_snapshot writes (DESIGN.md,
+They have the shape torch.cuda.memory._dump_snapshot writes (docs/design.md,
 "PyTorch facts") and cover what a small real capture may not: a segment and a
 block alive before recording began, a second device, expandable segments,
 an OOM, and a pickle that asks to call a function.  Run from tests/data/:
