@@ -1,4 +1,4 @@
-/* calibrate.c — driver-call costs measured on device 0 (see calibrate.h). */
+/* calibrate.c — driver-call costs and the allocators' own work, measured on device 0 (see calibrate.h). */
 #include "calibrate.h"
 
 #include <config.h>
@@ -6,11 +6,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
+#include "cudadev.h"
+#include "json.h"
+#include "mech.h"
+
+#define MIB (UINT64_C(1) << 20)
+
 #ifdef HAVE_CUDA
 #include "cudafns.h"
 
 #define MAX_REPS 64
-#define MIB (UINT64_C(1) << 20)
 
 static int cmp(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -150,3 +156,292 @@ int pt_calibrate(pt_driver *d, unsigned reps, int noisy, pt_cost_points points[P
 }
 
 #endif
+
+/* ---- the mechanisms' own work: a cached allocate + free pair ------------- */
+
+#define WARM_PAIRS 20            /* after the first pair of a size, untimed */
+#define MIN_PAIRS 10             /* a batch has at least these */
+#define BATCH_BUDGET_US 20000.0  /* a batch of slow pairs (direct's cudaMalloc + cudaFree) is cut to about this */
+
+const pt_cal_plan pt_cal_default_plan = {6, {512, 64 << 10, MIB, 8 * MIB, 64 * MIB, 512 * MIB}, 5, 2000};
+
+/* The mechanisms in pt_mech_names()' order. */
+static const pt_mech_ops *const cal_mechs[PT_CAL_NMECHS] = {&pt_mech_direct, &pt_mech_caching, &pt_mech_expandable,
+                                                            &pt_mech_async_pool, &pt_mech_stitch};
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The median of t[0..n) (sorted in place), the least and the most. */
+static void summarise(double *t, unsigned n, pt_cal_point *p) {
+  qsort(t, n, sizeof *t, cmp_double);
+  p->pair_us = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+  p->min_us = t[0];
+  p->max_us = t[n - 1];
+}
+
+static uint64_t calls_made(const pt_device *d) {
+  uint64_t n = 0;
+  for (int c = 0; c < PT_DRV_NCALLS; c++) n += d->calls[c];
+  return n;
+}
+
+/* n pairs of bytes back to back; *us the mean µs a pair (NULL: untimed). */
+static int pairs(const pt_mech_ops *m, void *st, uint64_t bytes, unsigned n, const int *fault, double *us) {
+  double t0 = pt_clock_s();
+  for (unsigned i = 0; i < n; i++) {
+    uint64_t h;
+    int rc = m->alloc(st, bytes, 0, &h);
+    if (rc < 0 || (rc = m->free(st, h)) < 0) return rc;
+  }
+  double t1 = pt_clock_s();
+  if (*fault) return *fault;
+  if (us) *us = (t1 - t0) * 1e6 / n;
+  return 0;
+}
+
+/* One mechanism on a device of its own; the mechanism's or the device's message in *merr on failure. */
+static int time_mech(const pt_alloc_backend *be, const pt_mech_ops *m, const pt_cal_plan *plan, pt_cal_series *out,
+                     pt_err *merr) {
+  const pt_dev_ops *ops;
+  void *dst = NULL, *st = NULL;
+  pt_device books;
+  pt_mech_counters counters = {0};
+  pt_params params = {0};
+  pt_policy_hooks hooks = {0};
+  uint64_t allocated = 0, resident = 0;
+  int fault = 0, have_resident = 0;
+  double t[100];
+  int rc = be->open(be->ctx, 0, merr, &ops, &dst);
+  if (rc < 0) return rc;
+  pt_dev_init(&books, ops, dst, 0, merr);
+  pt_mech_env env = {.dev = &books, .counters = &counters, .params = &params, .hooks = &hooks,
+                     .allocated = &allocated, .fault = &fault, .err = merr};
+  if ((rc = pt_mech_create(m, &env, &st)) < 0) goto out;
+  if ((rc = m->alloc(st, 512, 0, &resident)) < 0) goto out; /* memory a program holds all along */
+  have_resident = 1;
+  allocated = 512;
+  for (size_t s = 0; s < plan->nsizes; s++) {
+    pt_cal_point *p = &out->at[s];
+    uint64_t bytes = plan->sizes[s];
+    double warm = 0;
+    if ((rc = pairs(m, st, bytes, 1, &fault, NULL)) < 0 || (rc = pairs(m, st, bytes, WARM_PAIRS, &fault, &warm)) < 0) {
+      pt_err_prefix(merr, rc, "%s at %llu bytes", m->name, (unsigned long long)bytes);
+      goto out;
+    }
+    unsigned n = plan->pairs;
+    if (warm * n > BATCH_BUDGET_US) n = warm > 0 ? (unsigned)(BATCH_BUDGET_US / warm) : n;
+    if (n < MIN_PAIRS) n = MIN_PAIRS;
+    if (n > plan->pairs) n = plan->pairs;
+    uint64_t calls0 = calls_made(&books);
+    for (unsigned b = 0; b < plan->batches; b++)
+      if ((rc = pairs(m, st, bytes, n, &fault, &t[b])) < 0) {
+        pt_err_prefix(merr, rc, "%s at %llu bytes", m->name, (unsigned long long)bytes);
+        goto out;
+      }
+    *p = (pt_cal_point){.bytes = bytes, .pairs = n, .batches = plan->batches, .driver_calls = calls_made(&books) - calls0};
+    summarise(t, plan->batches, p);
+    out->n = s + 1;
+  }
+out:
+  if (st) {
+    if (have_resident && m->free(st, resident) == 0) allocated = 0;
+    if (m->empty_cache) {
+      int erc = m->empty_cache(st);
+      if (rc == 0 && erc < 0) rc = pt_err_prefix(merr, erc, "%s: giving memory back", m->name);
+    }
+    m->destroy(st);
+  }
+  pt_dev_done(&books);
+  be->close(be->ctx, dst);
+  return rc;
+}
+
+int pt_calibrate_mechs(const pt_alloc_backend *be, const pt_cal_plan *plan, int noisy, pt_cal_series out[PT_CAL_NMECHS],
+                       pt_err *err) {
+  memset(out, 0, PT_CAL_NMECHS * sizeof *out);
+  if (plan->nsizes < 1 || plan->nsizes > PT_CAL_MAX_SIZES || plan->batches < 1 || plan->batches > 99 || plan->pairs < 1)
+    return pt_err_set(err, PT_EUSAGE, "calibrate: 1 to %d sizes, 1 to 99 batches and at least one pair a batch",
+                      PT_CAL_MAX_SIZES);
+  for (size_t s = 0; s < plan->nsizes; s++)
+    if (!plan->sizes[s]) return pt_err_set(err, PT_EUSAGE, "calibrate: a request size of 0 bytes");
+  if (noisy) fprintf(stderr, "calibrating the allocators' own work (a cached allocate + free pair, %zu sizes):", plan->nsizes);
+  int rc = 0;
+  for (int i = 0; rc == 0 && i < PT_CAL_NMECHS; i++) {
+    pt_err merr = {{0}};
+    snprintf(out[i].name, sizeof out[i].name, "%s", cal_mechs[i]->name);
+    snprintf(out[i].from, sizeof out[i].from, "mechanism");
+    if (noisy) fprintf(stderr, " %s", cal_mechs[i]->name);
+    if ((rc = time_mech(be, cal_mechs[i], plan, &out[i], &merr)) < 0)
+      pt_err_set(err, rc, "calibrate: %s", merr.msg[0] ? merr.msg : pt_strerror(rc));
+  }
+  if (noisy) fputc('\n', stderr);
+  return rc;
+}
+
+static int gpu_open(void *ctx, int device, pt_err *err, const pt_dev_ops **ops, void **st) {
+  pt_cudadev *c;
+  int rc = pt_cudadev_open(ctx, device, err, &c);
+  *ops = &pt_cudadev_ops;
+  *st = c;
+  return rc;
+}
+
+static void gpu_close(void *ctx, void *st) {
+  (void)ctx;
+  pt_cudadev_close(st);
+}
+
+pt_alloc_backend pt_calibrate_gpu_backend(pt_driver *d) { return (pt_alloc_backend){gpu_open, gpu_close, NULL, d}; }
+
+double pt_calibrate_bookkeeping_us(const pt_cal_series *s, size_t k) {
+  return strcmp(s->name, "direct") ? s->at[k].pair_us / 2 : 0;
+}
+
+/* ---- the writers ----------------------------------------------------------- */
+
+static int cmp_point(const void *a, const void *b) {
+  uint64_t x = ((const pt_cal_point *)a)->bytes, y = ((const pt_cal_point *)b)->bytes;
+  return x < y ? -1 : x > y;
+}
+
+/* s with its points in ascending size. */
+static pt_cal_series sorted(const pt_cal_series *s) {
+  pt_cal_series c = *s;
+  if (c.n > PT_CAL_MAX_SIZES) c.n = PT_CAL_MAX_SIZES;
+  qsort(c.at, c.n, sizeof c.at[0], cmp_point);
+  return c;
+}
+
+/* " 512:0.212 (0.200-0.230)" for each point: a pair's median and spread. */
+static void write_pairs(FILE *out, const pt_cal_series *s) {
+  for (size_t k = 0; k < s->n; k++)
+    fprintf(out, " %llu:%.3f (%.3f-%.3f)", (unsigned long long)s->at[k].bytes, s->at[k].pair_us, s->at[k].min_us,
+            s->at[k].max_us);
+}
+
+void pt_calibrate_write_bookkeeping(FILE *out, const pt_cal_plan *plan, const pt_cal_series *series, size_t n) {
+  fprintf(out, "# ---- the allocator's own work, measured: a cached allocate + free pair through each mechanism on\n"
+               "# this GPU after warm-up, median of %u batches of up to %u pairs (fewer where a pair is slow), one\n"
+               "# 512 B block held meanwhile; bookkeeping_us is half a pair: the µs of a request or of a free\n",
+          plan->batches, plan->pairs);
+  for (size_t i = 0; i < n; i++) {
+    pt_cal_series s = sorted(&series[i]);
+    if (!s.n) continue;
+    int direct = !strcmp(s.name, "direct");
+    fprintf(out, "# %s, µs a pair (least-most batch):", s.name);
+    write_pairs(out, &s);
+    fputc('\n', out);
+    if (direct) {
+      fputs("# direct: each request is a cudaMalloc and each free a cudaFree, which the cost lines charge;\n"
+            "# its own work is not told apart from them: 0\n"
+            "bookkeeping_us direct 0\n", out);
+      continue;
+    }
+    for (size_t k = 0; k < s.n; k++)
+      if (s.at[k].driver_calls)
+        fprintf(out, "# WARNING: %s's timed pairs at %llu bytes made %llu driver calls: its time there includes them\n",
+                s.name, (unsigned long long)s.at[k].bytes, (unsigned long long)s.at[k].driver_calls);
+    fprintf(out, "bookkeeping_us %s", s.name);
+    for (size_t k = 0; k < s.n; k++)
+      fprintf(out, " %llu:%.3f", (unsigned long long)s.at[k].bytes, pt_calibrate_bookkeeping_us(&s, k));
+    fputc('\n', out);
+  }
+}
+
+/* What a `from` means, in words. */
+static const char *from_words(const char *from) {
+  if (!strcmp(from, "cpp_extension")) return "from C++ (cpp_extension): c10::cuda::CUDACachingAllocator raw_alloc + raw_delete";
+  if (!strcmp(from, "python")) return "from Python: torch.empty + del";
+  return from;
+}
+
+void pt_calibrate_write_torch(FILE *out, const pt_cal_torch *t) {
+  if (!t->measured) {
+    fprintf(out, "# PyTorch's allocators: not measured (%s)\n", t->skipped[0] ? t->skipped : "not asked");
+    return;
+  }
+  fprintf(out, "# ---- PyTorch's own allocators (torch %s on %s, %s): a cached allocate + free pair, µs;\n"
+               "# not used by the model: they are there to compare pagetune's mechanisms with PyTorch's\n"
+               "# (pagetune confirm may use them)\n",
+          t->version, t->device, t->python);
+  const char *last = "";
+  for (size_t i = 0; i < t->n && i < PT_CAL_NTORCH; i++) {
+    pt_cal_series s = sorted(&t->backends[i]);
+    if (!s.n) continue;
+    if (strcmp(last, s.from)) {
+      fprintf(out, "# measured %s", from_words(s.from));
+      if (!strcmp(s.from, "python") && t->cpp_error[0]) fprintf(out, " (the C++ extension: %s)", t->cpp_error);
+      fputc('\n', out);
+      last = t->backends[i].from;
+    }
+    fprintf(out, "# %s, µs a pair (least-most batch):", s.name);
+    write_pairs(out, &s);
+    fprintf(out, "\ntorch_pair_us %s", s.name);
+    for (size_t k = 0; k < s.n; k++) fprintf(out, " %llu:%.3f", (unsigned long long)s.at[k].bytes, s.at[k].pair_us);
+    fputc('\n', out);
+  }
+}
+
+/* "[{"bytes":...,...},...]"; bookkeeping: with each point's bookkeeping_us. */
+static void json_points(FILE *out, const pt_cal_series *s, int bookkeeping) {
+  fputc('[', out);
+  for (size_t k = 0; k < s->n; k++) {
+    const pt_cal_point *p = &s->at[k];
+    fprintf(out, "%s{\"bytes\":%llu,\"pair_us\":%.4f,\"pair_us_min\":%.4f,\"pair_us_max\":%.4f,\"pairs\":%u,\"batches\":%u",
+            k ? "," : "", (unsigned long long)p->bytes, p->pair_us, p->min_us, p->max_us, p->pairs, p->batches);
+    if (bookkeeping)
+      fprintf(out, ",\"driver_calls\":%llu,\"bookkeeping_us\":%.4f", (unsigned long long)p->driver_calls,
+              pt_calibrate_bookkeeping_us(s, k));
+    fputc('}', out);
+  }
+  fputc(']', out);
+}
+
+void pt_calibrate_json_mechs(FILE *out, const pt_cal_plan *plan, const pt_cal_series *series, size_t n) {
+  fprintf(out, ",\"mechanisms\":{\"batches\":%u,\"pairs\":%u,\"held_bytes\":512,\"points\":{", plan->batches, plan->pairs);
+  for (size_t i = 0, first = 1; i < n; i++) {
+    pt_cal_series s = sorted(&series[i]);
+    if (!s.n) continue;
+    fputs(first ? "" : ",", out);
+    pt_json_str(out, s.name);
+    fputc(':', out);
+    json_points(out, &s, 1);
+    first = 0;
+  }
+  fputs("}}", out);
+}
+
+void pt_calibrate_json_torch(FILE *out, const pt_cal_torch *t) {
+  fputs(",\"torch\":{\"measured\":", out);
+  fputs(t->measured ? "true" : "false", out);
+  if (!t->measured) {
+    fputs(",\"skipped\":", out);
+    pt_json_str(out, t->skipped);
+    fputs("}", out);
+    return;
+  }
+  fputs(",\"python\":", out);
+  pt_json_str(out, t->python);
+  fputs(",\"torch_version\":", out);
+  pt_json_str(out, t->version);
+  fputs(",\"device\":", out);
+  pt_json_str(out, t->device);
+  fputs(",\"cpp_extension_error\":", out);
+  pt_json_str(out, t->cpp_error[0] ? t->cpp_error : NULL);
+  fputs(",\"used_by_model\":false,\"backends\":{", out);
+  for (size_t i = 0, first = 1; i < t->n && i < PT_CAL_NTORCH; i++) {
+    pt_cal_series s = sorted(&t->backends[i]);
+    fputs(first ? "" : ",", out);
+    pt_json_str(out, s.name);
+    fputs(":{\"from\":", out);
+    pt_json_str(out, s.from);
+    fputs(",\"points\":", out);
+    json_points(out, &s, 0);
+    fputc('}', out);
+    first = 0;
+  }
+  fputs("}}", out);
+}

@@ -1,17 +1,34 @@
 /*
- * calibrate.h — the driver calls' costs, measured on device 0.
+ * calibrate.h — what allocation costs on device 0, measured: the driver
+ * calls by size, and the allocators' own work per request.
  *
- * For each call the cost model knows, times `reps` calls at each of a few
- * sizes and keeps the median, as (bytes, µs) points: what a GPU
- * description's `cost CALL BYTES:US ...` lines hold (gpu.h), and what
- * `pagetune calibrate` writes.  Patterns: cuMemAlloc reps blocks of a size,
- * then cuMemFree them; cuMemCreate a handle, reserve VA for it, map it, set
- * its access, then unmap and release it; cuMemAddressReserve and
- * cuMemAddressFree of ranges up to 1 TiB.
+ * Driver calls: for each call the cost model knows, times `reps` calls at
+ * each of a few sizes and keeps the median, as (bytes, µs) points: what a
+ * GPU description's `cost CALL BYTES:US ...` lines hold (gpu.h).  Patterns:
+ * cuMemAlloc reps blocks of a size, then cuMemFree them; cuMemCreate a
+ * handle, reserve VA for it, map it, set its access, then unmap and release
+ * it; cuMemAddressReserve and cuMemAddressFree of ranges up to 1 TiB.
+ *
+ * The allocators' own work: one cached allocate + free pair at each of a
+ * few request sizes, timed back to back in batches after warm-up pairs.
+ * pagetune's mechanisms (mech.h) run on a device through the books
+ * (device.h), so a timed batch is checked to make no driver call; their
+ * pairs become `bookkeeping_us MECH SIZE:US ...` lines, half a pair a
+ * request or a free (direct's pair is one cudaMalloc and one cudaFree, which
+ * the cost lines charge already: its own work is written as 0 and its pair
+ * time in a comment).  PyTorch's allocators are timed through torch in
+ * another process (torchcal.h) and written as `torch_pair_us BACKEND
+ * SIZE:US ...` lines, which the model does not use: they are there to
+ * compare pagetune's mechanisms with PyTorch's (and for `pagetune confirm`).
+ * The writers below are the one place those lines are formatted.
  */
 #ifndef PT_CALIBRATE_H
 #define PT_CALIBRATE_H
 
+#include <stdint.h>
+#include <stdio.h>
+
+#include "alloc.h"
 #include "cost.h"
 #include "device.h"
 #include "driver.h"
@@ -20,5 +37,85 @@
 /* points[call] filled for every call but those the model has no use for; progress on stderr when noisy. */
 int pt_calibrate(pt_driver *d, unsigned reps, int noisy, pt_cost_points points[PT_DRV_NCALLS] /* OUT */,
                  pt_err *err);
+
+/* ---- a cached allocate + free pair, timed -------------------------------- */
+
+#define PT_CAL_MAX_SIZES 16
+#define PT_CAL_NMECHS 5     /* direct, caching, expandable, async_pool, stitch */
+#define PT_CAL_NTORCH 3     /* PyTorch's native, expandable and cudaMallocAsync backends */
+
+/* What is timed, at each size. */
+typedef struct pt_cal_plan {
+  size_t nsizes;
+  uint64_t sizes[PT_CAL_MAX_SIZES];  /* request bytes, distinct */
+  unsigned batches;                  /* batches a size, 1..99 */
+  unsigned pairs;                    /* pairs a batch at most; fewer where a pair is slow (direct's large ones) */
+} pt_cal_plan;
+
+/* 512 B, 64 KiB, 1 MiB, 8 MiB, 64 MiB, 512 MiB; 5 batches of up to 2000 pairs. */
+extern const pt_cal_plan pt_cal_default_plan;
+
+/* One size's pairs. */
+typedef struct pt_cal_point {
+  uint64_t bytes;
+  double pair_us;              /* one pair: the median of the batches' means */
+  double min_us, max_us;       /* the least and the most of the batches' means */
+  unsigned pairs, batches;     /* pairs a batch, batches */
+  uint64_t driver_calls;       /* made during the timed batches (the books count them; torch: not known, 0) */
+} pt_cal_point;
+
+/* One allocator's pairs, by size. */
+typedef struct pt_cal_series {
+  char name[32];               /* a mechanism ("caching") or a PyTorch backend ("native") */
+  char from[16];               /* how it was timed: "mechanism", "cpp_extension" or "python" */
+  size_t n;
+  pt_cal_point at[PT_CAL_MAX_SIZES];
+} pt_cal_series;
+
+/*
+ * Each mechanism with its default parameters on a device that be opens
+ * afresh for it (ordinal 0): for each size, a first pair and warm-up pairs
+ * (which may call the driver), then the timed batches.  One 512 B block
+ * stays allocated meanwhile, as a program always holds some memory: without
+ * it async_pool, at its default release threshold of 0, trims its pool at
+ * every free that empties it.  Everything is given back after (empty_cache).
+ * out[i] follows pt_mech_names()' order.
+ */
+int pt_calibrate_mechs(const pt_alloc_backend *be, const pt_cal_plan *plan, int noisy,
+                       pt_cal_series out[PT_CAL_NMECHS] /* OUT */, pt_err *err);
+/* The real GPU as pt_calibrate_mechs's backend: the driver's device 0 (cudadev.h); d outlives it. */
+pt_alloc_backend pt_calibrate_gpu_backend(pt_driver *d);
+
+/* The µs a request (or a free) a GPU description gets for point k: half the pair; 0 for direct. */
+double pt_calibrate_bookkeeping_us(const pt_cal_series *s, size_t k);
+
+/* What was learnt about PyTorch's allocators (torchcal.h fills it). */
+typedef struct pt_cal_torch {
+  int measured;                 /* 1: backends[0..n) hold the pairs */
+  char skipped[PT_ERRMSG_MAX];  /* when not measured: why ("--no-torch", "torch is not importable with ...") */
+  char python[256];             /* the interpreter */
+  char version[64];             /* torch.__version__ */
+  char device[128];             /* the GPU torch saw */
+  char build_dir[1024];         /* where the C++ extension was built */
+  char cpp_error[PT_ERRMSG_MAX];/* why the C++ extension was not used ("" when it was) */
+  size_t n;
+  pt_cal_series backends[PT_CAL_NTORCH];
+} pt_cal_torch;
+
+/* ---- the writers: the one place these lines and keys are formatted -------- */
+
+/*
+ * `bookkeeping_us MECH SIZE:US ...` lines (sizes ascending), each after a
+ * comment with its pairs' medians and spread; direct as `bookkeeping_us
+ * direct 0`.  A mechanism whose timed batches called the driver says so in
+ * a WARNING comment.  Series without points are left out.
+ */
+void pt_calibrate_write_bookkeeping(FILE *out, const pt_cal_plan *plan, const pt_cal_series *s, size_t n);
+/* `torch_pair_us BACKEND SIZE:US ...` lines with a comment saying how they were measured, or a comment saying why
+   they were not. */
+void pt_calibrate_write_torch(FILE *out, const pt_cal_torch *t);
+/* The same as JSON members (a leading comma, then "mechanisms":{...} / "torch":{...}). */
+void pt_calibrate_json_mechs(FILE *out, const pt_cal_plan *plan, const pt_cal_series *s, size_t n);
+void pt_calibrate_json_torch(FILE *out, const pt_cal_torch *t);
 
 #endif
