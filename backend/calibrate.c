@@ -323,7 +323,7 @@ static void write_pairs(FILE *out, const pt_cal_series *s) {
 }
 
 void pt_calibrate_write_bookkeeping(FILE *out, const pt_cal_plan *plan, const pt_cal_series *series, size_t n) {
-  fprintf(out, "# ---- the allocator's own work, measured: a cached allocate + free pair through each mechanism on\n"
+  fprintf(out, "\n# ---- the allocator's own work, measured: a cached allocate + free pair through each mechanism on\n"
                "# this GPU after warm-up, median of %u batches of up to %u pairs (fewer where a pair is slow), one\n"
                "# 512 B block held meanwhile; bookkeeping_us is half a pair: the µs of a request or of a free\n",
           plan->batches, plan->pairs);
@@ -360,10 +360,10 @@ static const char *from_words(const char *from) {
 
 void pt_calibrate_write_torch(FILE *out, const pt_cal_torch *t) {
   if (!t->measured) {
-    fprintf(out, "# PyTorch's allocators: not measured (%s)\n", t->skipped[0] ? t->skipped : "not asked");
+    fprintf(out, "\n# PyTorch's allocators: not measured (%s)\n", t->skipped[0] ? t->skipped : "not asked");
     return;
   }
-  fprintf(out, "# ---- PyTorch's own allocators (torch %s on %s, %s): a cached allocate + free pair, µs;\n"
+  fprintf(out, "\n# ---- PyTorch's own allocators (torch %s on %s, %s): a cached allocate + free pair, µs;\n"
                "# not used by the model: they are there to compare pagetune's mechanisms with PyTorch's\n"
                "# (pagetune confirm may use them)\n",
           t->version, t->device, t->python);

@@ -318,11 +318,13 @@ int pt_torchcal_build_dir(const char *dir, char *out, size_t n, pt_err *err) {
   return 0;
 }
 
-/* Why torch cannot be used, without the script's own "torch is not importable: " in front. */
+/* Why torch cannot be used: the probe's failure without the command line or the script's own "torch is not
+   importable: " in front. */
 static void not_importable(pt_cal_torch *t, const pt_torchcal_cfg *c, const char *why) {
-  const char *p = strstr(why, "torch is not importable: ");
-  snprintf(t->skipped, sizeof t->skipped, "torch is not importable with %.200s: %.280s", c->python,
-           p ? p + strlen("torch is not importable: ") : why);
+  const char *p = strstr(why, " probe: "), *q;
+  p = p ? p + strlen(" probe: ") : why;
+  if ((q = strstr(p, "torch is not importable: "))) p = q + strlen("torch is not importable: ");
+  snprintf(t->skipped, sizeof t->skipped, "torch is not importable with %.200s: %.280s", c->python, p);
 }
 
 static int probe(const pt_torchcal_cfg *c, pt_cal_torch *t) {
@@ -352,7 +354,7 @@ int pt_torchcal_run(const pt_torchcal_cfg *cfg, pt_cal_torch *t, pt_err *err) {
   const pt_cal_plan *plan = cfg->plan;
   if (cfg->noisy) fprintf(stderr, "calibrating PyTorch's allocators through %s: ", cfg->python);
   if (probe(cfg, t) < 0) {
-    if (cfg->noisy) fprintf(stderr, "%s: not measured\n", t->skipped);
+    if (cfg->noisy) fprintf(stderr, "not measured: %s\n", t->skipped);
     return 0;
   }
   int rc = pt_torchcal_build_dir(cfg->build_dir, t->build_dir, sizeof t->build_dir, err);
