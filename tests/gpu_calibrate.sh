@@ -1,0 +1,99 @@
+#!/bin/sh
+# gpu_calibrate.sh — pagetune calibrate's measurements of the allocators'
+# own work on a real GPU: every mechanism at every size, cached pairs that
+# make no driver call and take 0-100 µs, direct's two calls a pair, the
+# base description's bookkeeping lines replaced, PyTorch's three backends
+# when torch imports (not measured, and said so, when it does not), and the
+# description loading.  Skips (77) without a GPU or in a build without CUDA.
+#   PT_PYTHON=python3   the Python calibrate runs torch with
+set -u
+top_srcdir=${top_srcdir:-.}
+top_builddir=${top_builddir:-.}
+pt="$top_builddir/pagetune"
+py=${PT_PYTHON:-python3}
+export PAGETUNE_POLICY_DIR=${PAGETUNE_POLICY_DIR:-$top_srcdir/policies}
+export PAGETUNE_GPU_DIR=${PAGETUNE_GPU_DIR:-$top_srcdir/sim/gpus}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if ! "$pt" gpu info >"$tmp/info" 2>&1; then
+  echo "SKIP: no GPU here: $(cat "$tmp/info")"
+  exit 77
+fi
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+torch=0
+"$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null && torch=1
+echo "torch with a GPU under $py: $([ $torch = 1 ] && echo yes || echo no)"
+
+# the mechanisms, as JSON: every point, no driver call in a cached mechanism's timed batches
+"$pt" calibrate --repeat 1 --no-torch --json >"$tmp/c.json" 2>"$tmp/err" || fail "calibrate --json: $(tail -3 "$tmp/err")"
+python3 - "$tmp/c.json" <<'PY' || fail "calibrate --json: the mechanisms"
+import json, sys
+o = json.load(open(sys.argv[1]))
+sizes = [512, 65536, 1048576, 8388608, 67108864, 536870912]
+pts, bad = o["mechanisms"]["points"], 0
+for m in ["direct", "caching", "expandable", "async_pool", "stitch"]:
+    got = [p["bytes"] for p in pts.get(m, [])]
+    if got != sizes:
+        print("FAIL: %s: sizes %s" % (m, got)); bad += 1; continue
+    for p in pts[m]:
+        calls = 2 * p["pairs"] * p["batches"] if m == "direct" else 0
+        ok = p["pair_us"] > 0 and p["pair_us_min"] <= p["pair_us"] <= p["pair_us_max"] and p["driver_calls"] == calls
+        if m != "direct":
+            ok = ok and p["pair_us"] < 100 and abs(p["bookkeeping_us"] - p["pair_us"] / 2) < 1e-3
+        else:
+            ok = ok and p["bookkeeping_us"] == 0
+        if not ok:
+            print("FAIL: %s at %d: %s" % (m, p["bytes"], p)); bad += 1
+    print("ok: %-10s µs a pair: %s" % (m, " ".join("%d:%.3f" % (p["bytes"], p["pair_us"]) for p in pts[m])))
+assert o["torch"] == {"measured": False, "skipped": "--no-torch"}, o["torch"]
+sys.exit(1 if bad else 0)
+PY
+
+# the description, with PyTorch's allocators when torch imports
+t0=$(date +%s)
+"$pt" calibrate --repeat 3 --python "$py" -o "$tmp/c.gpu" 2>"$tmp/err" || fail "calibrate: $(tail -3 "$tmp/err")"
+echo "calibrate with torch: $(($(date +%s) - t0)) s"
+cat "$tmp/err"
+python3 - "$tmp/c.gpu" "$torch" <<'PY' || fail "calibrate: the description's lines"
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+torch = sys.argv[2] == "1"
+sizes = [512, 65536, 1048576, 8388608, 67108864, 536870912]
+bad = 0
+def points(words):
+    return [(int(b), float(u)) for b, u in (w.split(":") for w in words)]
+bk = {l.split()[1]: l.split()[2:] for l in lines if l.startswith("bookkeeping_us ") and len(l.split()) > 2}
+for m in ["caching", "expandable", "async_pool", "stitch"]:
+    p = points(bk.get(m, []))
+    if [b for b, _ in p] != sizes or not all(0 < u < 50 for _, u in p):
+        print("FAIL: bookkeeping_us %s: %s" % (m, p)); bad += 1
+if bk.get("direct") != ["0"]:
+    print("FAIL: bookkeeping_us direct: %s" % bk.get("direct")); bad += 1
+if sum(l.startswith("bookkeeping_us ") and l.split()[1] in bk for l in lines) != 5:
+    print("FAIL: more than one bookkeeping_us line a mechanism (the base's are not commented out)"); bad += 1
+for l in lines:
+    if "WARNING" in l:
+        print("FAIL: " + l); bad += 1
+tp = {l.split()[1]: points(l.split()[2:]) for l in lines if l.startswith("torch_pair_us ")}
+if torch:
+    for b in ["native", "expandable", "cudaMallocAsync"]:
+        p = tp.get(b, [])
+        if [s for s, _ in p] != sizes or not all(0 < u < 1000 for _, u in p):
+            print("FAIL: torch_pair_us %s: %s" % (b, p)); bad += 1
+        else:
+            print("ok: torch %-15s µs a pair: %s" % (b, " ".join("%d:%.3f" % x for x in p)))
+    how = [l for l in lines if l.startswith("# measured from")]
+    if not how:
+        print("FAIL: no comment saying how PyTorch's pairs were measured"); bad += 1
+    else:
+        print("ok: " + how[0][2:])
+elif tp or not any(l.startswith("# PyTorch's allocators: not measured") for l in lines):
+    print("FAIL: torch does not import, yet the description does not say it was not measured"); bad += 1
+sys.exit(1 if bad else 0)
+PY
+"$pt" sim --trace "$top_srcdir/traces/llm_decode.pickle.gz" --policy pytorch_native --gpu "$tmp/c.gpu" >/dev/null 2>"$tmp/err" ||
+  fail "the calibrated description does not load (the parser must take bookkeeping_us MECH SIZE:US and torch_pair_us lines): $(cat "$tmp/err")"
+
+[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "all calibrate checks passed"
