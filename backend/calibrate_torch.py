@@ -85,6 +85,14 @@ def python_pairs_us(torch, size, n):
     return (time.perf_counter() - t0) / n * 1e6
 
 
+def allocator_backend(torch):
+    """What torch says its CUDA allocator is ("native", "cudaMallocAsync", a pluggable one's name), or None."""
+    try:
+        return torch.cuda.get_allocator_backend()
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def expandable_segments(torch):
     """Whether the allocator's segments are expandable, as its snapshot says (None when it cannot say)."""
     try:
@@ -116,7 +124,7 @@ def measure(mode, sizes=None, batches=5, pairs=2000, build_dir=None):
            "torch": torch.__version__,
            "device": torch.cuda.get_device_name(0),
            "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF"),
-           "allocator_backend": torch.cuda.get_allocator_backend(),
+           "allocator_backend": allocator_backend(torch),
            "batches": batches, "pairs": pairs, "us_per_pair": {}}
     enabled = gc.isenabled()
     gc.disable()
