@@ -361,7 +361,9 @@ int pt_torchcal_run(const pt_torchcal_cfg *cfg, pt_cal_torch *t, pt_err *err) {
   if (rc < 0) return rc;
   pt_torchcal_cfg c = *cfg;
   c.build_dir = t->build_dir;
-  if (c.noisy) fprintf(stderr, "torch %s on %s; the C++ extension (in %s): ", t->version, t->device, t->build_dir);
+  if (c.noisy)
+    fprintf(stderr, "torch %s on %s; the C++ extension (in %s; about a minute the first time): ", t->version, t->device,
+            t->build_dir);
   const char *const build_args[] = {"build", "--build-dir", c.build_dir, NULL};
   pt_jr_doc *doc;
   pt_err e = {{0}};

@@ -102,7 +102,7 @@ for b in bad:
     print("FAIL: " + b)
 sys.exit(1 if bad else 0)
 PY
-grep -q '^calibrating PyTorch.s allocators through .*torch 2.11.0 on Fake GPU; the C++ extension (in .*/ext): ready' "$tmp/err" ||
+grep -q '^calibrating PyTorch.s allocators through .*torch 2.11.0 on Fake GPU; the C++ extension (in .*/ext; about a minute the first time): ready' "$tmp/err" ||
   fail "calibrate's progress: $(cat "$tmp/err")"
 # the rest of the description loads; the new lines load once the parser takes them
 grep -v -e '^bookkeeping_us [a-z_]* [0-9]*:' -e '^torch_pair_us ' "$tmp/c.gpu" >"$tmp/rest.gpu"
