@@ -220,7 +220,10 @@ static int time_mech(const pt_alloc_backend *be, const pt_mech_ops *m, const pt_
   pt_mech_env env = {.dev = &books, .counters = &counters, .params = &params, .hooks = &hooks,
                      .allocated = &allocated, .fault = &fault, .err = merr};
   if ((rc = pt_mech_create(m, &env, &st)) < 0) goto out;
-  if ((rc = m->alloc(st, 512, 0, &resident)) < 0) goto out; /* memory a program holds all along */
+  if ((rc = m->alloc(st, 512, 0, &resident)) < 0) { /* memory a program holds all along */
+    pt_err_prefix(merr, rc, "%s: the block held", m->name);
+    goto out;
+  }
   have_resident = 1;
   allocated = 512;
   for (size_t s = 0; s < plan->nsizes; s++) {
@@ -276,6 +279,10 @@ int pt_calibrate_mechs(const pt_alloc_backend *be, const pt_cal_plan *plan, int 
     if (noisy) fprintf(stderr, " %s", cal_mechs[i]->name);
     if ((rc = time_mech(be, cal_mechs[i], plan, &out[i], &merr)) < 0)
       pt_err_set(err, rc, "calibrate: %s", merr.msg[0] ? merr.msg : pt_strerror(rc));
+    for (size_t k = 0; noisy && i > 0 && k < out[i].n; k++) /* direct calls the driver by nature */
+      if (out[i].at[k].driver_calls)
+        fprintf(stderr, " (WARNING: %llu driver calls in its timed pairs at %llu bytes)",
+                (unsigned long long)out[i].at[k].driver_calls, (unsigned long long)out[i].at[k].bytes);
   }
   if (noisy) fputc('\n', stderr);
   return rc;
