@@ -96,20 +96,68 @@ static int cloexec_pipe(int p[2]) {
   return 0;
 }
 
+extern char **environ;
+
+/* What child_env made: the strings past the first `copied` (which are environ's), and the array. */
+static void free_env(char **env, size_t copied) {
+  for (size_t i = copied; env[i]; i++) free(env[i]);
+  free(env);
+}
+
+/* The children's environment: this one's, with the allocator's variables, PAGETUNE_DISABLE and
+   TORCH_EXTENSIONS_DIR as torchcal.h says; NULL when out of memory.  Made before fork, so that the child
+   only assigns it (the driver's threads may hold locks the child cannot take). */
+static char **child_env(const pt_torchcal_cfg *c, const char *conf, size_t *copied /* OUT */) {
+  static const char *const ours[] = {"PYTORCH_CUDA_ALLOC_CONF=", "PYTORCH_ALLOC_CONF=", "PAGETUNE_DISABLE=",
+                                     "TORCH_EXTENSIONS_DIR="};
+  size_t n = 0, k = 0;
+  while (environ[n]) n++;
+  char **env = calloc(n + 4, sizeof *env);
+  if (!env) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    int mine = 0;
+    for (size_t j = 0; j < sizeof ours / sizeof ours[0]; j++) mine |= !strncmp(environ[i], ours[j], strlen(ours[j]));
+    if (!mine) env[k++] = environ[i];
+  }
+  *copied = k; /* env[k..] are this function's own */
+  const char *vals[3][2] = {{"PYTORCH_CUDA_ALLOC_CONF=", conf}, {"PAGETUNE_DISABLE=", "1"},
+                            {"TORCH_EXTENSIONS_DIR=", c->build_dir}};
+  for (size_t j = 0; j < 3; j++) {
+    if (!vals[j][1]) continue;
+    size_t len = strlen(vals[j][0]) + strlen(vals[j][1]) + 1;
+    char *v = malloc(len);
+    if (!v) {
+      env[k] = NULL;
+      free_env(env, *copied);
+      return NULL;
+    }
+    snprintf(v, len, "%s%s", vals[j][0], vals[j][1]);
+    env[k++] = v;
+  }
+  env[k] = NULL;
+  return env;
+}
+
+static void say(const char *s) {
+  ssize_t r = write(2, s, strlen(s));
+  (void)r;
+}
+
 /* In the child: its own process group, the pipes as stdout and stderr, the environment, the program. */
-static void child(const pt_torchcal_cfg *c, const char *conf, char *const *argv, int out, int err) {
+static void child(char **env, char *const *argv, int out, int err) {
   setpgid(0, 0);
   int null = open("/dev/null", O_RDONLY);
   if (null >= 0) dup2(null, 0);
   dup2(out, 1);
   dup2(err, 2);
-  if (conf) setenv("PYTORCH_CUDA_ALLOC_CONF", conf, 1);
-  else unsetenv("PYTORCH_CUDA_ALLOC_CONF");
-  unsetenv("PYTORCH_ALLOC_CONF");
-  setenv("PAGETUNE_DISABLE", "1", 1);
-  if (c->build_dir) setenv("TORCH_EXTENSIONS_DIR", c->build_dir, 1);
+  environ = env;
   execvp(argv[0], argv);
-  dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
+  int e = errno;
+  say("cannot run ");
+  say(argv[0]);
+  say(": ");
+  say(strerror(e));
+  say("\n");
   _exit(127);
 }
 
@@ -205,10 +253,17 @@ int pt_torchcal_exec(const pt_torchcal_cfg *c, const char *conf, const char *con
     close(op[0]), close(op[1]);
     return pt_err_set(err, PT_EIO, "%s: cannot make a pipe: %s", who, strerror(e));
   }
+  size_t copied;
+  char **env = child_env(c, conf, &copied);
+  if (!env) {
+    close(op[0]), close(op[1]), close(ep[0]), close(ep[1]);
+    return pt_err_set(err, PT_ENOMEM, "%s: out of memory", who);
+  }
   fflush(NULL); /* nothing buffered here is written twice */
   pid_t pid = fork();
-  if (pid == 0) child(c, conf, argv, op[1], ep[1]);
+  if (pid == 0) child(env, argv, op[1], ep[1]);
   int fork_errno = errno;
+  free_env(env, copied);
   close(op[1]);
   close(ep[1]);
   if (pid < 0) {
