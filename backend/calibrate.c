@@ -159,7 +159,8 @@ int pt_calibrate(pt_driver *d, unsigned reps, int noisy, pt_cost_points points[P
 
 /* ---- the mechanisms' own work: a cached allocate + free pair ------------- */
 
-#define WARM_PAIRS 20            /* after the first pair of a size, untimed */
+#define WARM_PAIRS 20            /* after the first pair of a size, untimed, in rounds of these ... */
+#define WARM_US 5000.0           /* ... until this long has passed (the clock and the caches settle) */
 #define MIN_PAIRS 10             /* a batch has at least these */
 #define BATCH_BUDGET_US 20000.0  /* a batch of slow pairs (direct's cudaMalloc + cudaFree) is cut to about this */
 
@@ -229,8 +230,12 @@ static int time_mech(const pt_alloc_backend *be, const pt_mech_ops *m, const pt_
   for (size_t s = 0; s < plan->nsizes; s++) {
     pt_cal_point *p = &out->at[s];
     uint64_t bytes = plan->sizes[s];
-    double warm = 0;
-    if ((rc = pairs(m, st, bytes, 1, &fault, NULL)) < 0 || (rc = pairs(m, st, bytes, WARM_PAIRS, &fault, &warm)) < 0) {
+    double warm = 0, warm_t0 = pt_clock_s();
+    rc = pairs(m, st, bytes, 1, &fault, NULL);
+    while (rc == 0 && (rc = pairs(m, st, bytes, WARM_PAIRS, &fault, &warm)) == 0 &&
+           (pt_clock_s() - warm_t0) * 1e6 < WARM_US) {
+    }
+    if (rc < 0) {
       pt_err_prefix(merr, rc, "%s at %llu bytes", m->name, (unsigned long long)bytes);
       goto out;
     }

@@ -74,7 +74,7 @@ typedef struct pt_cal_series {
 
 /*
  * Each mechanism with its default parameters on a device that be opens
- * afresh for it (ordinal 0): for each size, a first pair and warm-up pairs
+ * afresh for it (ordinal 0): for each size, a first pair and 5 ms of warm-up pairs
  * (which may call the driver), then the timed batches.  One 512 B block
  * stays allocated meanwhile, as a program always holds some memory: without
  * it async_pool, at its default release threshold of 0, trims its pool at

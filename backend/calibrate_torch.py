@@ -15,7 +15,7 @@ Each prints one JSON object, the last line of its standard output, and exits 0; 
 
 measure's pair: from C++ ("cpp"), c10::cuda::CUDACachingAllocator::raw_alloc + raw_delete of the current
 allocator in a torch.utils.cpp_extension module built once into DIR and loaded from there after; from
-Python, torch.empty(size, dtype=torch.uint8, device="cuda") + del.  For each size: a first pair and 20
+Python, torch.empty(size, dtype=torch.uint8, device="cuda") + del.  For each size: a first pair and 5 ms of
 warm-up pairs, then `batches` batches of `pairs` pairs back to back, garbage collection off; each batch's
 mean µs a pair, and the median, least and most of those ("us_per_pair").
 """
@@ -27,7 +27,8 @@ import sys
 import time
 
 EXT_NAME = "pagetune_calibrate_pairs"
-WARM_PAIRS = 20
+WARM_PAIRS = 20  # warm-up pairs in rounds of these, until WARM_S has passed
+WARM_S = 0.005
 DEFAULT_SIZES = [512, 64 << 10, 1 << 20, 8 << 20, 64 << 20, 512 << 20]
 
 CPP_SOURCE = r"""
@@ -131,7 +132,11 @@ def measure(mode, sizes=None, batches=5, pairs=2000, build_dir=None):
     try:
         for size in sizes:
             pair(size, 1)
-            pair(size, WARM_PAIRS)
+            t0 = time.perf_counter()
+            while True:
+                pair(size, WARM_PAIRS)
+                if time.perf_counter() - t0 >= WARM_S:
+                    break
             reps = sorted(pair(size, pairs) for _ in range(batches))
             k = len(reps)
             median = reps[k // 2] if k % 2 else (reps[k // 2 - 1] + reps[k // 2]) / 2

@@ -203,7 +203,7 @@ static pt_cal_series series(const char *name, const char *from, size_t n, const 
   pt_cal_series s = {.n = n};
   snprintf(s.name, sizeof s.name, "%s", name);
   snprintf(s.from, sizeof s.from, "%s", from);
-  memcpy(s.at, at, n * sizeof *at);
+  if (n) memcpy(s.at, at, n * sizeof *at);
   return s;
 }
 
