@@ -18,7 +18,7 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # two caching runs and one direct run: malloc at 2 MiB in both caching runs (means pooled),
 # own work by request size class
 cat >"$tmp/r.jsonl" <<'J'
-{"gpu_mechanism_replay":{"mechanism":"caching","measured_costs":{"calls":{"malloc":[[2,4194304,60.0]],"free":[[1,2097152,40.0]]},"requests":[[100,51200,20.0],[10,20971520,3.0]],"failed_calls_us":0}}}
+{"gpu_mechanism_replay":{"mechanism":"caching","measured_costs":{"calls":{"malloc":[[2,4194304,60.0]],"free":[[1,2097152,40.0]]},"requests":[[100,51200,20.0],[10,20971520,3.0]],"requests_with_calls":[[10,20971520,4.0]],"failed_calls_us":0}}}
 {"gpu_mechanism_replay":{"mechanism":"caching","measured_costs":{"calls":{"malloc":[[2,4194304,100.0]]},"requests":[[100,51200,30.0]],"failed_calls_us":0}}}
 J
 cat >"$tmp/d.json" <<'J'
@@ -34,6 +34,10 @@ grep -q '^cost free 2097152:40.0000$' "$tmp/f.gpu" || fail "free points: $(grep 
 # caching: 200 requests of 512 B in 50 us -> 512:0.25; 10 of 2 MiB in 3 us -> 2097152:0.3
 grep -q '^bookkeeping_us caching 512:0.2500 2097152:0.3000$' "$tmp/f.gpu" || fail "caching: $(grep '^bookkeeping_us caching' "$tmp/f.gpu")"
 grep -q '^bookkeeping_us direct 512:0.0010$' "$tmp/f.gpu" || fail "direct: $(grep '^bookkeeping_us direct' "$tmp/f.gpu")"
+# requests that made calls apart: caching's run 1 had 10 of 2 MiB in 4 us -> 2097152:0.4; direct had none apart,
+# so its plain points serve both
+grep -q '^bookkeeping_call_us caching 2097152:0.4000$' "$tmp/f.gpu" || fail "caching with calls: $(grep '^bookkeeping_call_us caching' "$tmp/f.gpu")"
+grep -q '^bookkeeping_call_us direct 512:0.0010$' "$tmp/f.gpu" || fail "direct with calls: $(grep '^bookkeeping_call_us direct' "$tmp/f.gpu")"
 # kept from the base: the TLB lines, the calls not measured, the other mechanisms' bookkeeping
 for k in '^l2_tlb ' '^cost mem_create ' '^bookkeeping_us stitch ' '^mmu v3'; do
   grep -q "$k" "$tmp/f.gpu" || fail "lost from the base: $k"

@@ -363,7 +363,7 @@ static void test_timed_and_fed(void) {
         counted += got.call_sizes->calls[c][k];
         CU_ASSERT(got.call_times->us[c][k] >= 0);
       }
-    for (int k = 0; k < PT_SIZE_CLASSES; k++) own += got.own_us[k];
+    for (int k = 0; k < PT_SIZE_CLASSES; k++) own += got.own_us[k] + got.own_call_us[k];
     for (size_t k = 0; k < got.nalloc_us; k++) req += got.alloc_us[k];
     for (size_t k = 0; k < got.nfree_us; k++) req += got.free_us[k];
     CU_ASSERT(counted > 0);

@@ -73,10 +73,11 @@ const pt_cli_table pt_opts_gpu_fit = {
     "real-mechanism replays: each REPLAY.json holds the output of\n"
     "'pagetune replay --mechanism --json' (one object, or one a line).  Every\n"
     "driver call's time by size class and every mechanism's own work per request\n"
-    "or free by size class are summed over the files; each class becomes one\n"
-    "point, its mean (bytes / calls : us / calls), in the cost and bookkeeping_us\n"
-    "lines of the description --gpu names, which are replaced for the calls and\n"
-    "mechanisms measured; the rest of it is kept as it is.  Calibrate on some\n"
+    "or free by size class (those served without a driver call and those that\n"
+    "made one apart) are summed over the files; each class becomes one point,\n"
+    "its mean (bytes / calls : us / calls), in the cost, bookkeeping_us and\n"
+    "bookkeeping_call_us lines of the description --gpu names, which are\n"
+    "replaced for the calls and mechanisms measured; the rest is kept as it is.  Calibrate on some\n"
     "traces, predict others with 'pagetune sim --gpu FILE'.  Needs no GPU.\n",
     fit_opts, sizeof(fit_args), &fit_defaults, 4096};
 
@@ -103,12 +104,15 @@ static int fit_add(pt_cost_fit *f, const pt_jr_val *o, const char *path, pt_err 
       rc = pt_cost_fit_call(f, c, (uint64_t)n, (uint64_t)b, us, err);
     }
   }
-  for (size_t j = 0; rc == 0 && j < pt_jr_len(req); j++) {
-    const pt_jr_val *p = pt_jr_index(req, j);
-    double n = pt_jr_number(pt_jr_index(p, 0)), b = pt_jr_number(pt_jr_index(p, 1)), us = pt_jr_number(pt_jr_index(p, 2));
-    if (pt_jr_len(p) != 3 || !(n >= 1) || !(b >= 0) || n > 1e18 || b > 1.8e19 || us != us)
-      return pt_err_set(err, PT_EFORMAT, "%s: requests: a point is [requests, bytes, us]", path);
-    rc = pt_cost_fit_requests(f, mech, (uint64_t)n, (uint64_t)b, us > 0 ? us : 0, err);
+  for (int with = 0; with < 2; with++) {
+    if (with) req = pt_jr_get(mc, "requests_with_calls");
+    for (size_t j = 0; rc == 0 && j < pt_jr_len(req); j++) {
+      const pt_jr_val *p = pt_jr_index(req, j);
+      double n = pt_jr_number(pt_jr_index(p, 0)), b = pt_jr_number(pt_jr_index(p, 1)), us = pt_jr_number(pt_jr_index(p, 2));
+      if (pt_jr_len(p) != 3 || !(n >= 1) || !(b >= 0) || n > 1e18 || b > 1.8e19 || us != us)
+        return pt_err_set(err, PT_EFORMAT, "%s: requests: a point is [requests, bytes, us]", path);
+      rc = pt_cost_fit_requests(f, mech, with, (uint64_t)n, (uint64_t)b, us > 0 ? us : 0, err);
+    }
   }
   if (rc == 0) f->runs++;
   return rc < 0 ? pt_err_prefix(err, rc, "%s", path) : 0;

@@ -123,10 +123,10 @@ const pt_cli_table pt_opts_replay = {
     "own work (measured_costs in --json: what 'pagetune gpu fit' reads); peak\n"
     "reserved and the driver calls come from the same books as the model's; free\n"
     "GPU memory is read before and after, and what the run took must come back.\n"
-    "Then one untimed check pass polls cuMemGetInfo after every allocation (the\n"
-    "driver's own view of the peak) and logs the addresses the GPU returned; the\n"
-    "model is run again fed those addresses, and its driver-call counts and peak\n"
-    "are compared with the GPU's.  Segments alive when the trace began are made\n"
+    "Then one untimed check pass polls cuMemGetInfo whenever reserved bytes\n"
+    "change (the driver's own view of the peak) and logs the addresses the GPU\n"
+    "returned; the model is run again fed those addresses, and its driver-call\n"
+    "counts and peak are compared with the GPU's.  Segments alive when the trace began are made\n"
     "first, untimed (VMM reservations asked at the recorded addresses; addresses\n"
     "translated where the driver put them elsewhere); refused: expandable\n"
     "segments alive at the start under the expandable mechanism.  A request the\n"
@@ -300,13 +300,17 @@ static void print_measured_costs(const pt_sim_result *r) {
     }
     if (*inner) putchar(']');
   }
-  fputs("},\"requests\":[", stdout);
-  sep = "";
-  for (int k = 0; k < PT_SIZE_CLASSES; k++)
-    if (r->req_calls[k]) {
-      printf("%s[%" PRIu64 ",%" PRIu64 ",%.4f]", sep, r->req_calls[k], r->req_bytes[k], r->own_us[k]);
-      sep = ",";
-    }
+  for (int with = 0; with < 2; with++) { /* requests served without a driver call, then with */
+    printf("%s\"%s\":[", with ? "]," : "},", with ? "requests_with_calls" : "requests");
+    const uint64_t *n = with ? r->req.n_call : r->req.n, *b = with ? r->req.bytes_call : r->req.bytes;
+    const double *us = with ? r->own_call_us : r->own_us;
+    sep = "";
+    for (int k = 0; k < PT_SIZE_CLASSES; k++)
+      if (n[k]) {
+        printf("%s[%" PRIu64 ",%" PRIu64 ",%.4f]", sep, n[k], b[k], us[k]);
+        sep = ",";
+      }
+  }
   printf("],\"failed_calls_us\":%.4f}", r->call_times->failed_us);
 }
 
@@ -326,6 +330,8 @@ static int check_pass(pt_driver *d, sim_run *s, mcheck *k, pt_err *err) {
   if (rc == 0) rc = pt_mreplay_hints(&log, &mh, &nm, &vh, &nv, err);
   if (rc == 0) {
     pt_sim_config fed = s->cfg;
+    fed.gpu = NULL; /* calls and bytes only: page tables cannot hold the driver's sub-allocated small blocks */
+    fed.tlb = 0;
     fed.given_addresses = 1;
     fed.malloc_hints = mh;
     fed.nmalloc_hints = nm;
@@ -388,7 +394,7 @@ static int replay_mechanism(sim_run *s, pt_err *err) {
   if (rc == 0 && k->mr.mismatches)
     rc = pt_err_set(err, PT_EIO, "%s: --touch: block at 0x%" PRIx64 " (%" PRIu64 " bytes) read back another's pattern (%" PRIu64 " bad words in the run)",
                     a->trace, k->mr.first_bad_addr, k->mr.first_bad_bytes, k->mr.mismatches);
-  if (done && !a->json) fputc('\n', stderr);
+  if (!a->json) fputc('\n', stderr); /* the progress line ended, before any error */
   pt_cudadev_close(ballast);
   pt_driver_close(d);
   if (rc == 0) {
@@ -424,6 +430,9 @@ static int replay_mechanism(sim_run *s, pt_err *err) {
                repeat, r->nalloc_us, al[0], al[1], al[2], fr[0], fr[1], fr[2], total[best], s->r.predicted_alloc_us,
                r->peak_reserved_bytes, s->r.peak_reserved_bytes, m->free_before, m->free_after, k->mr.touched,
                k->mr.checked, k->mr.mismatches);
+        fputs("\"measured_total_us_runs\":[", stdout); /* every timed run's total, for the spread */
+        for (unsigned long i = 1; i <= repeat; i++) printf("%s%.3f", i > 1 ? "," : "", total[i]);
+        fputs("],", stdout);
         print_calls_json("driver_calls", r->driver_calls);
         putchar(',');
         print_measured_costs(r);

@@ -15,15 +15,17 @@ typedef struct observer {
 /* The block's pattern: its allocation id, mixed so that neighbours differ in every byte. */
 static uint32_t pattern(uint64_t id) { return (uint32_t)((id + 1) * 2654435761u) | 1u; }
 
+/* The driver's view after reserved bytes changed (a failed poll is not the run's failure: it stays 0 then). */
+static void on_reserved(void *ctx, uint64_t reserved) {
+  observer *ob = ctx;
+  uint64_t f, t;
+  (void)reserved;
+  if (pt_cudadev_mem_info(ob->c, &f, &t) == 0 && f < ob->out->free_before && ob->out->free_before - f > ob->out->driver_peak_used)
+    ob->out->driver_peak_used = ob->out->free_before - f;
+}
+
 static int on_alloc(void *ctx, uint64_t addr, uint64_t bytes, uint64_t id) {
   observer *ob = ctx;
-  if (ob->o->poll) {
-    uint64_t f, t;
-    int rc = pt_cudadev_mem_info(ob->c, &f, &t);
-    if (rc < 0) return rc;
-    if (f < ob->out->free_before && ob->out->free_before - f > ob->out->driver_peak_used)
-      ob->out->driver_peak_used = ob->out->free_before - f;
-  }
   if (!ob->o->touch || bytes < 4) return 0;
   ob->out->touched++;
   return pt_cudadev_fill(ob->c, addr, bytes / 4, pattern(id));
@@ -82,6 +84,7 @@ int pt_mreplay_run(pt_driver *d, const pt_trace_data *t, const pt_sim_config *cf
     run.on_free = on_free;
     run.observer_ctx = &ob;
   }
+  if (o->poll) run.on_reserved = on_reserved;
   rc = pt_sim_run(t, &run, err, r);
   pt_cudadev_close(c); /* after the engine gave everything back; leftover reservations go here */
   pt_cudadev *c2;

@@ -135,6 +135,7 @@ typedef struct pt_device {
   uint64_t capacity;                 /* 0: no cap */
   uint64_t reserved, peak_reserved;  /* physical bytes held: segments + created handles */
   uint64_t calls[PT_DRV_NCALLS];
+  uint64_t ncalls;                   /* every call counted, of every kind */
   uint64_t call_bytes[PT_DRV_NCALLS];/* bytes passed to each kind of call, summed */
   pt_call_sizes sizes;               /* the same by size class, and cuMemSetAccess by handle */
   uint64_t segments_allocated;       /* cudaMalloc calls + cuMemCreate calls */
@@ -224,6 +225,7 @@ static inline void pt_dev_cost_at(pt_device *d, enum pt_drv_call c, uint64_t byt
 
 static inline void pt_dev_count_only(pt_device *d, enum pt_drv_call c, uint64_t va, uint64_t bytes, uint64_t handle) {
   d->calls[c]++;
+  d->ncalls++;
   d->call_bytes[c] += bytes;
   pt_dev_log_call(d, (int)c, va, bytes, handle);
 }

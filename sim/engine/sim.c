@@ -134,17 +134,20 @@ typedef struct run {
 } run;
 
 /* A request on a given device, timed; the observer sees the block outside the timing. */
-/* A request's time (µs, from t0) and the allocator's own part of it (less the driver calls since calls0). */
-static float live_took(run *r, double t0, double calls0, uint64_t bytes) {
+/* A request's time (µs, from t0) and the allocator's own part of it (less the driver calls since calls0),
+   kept by whether it made driver calls (the books' count was n0 before it). */
+static float live_took(run *r, double t0, double calls0, uint64_t n0, uint64_t bytes) {
   double us = (pt_clock_s() - t0) * 1e6;
-  r->out->own_us[63 - __builtin_clzll(bytes | 1)] += us - (r->out->call_times->total_us - calls0);
+  int k = 63 - __builtin_clzll(bytes | 1);
+  (r->dev.ncalls != n0 ? r->out->own_call_us : r->out->own_us)[k] += us - (r->out->call_times->total_us - calls0);
   return (float)us;
 }
 
 static int live_alloc(run *r, const pt_mech_ops *m, void *st, uint64_t bytes, uint64_t stream, uint64_t id, uint64_t *h) {
+  uint64_t n0 = r->dev.ncalls;
   double calls0 = r->out->call_times->total_us, t0 = pt_clock_s();
   int rc = m->alloc(st, bytes, stream, h);
-  r->out->alloc_us[r->out->nalloc_us++] = live_took(r, t0, calls0, bytes);
+  r->out->alloc_us[r->out->nalloc_us++] = live_took(r, t0, calls0, n0, bytes);
   if (rc == 0 && r->live->on_alloc) rc = r->live->on_alloc(r->live->observer_ctx, m->addr_of(st, *h), bytes, id);
   return rc;
 }
@@ -152,15 +155,17 @@ static int live_alloc(run *r, const pt_mech_ops *m, void *st, uint64_t bytes, ui
 static int live_free(run *r, const pt_mech_ops *m, void *st, uint64_t h, uint64_t bytes, uint64_t id) {
   int rc = r->live->on_free ? r->live->on_free(r->live->observer_ctx, m->addr_of(st, h), bytes, id) : 0;
   if (rc < 0) return rc;
+  uint64_t n0 = r->dev.ncalls;
   double calls0 = r->out->call_times->total_us, t0 = pt_clock_s();
   rc = m->free(st, h);
-  r->out->free_us[r->out->nfree_us++] = live_took(r, t0, calls0, bytes);
+  r->out->free_us[r->out->nfree_us++] = live_took(r, t0, calls0, n0, bytes);
   return rc;
 }
 
 static void on_reserved_change(void *ctx) {
   run *r = ctx;
   if (r->dev.reserved > r->win_reserved) r->win_reserved = r->dev.reserved;
+  if (__builtin_expect(r->live != NULL, 0) && r->live->on_reserved) r->live->on_reserved(r->live->observer_ctx, r->dev.reserved);
 }
 
 static int close_window(run *r, uint64_t event, int64_t time_us) {
@@ -247,10 +252,16 @@ static inline void touch(run *r, const pt_mech_ops *m, void *st, uint64_t handle
   if (r->tlb && !r->recorded_accesses) touch_at(r, m, st, handle, 0, bytes);
 }
 
-static inline void count_request(pt_sim_result *out, uint64_t bytes) {
+/* A request or free of bytes, served with or without driver calls (the books' count was n0 before it). */
+static inline void count_request(pt_sim_result *out, const run *r, uint64_t n0, uint64_t bytes) {
   int k = 63 - __builtin_clzll(bytes | 1);
-  out->req_calls[k]++;
-  out->req_bytes[k] += bytes;
+  if (r->dev.ncalls != n0) {
+    out->req.n_call[k]++;
+    out->req.bytes_call[k] += bytes;
+  } else {
+    out->req.n[k]++;
+    out->req.bytes[k] += bytes;
+  }
 }
 
 static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r, pt_sim_result *out, pt_err *err) {
@@ -259,11 +270,11 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
   for (size_t i = 0; i < t->n; i++) {
     const pt_event *e = &t->ev[i];
     if (e->kind == PT_EV_ALLOC) {
-      uint64_t h;
+      uint64_t h, n0 = r->dev.ncalls;
       out->allocs++;
-      count_request(out, e->bytes);
       rc = __builtin_expect(r->live != NULL, 0) ? live_alloc(r, m, st, e->bytes, e->stream, e->id, &h)
                                                  : m->alloc(st, e->bytes, e->stream, &h);
+      count_request(out, r, n0, e->bytes);
       if (rc == PT_EOOM && r->stop_at_oom) {
         return pt_err_set(err, PT_EOOM, "%s: request %zu (%" PRIu64 " bytes): out of GPU memory", t->path, i, e->bytes);
       } else if (rc == PT_EOOM) {
@@ -293,9 +304,10 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
       out->frees++;
       uint64_t *h = &r->handles[e->id];
       if (*h != FAILED) {
-        count_request(out, e->bytes);
+        uint64_t n0 = r->dev.ncalls;
         touch(r, m, st, *h, e->bytes);
         rc = __builtin_expect(r->live != NULL, 0) ? live_free(r, m, st, *h, e->bytes, e->id) : m->free(st, *h);
+        count_request(out, r, n0, e->bytes);
         if (rc < 0) return pt_err_prefix(err, rc, "%s: record %zu (free)", t->path, i);
         r->allocated -= e->bytes;
       }
@@ -424,8 +436,9 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
       out->mmu = cfg->gpu->mmu;
     }
     pt_cost_model cost = cfg->gpu->cost;
-    cost.bookkeeping = *pt_gpu_bookkeeping(cfg->gpu, cfg->mech->name);
-    out->predicted_alloc_us = pt_cost_alloc_us(&cost, &r.dev.sizes, out->req_calls, out->req_bytes);
+    cost.bookkeeping = *pt_gpu_bookkeeping(cfg->gpu, cfg->mech->name, 0);
+    cost.bookkeeping_call = *pt_gpu_bookkeeping(cfg->gpu, cfg->mech->name, 1);
+    out->predicted_alloc_us = pt_cost_alloc_us(&cost, &r.dev.sizes, &out->req);
     for (int k = 0; k < PT_DRV_NCALLS; k++)
       out->predicted_call_us[k] = pt_cost_calls_us(&cost.call[k], r.dev.sizes.calls[k], r.dev.sizes.bytes[k]);
     out->gpu_note = cfg->gpu->note;

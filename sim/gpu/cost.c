@@ -48,9 +48,9 @@ pt_cost_line pt_cost_constant(double us) {
   return l;
 }
 
-double pt_cost_alloc_us(const pt_cost_model *m, const pt_call_sizes *sizes, const uint64_t req_calls[PT_SIZE_CLASSES],
-                        const uint64_t req_bytes[PT_SIZE_CLASSES]) {
-  double t = pt_cost_calls_us(&m->bookkeeping, req_calls, req_bytes);
+double pt_cost_alloc_us(const pt_cost_model *m, const pt_call_sizes *sizes, const pt_req_sizes *req) {
+  const pt_cost_line *with_calls = m->bookkeeping_call.n ? &m->bookkeeping_call : &m->bookkeeping;
+  double t = pt_cost_calls_us(&m->bookkeeping, req->n, req->bytes) + pt_cost_calls_us(with_calls, req->n_call, req->bytes_call);
   for (int i = 0; i < PT_DRV_NCALLS; i++) t += pt_cost_calls_us(&m->call[i], sizes->calls[i], sizes->bytes[i]);
   return t;
 }

@@ -43,8 +43,16 @@ typedef struct pt_cost_line {
  */
 typedef struct pt_cost_model {
   pt_cost_line call[PT_DRV_NCALLS];
-  pt_cost_line bookkeeping;  /* µs per request or free, by the request's size */
+  pt_cost_line bookkeeping;       /* µs per request or free, by the request's size */
+  pt_cost_line bookkeeping_call;  /* the same for a request that made driver calls (n = 0: as bookkeeping) */
 } pt_cost_model;
+
+/* Requests and frees by size class (as pt_call_sizes): those served without a driver call, and those that
+   made one or more (a segment carved, merged or given back costs the allocator more work too). */
+typedef struct pt_req_sizes {
+  uint64_t n[PT_SIZE_CLASSES], bytes[PT_SIZE_CLASSES];
+  uint64_t n_call[PT_SIZE_CLASSES], bytes_call[PT_SIZE_CLASSES];
+} pt_req_sizes;
 
 /* The piecewise-linear line through the points, sorted by size (nothing is fitted: it passes through
  * every point): 0, or PT_EFORMAT for a time <= 0, a negative size or one size twice. */
@@ -56,8 +64,7 @@ double pt_cost_calls_us(const pt_cost_line *l, const uint64_t calls[PT_SIZE_CLAS
 /* A constant: one point (no points for 0). */
 pt_cost_line pt_cost_constant(double us);
 /* Predicted allocator time, µs: every driver call, plus the bookkeeping of each request and free by its
-   size class (requests: the counts and byte sums of the requests and frees by size class). */
-double pt_cost_alloc_us(const pt_cost_model *m, const pt_call_sizes *sizes, const uint64_t req_calls[PT_SIZE_CLASSES],
-                        const uint64_t req_bytes[PT_SIZE_CLASSES]);
+   size class and whether it made driver calls. */
+double pt_cost_alloc_us(const pt_cost_model *m, const pt_call_sizes *sizes, const pt_req_sizes *req);
 
 #endif

@@ -18,7 +18,8 @@ int pt_cost_fit_call(pt_cost_fit *f, int c, uint64_t n, uint64_t bytes, double u
   return 0;
 }
 
-int pt_cost_fit_requests(pt_cost_fit *f, const char *mech, uint64_t n, uint64_t bytes, double us, pt_err *err) {
+int pt_cost_fit_requests(pt_cost_fit *f, const char *mech, int with_calls, uint64_t n, uint64_t bytes, double us,
+                         pt_err *err) {
   if (!n) return pt_err_set(err, PT_EFORMAT, "measured requests need a count > 0");
   int m = 0;
   while (m < f->nmech && strcmp(f->mech[m].name, mech)) m++;
@@ -28,7 +29,7 @@ int pt_cost_fit_requests(pt_cost_fit *f, const char *mech, uint64_t n, uint64_t 
     snprintf(f->mech[m].name, sizeof f->mech[m].name, "%s", mech);
     f->nmech++;
   }
-  pt_fit_sum *s = &f->mech[m].req[class_of(n, bytes)];
+  pt_fit_sum *s = &(with_calls ? f->mech[m].req_call : f->mech[m].req)[class_of(n, bytes)];
   s->n += n;
   s->bytes += bytes;
   s->us += us;
@@ -60,7 +61,7 @@ static int replaced(const pt_cost_fit *f, const char *line) {
   if (!strcmp(key, "cost"))
     for (int c = 0; c < PT_DRV_NCALLS; c++)
       if (!strcmp(what, pt_drv_call_names[c])) return any(f->call[c]);
-  if (!strcmp(key, "bookkeeping_us"))
+  if (!strcmp(key, "bookkeeping_us") || !strcmp(key, "bookkeeping_call_us"))
     for (int m = 0; m < f->nmech; m++)
       if (!strcmp(what, f->mech[m].name)) return 1;
   return 0;
@@ -85,9 +86,13 @@ int pt_cost_fit_write(const pt_cost_fit *f, FILE *in, FILE *out, const char *nam
       write_points(out, f->call[c]);
       fputc('\n', out);
     }
-  for (int m = 0; m < f->nmech; m++) {
+  for (int m = 0; m < f->nmech; m++) { /* a kind of request never seen takes the other's points */
+    const pt_fit_sum *plain = any(f->mech[m].req) ? f->mech[m].req : f->mech[m].req_call;
+    const pt_fit_sum *call = any(f->mech[m].req_call) ? f->mech[m].req_call : f->mech[m].req;
     fprintf(out, "bookkeeping_us %s", f->mech[m].name);
-    write_points(out, f->mech[m].req);
+    write_points(out, plain);
+    fprintf(out, "\nbookkeeping_call_us %s", f->mech[m].name);
+    write_points(out, call);
     fputc('\n', out);
   }
   fprintf(out, "source %s\n", source);

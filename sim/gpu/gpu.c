@@ -35,26 +35,27 @@ static int parse_points(char *text, pt_cost_points *p, const char *path, int lin
   return 0;
 }
 
-/* bookkeeping_us [MECH] US, or bookkeeping_us MECH BYTES:US ... */
-static int parse_bookkeeping(pt_gpu *g, char *rest, const char *path, int lineno, pt_err *err) {
+/* bookkeeping_us [MECH] US, or bookkeeping_us MECH BYTES:US ...; calls: bookkeeping_call_us, the same. */
+static int parse_bookkeeping(pt_gpu *g, char *rest, int calls, const char *path, int lineno, pt_err *err) {
   char *first = strtok(rest, " \t"), *more = strtok(NULL, ""), *end;
-  pt_cost_line *line = &g->cost.bookkeeping;
+  const char *key = calls ? "bookkeeping_call_us" : "bookkeeping_us";
+  pt_cost_line *line = calls ? &g->cost.bookkeeping_call : &g->cost.bookkeeping;
   if (first && more && !strchr(first, ':') && (strtod(first, &end), *end)) { /* a mechanism's own line */
     int i = 0;
     while (i < g->nbookkeeping && strcmp(g->bookkeeping[i].mech, first)) i++;
     if (i == 8 || strlen(first) >= sizeof g->bookkeeping[0].mech)
-      return pt_err_set(err, PT_EFORMAT, "%s:%d: bookkeeping_us: too many mechanisms or too long a name", path, lineno);
+      return pt_err_set(err, PT_EFORMAT, "%s:%d: %s: too many mechanisms or too long a name", path, lineno, key);
     if (i == g->nbookkeeping) g->nbookkeeping++;
     snprintf(g->bookkeeping[i].mech, sizeof g->bookkeeping[i].mech, "%s", first);
-    line = &g->bookkeeping[i].line;
+    line = calls ? &g->bookkeeping[i].call_line : &g->bookkeeping[i].line;
     first = strtok(more, " \t");
     more = strtok(NULL, "");
   }
-  const char *want = "%s:%d: bookkeeping_us wants [MECHANISM] US or MECHANISM BYTES:US ...";
-  if (!first) return pt_err_set(err, PT_EFORMAT, want, path, lineno);
+  const char *want = "%s:%d: %s wants [MECHANISM] US or MECHANISM BYTES:US ...";
+  if (!first) return pt_err_set(err, PT_EFORMAT, want, path, lineno, key);
   if (!strchr(first, ':')) { /* a constant */
     double us = strtod(first, &end);
-    if (*end || more || !(us >= 0) || us > 1e9) return pt_err_set(err, PT_EFORMAT, want, path, lineno);
+    if (*end || more || !(us >= 0) || us > 1e9) return pt_err_set(err, PT_EFORMAT, want, path, lineno, key);
     *line = pt_cost_constant(us);
     return 0;
   }
@@ -99,8 +100,8 @@ static int parse_line(pt_gpu *g, char *line, const char *path, int lineno, pt_er
     double *v = &g->tlb.walk_access_ns;
     if (sscanf(rest, "%lf %c", v, &extra) != 1 || !(*v >= 0) || *v > 1e9)
       return pt_err_set(err, PT_EFORMAT, "%s:%d: %s wants a number >= 0", path, lineno, key);
-  } else if (!strcmp(key, "bookkeeping_us")) {
-    int rc = parse_bookkeeping(g, rest, path, lineno, err);
+  } else if (!strcmp(key, "bookkeeping_us") || !strcmp(key, "bookkeeping_call_us")) {
+    int rc = parse_bookkeeping(g, rest, !strcmp(key, "bookkeeping_call_us"), path, lineno, err);
     if (rc < 0) return rc;
   } else if (!strcmp(key, "cost")) {
     char *call = strtok(rest, " \t");
@@ -169,10 +170,11 @@ int pt_gpu_load(const char *name, pt_err *err, pt_gpu *out) {
   return rc;
 }
 
-const pt_cost_line *pt_gpu_bookkeeping(const pt_gpu *g, const char *mech) {
+const pt_cost_line *pt_gpu_bookkeeping(const pt_gpu *g, const char *mech, int with_calls) {
   for (int i = 0; i < g->nbookkeeping; i++)
-    if (!strcmp(g->bookkeeping[i].mech, mech)) return &g->bookkeeping[i].line;
-  return &g->cost.bookkeeping;
+    if (!strcmp(g->bookkeeping[i].mech, mech))
+      return with_calls && g->bookkeeping[i].call_line.n ? &g->bookkeeping[i].call_line : &g->bookkeeping[i].line;
+  return with_calls && g->cost.bookkeeping_call.n ? &g->cost.bookkeeping_call : &g->cost.bookkeeping;
 }
 
 int pt_gpu_list(char *buf, size_t n) {
