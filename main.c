@@ -32,6 +32,7 @@ static const pt_cli_cmd trace_cmds[] = {
 
 static const pt_cli_cmd gpu_cmds[] = {
     {"info", "describe device 0", pt_cmd_gpu_info, &pt_opts_gpu_info, NULL},
+    {"fit", "a GPU description from costs measured by replay --mechanism", pt_cmd_gpu_fit, &pt_opts_gpu_fit, NULL},
     {0}};
 
 static const pt_cli_cmd commands[] = {
@@ -43,7 +44,7 @@ static const pt_cli_cmd commands[] = {
     {"best", "the best stored run of a trace", pt_cmd_best, &pt_opts_best, NULL},
     {"report", "tables, and an HTML page with timelines and the Pareto plot", pt_cmd_report, &pt_opts_report, NULL},
     {"export", "PYTORCH_CUDA_ALLOC_CONF / Dockerfile ENV / JSON for a run", pt_cmd_export, &pt_opts_export, NULL},
-    {"gpu", "describe the GPU through the CUDA driver (needs one)", NULL, &pt_opts_gpu, gpu_cmds},
+    {"gpu", "describe the GPU (needs one), fit a description to measured costs", NULL, &pt_opts_gpu, gpu_cmds},
     {"calibrate", "measure the driver calls' costs on the GPU: a GPU description", pt_cmd_calibrate,
      &pt_opts_calibrate, NULL},
     {0}};

@@ -41,6 +41,9 @@ int pt_cudadev_open(pt_driver *d, int device, pt_err *err, pt_cudadev **out /* O
 void pt_cudadev_close(pt_cudadev *c);
 /* A user freed memory: the GPU may still use it until the context is synchronised. */
 void pt_cudadev_note_free(pt_cudadev *c);
+/* Take device memory (cuMemAlloc, given back at close) until about leave_free bytes are free: a test of running
+   out of memory for real (pagetune replay --mechanism --leave-free). */
+int pt_cudadev_occupy(pt_cudadev *c, uint64_t leave_free);
 /* Free and total bytes of the device, as cuMemGetInfo says. */
 int pt_cudadev_mem_info(pt_cudadev *c, uint64_t *free_bytes, uint64_t *total_bytes);
 /* words 32-bit words of value at addr (asynchronous, on the default stream); then a read of one word. */

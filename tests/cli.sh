@@ -63,6 +63,11 @@ one_line "nope: no such GPU description"
 expect 2 "sim with replay's --db" -- "$pt" sim --trace "$top_srcdir/traces/varlen_infer.pickle.gz" --policy direct --db "$tmp/x.db"
 expect 2 "replay without a policy" -- "$pt" replay --trace "$top_srcdir/traces/varlen_infer.pickle.gz"
 expect 2 "replay with sim's --tlb" -- "$pt" replay --trace "$top_srcdir/traces/varlen_infer.pickle.gz" --policy direct --tlb
+expect 2 "replay --leave-free without --mechanism" -- "$pt" replay --trace "$top_srcdir/traces/varlen_infer.pickle.gz" --policy direct --leave-free 1G
+expect 2 "replay --touch without --mechanism" -- "$pt" replay --trace "$top_srcdir/traces/varlen_infer.pickle.gz" --policy direct --touch
+"$pt" replay --mechanism --trace "$top_srcdir/traces/randn_loop.pickle.gz" --policy stitch --repeat 1 >"$tmp/out" 2>"$tmp/err"; rc=$?
+if [ $rc -eq 1 ]; then one_line "no GPU"; echo "ok: replay --mechanism without a GPU: one line, exit 1"
+elif [ $rc -ne 0 ]; then echo "FAIL: replay --mechanism exit $rc"; cat "$tmp/err"; fails=$((fails + 1)); fi
 
 # imports: good, and bad ones leaving nothing behind
 expect 0 "import a snapshot" -- "$pt" trace import "$data/synthetic_snapshot.pickle.gz" -o "$tmp/s.trace.gz" --json

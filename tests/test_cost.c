@@ -65,7 +65,8 @@ static void test_one_point_and_errors(void) {
 static void test_totals_by_size(void) {
   /* 3 calls of 1 MB and 1 of 4 KiB on t = 10 + 1e-6 b, plus 2 µs bookkeeping x 5 */
   pt_cost_points p = {2, {0, 1e7}, {10, 20}};
-  pt_cost_model m = {.bookkeeping_us = 2};
+  pt_cost_model m = {.bookkeeping = pt_cost_constant(2)};
+  pt_req_sizes req = {.n = {[9] = 5}, .bytes = {[9] = 5 * 512}};
   pt_err err;
   CU_ASSERT_EQUAL_FATAL(pt_cost_line_from_points(&p, &m.call[PT_DRV_malloc], &err), 0);
   static pt_call_sizes sz;
@@ -74,11 +75,11 @@ static void test_totals_by_size(void) {
   sz.bytes[PT_DRV_malloc][19] = 3000000;
   sz.calls[PT_DRV_malloc][12] = 1;
   sz.bytes[PT_DRV_malloc][12] = 4096;
-  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_us(&m, &sz, 5), 3 * 11 + (10 + 4096e-6) + 10, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_us(&m, &sz, &req), 3 * 11 + (10 + 4096e-6) + 10, 1e-9);
   /* kinds without points cost nothing */
   sz.calls[PT_DRV_free][19] = 7;
   sz.bytes[PT_DRV_free][19] = 7000000;
-  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_us(&m, &sz, 5), 3 * 11 + (10 + 4096e-6) + 10, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_us(&m, &sz, &req), 3 * 11 + (10 + 4096e-6) + 10, 1e-9);
 }
 
 /* cuMemSetAccess over a range of three mapped 2 MiB handles: one call, costed as three handles. */

@@ -13,12 +13,14 @@
  * byte reserved; and the call log must still replay (calllog.h).
  */
 #include <limits.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "calllog.h"
 #include "mech.h"
 #include "modeldev.h"
+#include "mreplay.h"
 #include "sim.h"
 #include "testutil.h"
 #include "u64map.h"
@@ -33,6 +35,7 @@ typedef struct dbl {
   pt_u64map allocs;         /* addr -> bytes */
   pt_u64map handles;        /* handle -> live maps of it */
   pt_u64map maps;           /* va -> handle */
+  uint64_t down;            /* non-zero: addresses handed out downward from here, not the model's */
   uint64_t held;            /* bytes of live allocations and handles */
   int misuse;               /* calls a real driver would refuse */
   pt_err *err;
@@ -50,6 +53,7 @@ static int d_malloc(void *st, uint64_t bytes, uint64_t *addr) {
   dbl *d = st;
   int rc = acquire(d);
   if (rc < 0 || (rc = pt_model_dev_ops.malloc(&d->model, bytes, addr)) < 0) return rc;
+  if (d->down) *addr = d->down -= (bytes + 2 * MIB - 1) / (2 * MIB) * (2 * MIB);
   if (pt_u64map_get(&d->allocs, *addr)) d->misuse++;
   if (pt_u64map_put(&d->allocs, *addr, bytes) < 0) return PT_ENOMEM;
   d->held += bytes;
@@ -68,7 +72,9 @@ static int d_free(void *st, uint64_t addr, uint64_t bytes) {
 static int d_reserve(void *st, uint64_t bytes, uint64_t align, uint64_t *va) {
   dbl *d = st;
   int rc = acquire(d);
-  return rc < 0 ? rc : pt_model_dev_ops.address_reserve(&d->model, bytes, align, va);
+  if (rc < 0 || (rc = pt_model_dev_ops.address_reserve(&d->model, bytes, align, va)) < 0) return rc;
+  if (d->down) *va = d->down = (d->down - bytes) / align * align;
+  return 0;
 }
 
 static int d_address_free(void *st, uint64_t va, uint64_t bytes) {
@@ -329,11 +335,82 @@ static void test_engine_on_device(void) {
   pt_trace_data_free(&t);
 }
 
+/*
+ * On a given device the books time every call and a request splits into its
+ * calls and the allocator's own work; the model fed the addresses the device
+ * returned (handed out downward, unlike the model's) makes the same calls and
+ * reaches the same peak; and with stop_at_oom a request the device cannot
+ * serve ends the run with everything given back.
+ */
+static void test_timed_and_fed(void) {
+  const pt_mech_ops *all[] = {&pt_mech_direct, &pt_mech_caching, &pt_mech_expandable, &pt_mech_async_pool,
+                              &pt_mech_stitch};
+  pt_err err = {{0}};
+  pt_trace_data t;
+  CU_ASSERT_EQUAL_FATAL(pt_trace_load(pt_test_src("traces/varlen_infer.pickle.gz"), NULL, &err, &t), 0);
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+    dbl d = {.err = &err, .down = UINT64_C(1) << 47};
+    pt_model_dev_init(&d.model, NULL, 0, &err);
+    pt_call_log log = {0};
+    pt_sim_config cfg = {.mech = all[i], .device_ops = &dbl_ops, .device_st = &d, .log = &log};
+    pt_sim_result got, fed;
+    CU_ASSERT_EQUAL_FATAL(pt_sim_run(&t, &cfg, &err, &got), 0);
+    double calls = 0, own = 0, req = 0;
+    uint64_t counted = 0;
+    for (int c = 0; c < PT_DRV_NCALLS; c++)
+      for (int k = 0; k < PT_SIZE_CLASSES; k++) {
+        calls += got.call_times->us[c][k];
+        counted += got.call_sizes->calls[c][k];
+        CU_ASSERT(got.call_times->us[c][k] >= 0);
+      }
+    for (int k = 0; k < PT_SIZE_CLASSES; k++) own += got.own_us[k] + got.own_call_us[k];
+    for (size_t k = 0; k < got.nalloc_us; k++) req += got.alloc_us[k];
+    for (size_t k = 0; k < got.nfree_us; k++) req += got.free_us[k];
+    CU_ASSERT(counted > 0);
+    CU_ASSERT_DOUBLE_EQUAL(calls, got.call_times->total_us, 1e-6 * (1 + calls));
+    CU_ASSERT_DOUBLE_EQUAL(own + calls, req, 1e-3 * req + 1); /* request times are floats */
+    pt_addr_hint *mh, *vh;
+    size_t nm, nv;
+    CU_ASSERT_EQUAL_FATAL(pt_mreplay_hints(&log, &mh, &nm, &vh, &nv, &err), 0);
+    CU_ASSERT_EQUAL(nm, got.driver_calls[PT_DRV_malloc]);
+    CU_ASSERT_EQUAL(nv, got.driver_calls[PT_DRV_address_reserve]);
+    pt_sim_config fc = {.mech = all[i], .given_addresses = 1, .malloc_hints = mh, .nmalloc_hints = nm,
+                        .reserve_hints = vh, .nreserve_hints = nv};
+    CU_ASSERT_EQUAL_FATAL(pt_sim_run(&t, &fc, &err, &fed), 0);
+    CU_ASSERT_EQUAL(memcmp(fed.driver_calls, got.driver_calls, sizeof got.driver_calls), 0);
+    CU_ASSERT_EQUAL(fed.peak_reserved_bytes, got.peak_reserved_bytes);
+    CU_ASSERT_PTR_NULL(fed.call_times); /* the model is not timed */
+    free(mh);
+    free(vh);
+    pt_call_log_free(&log);
+    pt_sim_result_free(&got);
+    pt_sim_result_free(&fed);
+    /* out of memory on the device mid-run, under a cap the trace passes */
+    pt_sim_config oc = {.mech = all[i], .device_ops = &dbl_ops, .device_st = &d, .capacity = 64 * MIB, .stop_at_oom = 1};
+    err.msg[0] = 0;
+    CU_ASSERT_EQUAL(pt_sim_run(&t, &oc, &err, &got), PT_EOOM);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "out of GPU memory"));
+    CU_ASSERT_EQUAL(d.held, 0);
+    CU_ASSERT_EQUAL(d.handles.len, 0);
+    CU_ASSERT_EQUAL(d.maps.len, 0);
+    CU_ASSERT_EQUAL(d.allocs.len, 0);
+    CU_ASSERT_EQUAL(d.misuse, 0);
+    pt_sim_result_free(&got);
+    pt_model_dev_done(&d.model);
+    pt_u64map_free(&d.allocs);
+    pt_u64map_free(&d.handles);
+    pt_u64map_free(&d.maps);
+  }
+  pt_trace_data_free(&t);
+}
+
 int pt_test_add_device(void) {
   CU_pSuite s = CU_add_suite("device", NULL, NULL);
   if (!s) return CU_get_error();
   if (!CU_add_test(s, "every mechanism survives a failed call at every point", test_fail_every_call) ||
-      !CU_add_test(s, "the engine on a device it is given", test_engine_on_device))
+      !CU_add_test(s, "the engine on a device it is given", test_engine_on_device) ||
+      !CU_add_test(s, "a given device's calls timed; the model fed its addresses repeats them; out of memory ends the run",
+                   test_timed_and_fed))
     return CU_get_error();
   return CUE_SUCCESS;
 }

@@ -219,7 +219,7 @@ static void test_prediction_by_size(void) {
   CU_ASSERT_DOUBLE_EQUAL(r.predicted_call_us[PT_DRV_malloc], want_m, 1e-9);
   CU_ASSERT_DOUBLE_EQUAL(r.predicted_call_us[PT_DRV_free], want_f, 1e-9);
   CU_ASSERT(fabs(want_m - mean) > 1.0); /* the case tells the two apart with this description */
-  CU_ASSERT_DOUBLE_EQUAL(r.predicted_alloc_us, want_m + want_f + pt_gpu_bookkeeping_us(&g, "direct") * 10, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(r.predicted_alloc_us, want_m + want_f + pt_cost_eval(pt_gpu_bookkeeping(&g, "direct", 0), 512) * 10, 1e-9);
   pt_sim_result_free(&r);
   pt_trace_data_free(&t);
   remove(path);
@@ -276,6 +276,52 @@ static void test_parse_errors(void) {
   CU_ASSERT_PTR_EQUAL(g.mmu, &pt_mmu_v2);
 }
 
+/* Bookkeeping: a constant, a mechanism's constant, a mechanism's line by request size; bad lines refused. */
+static void test_bookkeeping_lines(void) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s", pt_test_tmp(".gpu"));
+  const char *base = "name x\nmmu v3\nsms 1\nl1_tlb 1 1 0\nl2_tlb 1 1 0\npwc 1 1\n";
+  FILE *f = fopen(path, "w");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  fprintf(f, "%sbookkeeping_us 0.5\nbookkeeping_us direct 0\nbookkeeping_us caching 1024:0.2 512:0.1 1048576:0.3\n"
+             "bookkeeping_us stitch 2\nbookkeeping_us stitch 3\nbookkeeping_call_us stitch 7\n", base);
+  fclose(f);
+  pt_gpu g;
+  pt_err err = {{0}};
+  CU_ASSERT_EQUAL_FATAL(pt_gpu_load(path, &err, &g), 0);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(pt_gpu_bookkeeping(&g, "expandable", 0), 1e6), 0.5, 1e-12); /* the default */
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(pt_gpu_bookkeeping(&g, "direct", 0), 1e6), 0, 0);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(pt_gpu_bookkeeping(&g, "stitch", 0), 1), 3, 1e-12); /* the last line wins */
+  const pt_cost_line *c = pt_gpu_bookkeeping(&g, "caching", 0);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(c, 256), 0.1, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(c, 768), 0.15, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(c, 1048576), 0.3, 1e-12);
+  /* no call line: requests that made calls take the plain one; stitch's call line is its own */
+  CU_ASSERT_PTR_EQUAL(pt_gpu_bookkeeping(&g, "caching", 1), c);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(pt_gpu_bookkeeping(&g, "stitch", 1), 1), 7, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(pt_gpu_bookkeeping(&g, "expandable", 1), 1), 0.5, 1e-12);
+  /* requests priced by their size class and whether they made calls: 3 of 512 B without, 1 of 1 MiB with */
+  pt_req_sizes req = {.n = {[9] = 3}, .bytes = {[9] = 1536}, .n_call = {[20] = 1}, .bytes_call = {[20] = 1048576}};
+  static pt_call_sizes none;
+  pt_cost_model m = {.bookkeeping = *c};
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_us(&m, &none, &req), 3 * 0.1 + 0.3, 1e-12);
+  m.bookkeeping_call = pt_cost_constant(2);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_us(&m, &none, &req), 3 * 0.1 + 2, 1e-12);
+  const char *bad[] = {"bookkeeping_us caching\n", "bookkeeping_us caching 512:x\n", "bookkeeping_us -1\n",
+                       "bookkeeping_us caching 1 2\n", "bookkeeping_us caching 512:0.1 512:0.2\n",
+                       "bookkeeping_us caching 512:0\n", "bookkeeping_call_us caching\n"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "%s%s", base, bad[i]);
+    fclose(f);
+    err.msg[0] = 0;
+    CU_ASSERT(pt_gpu_load(path, &err, &g) < 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, ":7"));
+  }
+  remove(path);
+}
+
 /* The expandable model sizes each segment's VA by the described GPU's memory, not a built-in H200's. */
 static void test_expandable_va_from_gpu(void) {
   pt_err err = {{0}};
@@ -308,6 +354,7 @@ int pt_test_add_gpu(void) {
   CU_add_test(s, "H200 description: TLB reach within 2x of the measured", test_h200_reach);
   CU_add_test(s, "H200 description: gather ratios within 5 pp of the measured", test_h200_gather_ratios);
   CU_add_test(s, "description parse errors name file and line", test_parse_errors);
+  CU_add_test(s, "bookkeeping: constants and lines by request size, per mechanism", test_bookkeeping_lines);
   CU_add_test(s, "access records replace the synthetic stream", test_access_stream);
   CU_add_test(s, "predicted driver time follows each call's size", test_prediction_by_size);
   CU_add_test(s, "a recorded address the model still holds ends the recorded path", test_recorded_address_still_held);

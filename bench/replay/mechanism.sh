@@ -1,28 +1,33 @@
 #!/bin/sh
 # mechanism.sh — on a GPU: pagetune replay --mechanism --touch for every
-# bundled policy on the real traces that begin with no segments alive;
-# one JSON line a run into $OUT/mechanism.jsonl, a table on stdout.
-#   OUT=dir sh bench/replay/mechanism.sh [PAGETUNE]
+# bundled policy on every trace in traces/ (or the traces named); one JSON
+# line a run into $OUT/mechanism.jsonl, a line a run on stdout, failures
+# with their message.  bench/replay/accept.py reads the JSON lines.
+#   OUT=dir sh bench/replay/mechanism.sh [PAGETUNE [TRACE...]]
 set -u
 pt=${1:-./pagetune}
+[ $# -gt 0 ] && shift
 OUT=${OUT:-$PWD/mechanism-out}
 mkdir -p "$OUT"
 here=$(cd "$(dirname "$0")/../.." && pwd)
 export PAGETUNE_POLICY_DIR=${PAGETUNE_POLICY_DIR:-$here/policies} PAGETUNE_GPU_DIR=${PAGETUNE_GPU_DIR:-$here/sim/gpus}
-for t in varlen_infer transformer_train two_streams llm_decode cnn_train; do
-  for p in pytorch_native pytorch_expandable cuda_async direct stitch; do
-    if "$pt" replay --mechanism --touch --trace "$here/traces/$t.pickle.gz" --policy "$p" --repeat 3 --json \
+REPEAT=${REPEAT:-3}
+if [ $# -eq 0 ]; then set -- "$here"/traces/*.pickle.gz; fi
+: >"$OUT/mechanism.jsonl"
+for t in "$@"; do
+  for p in pytorch_native pytorch_expandable cuda_async direct stitch large_page_threshold tunable_caching; do
+    if "$pt" replay --mechanism --touch --trace "$t" --policy "$p" --repeat "$REPEAT" --json \
         >"$OUT/one.json" 2>"$OUT/one.err"; then
       python3 -c '
 import json, sys
-o = json.load(open(sys.argv[1])); g = o["gpu_mechanism_replay"]
-print("%-18s %-19s alloc median %7.3f us p99 %8.3f  free median %7.3f  total %10.1f us (model %10.1f)  peak %11d (model %11d)  free %+d  touch %d/%d ok" % (
-    sys.argv[2], sys.argv[3], g["alloc_us"]["median"], g["alloc_us"]["p99"], g["free_us"]["median"], g["measured_total_us"],
-    g["predicted_total_us"], g["peak_reserved_bytes"], g["model_peak_reserved_bytes"], g["free_after"] - g["free_before"],
-    g["checked"], g["touched"]))' "$OUT/one.json" "$t" "$p"
+o = json.load(open(sys.argv[1])); g = o["gpu_mechanism_replay"]; c = g["check"]
+print("%-18s %-21s total %10.1f us (model %10.1f)  peak %11d (model %11d, driver saw %11d)  calls %s  free %+d  touch %d/%d" % (
+    sys.argv[2], sys.argv[3], g["measured_total_us"], g["predicted_total_us"], g["peak_reserved_bytes"],
+    g["model_peak_reserved_bytes"], c["driver_peak_used_bytes"], "equal" if c["fed_model_calls_equal"] else "DIFFER",
+    g["free_after"] - g["free_before"], g["checked"], g["touched"]))' "$OUT/one.json" "$(basename "$t" .pickle.gz)" "$p"
       cat "$OUT/one.json" >>"$OUT/mechanism.jsonl"
     else
-      echo "$t $p: FAIL $(cat "$OUT/one.err")"
+      echo "$(basename "$t" .pickle.gz) $p: FAIL $(cat "$OUT/one.err")"
     fi
   done
 done

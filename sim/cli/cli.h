@@ -21,6 +21,7 @@ PT_CLI_DECLARE(best);                                 /* cmd_best.c */
 PT_CLI_DECLARE(report);                               /* cmd_report.c */
 PT_CLI_DECLARE(export);                               /* cmd_export.c */
 PT_CLI_DECLARE(gpu_info);                             /* cmd_gpu.c */
+PT_CLI_DECLARE(gpu_fit);                              /* cmd_gpu.c */
 PT_CLI_DECLARE(calibrate);                            /* cmd_calibrate.c */
 
 #endif

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "cudadev.h"
 #include "mreplay.h"
 #include "replay.h"
 #include "workbench.h"
@@ -25,7 +26,7 @@ typedef struct sim_args {
   const char *sets[PT_MAX_PARAMS];
   int nsets, json, invent, tlb, list_gpus, mechanism, touch;
   unsigned long device, repeat;
-  uint64_t capacity;
+  uint64_t capacity, leave_free;
 } sim_args;
 
 /* The options sim and replay share. */
@@ -85,8 +86,12 @@ static const pt_cli_opt replay_opts[] = {
                     "GPU (its own work and its driver calls), each request timed,\n"
                     "instead of repeating the model's driver calls"),
     PT_CLI_OPT_FLAG("touch", sim_args, touch,
-                    "with --mechanism: fill each block with a pattern of its own and\n"
-                    "read it back before its free, outside the timing"),
+                    "with --mechanism: in the check pass, fill each block with a\n"
+                    "pattern of its own and read it back before its free"),
+    PT_CLI_OPT_PARSE("leave-free", "BYTES", sim_args, leave_free, pt_cli_opt_capacity, NULL,
+                     "with --mechanism: first take the GPU's memory until about BYTES\n"
+                     "are free (a test of running out of memory for real; given back\n"
+                     "at the end)"),
     PT_CLI_OPT_FLAG("json", sim_args, json, "one JSON object: sim's keys and gpu_replay"),
     SIM_OPT_LIST_GPUS,
     PT_CLI_OPT_REFUSE("tlb", NULL, "--tlb is sim's: a replay makes driver calls only"),
@@ -95,7 +100,8 @@ static const sim_args replay_defaults = {.device = ULONG_MAX, .repeat = 5, .gpu 
 const pt_cli_table pt_opts_replay = {
     "usage: pagetune replay --trace TRACE --policy POLICY [--set NAME=VALUE]... [--capacity BYTES]\n"
     "                       [--device N] [--invent-addresses] [--gpu NAME] [--repeat N] [--db DB] [--json]\n"
-    "       pagetune replay --mechanism [--touch] --trace TRACE --policy POLICY ... [--repeat N] [--json]\n"
+    "       pagetune replay --mechanism [--touch] [--leave-free BYTES] --trace TRACE --policy POLICY ...\n"
+    "                       [--repeat N] [--json]\n"
     "\n"
     "Run the model as 'pagetune sim' does, then make the driver calls it made on\n"
     "this machine's GPU (device 0) through the CUDA driver, in the same order and\n"
@@ -112,11 +118,21 @@ const pt_cli_table pt_opts_replay = {
     "\n"
     "With --mechanism the trace's requests go through the policy's mechanism on\n"
     "device 0 instead (the code pagetune's allocator library runs): each request\n"
-    "is timed, allocator work and driver calls together; peak reserved and the\n"
-    "driver calls come from the same books as the model's; free GPU memory is\n"
-    "read before and after, and what the run took must come back.  --touch fills\n"
-    "each block and checks it before its free (an overlapping or lost mapping shows\n"
-    "as a mismatch, exit 1).  Not yet: traces that begin with segments alive.\n",
+    "is timed, allocator work and driver calls together, and each driver call\n"
+    "on its own, so a request's time splits into its calls and the allocator's\n"
+    "own work (measured_costs in --json: what 'pagetune gpu fit' reads); peak\n"
+    "reserved and the driver calls come from the same books as the model's; free\n"
+    "GPU memory is read before and after, and what the run took must come back.\n"
+    "Then one untimed check pass polls cuMemGetInfo whenever reserved bytes\n"
+    "change (the driver's own view of the peak) and logs the addresses the GPU\n"
+    "returned; the model is run again fed those addresses, and its driver-call\n"
+    "counts and peak are compared with the GPU's.  Segments alive when the trace began are made\n"
+    "first, untimed (VMM reservations asked at the recorded addresses; addresses\n"
+    "translated where the driver put them elsewhere); refused: expandable\n"
+    "segments alive at the start under the expandable mechanism.  A request the\n"
+    "GPU cannot serve ends the run: one line, saying whether everything was given\n"
+    "back, exit 1.  --touch fills each block in the check pass and reads it back\n"
+    "before its free (an overlapping or lost mapping shows as a mismatch, exit 1).\n",
     replay_opts, sizeof(sim_args), &replay_defaults, 0};
 
 static int cmp_double(const void *a, const void *b) {
@@ -267,10 +283,83 @@ static void request_stats(float *v, size_t n, double out[3]) {
   for (size_t i = 0; i < n; i++) out[2] += v[i];
 }
 
+/* The measured costs of a run on the GPU: each kind of call by size class ([calls, bytes, us]) and the
+   allocator's own work by request size class ([requests, bytes, us]): what pagetune gpu fit reads. */
+static void print_measured_costs(const pt_sim_result *r) {
+  fputs("\"measured_costs\":{\"calls\":{", stdout);
+  const char *sep = "";
+  for (int c = 0; c < PT_DRV_NCALLS; c++) {
+    const char *inner = "";
+    for (int k = 0; k < PT_SIZE_CLASSES; k++) {
+      if (!r->call_sizes->calls[c][k]) continue;
+      if (!*inner) printf("%s\"%s\":[", sep, pt_drv_call_names[c]);
+      printf("%s[%" PRIu64 ",%" PRIu64 ",%.4f]", inner, r->call_sizes->calls[c][k], r->call_sizes->bytes[c][k],
+             r->call_times->us[c][k]);
+      inner = ",";
+      sep = ",";
+    }
+    if (*inner) putchar(']');
+  }
+  for (int with = 0; with < 2; with++) { /* requests served without a driver call, then with */
+    printf("%s\"%s\":[", with ? "]," : "},", with ? "requests_with_calls" : "requests");
+    const uint64_t *n = with ? r->req.n_call : r->req.n, *b = with ? r->req.bytes_call : r->req.bytes;
+    const double *us = with ? r->own_call_us : r->own_us;
+    sep = "";
+    for (int k = 0; k < PT_SIZE_CLASSES; k++)
+      if (n[k]) {
+        printf("%s[%" PRIu64 ",%" PRIu64 ",%.4f]", sep, n[k], b[k], us[k]);
+        sep = ",";
+      }
+  }
+  printf("],\"failed_calls_us\":%.4f}", r->call_times->failed_us);
+}
+
+/* What the untimed check pass found: the driver's peak, and the model fed the GPU's addresses. */
+typedef struct mcheck {
+  pt_mreplay_result mr;
+  pt_sim_result gpu, fed;   /* the check pass on the GPU; the model fed its addresses */
+  int calls_equal;
+} mcheck;
+
+static int check_pass(pt_driver *d, sim_run *s, mcheck *k, pt_err *err) {
+  pt_call_log log = {0};
+  pt_mreplay_opts o = {.touch = s->a->touch, .poll = 1, .log = &log};
+  int rc = pt_mreplay_run(d, &s->t, &s->cfg, &o, &k->gpu, &k->mr, err);
+  pt_addr_hint *mh = NULL, *vh = NULL;
+  size_t nm = 0, nv = 0;
+  if (rc == 0) rc = pt_mreplay_hints(&log, &mh, &nm, &vh, &nv, err);
+  if (rc == 0) {
+    pt_sim_config fed = s->cfg;
+    fed.gpu = NULL; /* calls and bytes only: page tables cannot hold the driver's sub-allocated small blocks */
+    fed.tlb = 0;
+    fed.given_addresses = 1;
+    fed.malloc_hints = mh;
+    fed.nmalloc_hints = nm;
+    fed.reserve_hints = vh;
+    fed.nreserve_hints = nv;
+    rc = pt_sim_run(&s->t, &fed, err, &k->fed);
+  }
+  if (rc == 0) {
+    k->calls_equal = 1;
+    for (int c = 0; c < PT_DRV_NCALLS; c++) k->calls_equal &= k->fed.driver_calls[c] == k->gpu.driver_calls[c];
+  }
+  free(mh);
+  free(vh);
+  pt_call_log_free(&log);
+  return rc;
+}
+
+static void print_calls_json(const char *key, const uint64_t calls[PT_DRV_NCALLS]) {
+  printf("\"%s\":{", key);
+  for (int c = 0; c < PT_DRV_NCALLS; c++) printf("%s\"%s\":%" PRIu64, c ? "," : "", pt_drv_call_names[c], calls[c]);
+  putchar('}');
+}
+
 /*
  * pagetune replay --mechanism: the requests through the mechanism on device
  * 0, `repeat` times after one untimed warm-up; per-request times of the run
- * whose total is the median, beside the model's prediction.
+ * whose total is the median, beside the model's prediction; then the
+ * untimed check pass.
  */
 static int replay_mechanism(sim_run *s, pt_err *err) {
   const sim_args *a = s->a;
@@ -282,23 +371,31 @@ static int replay_mechanism(sim_run *s, pt_err *err) {
     pt_driver_close(d);
     return rc;
   }
+  pt_cudadev *ballast = NULL;
+  if (a->leave_free && (rc = pt_cudadev_open(d, 0, err, &ballast)) == 0) rc = pt_cudadev_occupy(ballast, a->leave_free);
   unsigned long repeat = a->repeat;
   pt_sim_result *runs = calloc(repeat + 1, sizeof *runs);
   pt_mreplay_result *mr = calloc(repeat + 1, sizeof *mr);
   double *total = calloc(repeat + 1, sizeof *total);
-  if (!runs || !mr || !total) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
-  if (!a->json) fprintf(stderr, "replaying %" PRIu64 " requests through %s on %s: warm-up", s->r.allocs, s->cfg.mech->name, gi.name);
+  mcheck *k = calloc(1, sizeof *k);
+  if (rc == 0 && (!runs || !mr || !total || !k)) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
+  if (rc == 0 && !a->json)
+    fprintf(stderr, "replaying %" PRIu64 " requests through %s on %s: warm-up", s->r.allocs, s->cfg.mech->name, gi.name);
   unsigned long done = 0;
-  for (unsigned long k = 0; rc == 0 && k <= repeat; k++, done++) {
-    if (k && !a->json) fprintf(stderr, ", %lu", k);
-    if ((rc = pt_mreplay_run(d, &s->t, &s->cfg, a->touch, &runs[k], &mr[k], err)) < 0) break;
-    for (size_t i = 0; i < runs[k].nalloc_us; i++) total[k] += runs[k].alloc_us[i];
-    for (size_t i = 0; i < runs[k].nfree_us; i++) total[k] += runs[k].free_us[i];
-    if (mr[k].mismatches)
-      rc = pt_err_set(err, PT_EIO, "%s: --touch: block at 0x%" PRIx64 " (%" PRIu64 " bytes) read back another's pattern (%" PRIu64 " bad words in the run)",
-                      a->trace, mr[k].first_bad_addr, mr[k].first_bad_bytes, mr[k].mismatches);
+  pt_mreplay_opts timed = {0}; /* nothing but the requests: a fill's work would be waited for at a free */
+  for (unsigned long i = 0; rc == 0 && i <= repeat; i++, done++) {
+    if (i && !a->json) fprintf(stderr, ", %lu", i);
+    if ((rc = pt_mreplay_run(d, &s->t, &s->cfg, &timed, &runs[i], &mr[i], err)) < 0) break;
+    for (size_t j = 0; j < runs[i].nalloc_us; j++) total[i] += runs[i].alloc_us[j];
+    for (size_t j = 0; j < runs[i].nfree_us; j++) total[i] += runs[i].free_us[j];
   }
-  if (!a->json) fputc('\n', stderr);
+  if (rc == 0 && !a->json) fputs(", check", stderr);
+  if (rc == 0) rc = check_pass(d, s, k, err);
+  if (rc == 0 && k->mr.mismatches)
+    rc = pt_err_set(err, PT_EIO, "%s: --touch: block at 0x%" PRIx64 " (%" PRIu64 " bytes) read back another's pattern (%" PRIu64 " bad words in the run)",
+                    a->trace, k->mr.first_bad_addr, k->mr.first_bad_bytes, k->mr.mismatches);
+  if (!a->json) fputc('\n', stderr); /* the progress line ended, before any error */
+  pt_cudadev_close(ballast);
   pt_driver_close(d);
   if (rc == 0) {
     unsigned long best = 1; /* the timed run whose total is the median */
@@ -307,8 +404,8 @@ static int replay_mechanism(sim_run *s, pt_err *err) {
     else {
       memcpy(sorted, total + 1, repeat * sizeof *sorted);
       double med = median_of(sorted, repeat);
-      for (unsigned long k = 1; k <= repeat; k++)
-        if (total[k] == med) best = k;
+      for (unsigned long i = 1; i <= repeat; i++)
+        if (total[i] == med) best = i;
       free(sorted);
       pt_sim_result *r = &runs[best];
       double al[3], fr[3];
@@ -319,15 +416,33 @@ static int replay_mechanism(sim_run *s, pt_err *err) {
       if (a->json) {
         fputs("{\"gpu_mechanism_replay\":{\"device\":", stdout);
         pt_json_str(stdout, gi.name);
+        fputs(",\"trace\":", stdout);
+        pt_json_str(stdout, a->trace);
+        fputs(",\"policy\":", stdout);
+        pt_json_str(stdout, pt_policy_name(s->pol));
+        fputs(",\"mechanism\":", stdout);
+        pt_json_str(stdout, s->cfg.mech->name);
         printf(",\"repeat\":%lu,\"requests\":%zu,\"alloc_us\":{\"median\":%.4f,\"p99\":%.4f,\"total\":%.3f},"
                "\"free_us\":{\"median\":%.4f,\"p99\":%.4f,\"total\":%.3f},\"measured_total_us\":%.3f,"
                "\"predicted_total_us\":%.3f,\"peak_reserved_bytes\":%" PRIu64 ",\"model_peak_reserved_bytes\":%" PRIu64
                ",\"free_before\":%" PRIu64 ",\"free_after\":%" PRIu64 ",\"touched\":%" PRIu64 ",\"checked\":%" PRIu64
-               ",\"mismatches\":%" PRIu64 ",\"driver_calls\":{",
+               ",\"mismatches\":%" PRIu64 ",",
                repeat, r->nalloc_us, al[0], al[1], al[2], fr[0], fr[1], fr[2], total[best], s->r.predicted_alloc_us,
-               r->peak_reserved_bytes, s->r.peak_reserved_bytes, m->free_before, m->free_after, m->touched, m->checked,
-               m->mismatches);
-        for (int c = 0; c < PT_DRV_NCALLS; c++) printf("%s\"%s\":%" PRIu64, c ? "," : "", pt_drv_call_names[c], r->driver_calls[c]);
+               r->peak_reserved_bytes, s->r.peak_reserved_bytes, m->free_before, m->free_after, k->mr.touched,
+               k->mr.checked, k->mr.mismatches);
+        fputs("\"measured_total_us_runs\":[", stdout); /* every timed run's total, for the spread */
+        for (unsigned long i = 1; i <= repeat; i++) printf("%s%.3f", i > 1 ? "," : "", total[i]);
+        fputs("],", stdout);
+        print_calls_json("driver_calls", r->driver_calls);
+        putchar(',');
+        print_measured_costs(r);
+        printf(",\"check\":{\"driver_peak_used_bytes\":%" PRIu64 ",\"peak_reserved_bytes\":%" PRIu64
+               ",\"fed_model_peak_reserved_bytes\":%" PRIu64 ",\"fed_model_calls_equal\":%s,",
+               k->mr.driver_peak_used, k->gpu.peak_reserved_bytes, k->fed.peak_reserved_bytes,
+               k->calls_equal ? "true" : "false");
+        print_calls_json("driver_calls", k->gpu.driver_calls);
+        putchar(',');
+        print_calls_json("fed_model_driver_calls", k->fed.driver_calls);
         fputs("}},", stdout);
         pt_sim_print_json_members(stdout, &s->r, 0);
         fputs("}\n", stdout);
@@ -337,16 +452,29 @@ static int replay_mechanism(sim_run *s, pt_err *err) {
         printf("  %-8s %10s %12s %12s %14s\n", "request", "count", "median us", "p99 us", "total us");
         printf("  %-8s %10zu %12.3f %12.3f %14.1f\n", "alloc", r->nalloc_us, al[0], al[1], al[2]);
         printf("  %-8s %10zu %12.3f %12.3f %14.1f\n", "free", r->nfree_us, fr[0], fr[1], fr[2]);
-        printf("\nmeasured %.1f us in all; the %s cost model predicted %.1f us\n", total[best], s->cfg.gpu ? s->cfg.gpu->name : "(no)",
-               s->r.predicted_alloc_us);
+        double calls_us = r->call_times->total_us;
+        printf("\nmeasured %.1f us in all (driver calls %.1f, the allocator's own work %.1f); the %s cost model "
+               "predicted %.1f us\n",
+               total[best], calls_us, total[best] - calls_us, s->cfg.gpu ? s->cfg.gpu->name : "(no)", s->r.predicted_alloc_us);
         printf("peak reserved %" PRIu64 " bytes on the GPU, %" PRIu64 " in the model; %" PRIu64 " driver calls\n",
                r->peak_reserved_bytes, s->r.peak_reserved_bytes, r->driver_calls[PT_DRV_malloc] + r->driver_calls[PT_DRV_mem_create]);
         printf("free GPU memory %" PRIu64 " before, %" PRIu64 " after (%+" PRId64 ")\n", m->free_before, m->free_after, back);
-        if (a->touch) printf("touch: %" PRIu64 " blocks filled, %" PRIu64 " read back, no mismatch\n", m->touched, m->checked);
+        if (a->touch)
+          printf("touch (check pass): %" PRIu64 " blocks filled, %" PRIu64 " read back, no mismatch\n", k->mr.touched,
+                 k->mr.checked);
+        printf("check pass: the driver saw at most %" PRIu64 " bytes in use (books: %" PRIu64 "); the model fed the GPU's "
+               "addresses: peak %" PRIu64 ", driver calls %s\n",
+               k->mr.driver_peak_used, k->gpu.peak_reserved_bytes, k->fed.peak_reserved_bytes,
+               k->calls_equal ? "equal" : "DIFFER");
       }
     }
   }
-  for (unsigned long k = 0; k < done && runs; k++) pt_sim_result_free(&runs[k]);
+  for (unsigned long i = 0; i < done && runs; i++) pt_sim_result_free(&runs[i]);
+  if (k) {
+    pt_sim_result_free(&k->gpu);
+    pt_sim_result_free(&k->fed);
+  }
+  free(k);
   free(runs);
   free(mr);
   free(total);
@@ -428,6 +556,11 @@ static int run_sim(const sim_args *a, int on_gpu, pt_err *err) {
     pt_trace_data_free(&s.t);
     pt_policy_free(s.pol);
     return pt_cli_usage(err, "--db stores the driver-call replay; with --mechanism it stores nothing yet");
+  }
+  if (a->leave_free && !a->mechanism) {
+    pt_trace_data_free(&s.t);
+    pt_policy_free(s.pol);
+    return pt_cli_usage(err, "--leave-free needs --mechanism");
   }
   if (a->touch && !a->mechanism) {
     pt_trace_data_free(&s.t);

@@ -72,14 +72,18 @@ static uint64_t maps_drop(pt_device *d, uint64_t va) {
 
 int pt_dev_address_reserve(pt_device *d, uint64_t bytes, uint64_t align, uint64_t *va) {
   int rc = pt_dev_log_room(d, 1);
-  if (rc < 0 || (rc = d->ops->address_reserve(d->st, bytes, align, va)) < 0) return rc;
+  if (rc < 0) return rc;
+  double t0 = pt_dev_clock(d);
+  if ((rc = pt_dev_took(d, t0, d->ops->address_reserve(d->st, bytes, align, va))) < 0) return rc;
   pt_dev_count(d, PT_DRV_address_reserve, *va, bytes, 0);
   return 0;
 }
 
 int pt_dev_address_free(pt_device *d, uint64_t va, uint64_t bytes) {
   int rc = pt_dev_log_room(d, 1);
-  if (rc < 0 || (rc = d->ops->address_free(d->st, va, bytes)) < 0) return rc;
+  if (rc < 0) return rc;
+  double t0 = pt_dev_clock(d);
+  if ((rc = pt_dev_took(d, t0, d->ops->address_free(d->st, va, bytes))) < 0) return rc;
   pt_dev_count(d, PT_DRV_address_free, va, bytes, 0);
   return 0;
 }
@@ -87,7 +91,9 @@ int pt_dev_address_free(pt_device *d, uint64_t va, uint64_t bytes) {
 int pt_dev_mem_create(pt_device *d, uint64_t bytes, uint64_t *handle) {
   if (pt_dev_would_exceed(d, bytes)) return PT_EOOM;
   int rc = pt_dev_log_room(d, 1);
-  if (rc < 0 || (rc = d->ops->mem_create(d->st, bytes, handle)) < 0) return rc;
+  if (rc < 0) return rc;
+  double t0 = pt_dev_clock(d);
+  if ((rc = pt_dev_took(d, t0, d->ops->mem_create(d->st, bytes, handle))) < 0) return rc;
   pt_dev_count(d, PT_DRV_mem_create, 0, bytes, *handle);
   d->segments_allocated++;
   pt_dev_reserved_add(d, bytes);
@@ -96,7 +102,9 @@ int pt_dev_mem_create(pt_device *d, uint64_t bytes, uint64_t *handle) {
 
 int pt_dev_mem_release(pt_device *d, uint64_t handle, uint64_t bytes) {
   int rc = pt_dev_log_room(d, 1);
-  if (rc < 0 || (rc = d->ops->mem_release(d->st, handle, bytes)) < 0) return rc;
+  if (rc < 0) return rc;
+  double t0 = pt_dev_clock(d);
+  if ((rc = pt_dev_took(d, t0, d->ops->mem_release(d->st, handle, bytes))) < 0) return rc;
   pt_dev_count(d, PT_DRV_mem_release, 0, bytes, handle);
   pt_dev_reserved_sub(d, bytes);
   return 0;
@@ -104,7 +112,9 @@ int pt_dev_mem_release(pt_device *d, uint64_t handle, uint64_t bytes) {
 
 int pt_dev_mem_map(pt_device *d, uint64_t va, uint64_t bytes, uint64_t handle) {
   int rc = pt_dev_log_room(d, 1);
-  if (rc < 0 || (rc = maps_room(d, 1)) < 0 || (rc = d->ops->mem_map(d->st, va, bytes, handle)) < 0) return rc;
+  if (rc < 0 || (rc = maps_room(d, 1)) < 0) return rc;
+  double t0 = pt_dev_clock(d);
+  if ((rc = pt_dev_took(d, t0, d->ops->mem_map(d->st, va, bytes, handle))) < 0) return rc;
   pt_dev_count(d, PT_DRV_mem_map, va, bytes, handle);
   d->bytes_mapped_total += bytes;
   d->maps[d->nmaps++] = (pt_dev_map){va, bytes, handle};
@@ -113,21 +123,24 @@ int pt_dev_mem_map(pt_device *d, uint64_t va, uint64_t bytes, uint64_t handle) {
 
 int pt_dev_mem_set_access(pt_device *d, uint64_t va, uint64_t bytes) {
   int rc = pt_dev_log_room(d, 1);
-  if (rc < 0 || (rc = d->ops->mem_set_access(d->st, va, bytes)) < 0) return rc;
+  if (rc < 0) return rc;
+  double t0 = pt_dev_clock(d);
+  if ((rc = pt_dev_took(d, t0, d->ops->mem_set_access(d->st, va, bytes))) < 0) return rc;
   pt_dev_count_only(d, PT_DRV_mem_set_access, va, bytes, 0);
   int covered = 0;
+  for (size_t i = 0; i < d->nmaps; i++) covered += d->maps[i].va >= va && d->maps[i].va - va < bytes;
+  if (covered) d->call_us /= covered; /* the call's time, an equal share a handle */
   for (size_t i = 0; i < d->nmaps; i++)
-    if (d->maps[i].va >= va && d->maps[i].va - va < bytes) {
-      pt_dev_cost_at(d, PT_DRV_mem_set_access, d->maps[i].bytes);
-      covered = 1;
-    }
+    if (d->maps[i].va >= va && d->maps[i].va - va < bytes) pt_dev_cost_at(d, PT_DRV_mem_set_access, d->maps[i].bytes);
   if (!covered) pt_dev_cost_at(d, PT_DRV_mem_set_access, bytes); /* no map known there: the range as one */
   return 0;
 }
 
 int pt_dev_mem_unmap(pt_device *d, uint64_t va, uint64_t bytes) {
   int rc = pt_dev_log_room(d, 1);
-  if (rc < 0 || (rc = d->ops->mem_unmap(d->st, va, bytes)) < 0) return rc;
+  if (rc < 0) return rc;
+  double t0 = pt_dev_clock(d);
+  if ((rc = pt_dev_took(d, t0, d->ops->mem_unmap(d->st, va, bytes))) < 0) return rc;
   pt_dev_count(d, PT_DRV_mem_unmap, va, bytes, maps_drop(d, va));
   return 0;
 }

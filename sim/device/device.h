@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clock.h"
 #include "error.h"
 
 #define PT_EOOM (-20) /* a request that could not be satisfied: out of memory (the cap, or the device) */
@@ -109,6 +110,20 @@ typedef struct pt_call_sizes {
   uint64_t bytes[PT_DRV_NCALLS][PT_SIZE_CLASSES];
 } pt_call_sizes;
 
+/*
+ * The measured time of the calls made, when a caller asks for it (a real
+ * device: pagetune replay --mechanism): µs by kind and size class,
+ * attributed exactly as the calls are counted in pt_call_sizes (a
+ * cuMemSetAccess split evenly over the handles it covers), so that a
+ * class's time over its calls is the in-context cost of one call there;
+ * total_us over every call counted.  A call the device failed is not
+ * counted (its time is in failed_us).
+ */
+typedef struct pt_call_times {
+  double us[PT_DRV_NCALLS][PT_SIZE_CLASSES];
+  double total_us, failed_us;
+} pt_call_times;
+
 /* A live map: where, how long, which handle. */
 typedef struct pt_dev_map {
   uint64_t va, bytes, handle;
@@ -120,6 +135,7 @@ typedef struct pt_device {
   uint64_t capacity;                 /* 0: no cap */
   uint64_t reserved, peak_reserved;  /* physical bytes held: segments + created handles */
   uint64_t calls[PT_DRV_NCALLS];
+  uint64_t ncalls;                   /* every call counted, of every kind */
   uint64_t call_bytes[PT_DRV_NCALLS];/* bytes passed to each kind of call, summed */
   pt_call_sizes sizes;               /* the same by size class, and cuMemSetAccess by handle */
   uint64_t segments_allocated;       /* cudaMalloc calls + cuMemCreate calls */
@@ -133,6 +149,8 @@ typedef struct pt_device {
   void (*on_change)(void *ctx);      /* after every change of reserved (timelines); may be NULL */
   void *ctx;
   pt_call_log *log;                  /* NULL: calls are counted, not logged */
+  pt_call_times *times;              /* NULL: calls are not timed */
+  double call_us;                    /* the time of the call being counted, when timed */
   pt_err *err;                       /* where the books' own failures are described */
 } pt_device;
 
@@ -183,15 +201,31 @@ static inline void pt_dev_log_call(pt_device *d, int c, uint64_t va, uint64_t by
   if (d->log) d->log->v[d->log->n++] = (pt_dev_call){va, bytes, handle, c};
 }
 
-/* One call's worth of cost, at a size (pt_call_sizes). */
+/* The clock before a device call, when calls are timed (else 0, and no clock read). */
+static inline double pt_dev_clock(const pt_device *d) { return d->times ? pt_clock_s() : 0; }
+
+/* After the device answered rc to a call begun at t0: the call's time kept for its counting, or, for a
+   failed call, added to failed_us.  Returns rc. */
+static inline int pt_dev_took(pt_device *d, double t0, int rc) {
+  if (d->times) {
+    d->call_us = (pt_clock_s() - t0) * 1e6;
+    if (rc < 0) d->times->failed_us += d->call_us;
+    else d->times->total_us += d->call_us;
+  }
+  return rc;
+}
+
+/* One call's worth of cost, at a size (pt_call_sizes), with its measured time when timed. */
 static inline void pt_dev_cost_at(pt_device *d, enum pt_drv_call c, uint64_t bytes) {
   int k = 63 - __builtin_clzll(bytes | 1);
   d->sizes.calls[c][k]++;
   d->sizes.bytes[c][k] += bytes;
+  if (d->times) d->times->us[c][k] += d->call_us;
 }
 
 static inline void pt_dev_count_only(pt_device *d, enum pt_drv_call c, uint64_t va, uint64_t bytes, uint64_t handle) {
   d->calls[c]++;
+  d->ncalls++;
   d->call_bytes[c] += bytes;
   pt_dev_log_call(d, (int)c, va, bytes, handle);
 }
@@ -205,7 +239,9 @@ static inline void pt_dev_count(pt_device *d, enum pt_drv_call c, uint64_t va, u
 static inline int pt_dev_malloc(pt_device *d, uint64_t bytes, uint64_t *addr) {
   if (pt_dev_would_exceed(d, bytes)) return PT_EOOM;
   int rc = pt_dev_log_room(d, 1);
-  if (rc < 0 || (rc = d->ops->malloc(d->st, bytes, addr)) < 0) return rc;
+  if (rc < 0) return rc;
+  double t0 = pt_dev_clock(d);
+  if ((rc = pt_dev_took(d, t0, d->ops->malloc(d->st, bytes, addr))) < 0) return rc;
   pt_dev_count(d, PT_DRV_malloc, *addr, bytes, 0);
   d->segments_allocated++;
   pt_dev_reserved_add(d, bytes);
@@ -214,7 +250,9 @@ static inline int pt_dev_malloc(pt_device *d, uint64_t bytes, uint64_t *addr) {
 
 static inline int pt_dev_free(pt_device *d, uint64_t addr, uint64_t bytes) {
   int rc = pt_dev_log_room(d, 1);
-  if (rc < 0 || (rc = d->ops->free(d->st, addr, bytes)) < 0) return rc;
+  if (rc < 0) return rc;
+  double t0 = pt_dev_clock(d);
+  if ((rc = pt_dev_took(d, t0, d->ops->free(d->st, addr, bytes))) < 0) return rc;
   pt_dev_count(d, PT_DRV_free, addr, bytes, 0);
   pt_dev_reserved_sub(d, bytes);
   return 0;

@@ -103,6 +103,11 @@ static int md_free(void *st, uint64_t addr, uint64_t bytes) {
 
 static int md_address_reserve(void *st, uint64_t bytes, uint64_t align, uint64_t *va) {
   pt_model_dev *m = st;
+  if (m->next_va_hint < m->nva_hints && m->va_hints[m->next_va_hint].bytes == bytes) {
+    *va = m->va_hints[m->next_va_hint++].addr;
+    return 0;
+  }
+  m->nva_hints = 0; /* off the given path for good */
   *va = invent(m, bytes, align > VA_ALIGN ? align : VA_ALIGN);
   return 0;
 }

@@ -38,6 +38,8 @@ typedef struct pt_model_dev {
   pt_addr_hint *held;                /* while on it: the segments held, in no order */
   size_t nheld, cap_held;
   uint64_t next_va;                  /* invented addresses start here */
+  const pt_addr_hint *va_hints;      /* VA reservations to follow, in order, while their sizes agree */
+  size_t nva_hints, next_va_hint;
   uint64_t next_handle;
   pt_pagetable *pt;                  /* NULL: no page-table model */
   int (*page_size)(void *page_ctx, uint64_t bytes, uint64_t *out, pt_err *err);

@@ -130,13 +130,24 @@ typedef struct run {
   /* on a device the config gives: requests timed, blocks shown to the observer */
   const pt_sim_config *live;
   pt_sim_result *out;
+  int stop_at_oom;
 } run;
 
 /* A request on a given device, timed; the observer sees the block outside the timing. */
+/* A request's time (µs, from t0) and the allocator's own part of it (less the driver calls since calls0),
+   kept by whether it made driver calls (the books' count was n0 before it). */
+static float live_took(run *r, double t0, double calls0, uint64_t n0, uint64_t bytes) {
+  double us = (pt_clock_s() - t0) * 1e6;
+  int k = 63 - __builtin_clzll(bytes | 1);
+  (r->dev.ncalls != n0 ? r->out->own_call_us : r->out->own_us)[k] += us - (r->out->call_times->total_us - calls0);
+  return (float)us;
+}
+
 static int live_alloc(run *r, const pt_mech_ops *m, void *st, uint64_t bytes, uint64_t stream, uint64_t id, uint64_t *h) {
-  double t0 = pt_clock_s();
+  uint64_t n0 = r->dev.ncalls;
+  double calls0 = r->out->call_times->total_us, t0 = pt_clock_s();
   int rc = m->alloc(st, bytes, stream, h);
-  r->out->alloc_us[r->out->nalloc_us++] = (float)((pt_clock_s() - t0) * 1e6);
+  r->out->alloc_us[r->out->nalloc_us++] = live_took(r, t0, calls0, n0, bytes);
   if (rc == 0 && r->live->on_alloc) rc = r->live->on_alloc(r->live->observer_ctx, m->addr_of(st, *h), bytes, id);
   return rc;
 }
@@ -144,15 +155,17 @@ static int live_alloc(run *r, const pt_mech_ops *m, void *st, uint64_t bytes, ui
 static int live_free(run *r, const pt_mech_ops *m, void *st, uint64_t h, uint64_t bytes, uint64_t id) {
   int rc = r->live->on_free ? r->live->on_free(r->live->observer_ctx, m->addr_of(st, h), bytes, id) : 0;
   if (rc < 0) return rc;
-  double t0 = pt_clock_s();
+  uint64_t n0 = r->dev.ncalls;
+  double calls0 = r->out->call_times->total_us, t0 = pt_clock_s();
   rc = m->free(st, h);
-  r->out->free_us[r->out->nfree_us++] = (float)((pt_clock_s() - t0) * 1e6);
+  r->out->free_us[r->out->nfree_us++] = live_took(r, t0, calls0, n0, bytes);
   return rc;
 }
 
 static void on_reserved_change(void *ctx) {
   run *r = ctx;
   if (r->dev.reserved > r->win_reserved) r->win_reserved = r->dev.reserved;
+  if (__builtin_expect(r->live != NULL, 0) && r->live->on_reserved) r->live->on_reserved(r->live->observer_ctx, r->dev.reserved);
 }
 
 static int close_window(run *r, uint64_t event, int64_t time_us) {
@@ -239,17 +252,32 @@ static inline void touch(run *r, const pt_mech_ops *m, void *st, uint64_t handle
   if (r->tlb && !r->recorded_accesses) touch_at(r, m, st, handle, 0, bytes);
 }
 
+/* A request or free of bytes, served with or without driver calls (the books' count was n0 before it). */
+static inline void count_request(pt_sim_result *out, const run *r, uint64_t n0, uint64_t bytes) {
+  int k = 63 - __builtin_clzll(bytes | 1);
+  if (r->dev.ncalls != n0) {
+    out->req.n_call[k]++;
+    out->req.bytes_call[k] += bytes;
+  } else {
+    out->req.n[k]++;
+    out->req.bytes[k] += bytes;
+  }
+}
+
 static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r, pt_sim_result *out, pt_err *err) {
   uint64_t win = 0;
   int rc;
   for (size_t i = 0; i < t->n; i++) {
     const pt_event *e = &t->ev[i];
     if (e->kind == PT_EV_ALLOC) {
-      uint64_t h;
+      uint64_t h, n0 = r->dev.ncalls;
       out->allocs++;
       rc = __builtin_expect(r->live != NULL, 0) ? live_alloc(r, m, st, e->bytes, e->stream, e->id, &h)
                                                  : m->alloc(st, e->bytes, e->stream, &h);
-      if (rc == PT_EOOM) {
+      count_request(out, r, n0, e->bytes);
+      if (rc == PT_EOOM && r->stop_at_oom) {
+        return pt_err_set(err, PT_EOOM, "%s: request %zu (%" PRIu64 " bytes): out of GPU memory", t->path, i, e->bytes);
+      } else if (rc == PT_EOOM) {
         out->ooms++;
         h = FAILED;
       } else if (rc < 0) {
@@ -276,8 +304,10 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
       out->frees++;
       uint64_t *h = &r->handles[e->id];
       if (*h != FAILED) {
+        uint64_t n0 = r->dev.ncalls;
         touch(r, m, st, *h, e->bytes);
         rc = __builtin_expect(r->live != NULL, 0) ? live_free(r, m, st, *h, e->bytes, e->id) : m->free(st, *h);
+        count_request(out, r, n0, e->bytes);
         if (rc < 0) return pt_err_prefix(err, rc, "%s: record %zu (free)", t->path, i);
         r->allocated -= e->bytes;
       }
@@ -300,8 +330,8 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   run r = {0};
   out->observed_segment_allocs = t->observed_segment_allocs;
   out->observed_peak_reserved_bytes = t->observed_peak_reserved_bytes;
-  size_t nhints = cfg->invent_addresses ? 0 : t->nhints;
-  const pt_addr_hint *hints = t->hints;
+  size_t nhints = cfg->invent_addresses ? 0 : cfg->given_addresses ? cfg->nmalloc_hints : t->nhints;
+  const pt_addr_hint *hints = cfg->given_addresses ? cfg->malloc_hints : t->hints;
   r.handles = malloc((t->nallocs ? t->nallocs : 1) * sizeof *r.handles);
   if (!r.handles) return pt_err_set(err, PT_ENOMEM, "out of memory");
   for (size_t i = 0; i < t->nallocs; i++) r.handles[i] = FREED;
@@ -315,7 +345,9 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
     for (size_t i = 0; i < t->n; i++) nreq += t->ev[i].kind == PT_EV_ALLOC;
     out->alloc_us = malloc((nreq ? nreq : 1) * sizeof *out->alloc_us);
     out->free_us = malloc((nreq ? nreq : 1) * sizeof *out->free_us);
-    if (!out->alloc_us || !out->free_us) {
+    out->call_times = calloc(1, sizeof *out->call_times);
+    out->call_sizes = calloc(1, sizeof *out->call_sizes);
+    if (!out->alloc_us || !out->free_us || !out->call_times || !out->call_sizes) {
       free(r.handles);
       pt_sim_result_free(out);
       return pt_err_set(err, PT_ENOMEM, "out of memory");
@@ -324,11 +356,17 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
     r.out = out;
   }
   pt_model_dev_init(&r.model, hints, nhints, err);
+  if (cfg->given_addresses && !cfg->invent_addresses) {
+    r.model.va_hints = cfg->reserve_hints;
+    r.model.nva_hints = cfg->nreserve_hints;
+  }
   if (cfg->device_ops) pt_dev_init(&r.dev, cfg->device_ops, cfg->device_st, cfg->capacity, err);
   else pt_dev_init(&r.dev, &pt_model_dev_ops, &r.model, cfg->capacity, err);
   r.dev.on_change = on_reserved_change;
   r.dev.ctx = &r;
   r.dev.log = cfg->log;
+  r.dev.times = out->call_times; /* NULL but on a given device */
+  r.stop_at_oom = cfg->stop_at_oom;
   int rc = 0;
   if (cfg->gpu && !cfg->device_ops) { /* page tables are the model's */
     const pt_mmu_desc *mmu = cfg->gpu->mmu;
@@ -398,8 +436,9 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
       out->mmu = cfg->gpu->mmu;
     }
     pt_cost_model cost = cfg->gpu->cost;
-    cost.bookkeeping_us = pt_gpu_bookkeeping_us(cfg->gpu, cfg->mech->name);
-    out->predicted_alloc_us = pt_cost_alloc_us(&cost, &r.dev.sizes, out->allocs + out->frees);
+    cost.bookkeeping = *pt_gpu_bookkeeping(cfg->gpu, cfg->mech->name, 0);
+    cost.bookkeeping_call = *pt_gpu_bookkeeping(cfg->gpu, cfg->mech->name, 1);
+    out->predicted_alloc_us = pt_cost_alloc_us(&cost, &r.dev.sizes, &out->req);
     for (int k = 0; k < PT_DRV_NCALLS; k++)
       out->predicted_call_us[k] = pt_cost_calls_us(&cost.call[k], r.dev.sizes.calls[k], r.dev.sizes.bytes[k]);
     out->gpu_note = cfg->gpu->note;
@@ -413,6 +452,8 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   /* give every live block back before the mechanism goes, so it owns all memory
      (not logged: the calls counted above are the run's, and a replay cleans up on its own) */
   r.dev.log = NULL;
+  r.dev.times = NULL;
+  if (out->call_sizes) *out->call_sizes = r.dev.sizes;
   for (size_t i = 0; i < t->nallocs; i++)
     if (r.handles[i] != FAILED && r.handles[i] != FREED) cfg->mech->free(st, r.handles[i]);
   if (cfg->device_ops && cfg->mech->empty_cache) { /* a real device gets its memory back */
@@ -438,6 +479,10 @@ void pt_sim_result_free(pt_sim_result *r) {
   r->ntimeline = 0;
   free(r->alloc_us);
   free(r->free_us);
+  free(r->call_times);
+  free(r->call_sizes);
+  r->call_times = NULL;
+  r->call_sizes = NULL;
   r->alloc_us = r->free_us = NULL;
   r->nalloc_us = r->nfree_us = 0;
 }

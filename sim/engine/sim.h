@@ -62,8 +62,19 @@ typedef struct pt_sim_config {
    */
   const pt_dev_ops *device_ops;
   void *device_st;
+  int stop_at_oom;           /* a request the device cannot serve ends the run (PT_EOOM), as on a real GPU */
+  /*
+   * Addresses to follow instead of the trace's (given_addresses): cudaMalloc
+   * results and VA reservations, in order, while their sizes agree — those a
+   * real GPU returned in a replay, so that the model's best fit breaks ties
+   * as the real run's did.
+   */
+  int given_addresses;
+  const pt_addr_hint *malloc_hints, *reserve_hints;
+  size_t nmalloc_hints, nreserve_hints;
   int (*on_alloc)(void *ctx, uint64_t addr, uint64_t bytes, uint64_t id);
   int (*on_free)(void *ctx, uint64_t addr, uint64_t bytes, uint64_t id);
+  void (*on_reserved)(void *ctx, uint64_t reserved); /* after every change of reserved bytes */
   void *observer_ctx;
 } pt_sim_config;
 
@@ -104,9 +115,16 @@ typedef struct pt_sim_result {
   int addresses_followed;    /* the model stayed on the recorded segment addresses */
   pt_sim_point *timeline;
   size_t ntimeline;
+  /* requests and frees by size class, with and without driver calls: what bookkeeping is priced by */
+  pt_req_sizes req;
   /* on a device given by the config: each request's time in µs (allocations, then frees, in order) */
   float *alloc_us, *free_us;
   size_t nalloc_us, nfree_us;
+  /* on a device given by the config, measured: each driver call's time as counted (device.h), and the
+     allocator's own time (a request's time less the driver calls made in it) by the request's size class */
+  pt_call_times *call_times;
+  pt_call_sizes *call_sizes; /* the calls those times are of */
+  double own_us[PT_SIZE_CLASSES], own_call_us[PT_SIZE_CLASSES]; /* requests without, with driver calls */
   double seconds;            /* wall time of the replay itself */
   /* with a GPU description */
   int has_gpu, has_tlb;

@@ -42,8 +42,15 @@ double pt_cost_calls_us(const pt_cost_line *l, const uint64_t calls[PT_SIZE_CLAS
   return t;
 }
 
-double pt_cost_alloc_us(const pt_cost_model *m, const pt_call_sizes *sizes, uint64_t operations) {
-  double t = m->bookkeeping_us * (double)operations;
+pt_cost_line pt_cost_constant(double us) {
+  pt_cost_line l = {0};
+  if (us > 0) l = (pt_cost_line){.n = 1, .bytes = {0}, .us = {us}};
+  return l;
+}
+
+double pt_cost_alloc_us(const pt_cost_model *m, const pt_call_sizes *sizes, const pt_req_sizes *req) {
+  const pt_cost_line *with_calls = m->bookkeeping_call.n ? &m->bookkeeping_call : &m->bookkeeping;
+  double t = pt_cost_calls_us(&m->bookkeeping, req->n, req->bytes) + pt_cost_calls_us(with_calls, req->n_call, req->bytes_call);
   for (int i = 0; i < PT_DRV_NCALLS; i++) t += pt_cost_calls_us(&m->call[i], sizes->calls[i], sizes->bytes[i]);
   return t;
 }

@@ -23,7 +23,7 @@
 #include "device.h"
 #include "error.h"
 
-#define PT_COST_MAX_POINTS 16
+#define PT_COST_MAX_POINTS 64 /* a point a size class, at most */
 
 typedef struct pt_cost_points {
   size_t n;
@@ -35,10 +35,24 @@ typedef struct pt_cost_line {
   double bytes[PT_COST_MAX_POINTS], us[PT_COST_MAX_POINTS]; /* by size, sizes distinct */
 } pt_cost_line;
 
+/*
+ * The allocator's own work (everything but driver calls) is a line too, by
+ * request size: µs per request or free, measured per mechanism by `pagetune
+ * calibrate` (a cached allocate + free pair) or fitted from real-mechanism
+ * replays (`pagetune gpu fit`); a constant is a line of one point.
+ */
 typedef struct pt_cost_model {
   pt_cost_line call[PT_DRV_NCALLS];
-  double bookkeeping_us;   /* per request or free handled by the allocator itself */
+  pt_cost_line bookkeeping;       /* µs per request or free, by the request's size */
+  pt_cost_line bookkeeping_call;  /* the same for a request that made driver calls (n = 0: as bookkeeping) */
 } pt_cost_model;
+
+/* Requests and frees by size class (as pt_call_sizes): those served without a driver call, and those that
+   made one or more (a segment carved, merged or given back costs the allocator more work too). */
+typedef struct pt_req_sizes {
+  uint64_t n[PT_SIZE_CLASSES], bytes[PT_SIZE_CLASSES];
+  uint64_t n_call[PT_SIZE_CLASSES], bytes_call[PT_SIZE_CLASSES];
+} pt_req_sizes;
 
 /* The piecewise-linear line through the points, sorted by size (nothing is fitted: it passes through
  * every point): 0, or PT_EFORMAT for a time <= 0, a negative size or one size twice. */
@@ -47,7 +61,10 @@ double pt_cost_eval(const pt_cost_line *l, double bytes);
 /* Predicted time of the calls of one kind, by size (pt_call_sizes), µs. */
 double pt_cost_calls_us(const pt_cost_line *l, const uint64_t calls[PT_SIZE_CLASSES],
                         const uint64_t bytes[PT_SIZE_CLASSES]);
-/* Predicted allocator time, µs: every driver call plus bookkeeping per operation. */
-double pt_cost_alloc_us(const pt_cost_model *m, const pt_call_sizes *sizes, uint64_t operations);
+/* A constant: one point (no points for 0). */
+pt_cost_line pt_cost_constant(double us);
+/* Predicted allocator time, µs: every driver call, plus the bookkeeping of each request and free by its
+   size class and whether it made driver calls. */
+double pt_cost_alloc_us(const pt_cost_model *m, const pt_call_sizes *sizes, const pt_req_sizes *req);
 
 #endif

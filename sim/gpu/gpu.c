@@ -21,6 +21,52 @@ static const char *search_dirs(int i) {
   }
 }
 
+/* BYTES:US points, blank-separated, into p. */
+static int parse_points(char *text, pt_cost_points *p, const char *path, int lineno, pt_err *err) {
+  char extra;
+  p->n = 0;
+  for (char *pt = text ? strtok(text, " \t") : NULL; pt; pt = strtok(NULL, " \t")) {
+    double b, us;
+    if (p->n == PT_COST_MAX_POINTS || sscanf(pt, "%lf:%lf %c", &b, &us, &extra) != 2)
+      return pt_err_set(err, PT_EFORMAT, "%s:%d: cost points are BYTES:US (at most %d)", path, lineno, PT_COST_MAX_POINTS);
+    p->bytes[p->n] = b;
+    p->us[p->n++] = us;
+  }
+  return 0;
+}
+
+/* bookkeeping_us [MECH] US, or bookkeeping_us MECH BYTES:US ...; calls: bookkeeping_call_us, the same. */
+static int parse_bookkeeping(pt_gpu *g, char *rest, int calls, const char *path, int lineno, pt_err *err) {
+  char *first = strtok(rest, " \t"), *more = strtok(NULL, ""), *end;
+  const char *key = calls ? "bookkeeping_call_us" : "bookkeeping_us";
+  pt_cost_line *line = calls ? &g->cost.bookkeeping_call : &g->cost.bookkeeping;
+  if (first && more && !strchr(first, ':') && (strtod(first, &end), *end)) { /* a mechanism's own line */
+    int i = 0;
+    while (i < g->nbookkeeping && strcmp(g->bookkeeping[i].mech, first)) i++;
+    if (i == 8 || strlen(first) >= sizeof g->bookkeeping[0].mech)
+      return pt_err_set(err, PT_EFORMAT, "%s:%d: %s: too many mechanisms or too long a name", path, lineno, key);
+    if (i == g->nbookkeeping) g->nbookkeeping++;
+    snprintf(g->bookkeeping[i].mech, sizeof g->bookkeeping[i].mech, "%s", first);
+    line = calls ? &g->bookkeeping[i].call_line : &g->bookkeeping[i].line;
+    first = strtok(more, " \t");
+    more = strtok(NULL, "");
+  }
+  const char *want = "%s:%d: %s wants [MECHANISM] US or MECHANISM BYTES:US ...";
+  if (!first) return pt_err_set(err, PT_EFORMAT, want, path, lineno, key);
+  if (!strchr(first, ':')) { /* a constant */
+    double us = strtod(first, &end);
+    if (*end || more || !(us >= 0) || us > 1e9) return pt_err_set(err, PT_EFORMAT, want, path, lineno, key);
+    *line = pt_cost_constant(us);
+    return 0;
+  }
+  char buf[4096];
+  snprintf(buf, sizeof buf, "%s%s%s", first, more ? " " : "", more ? more : "");
+  pt_cost_points p;
+  int rc = parse_points(buf, &p, path, lineno, err);
+  if (rc < 0 || (rc = pt_cost_line_from_points(&p, line, err)) < 0) return pt_err_prefix(err, rc, "%s:%d", path, lineno);
+  return 0;
+}
+
 static int parse_line(pt_gpu *g, char *line, const char *path, int lineno, pt_err *err) {
   char *key = strtok(line, " \t"), *rest = strtok(NULL, "");
   if (!key) return 0;
@@ -54,36 +100,18 @@ static int parse_line(pt_gpu *g, char *line, const char *path, int lineno, pt_er
     double *v = &g->tlb.walk_access_ns;
     if (sscanf(rest, "%lf %c", v, &extra) != 1 || !(*v >= 0) || *v > 1e9)
       return pt_err_set(err, PT_EFORMAT, "%s:%d: %s wants a number >= 0", path, lineno, key);
-  } else if (!strcmp(key, "bookkeeping_us")) {
-    char mech[16] = "";
-    double us;
-    if (sscanf(rest, "%lf %c", &us, &extra) == 1) {
-      g->cost.bookkeeping_us = us;
-    } else if (sscanf(rest, "%15s %lf %c", mech, &us, &extra) == 2 && g->nbookkeeping < 8) {
-      snprintf(g->bookkeeping[g->nbookkeeping].mech, sizeof g->bookkeeping[0].mech, "%s", mech);
-      g->bookkeeping[g->nbookkeeping++].us = us;
-    } else {
-      return pt_err_set(err, PT_EFORMAT, "%s:%d: bookkeeping_us wants [MECHANISM] US", path, lineno);
-    }
-    if (!(us >= 0) || us > 1e9) return pt_err_set(err, PT_EFORMAT, "%s:%d: bookkeeping_us must be >= 0", path, lineno);
+  } else if (!strcmp(key, "bookkeeping_us") || !strcmp(key, "bookkeeping_call_us")) {
+    int rc = parse_bookkeeping(g, rest, !strcmp(key, "bookkeeping_call_us"), path, lineno, err);
+    if (rc < 0) return rc;
   } else if (!strcmp(key, "cost")) {
     char *call = strtok(rest, " \t");
     int c = -1;
     for (int i = 0; call && i < PT_DRV_NCALLS; i++)
       if (!strcmp(call, pt_drv_call_names[i])) c = i;
     if (c < 0) return pt_err_set(err, PT_EFORMAT, "%s:%d: cost of unknown call '%s'", path, lineno, call ? call : "");
-    pt_cost_points *p = &g->points[c];
-    p->n = 0;
-    for (char *pt = strtok(NULL, " \t"); pt; pt = strtok(NULL, " \t")) {
-      double b, us;
-      if (p->n == PT_COST_MAX_POINTS || sscanf(pt, "%lf:%lf %c", &b, &us, &extra) != 2)
-        return pt_err_set(err, PT_EFORMAT, "%s:%d: cost points are BYTES:US (at most %d)", path, lineno,
-                          PT_COST_MAX_POINTS);
-      p->bytes[p->n] = b;
-      p->us[p->n++] = us;
-    }
-    int rc = pt_cost_line_from_points(p, &g->cost.call[c], err);
-    if (rc < 0) return pt_err_prefix(err, rc, "%s:%d", path, lineno);
+    int rc = parse_points(strtok(NULL, ""), &g->points[c], path, lineno, err);
+    if (rc < 0 || (rc = pt_cost_line_from_points(&g->points[c], &g->cost.call[c], err)) < 0)
+      return pt_err_prefix(err, rc, "%s:%d", path, lineno);
   } else {
     return pt_err_set(err, PT_EFORMAT, "%s:%d: unknown setting '%s'", path, lineno, key);
   }
@@ -91,7 +119,7 @@ static int parse_line(pt_gpu *g, char *line, const char *path, int lineno, pt_er
 }
 
 static int load_file(const char *path, FILE *f, pt_err *err, pt_gpu *g) {
-  char line[1024];
+  char line[4096];
   int lineno = 0, rc = 0;
   while (rc == 0 && fgets(line, sizeof line, f)) {
     lineno++;
@@ -142,10 +170,11 @@ int pt_gpu_load(const char *name, pt_err *err, pt_gpu *out) {
   return rc;
 }
 
-double pt_gpu_bookkeeping_us(const pt_gpu *g, const char *mech) {
+const pt_cost_line *pt_gpu_bookkeeping(const pt_gpu *g, const char *mech, int with_calls) {
   for (int i = 0; i < g->nbookkeeping; i++)
-    if (!strcmp(g->bookkeeping[i].mech, mech)) return g->bookkeeping[i].us;
-  return g->cost.bookkeeping_us;
+    if (!strcmp(g->bookkeeping[i].mech, mech))
+      return with_calls && g->bookkeeping[i].call_line.n ? &g->bookkeeping[i].call_line : &g->bookkeeping[i].line;
+  return with_calls && g->cost.bookkeeping_call.n ? &g->cost.bookkeeping_call : &g->cost.bookkeeping;
 }
 
 int pt_gpu_list(char *buf, size_t n) {

@@ -11,7 +11,10 @@
  *   l2_tlb SETS WAYS HIT_NS         (shared)
  *   pwc SETS WAYS                   (page-walk cache)
  *   walk_access_ns NS               (one page-table read)
- *   bookkeeping_us [MECH] US        (allocator work per request/free; per mechanism)
+ *   bookkeeping_us [MECH] US        (allocator work per request/free: a constant; per mechanism)
+ *   bookkeeping_us MECH BYTES:US ... (the same by request size, interpolated like cost points)
+ *   bookkeeping_call_us [MECH] US | MECH BYTES:US ...
+ *                                   (the same for requests that made driver calls; default: as above)
  *   note TEXT                       (what reports must say about this GPU)
  *   cost CALL BYTES:US ...          (CALL: malloc, free, mem_create, ...)
  *   source TEXT                     (where the numbers come from)
@@ -34,7 +37,7 @@ typedef struct pt_gpu {
   char note[512];
   struct {
     char mech[16];
-    double us;
+    pt_cost_line line, call_line; /* call_line.n = 0: line serves requests that made calls too */
   } bookkeeping[8];
   int nbookkeeping;
   const pt_mmu_desc *mmu;
@@ -48,8 +51,10 @@ typedef struct pt_gpu {
 /* The description file of a name (searched as pt_gpu_load does) or a path, open for reading; NULL with err set. */
 FILE *pt_gpu_open(const char *name, char *path /* OUT */, size_t n, pt_err *err);
 int pt_gpu_load(const char *name_or_path, pt_err *err, pt_gpu *out /* OUT */);
-/* Bookkeeping µs per operation for a mechanism (its own line, else the default). */
-double pt_gpu_bookkeeping_us(const pt_gpu *g, const char *mech);
+/* The bookkeeping line of a mechanism (µs per request or free by its size) for requests that made no driver
+   call (with_calls 0) or some (1): the mechanism's own lines, else the default's; a call line where given,
+   else the plain one. */
+const pt_cost_line *pt_gpu_bookkeeping(const pt_gpu *g, const char *mech, int with_calls);
 /* Names of the bundled descriptions, space-separated, into buf. */
 int pt_gpu_list(char *buf, size_t n);
 

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""accept.py: issue 11's acceptance figures from bench/replay/mechanism.sh's JSON lines.
+
+    python3 bench/replay/accept.py MECHANISM.jsonl [--pagetune ./pagetune] [--out DIR]
+
+1. Per run (trace x policy): --touch clean; free GPU memory back; the model fed
+   the GPU's addresses makes the same driver calls and reaches the same peak;
+   the books' peak against the driver's (cuMemGetInfo, polled at every change
+   of reserved bytes): equal within one 2 MiB granule for the VMM mechanisms;
+   for direct and caching the driver sub-allocates small cuMemAlloc calls, so
+   they are compared on the books (the model) only, the driver's view shown.
+2. Costs calibrated on some traces and judged on the others: `pagetune gpu fit`
+   on the calibration traces' runs (every policy), then `pagetune sim --gpu
+   FITTED` predicts each judged run; predicted against measured allocator time
+   (the sum of the requests' times), within 25%; and, within each judged trace,
+   the policy pairs the GPU separates by more than 20%: how many the
+   prediction orders the same way (goal 95%).  Both splits are reported
+   (calibrate on A, judge B; calibrate on B, judge A).
+"""
+import argparse
+import itertools
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+ap = argparse.ArgumentParser()
+ap.add_argument("jsonl")
+ap.add_argument("--pagetune", default="./pagetune")
+ap.add_argument("--out", default=None, help="where the fitted descriptions go (default: beside the JSON lines)")
+a = ap.parse_args()
+out = a.out or os.path.dirname(os.path.abspath(a.jsonl))
+runs = [json.loads(l) for l in open(a.jsonl) if l.strip()]
+VMM = {"expandable", "async_pool", "stitch"}
+GRANULE = 2 << 20
+
+
+def name(r):
+    return os.path.basename(r["gpu_mechanism_replay"]["trace"]).replace(".pickle.gz", "")
+
+
+print("## 1. every run: touch, memory back, the model fed the GPU's addresses, peaks\n")
+print("| trace | policy | mechanism | touch | free back | fed calls | fed peak | books peak | driver peak | driver - books |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+bad = 0
+for r in runs:
+    g = r["gpu_mechanism_replay"]; c = g["check"]
+    touch = g["mismatches"] == 0 and g["checked"] > 0
+    back = g["free_after"] == g["free_before"]
+    fed = c["fed_model_calls_equal"]
+    fedpeak = c["fed_model_peak_reserved_bytes"] == c["peak_reserved_bytes"]
+    diff = c["driver_peak_used_bytes"] - c["peak_reserved_bytes"]
+    peak_ok = abs(diff) <= GRANULE if g["mechanism"] in VMM else True
+    ok = touch and back and fed and fedpeak and peak_ok
+    bad += not ok
+    print("| %s | %s | %s | %s | %s | %s | %s | %d | %d | %+d%s |" % (
+        name(r), g["policy"], g["mechanism"], "ok" if touch else "BAD", "yes" if back else "NO",
+        "equal" if fed else "DIFFER", "equal" if fedpeak else "DIFFER", c["peak_reserved_bytes"],
+        c["driver_peak_used_bytes"], diff, "" if peak_ok else " (over a granule)"))
+print("\n%d runs, %d with a failed check\n" % (len(runs), bad))
+
+traces = sorted({name(r) for r in runs})
+halves = (traces[0::2], traces[1::2])
+
+
+def fit(cal, path):
+    lines = [json.dumps(r) for r in runs if name(r) in cal]
+    src = path + ".in.jsonl"
+    with open(src, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    subprocess.run([a.pagetune, "gpu", "fit", "--name", os.path.basename(path)[:-4], "-o", path, src], check=True)
+
+
+def predict(r, gpu):
+    g = r["gpu_mechanism_replay"]
+    cmd = [a.pagetune, "sim", "--trace", g["trace"], "--policy", g["policy"], "--gpu", gpu, "--json"]
+    o = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    return o["predicted_alloc_us"]
+
+
+print("## 2. predicted against measured allocator time, costs calibrated on other traces\n")
+allerr = []
+for k, (cal, judge) in enumerate((halves, halves[::-1])):
+    gpu = os.path.join(out, "fit%d.gpu" % (k + 1))
+    fit(cal, gpu)
+    print("### calibrated on %s; judged on %s\n" % (", ".join(cal), ", ".join(judge)))
+    print("| trace | policy | measured us | predicted us | error | assumed-cost model us |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    pairs_same = pairs = 0
+    errs = []
+    for t in judge:
+        rs = [r for r in runs if name(r) == t]
+        meas, pred = {}, {}
+        for r in rs:
+            g = r["gpu_mechanism_replay"]
+            m, p = g["measured_total_us"], predict(r, gpu)
+            meas[g["policy"]], pred[g["policy"]] = m, p
+            e = (p - m) / m
+            errs.append(e)
+            print("| %s | %s | %.0f | %.0f | %+.1f%% | %.0f |" % (t, g["policy"], m, p, 100 * e, g["predicted_total_us"]))
+        for x, y in itertools.combinations(sorted(meas), 2):
+            lo, hi = sorted((meas[x], meas[y]))
+            if hi > 1.2 * lo:
+                pairs += 1
+                pairs_same += (meas[x] < meas[y]) == (pred[x] < pred[y])
+    within = sum(abs(e) <= 0.25 for e in errs)
+    print("\n%d of %d judged runs within 25%% (median |error| %.1f%%, worst %+.1f%%); pairs the GPU separates by > 20%%: "
+          "%d of %d ordered the same (%.1f%%)\n" % (within, len(errs), 100 * statistics.median(abs(e) for e in errs),
+                                                   100 * max(errs, key=abs), pairs_same, pairs,
+                                                   100.0 * pairs_same / pairs if pairs else 100.0))
+    allerr += errs

@@ -1,0 +1,51 @@
+/*
+ * fit.h — a GPU description's costs from measurements in context: the
+ * driver calls and the allocator's own work timed in real-mechanism replays
+ * (pagetune replay --mechanism --json, measured_costs), summed over the
+ * runs given, written as cost and bookkeeping_us lines (pagetune gpu fit).
+ *
+ * Nothing is fitted in the least-squares sense: a size class's point is its
+ * mean, (bytes / calls, µs / calls), the cost a call of that class had on
+ * average in the runs, which is what a predicted total (a sum over calls)
+ * needs.  Calibration points from `pagetune calibrate` time one call at a
+ * time on a quiet device; these carry what a real run adds (a
+ * synchronisation before memory goes back, a driver holding many
+ * allocations).
+ */
+#ifndef PT_FIT_H
+#define PT_FIT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "device.h"
+#include "error.h"
+
+#define PT_FIT_MECHS 8
+
+typedef struct pt_fit_sum {
+  uint64_t n, bytes;
+  double us;
+} pt_fit_sum;
+
+typedef struct pt_cost_fit {
+  pt_fit_sum call[PT_DRV_NCALLS][PT_SIZE_CLASSES];
+  struct {
+    char name[16];
+    pt_fit_sum req[PT_SIZE_CLASSES], req_call[PT_SIZE_CLASSES]; /* requests without, with driver calls */
+  } mech[PT_FIT_MECHS];
+  int nmech;
+  unsigned runs;
+} pt_cost_fit;
+
+/* n calls of kind c (pt_drv_call) of bytes in all, us in all. */
+int pt_cost_fit_call(pt_cost_fit *f, int c, uint64_t n, uint64_t bytes, double us, pt_err *err);
+/* n requests and frees of mechanism mech that made no driver call (with_calls 0) or some (1), bytes in all,
+   us of the allocator's own work in all. */
+int pt_cost_fit_requests(pt_cost_fit *f, const char *mech, int with_calls, uint64_t n, uint64_t bytes, double us,
+                         pt_err *err);
+/* The description base (its text, read from in) named name, with the measured kinds' cost lines and the
+   measured mechanisms' bookkeeping_us lines replaced by the fitted ones, and source; to out. */
+int pt_cost_fit_write(const pt_cost_fit *f, FILE *in, FILE *out, const char *name, const char *source, pt_err *err);
+
+#endif

@@ -1,0 +1,79 @@
+#!/bin/sh
+# fit.sh — pagetune gpu fit: a GPU description from the measured costs of
+# real-mechanism replays (their --json), checked without a GPU on replay
+# objects written here: each class's point is its mean, the rest of the base
+# description is kept, the output loads and predicts, bad input is refused
+# in one line and leaves no file.
+set -u
+top_srcdir=${top_srcdir:-.}
+top_builddir=${top_builddir:-.}
+pt="$top_builddir/pagetune"
+export PAGETUNE_POLICY_DIR=${PAGETUNE_POLICY_DIR:-$top_srcdir/policies}
+export PAGETUNE_GPU_DIR=${PAGETUNE_GPU_DIR:-$top_srcdir/sim/gpus}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# two caching runs and one direct run: malloc at 2 MiB in both caching runs (means pooled),
+# own work by request size class
+cat >"$tmp/r.jsonl" <<'J'
+{"gpu_mechanism_replay":{"mechanism":"caching","measured_costs":{"calls":{"malloc":[[2,4194304,60.0]],"free":[[1,2097152,40.0]]},"requests":[[100,51200,20.0],[10,20971520,3.0]],"requests_with_calls":[[10,20971520,4.0]],"failed_calls_us":0}}}
+{"gpu_mechanism_replay":{"mechanism":"caching","measured_costs":{"calls":{"malloc":[[2,4194304,100.0]]},"requests":[[100,51200,30.0]],"failed_calls_us":0}}}
+J
+cat >"$tmp/d.json" <<'J'
+{"gpu_mechanism_replay": {"mechanism": "direct",
+  "measured_costs": {"calls": {"malloc": [[4, 2048, 8.0]]}, "requests": [[8, 4096, 0.0]], "failed_calls_us": 0}}}
+J
+"$pt" gpu fit -o "$tmp/f.gpu" "$tmp/r.jsonl" "$tmp/d.json" 2>"$tmp/err" || fail "fit: $(cat "$tmp/err")"
+grep -q '^name h200-fit$' "$tmp/f.gpu" || fail "the fitted description is not named h200-fit"
+[ "$(grep -c '^name ' "$tmp/f.gpu")" -eq 1 ] || fail "two name lines"
+# malloc: 4 calls of 2 MiB in 160 us -> 2097152:40; 4 calls of 512 B in 8 us -> 512:2
+grep -q '^cost malloc 512:2.0000 2097152:40.0000$' "$tmp/f.gpu" || fail "malloc points: $(grep '^cost malloc' "$tmp/f.gpu")"
+grep -q '^cost free 2097152:40.0000$' "$tmp/f.gpu" || fail "free points: $(grep '^cost free' "$tmp/f.gpu")"
+# caching: 200 requests of 512 B in 50 us -> 512:0.25; 10 of 2 MiB in 3 us -> 2097152:0.3
+grep -q '^bookkeeping_us caching 512:0.2500 2097152:0.3000$' "$tmp/f.gpu" || fail "caching: $(grep '^bookkeeping_us caching' "$tmp/f.gpu")"
+grep -q '^bookkeeping_us direct 512:0.0010$' "$tmp/f.gpu" || fail "direct: $(grep '^bookkeeping_us direct' "$tmp/f.gpu")"
+# requests that made calls apart: caching's run 1 had 10 of 2 MiB in 4 us -> 2097152:0.4; direct had none apart,
+# so its plain points serve both
+grep -q '^bookkeeping_call_us caching 2097152:0.4000$' "$tmp/f.gpu" || fail "caching with calls: $(grep '^bookkeeping_call_us caching' "$tmp/f.gpu")"
+grep -q '^bookkeeping_call_us direct 512:0.0010$' "$tmp/f.gpu" || fail "direct with calls: $(grep '^bookkeeping_call_us direct' "$tmp/f.gpu")"
+# kept from the base: the TLB lines, the calls not measured, the other mechanisms' bookkeeping
+for k in '^l2_tlb ' '^cost mem_create ' '^bookkeeping_us stitch ' '^mmu v3'; do
+  grep -q "$k" "$tmp/f.gpu" || fail "lost from the base: $k"
+done
+[ "$(grep -c '^cost malloc' "$tmp/f.gpu")" -eq 1 ] || fail "the base's malloc line kept beside the fitted one"
+"$pt" sim --trace "$top_srcdir/traces/llm_decode.pickle.gz" --policy pytorch_native --gpu "$tmp/f.gpu" --json >"$tmp/s.json" 2>"$tmp/err" ||
+  fail "the fitted description does not load: $(cat "$tmp/err")"
+grep -q '"predicted_alloc_us":' "$tmp/s.json" || fail "no prediction with the fitted description"
+"$pt" gpu fit --name mine -o "$tmp/m.gpu" "$tmp/d.json" 2>/dev/null && grep -q '^name mine$' "$tmp/m.gpu" || fail "--name"
+
+# refused: one line, exit 1 (bad input) or 2 (usage), no file left
+check() {
+  want=$1; what=$2; shift 2
+  "$@" >/dev/null 2>"$tmp/err"
+  got=$?
+  [ "$got" -eq "$want" ] || fail "$what: exit $got, wanted $want ($(cat "$tmp/err"))"
+  lines=1; [ "$want" -eq 2 ] && lines=2 # usage: the message, then "(try ... --help)"
+  [ "$(wc -l <"$tmp/err")" -eq "$lines" ] || fail "$what: not $lines line(s): $(cat "$tmp/err")"
+  ls "$tmp"/x.gpu* >/dev/null 2>&1 && fail "$what: left a file"
+  echo "ok: $what: $(head -1 "$tmp/err")"
+}
+echo '{"sim": 1}' >"$tmp/not.json"
+echo '{"gpu_mechanism_replay":{"mechanism":"caching","measured_costs":{"calls":{"malloc":[[0,1,1]]},"requests":[]}}}' >"$tmp/zero.json"
+echo '{"gpu_mechanism_replay":{"mechanism":"caching","measured_costs":{"calls":{"mmap":[[1,1,1]]},"requests":[]}}}' >"$tmp/call.json"
+printf '{"gpu_mechanism_replay": \n' >"$tmp/broken.json"
+: >"$tmp/empty.json"
+check 1 "not a replay" "$pt" gpu fit -o "$tmp/x.gpu" "$tmp/not.json"
+check 1 "a point of 0 calls" "$pt" gpu fit -o "$tmp/x.gpu" "$tmp/zero.json"
+check 1 "an unknown call" "$pt" gpu fit -o "$tmp/x.gpu" "$tmp/call.json"
+check 1 "broken JSON" "$pt" gpu fit -o "$tmp/x.gpu" "$tmp/broken.json"
+check 1 "an empty file" "$pt" gpu fit -o "$tmp/x.gpu" "$tmp/empty.json"
+check 1 "a missing file" "$pt" gpu fit -o "$tmp/x.gpu" "$tmp/nothing.json"
+check 1 "an unknown base" "$pt" gpu fit --gpu nosuch -o "$tmp/x.gpu" "$tmp/d.json"
+check 2 "no -o" "$pt" gpu fit "$tmp/d.json"
+check 2 "no input" "$pt" gpu fit -o "$tmp/x.gpu"
+check 2 "a bad name" "$pt" gpu fit --name "a b" -o "$tmp/x.gpu" "$tmp/d.json"
+
+[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "gpu fit: all checks passed"

@@ -1,0 +1,63 @@
+#!/bin/sh
+# gpu_mreplay.sh — pagetune replay --mechanism on a real GPU: a trace that
+# begins with segments alive replays under every bundled policy (touch clean,
+# the model fed the GPU's addresses makes the same driver calls, free memory
+# back), and running out of GPU memory for real mid-replay ends the run with
+# one line, everything given back.  Without a GPU it skips (exit 77).
+set -u
+top_srcdir=${top_srcdir:-.}
+top_builddir=${top_builddir:-.}
+pt="$top_builddir/pagetune"
+export PAGETUNE_POLICY_DIR=${PAGETUNE_POLICY_DIR:-$top_srcdir/policies}
+export PAGETUNE_GPU_DIR=${PAGETUNE_GPU_DIR:-$top_srcdir/sim/gpus}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if ! "$pt" gpu info >"$tmp/info" 2>&1; then
+  echo "SKIP: no GPU here: $(cat "$tmp/info")"
+  exit 77
+fi
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# randn_loop begins with two segments alive (recording started late)
+for p in pytorch_native pytorch_expandable cuda_async direct stitch large_page_threshold tunable_caching; do
+  if ! "$pt" replay --mechanism --touch --repeat 1 --json --trace "$top_srcdir/traces/randn_loop.pickle.gz" --policy "$p" \
+      >"$tmp/r.json" 2>"$tmp/err"; then
+    fail "randn_loop $p: $(cat "$tmp/err")"
+    continue
+  fi
+  python3 - "$tmp/r.json" "$p" <<'PY' || fail "randn_loop $p: checks"
+import json, sys
+o = json.load(open(sys.argv[1])); g = o["gpu_mechanism_replay"]; c = g["check"]
+assert g["mismatches"] == 0 and g["checked"] > 0, (g["touched"], g["checked"], g["mismatches"])
+assert g["free_after"] == g["free_before"], (g["free_before"], g["free_after"])
+assert c["fed_model_calls_equal"], (c["driver_calls"], c["fed_model_driver_calls"])
+assert c["fed_model_peak_reserved_bytes"] == c["peak_reserved_bytes"], c
+assert c["peak_reserved_bytes"] >= 23068672, c  # the initial segments are held from the start
+print("ok: randn_loop %s: peak %d (driver saw %d), calls %s" % (sys.argv[2], c["peak_reserved_bytes"],
+      c["driver_peak_used_bytes"], {k: v for k, v in c["driver_calls"].items() if v}))
+PY
+done
+
+# out of memory for real: only about 256 MiB left free, a trace that needs ~1 GiB
+for p in pytorch_native pytorch_expandable stitch cuda_async direct; do
+  "$pt" replay --mechanism --repeat 1 --leave-free 256M --trace "$top_srcdir/traces/transformer_train.pickle.gz" --policy "$p" \
+    >"$tmp/out" 2>"$tmp/err"
+  rc=$?
+  if [ "$rc" -ne 1 ]; then
+    fail "out of memory under $p: exit $rc, wanted 1: $(cat "$tmp/err")"
+  else
+    # stderr: the progress line, then the error in one line
+    tail -1 "$tmp/err" >"$tmp/last"
+    if [ "$(grep -c 'pagetune: ' "$tmp/err")" -ne 1 ] || ! grep -q "out of GPU memory" "$tmp/last" ||
+        ! grep -q "everything the run took was given back" "$tmp/last"; then
+      fail "out of memory under $p: $(cat "$tmp/err")"
+    else
+      echo "ok: out of memory under $p: $(cat "$tmp/last")"
+    fi
+  fi
+done
+"$pt" gpu info >"$tmp/after" 2>&1 || fail "the GPU after the out-of-memory runs: $(cat "$tmp/after")"
+
+[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
+echo "all real-mechanism replay checks passed"
