@@ -183,12 +183,6 @@ static void summarise(double *t, unsigned n, pt_cal_point *p) {
   p->max_us = t[n - 1];
 }
 
-static uint64_t calls_made(const pt_device *d) {
-  uint64_t n = 0;
-  for (int c = 0; c < PT_DRV_NCALLS; c++) n += d->calls[c];
-  return n;
-}
-
 /* n pairs of bytes back to back; *us the mean µs a pair (NULL: untimed). */
 static int pairs(const pt_mech_ops *m, void *st, uint64_t bytes, unsigned n, const int *fault, double *us) {
   double t0 = pt_clock_s();
@@ -212,6 +206,7 @@ static int time_mech(const pt_alloc_backend *be, const pt_mech_ops *m, const pt_
   pt_mech_counters counters = {0};
   pt_params params = {0};
   pt_policy_hooks hooks = {0};
+  pt_call_times times = {0};
   uint64_t allocated = 0, resident = 0;
   int fault = 0, have_resident = 0;
   double t[100];
@@ -243,13 +238,17 @@ static int time_mech(const pt_alloc_backend *be, const pt_mech_ops *m, const pt_
     if (warm * n > BATCH_BUDGET_US) n = warm > 0 ? (unsigned)(BATCH_BUDGET_US / warm) : n;
     if (n < MIN_PAIRS) n = MIN_PAIRS;
     if (n > plan->pairs) n = plan->pairs;
-    uint64_t calls0 = calls_made(&books);
-    for (unsigned b = 0; b < plan->batches; b++)
-      if ((rc = pairs(m, st, bytes, n, &fault, &t[b])) < 0) {
-        pt_err_prefix(merr, rc, "%s at %llu bytes", m->name, (unsigned long long)bytes);
-        goto out;
-      }
-    *p = (pt_cal_point){.bytes = bytes, .pairs = n, .batches = plan->batches, .driver_calls = calls_made(&books) - calls0};
+    uint64_t calls0 = books.ncalls;
+    double us0 = times.total_us;
+    books.times = &times; /* the timed batches' calls timed too (two clock reads a call) */
+    for (unsigned b = 0; rc == 0 && b < plan->batches; b++) rc = pairs(m, st, bytes, n, &fault, &t[b]);
+    books.times = NULL;
+    if (rc < 0) {
+      pt_err_prefix(merr, rc, "%s at %llu bytes", m->name, (unsigned long long)bytes);
+      goto out;
+    }
+    *p = (pt_cal_point){.bytes = bytes, .pairs = n, .batches = plan->batches, .driver_calls = books.ncalls - calls0,
+                        .driver_us = (times.total_us - us0) / ((double)n * plan->batches)};
     summarise(t, plan->batches, p);
     out->n = s + 1;
   }
@@ -327,6 +326,10 @@ static pt_cal_series sorted(const pt_cal_series *s) {
   return c;
 }
 
+/* A point's µs as a line gives it: 4 decimals, and never 0 (a description's points must be > 0; a mean
+   that rounds to 0 is below 0.1 ns, written as 0.0001). */
+static double point_us(double us) { return us < 0.0001 ? 0.0001 : us; }
+
 /* " 512:0.212 (0.200-0.230)" for each point: a pair's median and spread. */
 static void write_pairs(FILE *out, const pt_cal_series *s) {
   for (size_t k = 0; k < s->n; k++)
@@ -347,8 +350,10 @@ void pt_calibrate_write_bookkeeping(FILE *out, const pt_cal_plan *plan, const pt
     write_pairs(out, &s);
     fputc('\n', out);
     if (direct) {
-      fputs("# direct: each request is a cudaMalloc and each free a cudaFree, which the cost lines charge;\n"
-            "# its own work is not told apart from them: 0\n"
+      fputs("# direct: each request is a cudaMalloc and each free a cudaFree, which the cost lines charge; of a\n"
+            "# pair, µs in them:", out);
+      for (size_t k = 0; k < s.n; k++) fprintf(out, " %llu:%.3f", (unsigned long long)s.at[k].bytes, s.at[k].driver_us);
+      fputs("\n# its own work, the rest, is within their noise: 0\n"
             "bookkeeping_us direct 0\n", out);
       continue;
     }
@@ -358,7 +363,7 @@ void pt_calibrate_write_bookkeeping(FILE *out, const pt_cal_plan *plan, const pt
                 s.name, (unsigned long long)s.at[k].bytes, (unsigned long long)s.at[k].driver_calls);
     fprintf(out, "bookkeeping_us %s", s.name);
     for (size_t k = 0; k < s.n; k++)
-      fprintf(out, " %llu:%.3f", (unsigned long long)s.at[k].bytes, pt_calibrate_bookkeeping_us(&s, k));
+      fprintf(out, " %llu:%.4f", (unsigned long long)s.at[k].bytes, point_us(pt_calibrate_bookkeeping_us(&s, k)));
     fputc('\n', out);
   }
 }
@@ -392,7 +397,8 @@ void pt_calibrate_write_torch(FILE *out, const pt_cal_torch *t) {
     fprintf(out, "# %s, µs a pair (least-most batch):", s.name);
     write_pairs(out, &s);
     fprintf(out, "\ntorch_pair_us %s", s.name);
-    for (size_t k = 0; k < s.n; k++) fprintf(out, " %llu:%.3f", (unsigned long long)s.at[k].bytes, s.at[k].pair_us);
+    for (size_t k = 0; k < s.n; k++)
+      fprintf(out, " %llu:%.4f", (unsigned long long)s.at[k].bytes, point_us(s.at[k].pair_us));
     fputc('\n', out);
   }
 }
@@ -405,8 +411,8 @@ static void json_points(FILE *out, const pt_cal_series *s, int bookkeeping) {
     fprintf(out, "%s{\"bytes\":%llu,\"pair_us\":%.4f,\"pair_us_min\":%.4f,\"pair_us_max\":%.4f,\"pairs\":%u,\"batches\":%u",
             k ? "," : "", (unsigned long long)p->bytes, p->pair_us, p->min_us, p->max_us, p->pairs, p->batches);
     if (bookkeeping)
-      fprintf(out, ",\"driver_calls\":%llu,\"bookkeeping_us\":%.4f", (unsigned long long)p->driver_calls,
-              pt_calibrate_bookkeeping_us(s, k));
+      fprintf(out, ",\"driver_calls\":%llu,\"driver_us\":%.4f,\"bookkeeping_us\":%.4f", (unsigned long long)p->driver_calls,
+              p->driver_us, pt_calibrate_bookkeeping_us(s, k));
     fputc('}', out);
   }
   fputc(']', out);

@@ -62,6 +62,7 @@ typedef struct pt_cal_point {
   double min_us, max_us;       /* the least and the most of the batches' means */
   unsigned pairs, batches;     /* pairs a batch, batches */
   uint64_t driver_calls;       /* made during the timed batches (the books count them; torch: not known, 0) */
+  double driver_us;            /* of a pair, in those calls (the books time them; torch: 0) */
 } pt_cal_point;
 
 /* One allocator's pairs, by size. */

@@ -92,8 +92,11 @@ elif tp or not any(l.startswith("# PyTorch's allocators: not measured") for l in
     print("FAIL: torch does not import, yet the description does not say it was not measured"); bad += 1
 sys.exit(1 if bad else 0)
 PY
+grep -v '^torch_pair_us ' "$tmp/c.gpu" >"$tmp/rest.gpu"
+"$pt" sim --trace "$top_srcdir/traces/llm_decode.pickle.gz" --policy pytorch_native --gpu "$tmp/rest.gpu" >/dev/null 2>"$tmp/err" ||
+  fail "the calibrated description (without torch_pair_us) does not load: $(cat "$tmp/err")"
 "$pt" sim --trace "$top_srcdir/traces/llm_decode.pickle.gz" --policy pytorch_native --gpu "$tmp/c.gpu" >/dev/null 2>"$tmp/err" ||
-  fail "the calibrated description does not load (the parser must take bookkeeping_us MECH SIZE:US and torch_pair_us lines): $(cat "$tmp/err")"
+  fail "the calibrated description does not load (the parser must take torch_pair_us BACKEND BYTES:US lines): $(cat "$tmp/err")"
 
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "all calibrate checks passed"

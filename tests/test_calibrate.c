@@ -47,11 +47,13 @@ static void test_mechs_on_model(void) {
       CU_ASSERT(p->pair_us > 0 && p->min_us <= p->pair_us && p->pair_us <= p->max_us);
       CU_ASSERT_EQUAL(p->batches, 3);
       CU_ASSERT(p->pairs >= 10 && p->pairs <= 50);
-      if (i == 0) { /* direct: a cudaMalloc and a cudaFree a pair, its own work 0 */
+      if (i == 0) { /* direct: a cudaMalloc and a cudaFree a pair, timed; its own work 0 */
         CU_ASSERT_EQUAL(p->driver_calls, 2 * (uint64_t)p->pairs * p->batches);
+        CU_ASSERT(p->driver_us > 0 && p->driver_us <= p->max_us);
         CU_ASSERT_EQUAL(pt_calibrate_bookkeeping_us(&s[i], k), 0);
       } else { /* a cached pair makes no call: async_pool's pool is not trimmed, the 512 B block holds it */
         CU_ASSERT_EQUAL(p->driver_calls, 0);
+        CU_ASSERT_EQUAL(p->driver_us, 0);
         CU_ASSERT_DOUBLE_EQUAL(pt_calibrate_bookkeeping_us(&s[i], k), p->pair_us / 2, 1e-12);
       }
     }
@@ -216,9 +218,10 @@ static void write_bk(FILE *f, const void *arg) {
 }
 
 static void test_bookkeeping_text(void) {
-  const pt_cal_point direct[] = {{512, 3.0, 2.9, 3.2, 2000, 5, 20000}, {1048576, 60.0, 59.0, 61.0, 333, 5, 3330}};
-  const pt_cal_point caching[] = {{65536, 0.25, 0.24, 0.3, 2000, 5, 0}, {512, 0.2, 0.19, 0.21, 2000, 5, 0}};
-  const pt_cal_point stitch[] = {{512, 0.3, 0.3, 0.3, 2000, 5, 4}};
+  const pt_cal_point direct[] = {{512, 3.0, 2.9, 3.2, 2000, 5, 20000, 2.95},
+                                 {1048576, 60.0, 59.0, 61.0, 333, 5, 3330, 59.8}};
+  const pt_cal_point caching[] = {{65536, 0.25, 0.24, 0.3, 2000, 5, 0, 0}, {512, 0.2, 0.19, 0.21, 2000, 5, 0, 0}};
+  const pt_cal_point stitch[] = {{512, 0.3, 0.3, 0.3, 2000, 5, 4, 0}};
   text_series[0] = series("direct", "mechanism", 2, direct);
   text_series[1] = series("caching", "mechanism", 2, caching); /* sizes out of order: written ascending */
   text_series[2] = series("expandable", "mechanism", 0, NULL);   /* no points: left out */
@@ -229,17 +232,26 @@ static void test_bookkeeping_text(void) {
       "# this GPU after warm-up, median of 5 batches of up to 2000 pairs (fewer where a pair is slow), one\n"
       "# 512 B block held meanwhile; bookkeeping_us is half a pair: the µs of a request or of a free\n"
       "# direct, µs a pair (least-most batch): 512:3.000 (2.900-3.200) 1048576:60.000 (59.000-61.000)\n"
-      "# direct: each request is a cudaMalloc and each free a cudaFree, which the cost lines charge;\n"
-      "# its own work is not told apart from them: 0\n"
+      "# direct: each request is a cudaMalloc and each free a cudaFree, which the cost lines charge; of a\n"
+      "# pair, µs in them: 512:2.950 1048576:59.800\n"
+      "# its own work, the rest, is within their noise: 0\n"
       "bookkeeping_us direct 0\n"
       "# caching, µs a pair (least-most batch): 512:0.200 (0.190-0.210) 65536:0.250 (0.240-0.300)\n"
-      "bookkeeping_us caching 512:0.100 65536:0.125\n"
+      "bookkeeping_us caching 512:0.1000 65536:0.1250\n"
       "# stitch, µs a pair (least-most batch): 512:0.300 (0.300-0.300)\n"
       "# WARNING: stitch's timed pairs at 512 bytes made 4 driver calls: its time there includes them\n"
-      "bookkeeping_us stitch 512:0.150\n";
+      "bookkeeping_us stitch 512:0.1500\n";
   CU_ASSERT_STRING_EQUAL(text, want);
   if (strcmp(text, want)) fprintf(stderr, "got:\n%s", text);
   free(text);
+  /* a pair too quick for 4 decimals: a point of 0.0001, never 0 (a description refuses points <= 0) */
+  const pt_cal_point quick[] = {{512, 0.00002, 0.00001, 0.00003, 2000, 5, 0, 0}};
+  pt_cal_series keep = text_series[1];
+  text_series[1] = series("caching", "mechanism", 1, quick);
+  text = capture(write_bk, NULL);
+  CU_ASSERT_PTR_NOT_NULL(strstr(text, "\nbookkeeping_us caching 512:0.0001\n"));
+  free(text);
+  text_series[1] = keep;
 }
 
 static pt_cal_torch text_torch;
@@ -257,8 +269,8 @@ static void test_torch_text(void) {
                                "named 'torch')\n");
   free(text);
 
-  const pt_cal_point a[] = {{65536, 0.43, 0.4, 0.5, 2000, 5, 0}, {512, 0.55, 0.5, 0.6, 2000, 5, 0}};
-  const pt_cal_point b[] = {{512, 1.46, 1.4, 1.5, 2000, 5, 0}};
+  const pt_cal_point a[] = {{65536, 0.43, 0.4, 0.5, 2000, 5, 0, 0}, {512, 0.55, 0.5, 0.6, 2000, 5, 0, 0}};
+  const pt_cal_point b[] = {{512, 1.46, 1.4, 1.5, 2000, 5, 0, 0}};
   text_torch = (pt_cal_torch){.measured = 1, .n = 2};
   snprintf(text_torch.python, sizeof text_torch.python, "python3");
   snprintf(text_torch.version, sizeof text_torch.version, "2.11.0");
@@ -272,9 +284,9 @@ static void test_torch_text(void) {
       "# (pagetune confirm may use them)\n"
       "# measured from C++ (cpp_extension): c10::cuda::CUDACachingAllocator raw_alloc + raw_delete\n"
       "# native, µs a pair (least-most batch): 512:0.550 (0.500-0.600) 65536:0.430 (0.400-0.500)\n"
-      "torch_pair_us native 512:0.550 65536:0.430\n"
+      "torch_pair_us native 512:0.5500 65536:0.4300\n"
       "# cudaMallocAsync, µs a pair (least-most batch): 512:1.460 (1.400-1.500)\n"
-      "torch_pair_us cudaMallocAsync 512:1.460\n";
+      "torch_pair_us cudaMallocAsync 512:1.4600\n";
   CU_ASSERT_STRING_EQUAL(text, want);
   if (strcmp(text, want)) fprintf(stderr, "got:\n%s", text);
   free(text);
@@ -313,6 +325,7 @@ static void test_json(void) {
   CU_ASSERT_DOUBLE_EQUAL(pt_jr_number(pt_jr_get(c0, "bookkeeping_us")), 0.1, 1e-9);
   CU_ASSERT_EQUAL(pt_jr_number(pt_jr_get(d0, "bookkeeping_us")), 0);
   CU_ASSERT_EQUAL(pt_jr_number(pt_jr_get(d0, "driver_calls")), 20000);
+  CU_ASSERT_DOUBLE_EQUAL(pt_jr_number(pt_jr_get(d0, "driver_us")), 2.95, 1e-9);
   const pt_jr_val *t = pt_jr_get(pt_jr_root(doc), "torch");
   CU_ASSERT_EQUAL(pt_jr_bool(pt_jr_get(t, "measured")), 1);
   CU_ASSERT_EQUAL(pt_jr_bool(pt_jr_get(t, "used_by_model")), 0);

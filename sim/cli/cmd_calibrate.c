@@ -72,7 +72,7 @@ const pt_cli_table pt_opts_calibrate = {
     "held; the median batch, half of it a request or a free.  The timed batches must\n"
     "make no driver call (a WARNING comment says when one did).  direct's pair is a\n"
     "cudaMalloc and a cudaFree, which the cost lines charge: it gets 0, its pair\n"
-    "time in a comment.\n"
+    "time and the part of it in the driver in a comment.\n"
     "\n"
     "PyTorch's allocators (torch_pair_us BACKEND SIZE:US ... lines, the pair's µs),\n"
     "when PY imports torch and sees a GPU: native, expandable_segments:True and\n"
@@ -134,7 +134,7 @@ static void write_points(FILE *out, FILE *bf, const calibrate_args *a, const mea
     pt_json_str(out, m->when);
     fputs(",\"points_us\":{", out);
   } else {
-    char line[1024];
+    char line[4096]; /* the description's longest line (gpu.c) */
     while (fgets(line, sizeof line, bf)) {
       if (replaced(line, m)) fputs("# replaced by the measurement below: ", out);
       fputs(line, out);
