@@ -417,10 +417,19 @@ static void test_parse_measure(void) {
 
 /* ---- the runner, against stand-ins for python ------------------------------------------ */
 
+static char fakes[32][4096]; /* the stand-ins made, removed by the suite's cleanup */
+static int nfakes;
+
+static int remove_fakes(void) {
+  while (nfakes) remove(fakes[--nfakes]);
+  return 0;
+}
+
 /* An executable shell script with body, its path in a static buffer. */
 static const char *fake_python(const char *body) {
   static char path[4096];
   snprintf(path, sizeof path, "%s", pt_test_tmp(".sh"));
+  if (nfakes < 32) snprintf(fakes[nfakes++], sizeof fakes[0], "%s", path);
   FILE *f = fopen(path, "w");
   CU_ASSERT_PTR_NOT_NULL_FATAL(f);
   fprintf(f, "#!/bin/sh\n%s\n", body);
@@ -613,7 +622,7 @@ static void test_real_script(void) {
 }
 
 int pt_test_add_calibrate(void) {
-  CU_pSuite s = CU_add_suite("calibrate", NULL, NULL);
+  CU_pSuite s = CU_add_suite("calibrate", NULL, remove_fakes);
   if (!s) return CU_get_error();
   CU_add_test(s, "every mechanism's pairs on modelled devices", test_mechs_on_model);
   CU_add_test(s, "a device that fails: an error, everything given back", test_mechs_device_fails);
