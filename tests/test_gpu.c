@@ -284,7 +284,8 @@ static void test_bookkeeping_lines(void) {
   FILE *f = fopen(path, "w");
   CU_ASSERT_PTR_NOT_NULL_FATAL(f);
   fprintf(f, "%sbookkeeping_us 0.5\nbookkeeping_us direct 0\nbookkeeping_us caching 1024:0.2 512:0.1 1048576:0.3\n"
-             "bookkeeping_us stitch 2\nbookkeeping_us stitch 3\nbookkeeping_call_us stitch 7\n", base);
+             "bookkeeping_us stitch 2\nbookkeeping_us stitch 3\nbookkeeping_call_us stitch 7\n"
+             "torch_pair_us native 512:0.4 1048576:0.3\n", base);
   fclose(f);
   pt_gpu g;
   pt_err err = {{0}};
@@ -309,7 +310,8 @@ static void test_bookkeeping_lines(void) {
   CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_us(&m, &none, &req), 3 * 0.1 + 2, 1e-12);
   const char *bad[] = {"bookkeeping_us caching\n", "bookkeeping_us caching 512:x\n", "bookkeeping_us -1\n",
                        "bookkeeping_us caching 1 2\n", "bookkeeping_us caching 512:0.1 512:0.2\n",
-                       "bookkeeping_us caching 512:0\n", "bookkeeping_call_us caching\n"};
+                       "bookkeeping_us caching 512:0\n", "bookkeeping_call_us caching\n", "torch_pair_us\n",
+                       "torch_pair_us native 512:-1\n"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     f = fopen(path, "w");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);

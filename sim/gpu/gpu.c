@@ -103,6 +103,13 @@ static int parse_line(pt_gpu *g, char *line, const char *path, int lineno, pt_er
   } else if (!strcmp(key, "bookkeeping_us") || !strcmp(key, "bookkeeping_call_us")) {
     int rc = parse_bookkeeping(g, rest, !strcmp(key, "bookkeeping_call_us"), path, lineno, err);
     if (rc < 0) return rc;
+  } else if (!strcmp(key, "torch_pair_us")) { /* PyTorch's allocators, for comparison: checked, not used */
+    char *backend = strtok(rest, " \t");
+    pt_cost_points p;
+    pt_cost_line l;
+    int rc = backend ? parse_points(strtok(NULL, ""), &p, path, lineno, err)
+                     : pt_err_set(err, PT_EFORMAT, "%s:%d: torch_pair_us wants BACKEND BYTES:US ...", path, lineno);
+    if (rc < 0 || (rc = pt_cost_line_from_points(&p, &l, err)) < 0) return pt_err_prefix(err, rc, "%s:%d", path, lineno);
   } else if (!strcmp(key, "cost")) {
     char *call = strtok(rest, " \t");
     int c = -1;

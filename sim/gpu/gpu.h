@@ -15,6 +15,7 @@
  *   bookkeeping_us MECH BYTES:US ... (the same by request size, interpolated like cost points)
  *   bookkeeping_call_us [MECH] US | MECH BYTES:US ...
  *                                   (the same for requests that made driver calls; default: as above)
+ *   torch_pair_us BACKEND BYTES:US ... (PyTorch's allocators measured by calibrate: checked, not used)
  *   note TEXT                       (what reports must say about this GPU)
  *   cost CALL BYTES:US ...          (CALL: malloc, free, mem_create, ...)
  *   source TEXT                     (where the numbers come from)
