@@ -25,12 +25,35 @@ cat >"$tmp/d.json" <<'J'
 {"gpu_mechanism_replay": {"mechanism": "direct",
   "measured_costs": {"calls": {"malloc": [[4, 2048, 8.0]]}, "requests": [[8, 4096, 0.0]], "failed_calls_us": 0}}}
 J
-"$pt" gpu fit -o "$tmp/f.gpu" "$tmp/r.jsonl" "$tmp/d.json" 2>"$tmp/err" || fail "fit: $(cat "$tmp/err")"
-grep -q '^name h200-fit$' "$tmp/f.gpu" || fail "the fitted description is not named h200-fit"
+# a base of known points: malloc's beyond the sizes measured are kept, free's in their range dropped
+cat >"$tmp/base.gpu" <<'G'
+name base
+mmu v3
+sms 2
+l1_tlb 16 8 0
+l2_tlb 64 8 5
+pwc 8 8
+bookkeeping_us 1.0
+bookkeeping_us stitch 1.5
+cost malloc 256:1 2097152:30 1073741824:70
+cost free 512:1 1048576:20 4194304:25
+cost mem_create 2097152:7
+source a test
+G
+"$pt" gpu fit --gpu "$tmp/base.gpu" -o "$tmp/f.gpu" "$tmp/r.jsonl" "$tmp/d.json" 2>"$tmp/err" || fail "fit: $(cat "$tmp/err")"
+grep -q '^name base-fit$' "$tmp/f.gpu" || fail "the fitted description is not named base-fit"
 [ "$(grep -c '^name ' "$tmp/f.gpu")" -eq 1 ] || fail "two name lines"
-# malloc: 4 calls of 2 MiB in 160 us -> 2097152:40; 4 calls of 512 B in 8 us -> 512:2
-grep -q '^cost malloc 512:2.0000 2097152:40.0000$' "$tmp/f.gpu" || fail "malloc points: $(grep '^cost malloc' "$tmp/f.gpu")"
-grep -q '^cost free 2097152:40.0000$' "$tmp/f.gpu" || fail "free points: $(grep '^cost free' "$tmp/f.gpu")"
+# malloc: 4 calls of 2 MiB in 160 us -> 2097152:40; 4 calls of 512 B in 8 us -> 512:2; the base's 256 B and 1 GiB
+# points outside that range kept; free: one call of 2 MiB, the base's points below and above it kept
+grep -q '^cost malloc 256:1.0000 512:2.0000 2097152:40.0000 1073741824:70.0000$' "$tmp/f.gpu" ||
+  fail "malloc points: $(grep '^cost malloc' "$tmp/f.gpu")"
+grep -q '^cost free 512:1.0000 1048576:20.0000 2097152:40.0000 4194304:25.0000$' "$tmp/f.gpu" ||
+  fail "free points: $(grep '^cost free' "$tmp/f.gpu")"
+# classes of 5 calls or more stand alone when a kind has any: 6 calls of 1 KiB and 1 of 64 KiB -> 1024 only
+echo '{"gpu_mechanism_replay":{"mechanism":"caching","measured_costs":{"calls":{"malloc":[[6,6144,12.0],[1,65536,500.0]]},"requests":[[1,512,0.1]]}}}' >"$tmp/few.json"
+"$pt" gpu fit --gpu "$tmp/base.gpu" -o "$tmp/few.gpu" "$tmp/few.json" 2>/dev/null || fail "fit of few"
+grep -q '^cost malloc 256:1.0000 1024:2.0000 2097152:30.0000 1073741824:70.0000$' "$tmp/few.gpu" ||
+  fail "a class of one call: $(grep '^cost malloc' "$tmp/few.gpu")"
 # caching: 200 requests of 512 B in 50 us -> 512:0.25; 10 of 2 MiB in 3 us -> 2097152:0.3
 grep -q '^bookkeeping_us caching 512:0.2500 2097152:0.3000$' "$tmp/f.gpu" || fail "caching: $(grep '^bookkeeping_us caching' "$tmp/f.gpu")"
 grep -q '^bookkeeping_us direct 512:0.0010$' "$tmp/f.gpu" || fail "direct: $(grep '^bookkeeping_us direct' "$tmp/f.gpu")"
@@ -39,7 +62,7 @@ grep -q '^bookkeeping_us direct 512:0.0010$' "$tmp/f.gpu" || fail "direct: $(gre
 grep -q '^bookkeeping_call_us caching 2097152:0.4000$' "$tmp/f.gpu" || fail "caching with calls: $(grep '^bookkeeping_call_us caching' "$tmp/f.gpu")"
 grep -q '^bookkeeping_call_us direct 512:0.0010$' "$tmp/f.gpu" || fail "direct with calls: $(grep '^bookkeeping_call_us direct' "$tmp/f.gpu")"
 # kept from the base: the TLB lines, the calls not measured, the other mechanisms' bookkeeping
-for k in '^l2_tlb ' '^cost mem_create ' '^bookkeeping_us stitch ' '^mmu v3'; do
+for k in '^l2_tlb ' '^cost mem_create 2097152:7$' '^bookkeeping_us stitch 1.5$' '^mmu v3'; do
   grep -q "$k" "$tmp/f.gpu" || fail "lost from the base: $k"
 done
 [ "$(grep -c '^cost malloc' "$tmp/f.gpu")" -eq 1 ] || fail "the base's malloc line kept beside the fitted one"
@@ -47,6 +70,10 @@ done
   fail "the fitted description does not load: $(cat "$tmp/err")"
 grep -q '"predicted_alloc_us":' "$tmp/s.json" || fail "no prediction with the fitted description"
 "$pt" gpu fit --name mine -o "$tmp/m.gpu" "$tmp/d.json" 2>/dev/null && grep -q '^name mine$' "$tmp/m.gpu" || fail "--name"
+"$pt" gpu fit -o "$tmp/h.gpu" "$tmp/d.json" 2>/dev/null && grep -q '^name h200-fit$' "$tmp/h.gpu" || fail "default base h200"
+"$pt" gpu fit --gpu "$tmp/base.gpu" --bookkeeping-only -o "$tmp/b.gpu" "$tmp/r.jsonl" 2>/dev/null || fail "--bookkeeping-only"
+grep -q '^bookkeeping_us caching 512:0.2500 2097152:0.3000$' "$tmp/b.gpu" || fail "--bookkeeping-only: no fitted bookkeeping"
+grep -q '^cost malloc 256:1 2097152:30 1073741824:70$' "$tmp/b.gpu" || fail "--bookkeeping-only: the base's malloc points not kept"
 
 # refused: one line, exit 1 (bad input) or 2 (usage), no file left
 check() {

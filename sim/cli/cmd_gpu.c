@@ -58,6 +58,7 @@ int pt_cmd_gpu_info(void *args, char **pos, int npos, pt_err *err) {
 
 typedef struct fit_args {
   const char *gpu, *name, *output;
+  int bookkeeping_only;
 } fit_args;
 
 static const fit_args fit_defaults = {.gpu = "h200"};
@@ -65,9 +66,11 @@ static const pt_cli_opt fit_opts[] = {
     PT_CLI_OPT_STR("gpu", 0, "NAME", fit_args, gpu, "the description to start from (default h200; a name or a .gpu file)"),
     PT_CLI_OPT_STR("name", 0, "NAME", fit_args, name, "the new description's name (default: the base's, with -fit)"),
     PT_CLI_OPT_STR("output", 'o', "FILE", fit_args, output, "where to write it (required; written whole or not at all)"),
+    PT_CLI_OPT_FLAG("bookkeeping-only", fit_args, bookkeeping_only,
+                    "fit the mechanisms' own work only; keep the base's driver-call points"),
     PT_CLI_END};
 const pt_cli_table pt_opts_gpu_fit = {
-    "usage: pagetune gpu fit -o FILE [--gpu NAME] [--name NAME] REPLAY.json...\n"
+    "usage: pagetune gpu fit -o FILE [--gpu NAME] [--name NAME] [--bookkeeping-only] REPLAY.json...\n"
     "\n"
     "Write a GPU description whose costs are the ones measured in context by\n"
     "real-mechanism replays: each REPLAY.json holds the output of\n"
@@ -182,6 +185,7 @@ int pt_cmd_gpu_fit(void *args, char **pos, int npos, pt_err *err) {
   if (!f) return pt_err_set(err, PT_ENOMEM, "out of memory");
   int rc = 0;
   for (int i = 0; rc == 0 && i < npos; i++) rc = fit_file(f, pos[i], err);
+  if (a->bookkeeping_only) memset(f->call, 0, sizeof f->call);
   char base[4096], name[80], tmp[4200], source[600];
   FILE *in = rc == 0 ? pt_gpu_open(a->gpu, base, sizeof base, err) : NULL;
   if (rc == 0 && !in) rc = PT_ENOTFOUND;
@@ -196,7 +200,7 @@ int pt_cmd_gpu_fit(void *args, char **pos, int npos, pt_err *err) {
     FILE *out = fopen(tmp, "w");
     if (!out) rc = pt_err_set(err, PT_EIO, "%s: %s", tmp, strerror(errno));
     else {
-      rc = pt_cost_fit_write(f, in, out, name, source, err);
+      rc = pt_cost_fit_write(f, in, g.points, out, name, source, err);
       if (fclose(out) != 0 && rc == 0) rc = pt_err_set(err, PT_EIO, "%s: write failed", tmp);
       pt_gpu check;
       if (rc == 0 && (rc = pt_gpu_load(tmp, err, &check)) < 0) rc = pt_err_prefix(err, rc, "the fitted description");

@@ -25,8 +25,11 @@
 
 /* Part of every stored run's key: a sweep resumed by a newer model recomputes
    instead of reusing old rows.  model-2: driver costs through calibration
-   points by size class, and the H200's measured points (cost.h). */
-#define PT_WB_ENGINE_VERSION "pagetune-" PACKAGE_VERSION "/model-2"
+   points by size class, and the H200's measured points (cost.h).  model-3:
+   the allocator's own work measured per mechanism, by request size and
+   whether a request made driver calls, and the H200's costs fitted from
+   real-mechanism replays (docs/design.md, The cost model). */
+#define PT_WB_ENGINE_VERSION "pagetune-" PACKAGE_VERSION "/model-3"
 #define PT_WB_DEFAULT_DB "pagetune.db"
 
 /* What the workbench commands' options set (each command takes some of them). */

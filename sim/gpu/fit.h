@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cost.h"
 #include "device.h"
 #include "error.h"
 
@@ -44,8 +45,11 @@ int pt_cost_fit_call(pt_cost_fit *f, int c, uint64_t n, uint64_t bytes, double u
    us of the allocator's own work in all. */
 int pt_cost_fit_requests(pt_cost_fit *f, const char *mech, int with_calls, uint64_t n, uint64_t bytes, double us,
                          pt_err *err);
-/* The description base (its text, read from in) named name, with the measured kinds' cost lines and the
-   measured mechanisms' bookkeeping_us lines replaced by the fitted ones, and source; to out. */
-int pt_cost_fit_write(const pt_cost_fit *f, FILE *in, FILE *out, const char *name, const char *source, pt_err *err);
+/* The description base (its text, read from in; its calls' points in base, or NULL) named name, with the
+   measured kinds' cost lines and the measured mechanisms' bookkeeping lines replaced by the fitted ones
+   (a class's mean, from classes of 5 calls or more where a kind has any; the base's points kept outside
+   the sizes measured), and source; to out. */
+int pt_cost_fit_write(const pt_cost_fit *f, FILE *in, const pt_cost_points base[PT_DRV_NCALLS], FILE *out,
+                      const char *name, const char *source, pt_err *err);
 
 #endif
