@@ -10,8 +10,9 @@
    for direct and caching the driver sub-allocates small cuMemAlloc calls, so
    they are compared on the books (the model) only, the driver's view shown.
 2. Costs calibrated on some traces and judged on the others: `pagetune gpu fit`
-   on the calibration traces' runs (every policy), then `pagetune sim --gpu
-   FITTED` predicts each judged run; predicted against measured allocator time
+   on the calibration traces' runs (every policy), from a base no replay was
+   fitted into (--base: calibrate's description from the same session), then
+   `pagetune sim --gpu FITTED` predicts each judged run; predicted against measured allocator time
    (the sum of the requests' times), within 25%; and, within each judged trace,
    the policy pairs the GPU separates by more than 20%: how many the
    prediction orders the same way (goal 95%).  Both splits are reported
@@ -28,9 +29,13 @@ import sys
 ap = argparse.ArgumentParser()
 ap.add_argument("jsonl")
 ap.add_argument("--pagetune", default="./pagetune")
+ap.add_argument("--base", default=None,
+                help="the description the fits start from: not one fitted on these runs (default: calibrated.gpu "
+                     "beside the JSON lines, pagetune calibrate's output from the same GPU session)")
 ap.add_argument("--out", default=None, help="where the fitted descriptions go (default: beside the JSON lines)")
 a = ap.parse_args()
 out = a.out or os.path.dirname(os.path.abspath(a.jsonl))
+base = a.base or os.path.join(os.path.dirname(os.path.abspath(a.jsonl)), "calibrated.gpu")
 runs = [json.loads(l) for l in open(a.jsonl) if l.strip()]
 VMM = {"expandable", "async_pool", "stitch"}
 GRANULE = 2 << 20
@@ -69,7 +74,7 @@ def fit(cal, path, extra):
     src = path + ".in.jsonl"
     with open(src, "w") as f:
         f.write("\n".join(lines) + "\n")
-    subprocess.run([a.pagetune, "gpu", "fit", "--name", os.path.basename(path)[:-4], "-o", path] + extra + [src],
+    subprocess.run([a.pagetune, "gpu", "fit", "--gpu", base, "--name", os.path.basename(path)[:-4], "-o", path] + extra + [src],
                    check=True, stderr=subprocess.DEVNULL)
 
 
@@ -114,3 +119,32 @@ for (k, (cal, judge)), (label, extra) in itertools.product(enumerate((halves, ha
                                                    100 * max(errs, key=abs), pairs_same, pairs,
                                                    100.0 * pairs_same / pairs if pairs else 100.0))
     allerr += errs
+
+print("## 3. the measurement's own reproducibility\n")
+print("pytorch_native and tunable_caching at its defaults are the same mechanism with the same parameters,\n"
+      "replayed in separate processes: how far one measured total is from the other bounds what any\n"
+      "prediction can be held to.  Spread: (max - min) / median of a run's timed repeats.\n")
+print("| trace | pytorch_native us | tunable_caching us | tunable / native | spread native | spread tunable |")
+print("| --- | --- | --- | --- | --- | --- |")
+by = {(name(r), r["gpu_mechanism_replay"]["policy"]): r["gpu_mechanism_replay"] for r in runs}
+ratios, spreads = [], []
+for g in by.values():
+    t = g.get("measured_total_us_runs")
+    if t:
+        spreads.append((max(t) - min(t)) / statistics.median(t))
+for t in traces:
+    x, y = by.get((t, "pytorch_native")), by.get((t, "tunable_caching"))
+    if not x or not y:
+        continue
+    sp = lambda g: (max(g["measured_total_us_runs"]) - min(g["measured_total_us_runs"])) / statistics.median(
+        g["measured_total_us_runs"])
+    q = y["measured_total_us"] / x["measured_total_us"]
+    ratios.append(q)
+    print("| %s | %.0f | %.0f | %.2f | %.0f%% | %.0f%% |" % (t, x["measured_total_us"], y["measured_total_us"], q,
+                                                         100 * sp(x), 100 * sp(y)))
+if ratios:
+    off = [abs(q - 1) for q in ratios]
+    print("\nidentical configurations: %d of %d within 25%% of each other (median %.0f%% apart, worst %.0f%%); "
+          "repeats within a run: median spread %.0f%%, worst %.0f%%\n" % (
+              sum(o <= 0.25 for o in off), len(off), 100 * statistics.median(off), 100 * max(off),
+              100 * statistics.median(spreads), 100 * max(spreads)))
