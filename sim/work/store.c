@@ -267,6 +267,7 @@ static const pt_store_column pt_store_columns[] = {
                    " ON CONFLICT (text_hash) DO NOTHING")                                          \
   X(POLICY_FIND, "SELECT id FROM policies WHERE text_hash = ?")                                    \
   X(POLICY_TEXT, "SELECT text FROM policies WHERE id = ?")                                         \
+  X(TRACE_SOURCE, "SELECT source FROM traces WHERE id = ?")                                        \
   X(RUN_INSERT, "INSERT INTO runs (trace_id, policy_id, params_json, capacity, gpu, engine_version," \
                 " git_revision) VALUES (?, ?, ?, ?, ?, ?, ?)"                                      \
                 " ON CONFLICT (trace_id, policy_id, params_json, capacity, gpu, engine_version)"   \
@@ -1341,6 +1342,29 @@ int pt_store_timeline(pt_store *s, int64_t run_id, pt_err *err, pt_sim_point **p
   pt_done(st);
   *pts = v;
   *n = cnt;
+  return 0;
+}
+
+int pt_store_trace_source(pt_store *s, int64_t trace_id, pt_err *err, char *buf, size_t n) {
+  if (n) buf[0] = 0;
+  sqlite3_stmt *st = s->st[PT_ST_TRACE_SOURCE];
+  int rc = sqlite3_bind_int64(st, 1, trace_id);
+  if (rc == SQLITE_OK) rc = sqlite3_step(st);
+  if (rc == SQLITE_DONE) {
+    pt_done(st);
+    return pt_err_set(err, PT_ENOTFOUND, "%s: no trace %lld", s->path, (long long)trace_id);
+  }
+  if (rc != SQLITE_ROW) {
+    rc = pt_fail(s, rc, err, "reading a trace's source");
+    pt_done(st);
+    return rc;
+  }
+  pt_reader c = {st, 0};
+  size_t len = (size_t)sqlite3_column_bytes(st, 0);
+  pt_get_text(&c, buf, n);
+  pt_done(st);
+  if (len >= n) return pt_err_set(err, PT_ELIMIT, "%s: trace %lld: its source is longer than %zu bytes", s->path,
+                                  (long long)trace_id, n - 1);
   return 0;
 }
 

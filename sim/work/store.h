@@ -153,6 +153,10 @@ int pt_store_runs(pt_store *s, const char *trace, const char *policy, pt_err *er
    such policy.  Free *text with free(). */
 int pt_store_policy_text(pt_store *s, int64_t policy_id, pt_err *err, char **text /* OUT */, size_t *len /* OUT */);
 
+/* Where trace trace_id was read from when first stored (traces.source: a path as given then) into buf; PT_ENOTFOUND
+   for no such trace, PT_ELIMIT when it does not fit. */
+int pt_store_trace_source(pt_store *s, int64_t trace_id, pt_err *err, char *buf, size_t n);
+
 /* A run's timeline in order; PT_ENOTFOUND for no such run.  Free *pts with free(). */
 int pt_store_timeline(pt_store *s, int64_t run_id, pt_err *err, pt_sim_point **pts /* OUT */,
                       size_t *n /* OUT */);
