@@ -22,5 +22,6 @@ PT_CLI_DECLARE(report);                               /* cmd_report.c */
 PT_CLI_DECLARE(export);                               /* cmd_export.c */
 PT_CLI_DECLARE(gpu_info);                             /* cmd_gpu.c */
 PT_CLI_DECLARE(calibrate);                            /* cmd_calibrate.c */
+PT_CLI_DECLARE(confirm);                              /* cmd_confirm.c */
 
 #endif
