@@ -610,12 +610,13 @@ static int analyse(state *s, pt_err *err) {
          *tp = malloc(n * sizeof *tp), *bw = malloc(n * sizeof *bw);
   int rc = bt && tt && bp && tp && bw ? 0 : pt_err_set(err, PT_ENOMEM, "confirm: out of memory");
   size_t nb = 0, nt = 0;
-  int steps_all = 1, steps_some = 0, peak_all = 1, files_none = 1, several = 0;
+  int steps_all = 1, steps_some = 0, peak_all = 1, peak_some = 0, files_none = 1, several = 0;
   for (int k = 0; k < s->nruns; k++) {
     const pt_confirm_measure *m = &s->runs[k].m;
     steps_all &= m->nsteps > 0;
     steps_some |= m->nsteps > 0;
     peak_all &= m->has_peak;
+    peak_some |= m->has_peak;
     files_none &= !m->processes;
     several |= m->processes > 1;
   }
@@ -649,8 +650,9 @@ static int analyse(state *s, pt_err *err) {
          steps_some ? "not every run reported step times" : "no run reported step times");
   if (rc == 0 && !peak_all)
     note(s, "%s: peak reserved is not measured",
-         files_none ? "no run wrote a measurement file (a workload that is not Python, or one that never used CUDA through torch)"
-                    : "not every run reported its peak reserved bytes");
+         files_none  ? "no run wrote a measurement file (a workload that is not Python, or one that never used CUDA through torch)"
+         : peak_some ? "not every run reported its peak reserved bytes"
+                     : "no run reported its peak reserved bytes (see the notes the hook wrote in the measurement files)");
   if (rc == 0 && several)
     note(s, "some runs had several Python processes report: a run's peak is its largest process's, its steps all of theirs");
   free(bt);
