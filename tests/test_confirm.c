@@ -176,7 +176,7 @@ static void test_read(void) {
   pt_confirm_measure m;
   pt_err err;
   const char *p = write_tmp("{\"pid\": 1, \"allocator\": \"pytorch\", \"peak_reserved_bytes\": 1126170624, "
-                            "\"steps_s\": [0.5, 0.25, 0.75], \"gpu_name\": \"NVIDIA H200\", \"future\": {\"x\": 1}}\n");
+                            "\"steps_s\": [0.5, 0.25, 0.75], \"gpu_name\": \"NVIDIA H200\", \"future\": {\"x\": 1}, \"note\": \"a\\nb\"}\n");
   CU_ASSERT_EQUAL_FATAL(pt_confirm_read(p, &m, &err), 0);
   CU_ASSERT_EQUAL(m.processes, 1);
   CU_ASSERT_STRING_EQUAL(m.allocator, "pytorch");
@@ -185,6 +185,7 @@ static void test_read(void) {
   CU_ASSERT_EQUAL(m.step_processes, 1);
   CU_ASSERT_EQUAL(m.steps_s[1], 0.25);
   CU_ASSERT_STRING_EQUAL(m.gpu_name, "NVIDIA H200");
+  CU_ASSERT_STRING_EQUAL(m.note, "a?b");
   char *js;
   CU_ASSERT_EQUAL(pt_confirm_steps_json(m.steps_s, m.nsteps, &js, &err), 0);
   CU_ASSERT_STRING_EQUAL(js, "[0.5,0.25,0.75]");

@@ -181,6 +181,7 @@ typedef struct state {
   pt_confirm_gain time, peak;
   double base_time_s;             /* the baseline's measured time the prediction is a share of */
   int64_t confirmation_id;
+  int hook_noted[2];
   char notes[MAX_NOTES][600];
   int nnotes;
 } state;
@@ -592,6 +593,10 @@ static int run_all(state *s, pt_err *err) {
                         : !strcmp(r->m.allocator, "pagetune") ? "pagetune's allocator library" : "PyTorch's allocator",
                         arm_how(m));
     if (r->m.nsteps) r->median_step_s = pt_confirm_median(r->m.steps_s, r->m.nsteps);
+    if (r->m.note[0] && !s->hook_noted[m->which]) { /* once an arm: why a figure is missing, in the hook's words */
+      note(s, "run %d (%s): the measurement hook says: %s", k + 1, pt_confirm_arm_name(m->which), r->m.note);
+      s->hook_noted[m->which] = 1;
+    }
     if (!s->gpu_name[0] && r->m.gpu_name[0]) snprintf(s->gpu_name, sizeof s->gpu_name, "%s", r->m.gpu_name);
     char step[64] = "", peak[64] = "";
     if (r->m.nsteps) snprintf(step, sizeof step, ", median step %.4f s of %zu", r->median_step_s, r->m.nsteps);
@@ -652,7 +657,7 @@ static int analyse(state *s, pt_err *err) {
     note(s, "%s: peak reserved is not measured",
          files_none  ? "no run wrote a measurement file (a workload that is not Python, or one that never used CUDA through torch)"
          : peak_some ? "not every run reported its peak reserved bytes"
-                     : "no run reported its peak reserved bytes (see the notes the hook wrote in the measurement files)");
+                     : "no run reported its peak reserved bytes");
   if (rc == 0 && several)
     note(s, "some runs had several Python processes report: a run's peak is its largest process's, its steps all of theirs");
   free(bt);

@@ -170,6 +170,12 @@ static int read_line(const char *path, int line, const char *text, size_t len, p
     for (char *c = m->gpu_name; *c; c++)
       if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
   }
+  if ((v = member(o, "note")) && !m->note[0]) {
+    const char *s = pt_jr_string(v, NULL);
+    if (s) snprintf(m->note, sizeof m->note, "%s", s);
+    for (char *c = m->note; *c; c++)
+      if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+  }
   m->processes++;
 out:
   pt_jr_free(doc);

@@ -53,6 +53,7 @@ typedef struct pt_confirm_measure {
   double *steps_s;                      /* their step times, in the file's order (malloc'd; NULL when none) */
   size_t nsteps;
   char gpu_name[PT_CONFIRM_GPU_NAME_MAX]; /* the first process's that named one ("" none; cut to fit) */
+  char note[256];                       /* the first process's note, why a figure is missing ("" none; cut to fit) */
 } pt_confirm_measure;
 
 /*
