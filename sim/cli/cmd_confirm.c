@@ -856,6 +856,12 @@ static void jnum(double v) {
   else printf("%.17g", v);
 }
 
+/* Bytes as an integer: a median of an even number of runs may end in .5, rounded here. */
+static void jbytes(double v) {
+  if (!isfinite(v)) fputs("null", stdout);
+  else printf("%.0f", round(v));
+}
+
 static void print_gain_json(const char *key, const pt_confirm_gain *g, int bytes, const char *metric) {
   printf("\"%s\":{", key);
   if (metric) printf("\"metric\":\"%s\",", metric);
@@ -874,9 +880,9 @@ static void print_gain_json(const char *key, const pt_confirm_gain *g, int bytes
     putchar(']');
   }
   printf(",\"baseline_median%s\":", bytes ? "_bytes" : "_s");
-  jnum(g->base_median);
+  (bytes ? jbytes : jnum)(g->base_median);
   printf(",\"tuned_median%s\":", bytes ? "_bytes" : "_s");
-  jnum(g->tuned_median);
+  (bytes ? jbytes : jnum)(g->tuned_median);
   printf(",\"verdict\":\"%s\"}", pt_confirm_verdict_name(g->verdict));
 }
 

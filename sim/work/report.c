@@ -1316,6 +1316,12 @@ static void json_num(FILE *f, double v) {
   else fprintf(f, "%.17g", v);
 }
 
+/* Bytes as an integer (a median of an even number of runs may end in .5: rounded). */
+static void json_bytes(FILE *f, double v) {
+  if (!isfinite(v)) fputs("null", f);
+  else fprintf(f, "%.0f", round(v));
+}
+
 static void json_gain(FILE *f, const char *key, const pt_confirm_gain *g, const char *metric, int bytes) {
   fprintf(f, "\"%s\":{", key);
   if (metric) {
@@ -1338,9 +1344,9 @@ static void json_gain(FILE *f, const char *key, const pt_confirm_gain *g, const 
     fputc(']', f);
   }
   fprintf(f, ",\"baseline_median%s\":", bytes ? "_bytes" : "_s");
-  json_num(f, g->base_median);
+  (bytes ? json_bytes : json_num)(f, g->base_median);
   fprintf(f, ",\"tuned_median%s\":", bytes ? "_bytes" : "_s");
-  json_num(f, g->tuned_median);
+  (bytes ? json_bytes : json_num)(f, g->tuned_median);
   fprintf(f, ",\"verdict\":\"%s\"}", pt_confirm_verdict_name(g->verdict));
 }
 
