@@ -21,7 +21,8 @@
 #    included; the temporary folder is removed;
 #  - errors: a failing command, no COMMAND, an unknown trace, an unusable
 #    DB, a command that is not there, a run of another trace, a policy the
-#    library cannot run (exit 1); bad usage (exit 2).
+#    library cannot run (exit 1); bad usage (exit 2); a SIGTERM to confirm,
+#    passed on to the workload.
 # Skips (77) without python3 or the sqlite3 shell; the library arm's parts
 # without the library (a build without CUDA).
 set -u
@@ -361,6 +362,21 @@ expect 1 "pagetune's allocator library cannot run it" --db "$db" --trace two_str
 # the command's own arguments are its own, options of confirm's among them
 "$pt" confirm --db "$db" --trace two_streams.pickle.gz --runs 2 --policy pytorch_expandable -- sh -c 'test "$1" = --runs' sh --runs \
   >/dev/null 2>"$tmp/err" || fail "the command's arguments: $(cat "$tmp/err")"
+
+# a signal to confirm reaches the workload: it ends, confirm says so, stores nothing, leaves nothing
+n1=$(q "$db" "select count(*) from confirmations")
+"$pt" confirm --db "$db" --trace two_streams.pickle.gz --runs 2 --policy pytorch_expandable -- \
+  sh -c 'echo $$ >"$0"; exec sleep 30' "$tmp/child.pid" >/dev/null 2>"$tmp/err" &
+cpid=$!
+for i in 1 2 3 4 5 6 7 8 9 10; do [ -s "$tmp/child.pid" ] && break; sleep 0.2; done
+kill -TERM $cpid
+wait $cpid
+rc=$?
+[ $rc = 1 ] || fail "TERM to confirm: exit $rc, wanted 1"
+grep -q "run 1 of 4 (baseline): 'sh' was killed by signal 15" "$tmp/err" || fail "TERM to confirm: $(cat "$tmp/err")"
+kill -0 "$(cat "$tmp/child.pid")" 2>/dev/null && fail "TERM to confirm: the workload still runs"
+[ "$(q "$db" "select count(*) from confirmations")" = "$n1" ] || fail "TERM to confirm: a confirmation was stored"
+[ "$(ls -A "$TMPDIR")" = "" ] || fail "TERM to confirm: the temporary folder is left"
 
 # 7. --help tells what it does to the environment
 "$pt" confirm --help >"$tmp/out" || fail "confirm --help"

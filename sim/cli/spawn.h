@@ -18,10 +18,11 @@ typedef struct pt_spawn_result {
  * Run argv (argv[0] looked up on envp's PATH, as execvp does) with
  * environment envp, standard input from /dev/null and standard output onto
  * this process's standard error, so that what the command prints never
- * mixes with the caller's own output; wait for its end.  While it runs this
- * process ignores SIGINT and SIGQUIT (the terminal sends them to the child
- * too, whose end is then reported); the child gets the dispositions the
- * caller had.  0 with *out filled when it ran, whatever its status;
+ * mixes with the caller's own output; wait for its end.  While it runs,
+ * SIGINT, SIGQUIT, SIGTERM and SIGHUP sent to this process are passed on to
+ * the child (whose end is then reported as a signal's); the child starts
+ * with the dispositions the caller had.  0 with *out filled when it ran,
+ * whatever its status;
  * PT_EIO when it could not be started: "cannot run 'X': reason" (exec's errno).
  */
 int pt_spawn_run(char *const argv[], char *const envp[], pt_err *err, pt_spawn_result *out /* OUT */);
