@@ -64,7 +64,8 @@ static const pt_cli_opt confirm_opts[] = {
     PT_CLI_OPT_PARSE("objective", "O", confirm_args, objective, pt_cli_opt_objective,
                      " (time, memory or weighted:W with W in [0,1])", "... by time (default), memory or weighted:W, as for best"),
     PT_CLI_OPT_STR("baseline", 0, "POLICY", confirm_args, baseline,
-                   "the baseline: this policy with its default parameters\n"
+                   "the baseline: this policy (a file, a bundled name, or one\n"
+                   "stored with the trace's runs) with its default parameters\n"
                    "(default pytorch_native: PyTorch's own allocator as it comes)"),
     PT_CLI_OPT_ULONG("runs", "N", confirm_args, runs, 2, 1000, " (2..1000)", "runs of each arm (default 5)"),
     PT_CLI_OPT_ULONG("seed", "S", confirm_args, seed, 0, LONG_MAX, NULL, "the bootstrap's seed (default 1)"),
@@ -123,8 +124,9 @@ const pt_cli_table pt_opts_confirm = {
     "\n"
     "Every run and the summary are stored in DB (tables confirmations and\n"
     "confirm_runs) when the last run is done; `pagetune report` shows them.  A run\n"
-    "that exits non-zero stops confirm (exit 1) with nothing stored.  Progress\n"
-    "goes to standard error.\n",
+    "that exits non-zero stops confirm (exit 1) with nothing stored; SIGINT,\n"
+    "SIGTERM, SIGQUIT and SIGHUP sent to confirm are passed on to the running\n"
+    "command.  Progress goes to standard error.\n",
     confirm_opts, sizeof(confirm_args), &confirm_defaults, PT_CLI_COMMAND};
 
 /* The variables confirm removes from the environment it passes on, then sets as an arm needs. */
