@@ -368,7 +368,9 @@ n1=$(q "$db" "select count(*) from confirmations")
 "$pt" confirm --db "$db" --trace two_streams.pickle.gz --runs 2 --policy pytorch_expandable -- \
   sh -c 'echo $$ >"$0"; exec sleep 30' "$tmp/child.pid" >/dev/null 2>"$tmp/err" &
 cpid=$!
-for i in 1 2 3 4 5 6 7 8 9 10; do [ -s "$tmp/child.pid" ] && break; sleep 0.2; done
+i=0
+while [ ! -s "$tmp/child.pid" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+[ -s "$tmp/child.pid" ] || fail "TERM to confirm: the workload did not start"
 kill -TERM $cpid
 wait $cpid
 rc=$?

@@ -141,7 +141,7 @@ if [ "$DRY" != 1 ] && [ "$ngpu" -ge 2 ]; then
   echo "$ngpu GPUs: the two workloads at once, one a GPU, each within the budget"
   i=0
   for w in $WORKLOADS; do
-    (CUDA_VISIBLE_DEVICES=$i workload "$w" >"$OUT/$w.driver.log" 2>&1) &
+    (export CUDA_VISIBLE_DEVICES=$i; workload "$w") >"$OUT/$w.driver.log" 2>&1 &
     i=$((i + 1))
   done
   wait

@@ -52,7 +52,7 @@ for w in workloads:
     for kind in ("expressible", "library"):
         p = os.path.join(out, "%s_%s.json" % (w, kind))
         if not os.path.exists(p) or not os.path.getsize(p):
-            print("| %s | %s: not run (see %s_%s.log) | | | | | | | | | |" % (w, kind, w, kind))
+            print("| %s | %s: not run (skipped for time, or failed: the script's output says) | | | | | | | | | |" % (w, kind))
             continue
         d = json.load(open(p))
         t, k, u = d["time"], d["peak_reserved"], d["tuned"]
