@@ -47,6 +47,8 @@ static const pt_cli_cmd commands[] = {
     {"gpu", "describe the GPU (needs one), fit a description to measured costs", NULL, &pt_opts_gpu, gpu_cmds},
     {"calibrate", "measure the driver calls' costs on the GPU: a GPU description", pt_cmd_calibrate,
      &pt_opts_calibrate, NULL},
+    {"confirm", "run your workload under the baseline and the tuned config: measured gain", pt_cmd_confirm,
+     &pt_opts_confirm, NULL},
     {0}};
 
 static void print_help(FILE *f) {

@@ -2,13 +2,16 @@
 # formats.sh — files written by an older pagetune still load and resume
 # (the versioning rule: traces/FORMAT.md and docs/store.md, "Versions").
 # tests/data/v1/ holds a trace, a database and the policies written by
-# pagetune 0.1.0 (its README says how).  Checked here:
+# pagetune 0.1.0 (its README says how); tests/data/v2/ a database of schema 2
+# with a confirmation.  Checked here:
 #  - each trace reads, and `trace stats` says what it said then;
 #  - the same sweep commands write the same run keys as the ones stored
 #    (trace content hash, policy text hash, params_json text, capacity, GPU),
 #    and the params_json texts are the ones pinned below;
 #  - re-running those sweeps against a copy of the database stores no new
 #    run: every run is found, so a sweep resumed after an upgrade resumes;
+#  - read-only, the v1 database is read as it is; migrated, it takes a
+#    confirmation; the v2 database shows its confirmation and resumes;
 #  - a trace or database of a newer version is refused with one line.
 # Needs python3 and the sqlite3 shell (skips, 77, without).
 set -u
@@ -83,6 +86,40 @@ if sweeps "$tmp/old.db" >"$tmp/out" 2>"$tmp/err"; then
   [ "$(sqlite3 "$tmp/old.db" 'PRAGMA integrity_check')" = ok ] || fail "integrity_check after the resume"
 else fail "the sweeps fail on the old database: $(cat "$tmp/err")"; fi
 
+# 3b. read-only, a version-1 store is read as it is (not migrated): its runs, no confirmations;
+# migrated (above), it takes a confirmation, its baseline simulated from the trace it names
+cp "$v1/sweep.db" "$tmp/ro.db"
+"$pt" report --db "$tmp/ro.db" --json >"$tmp/ro.json" 2>"$tmp/err" || fail "report on a v1 store: $(cat "$tmp/err")"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); sys.exit(len(d["runs"]) != 5 or d["confirmations"] != [])' \
+  "$tmp/ro.json" || fail "report on a v1 store: $(cat "$tmp/ro.json")"
+[ "$(sqlite3 "$tmp/ro.db" 'PRAGMA user_version')" = 1 ] || fail "a read-only report migrated the v1 store"
+[ "$(sqlite3 "$tmp/old.db" 'PRAGMA user_version')" = 2 ] || fail "the resumed sweep did not migrate the v1 store to version 2"
+tuned=$(sqlite3 "$tmp/old.db" "SELECT r.id FROM runs r JOIN policies p ON p.id = r.policy_id WHERE p.name = 'tunable_caching' LIMIT 1")
+if (cd "$v1" && PAGETUNE_POLICY_DIR=. "$pt" confirm --db "$tmp/old.db" --trace trace.gz --run "$tuned" --runs 2 --json -- true) \
+  >"$tmp/c.json" 2>"$tmp/err"; then
+  [ "$(sqlite3 "$tmp/old.db" 'SELECT count(*) FROM confirm_runs')" = 4 ] || fail "the migrated v1 store: confirm_runs"
+  [ "$(sqlite3 "$tmp/old.db" 'SELECT count(*) FROM runs')" = 6 ] || fail "the migrated v1 store: the simulated baseline not stored"
+else fail "confirm on the migrated v1 store: $(cat "$tmp/err")"; fi
+
+# 3c. the version-2 store: read as it is, its confirmation shown; the sweep that made it resumes with nothing new
+v2=$(cd "$top_srcdir/tests/data/v2" && pwd)
+cp "$v2/confirm.db" "$tmp/v2.db"
+"$pt" report --db "$tmp/v2.db" --json >"$tmp/v2.json" 2>"$tmp/err" || fail "report on the v2 store: $(cat "$tmp/err")"
+python3 - "$tmp/v2.json" <<'PY' || fail "the v2 store's confirmation: $(cat "$tmp/v2.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = d["confirmations"]
+assert len(d["runs"]) == 2 and len(c) == 1, d
+c = c[0]
+assert c["tuned"]["policy"] == "pytorch_expandable" and c["baseline"]["policy"] == "pytorch_native", c
+assert c["time"]["verdict"] == "confirmed" and c["peak_reserved"]["verdict"] == "confirmed", c
+assert c["peak_reserved"]["baseline_median_bytes"] == 266 << 20 and c["time"]["metric"] == "median_step_s", c
+PY
+(cd "$v2" && "$pt" sweep --db "$tmp/v2.db" --trace ../v1/trace.gz --policy ../v1/pytorch_native.lua \
+  --policy ./pytorch_expandable.lua --capacity 600M --json) >"$tmp/out" 2>"$tmp/err" || fail "the v2 sweep: $(cat "$tmp/err")"
+grep -q '"stored":0' "$tmp/out" || fail "the v2 sweep stored new runs: $(cat "$tmp/out")"
+[ "$(sqlite3 "$tmp/v2.db" 'SELECT count(*) FROM confirm_runs')" = 4 ] || fail "the v2 store lost its confirm_runs"
+
 # 4. newer versions: refused with one line naming the file
 printf 'pagetune-trace 999\nend 0\n' >"$tmp/new.trace"
 "$pt" trace stats "$tmp/new.trace" >/dev/null 2>"$tmp/err" && fail "a format-999 trace was read"
@@ -96,5 +133,5 @@ grep -q "new.db: written by a newer pagetune (schema version 999 > " "$tmp/err" 
   fail "newer database: $(cat "$tmp/err")"
 [ "$(cksum <"$tmp/new.db")" = "$sum" ] || fail "the newer database was changed"
 
-[ "$fails" = 0 ] && echo "ok: the v1 trace and database load and resume" && exit 0
+[ "$fails" = 0 ] && echo "ok: the v1 trace and database, and the v2 database, load and resume" && exit 0
 exit 1

@@ -36,7 +36,7 @@ int main(void) {
                            pt_test_add_report, pt_test_add_export, pt_test_add_device,
                            pt_test_add_paramjson, pt_test_add_cli, pt_test_add_alloc,
                            pt_test_add_jsonread, pt_test_add_libconf, pt_test_add_record,
-                           pt_test_add_sizetab, pt_test_add_hooktab, pt_test_add_calibrate};
+                           pt_test_add_sizetab, pt_test_add_hooktab, pt_test_add_calibrate, pt_test_add_confirm};
   if (CU_initialize_registry() != CUE_SUCCESS) return 1;
   for (size_t i = 0; i < sizeof adders / sizeof adders[0]; i++)
     if (adders[i]() != CUE_SUCCESS) {

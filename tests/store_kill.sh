@@ -114,7 +114,8 @@ EOF
 incs=
 for d in base trace device mech gpu engine policy work; do incs="$incs -I$top/sim/$d"; done
 # shellcheck disable=SC2086
-gcc -std=gnu11 -O1 -g $incs -o "$work/driver" "$work/driver.c" "$top/sim/work/store.c" "$top/sim/base/sha256.c" "$top/sim/base/error.c" \
+gcc -std=gnu11 -O1 -g $incs -o "$work/driver" "$work/driver.c" "$top/sim/work/store.c" "$top/sim/work/confirm.c" "$top/sim/base/jsonread.c" \
+  "$top/sim/base/sha256.c" "$top/sim/base/error.c" \
   $SQLITE_CFLAGS $SQLITE_LIBS -lm || fail "cannot build the driver"
 
 q() { sqlite3 -batch -noheader "$1" "$2"; }

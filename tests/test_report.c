@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonread.h"
 #include "report.h"
 #include "testutil.h"
 
@@ -81,7 +82,7 @@ static char *capture_text(const pt_report_run *r, size_t n, int *rc) {
   FILE *f = open_memstream(&buf, &len);
   if (!f) return NULL;
   pt_err err = {{0}};
-  *rc = pt_report_text(f, r, n, &err);
+  *rc = pt_report_text(f, r, n, NULL, 0, &err);
   fclose(f);
   return buf;
 }
@@ -92,7 +93,7 @@ static char *capture_html(const char *title, const pt_report_run *r, size_t n, i
   FILE *f = open_memstream(&buf, &len);
   if (!f) return NULL;
   pt_err err = {{0}};
-  *rc = pt_report_html(f, title, r, n, &err);
+  *rc = pt_report_html(f, title, r, n, NULL, 0, &err);
   fclose(f);
   return buf;
 }
@@ -276,11 +277,100 @@ static void test_write_error(void) {
   pt_report_run r[NSET];
   fill(r, NSET);
   pt_err err = {{0}};
-  CU_ASSERT_EQUAL(pt_report_html(f, "t", r, NSET, &err), PT_EIO);
+  CU_ASSERT_EQUAL(pt_report_html(f, "t", r, NSET, NULL, 0, &err), PT_EIO);
   CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "write failed"));
   clearerr(f);
-  CU_ASSERT_EQUAL(pt_report_text(f, r, NSET, &err), PT_EIO);
+  CU_ASSERT_EQUAL(pt_report_text(f, r, NSET, NULL, 0, &err), PT_EIO);
   fclose(f);
+}
+
+/* Two confirmations of trace A, hostile text in their strings, one with nothing measured. */
+static void fill_confirms(pt_report_confirm *c) {
+  c[0] = (pt_report_confirm){7, 1, 2, "A", "pol_a1", "pol_a2", "pytorch", "pagetune", "median_step_s", "gpu<host>\x01",
+                             "NVIDIA \"H200\"", "2026-12-01T10:00:00Z", 5,
+                             {0.001, 0.02, -0.01, 0.05, 0.5, 0.49, PT_VERDICT_NOISE},
+                             {0.4, 0.41, 0.40, 0.42, 1e9, 5.9e8, PT_VERDICT_CONFIRMED}, 9000, 4000, 1000u << 20, 590u << 20};
+  c[1] = (pt_report_confirm){8, 1, 3, "A", "pol_a1", "pol_a3", "pytorch", "pytorch", "wall_s", "", NULL,
+                             "2026-12-02T10:00:00Z", 2, {NAN, 0.1, 0.05, 0.15, 10, 9, PT_VERDICT_NO_PREDICTION},
+                             {0.1, NAN, NAN, NAN, NAN, NAN, PT_VERDICT_NOT_MEASURED}, NAN, NAN, 1u << 30, 1u << 29};
+}
+
+static void test_confirmations(void) {
+  pt_report_run r[NSET];
+  fill(r, NSET);
+  pt_report_confirm c[2];
+  fill_confirms(c);
+  char *buf = NULL;
+  size_t len = 0;
+  pt_err err;
+  FILE *f = open_memstream(&buf, &len);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  CU_ASSERT_EQUAL(pt_report_text(f, r, NSET, c, 2, &err), 0);
+  fclose(f);
+  CU_ASSERT_EQUAL(count(buf, "confirmation 7: 5 runs each"), 1);
+  CU_ASSERT_EQUAL(count(buf, "confirmation 8: 2 runs each"), 1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "time (median step) predicted   +0.10%  measured   +2.00% [-1.00%, +5.00%]"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "within noise"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "peak reserved      predicted  +40.00%  measured  +41.00% [+40.00%, +42.00%]"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "time (wall)        predicted        -  measured  +10.00%"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "not measured"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "no prediction"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "predicted: allocator time 9.00 ms -> 4.00 ms, peak reserved 1000.0 MiB -> 590.0 MiB"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "gpu<host>?")); /* a control character printed as '?' */
+  /* they follow trace A's table, not B's */
+  CU_ASSERT(strstr(buf, "confirmation 7") < strstr(buf, "trace B"));
+  for (const char *p = buf; *p;) {
+    size_t k = strcspn(p, "\n");
+    CU_ASSERT(k <= PT_REPORT_COLUMNS);
+    p += k + (p[k] == '\n');
+  }
+  free(buf);
+
+  /* JSON: one object a strict reader takes, bytes as integers, unknowns null */
+  buf = NULL;
+  f = open_memstream(&buf, &len);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  CU_ASSERT_EQUAL(pt_report_json(f, r, NSET, c, 2, &err), 0);
+  fclose(f);
+  pt_jr_doc *doc;
+  CU_ASSERT_EQUAL_FATAL(pt_jr_parse(buf, len, NULL, &doc, &err), 0);
+  const pt_jr_val *root = pt_jr_root(doc), *runs = pt_jr_get(root, "runs"), *cs = pt_jr_get(root, "confirmations");
+  CU_ASSERT_EQUAL(pt_jr_len(runs), NSET);
+  CU_ASSERT_EQUAL(pt_jr_len(cs), 2);
+  for (size_t i = 0; i < NSET; i++) {
+    const pt_jr_val *run = pt_jr_index(runs, i);
+    CU_ASSERT_EQUAL(pt_jr_bool(pt_jr_get(run, "pareto")), set[i].front);
+    CU_ASSERT_EQUAL(pt_jr_type(pt_jr_get(run, "predicted_alloc_us")), isnan(set[i].us) ? PT_JR_NULL : PT_JR_NUMBER);
+  }
+  const pt_jr_val *c0 = pt_jr_index(cs, 0), *c1 = pt_jr_index(cs, 1);
+  CU_ASSERT_EQUAL(pt_jr_number(pt_jr_get(c0, "confirmation")), 7);
+  CU_ASSERT_STRING_EQUAL(pt_jr_string(pt_jr_get(pt_jr_get(c0, "tuned"), "allocator"), NULL), "pagetune");
+  CU_ASSERT_STRING_EQUAL(pt_jr_number_text(pt_jr_get(pt_jr_get(c0, "tuned"), "predicted_peak_reserved_bytes")), "618659840");
+  CU_ASSERT_STRING_EQUAL(pt_jr_string(pt_jr_get(c0, "gpu_name"), NULL), "NVIDIA \"H200\"");
+  CU_ASSERT_STRING_EQUAL(pt_jr_string(pt_jr_get(pt_jr_get(c0, "time"), "verdict"), NULL), "within noise");
+  CU_ASSERT_EQUAL(pt_jr_number(pt_jr_index(pt_jr_get(pt_jr_get(c0, "peak_reserved"), "interval"), 1)), 0.42);
+  CU_ASSERT_EQUAL(pt_jr_type(pt_jr_get(pt_jr_get(c1, "peak_reserved"), "interval")), PT_JR_NULL);
+  CU_ASSERT_EQUAL(pt_jr_type(pt_jr_get(pt_jr_get(c1, "time"), "predicted_gain")), PT_JR_NULL);
+  CU_ASSERT_EQUAL(pt_jr_type(pt_jr_get(c1, "gpu_name")), PT_JR_NULL);
+  CU_ASSERT_STRING_EQUAL(pt_jr_string(pt_jr_get(pt_jr_get(c1, "time"), "metric"), NULL), "wall_s");
+  pt_jr_free(doc);
+  free(buf);
+
+  /* HTML: a table in trace A's section, hostile text escaped */
+  buf = NULL;
+  f = open_memstream(&buf, &len);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  CU_ASSERT_EQUAL(pt_report_html(f, "t", r, NSET, c, 2, &err), 0);
+  fclose(f);
+  CU_ASSERT_EQUAL(count(buf, "<table class=\"runs confirm\">"), 1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "gpu&lt;host&gt;"));
+  CU_ASSERT_PTR_NULL(strstr(buf, "gpu<host>"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "<td class=\"verdict ok\">confirmed</td>"));
+  CU_ASSERT_EQUAL(count(buf, "<td class=\"verdict \">not measured</td>"), 1);
+  const char *secb = strstr(buf, "<span class=\"k\">trace</span> B");
+  CU_ASSERT_PTR_NOT_NULL(secb);
+  if (secb) CU_ASSERT_PTR_NULL(strstr(secb, "runs confirm"));
+  free(buf);
 }
 
 int pt_test_add_report(void) {
@@ -290,5 +380,6 @@ int pt_test_add_report(void) {
   CU_add_test(s, "text table: every policy, '*' on the front, 100 columns, sorted", test_text);
   CU_add_test(s, "HTML: one timeline per run, one Pareto per trace, self-contained, escaped", test_html);
   CU_add_test(s, "a failed write is PT_EIO", test_write_error);
+  CU_add_test(s, "confirmations: text within 100 columns, strict JSON, escaped HTML", test_confirmations);
   return CU_get_error();
 }

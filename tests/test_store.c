@@ -164,7 +164,7 @@ static void test_schema(void) {
   CU_ASSERT_EQUAL(raw_int(path, "PRAGMA application_id"), PT_STORE_APPLICATION_ID);
   CU_ASSERT_EQUAL(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
                                 "('traces','policies','runs','results','timelines','calibrations',"
-                                "'measurements')"), 7);
+                                "'measurements','confirmations','confirm_runs')"), 9);
   CU_ASSERT_EQUAL(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE type = 'view' AND name IN "
                                 "('run_summary','best_per_trace','pareto')"), 3);
   /* WAL is persistent: the header says so */
@@ -791,6 +791,209 @@ static void test_readonly_refused(void) {
   free(dir);
 }
 
+/* ---- confirmations (schema version 2) ---- */
+
+static pt_store_confirm sample_confirm(int64_t base, int64_t tuned) {
+  pt_store_confirm c = {base, tuned, "[\"python3\",\"train.py\"]", 2, "pytorch", "pagetune", "{}",
+                        "{\"PAGETUNE_CONFIG\":\"/tmp/x/pagetune.json\"}", "median_step_s",
+                        {0.001, 0.02, -0.01, 0.05, 0.5, 0.49, PT_VERDICT_NOISE},
+                        {0.4, 0.41, 0.40, 0.42, 1e9, 5.9e8, PT_VERDICT_CONFIRMED},
+                        10000, 1, "gpuhost", "NVIDIA H200", "0.1.0", "abc", "2026-12-01T00:00:00Z"};
+  return c;
+}
+
+static void sample_runs(pt_confirm_run *runs, int64_t base, int64_t tuned, double *steps) {
+  for (int i = 0; i < 4; i++) {
+    memset(&runs[i], 0, sizeof runs[i]);
+    runs[i].seq = i + 1;
+    runs[i].arm = i % 2 ? PT_CONFIRM_TUNED : PT_CONFIRM_BASELINE;
+    runs[i].run_id = i % 2 ? tuned : base;
+    runs[i].wall_s = 10 + i;
+    runs[i].median_step_s = i == 3 ? NAN : 0.5;
+    runs[i].m.processes = i == 3 ? 0 : 1;
+    snprintf(runs[i].m.allocator, sizeof runs[i].m.allocator, "%s", i == 3 ? "" : i % 2 ? "pagetune" : "pytorch");
+    runs[i].m.has_peak = i != 3;
+    runs[i].m.peak_reserved_bytes = (uint64_t)(i + 1) << 30;
+    runs[i].m.steps_s = i == 3 ? NULL : steps;
+    runs[i].m.nsteps = i == 3 ? 0 : 3;
+  }
+}
+
+static void test_confirmations(void) {
+  char *path = tmp_path(".db");
+  pt_store *s = open_new(path);
+  int64_t t = put_trace(s, "train", "aaaa1111"), t2 = put_trace(s, "other", "bbbb2222");
+  int64_t p = put_policy(s, "pytorch_native", "native"), q = put_policy(s, "stitch", "stitch");
+  pt_sim_result r;
+  fill_result(&r, 1, NULL, 0);
+  pt_err err;
+  int64_t base, tuned, elsewhere, cid;
+  pt_store_run_key kb = {t, p, "{}", 0, "h200", "0.1.0"}, kt = {t, q, "{}", 0, "h200", "0.1.0"},
+                   ke = {t2, q, "{}", 0, "h200", "0.1.0"};
+  CU_ASSERT_EQUAL_FATAL(pt_store_put_run(s, &kb, NULL, &r, &err, &base), 0);
+  r.peak_reserved_bytes = 123456;
+  CU_ASSERT_EQUAL_FATAL(pt_store_put_run(s, &kt, NULL, &r, &err, &tuned), 0);
+  CU_ASSERT_EQUAL_FATAL(pt_store_put_run(s, &ke, NULL, &r, &err, &elsewhere), 0);
+
+  pt_confirm_run runs[4];
+  double steps[] = {0.5, 0.25, 0.75};
+  sample_runs(runs, base, tuned, steps);
+  pt_store_confirm c = sample_confirm(base, tuned);
+  CU_ASSERT_EQUAL_FATAL(pt_store_put_confirmation(s, &c, runs, 4, &err, &cid), 0);
+  CU_ASSERT(cid > 0);
+
+  pt_store_confirmation *rows;
+  size_t n;
+  CU_ASSERT_EQUAL_FATAL(pt_store_confirmations(s, NULL, &err, &rows, &n), 0);
+  CU_ASSERT_EQUAL_FATAL(n, 1);
+  const pt_store_confirmation *g = &rows[0];
+  CU_ASSERT_EQUAL(g->id, cid);
+  CU_ASSERT_EQUAL(g->trace_id, t);
+  CU_ASSERT_STRING_EQUAL(g->trace, "train");
+  CU_ASSERT_EQUAL(g->baseline_run, base);
+  CU_ASSERT_EQUAL(g->tuned_run, tuned);
+  CU_ASSERT_STRING_EQUAL(g->baseline_policy, "pytorch_native");
+  CU_ASSERT_STRING_EQUAL(g->tuned_policy, "stitch");
+  CU_ASSERT_STRING_EQUAL(g->tuned_allocator, "pagetune");
+  CU_ASSERT_STRING_EQUAL(g->time_metric, "median_step_s");
+  CU_ASSERT_STRING_EQUAL(g->hostname, "gpuhost");
+  CU_ASSERT_STRING_EQUAL(g->gpu_name, "NVIDIA H200");
+  CU_ASSERT_STRING_EQUAL(g->command, "[\"python3\",\"train.py\"]");
+  CU_ASSERT_STRING_EQUAL(g->started_at, "2026-12-01T00:00:00Z");
+  CU_ASSERT_EQUAL(strlen(g->measured_at), 20);
+  CU_ASSERT_EQUAL(g->runs_per_arm, 2);
+  CU_ASSERT_EQUAL(g->resamples, 10000);
+  CU_ASSERT_EQUAL(g->seed, 1);
+  CU_ASSERT_EQUAL(g->time.predicted, 0.001);
+  CU_ASSERT_EQUAL(g->time.lo, -0.01);
+  CU_ASSERT_EQUAL(g->time.verdict, PT_VERDICT_NOISE);
+  CU_ASSERT_EQUAL(g->peak.tuned_median, 5.9e8);
+  CU_ASSERT_EQUAL(g->peak.verdict, PT_VERDICT_CONFIRMED);
+  CU_ASSERT_EQUAL(g->baseline_predicted_us, 1001.5);
+  CU_ASSERT_EQUAL(g->tuned_predicted_peak, 123456);
+  free(rows);
+  CU_ASSERT_EQUAL(pt_store_confirmations(s, "other", &err, &rows, &n), 0);
+  CU_ASSERT_EQUAL(n, 0);
+  free(rows);
+  CU_ASSERT_EQUAL(pt_store_confirmations(s, "aaaa", &err, &rows, &n), 0); /* by hash prefix */
+  CU_ASSERT_EQUAL(n, 1);
+  free(rows);
+
+  /* the runs, as a user of the shell reads them */
+  pt_store_close(s);
+  CU_ASSERT_EQUAL(raw_int(path, "SELECT count(*) FROM confirm_runs"), 4);
+  CU_ASSERT_EQUAL(raw_int(path, "SELECT count(*) FROM confirm_runs WHERE arm = 'tuned' AND seq % 2 = 0"), 2);
+  CU_ASSERT_EQUAL(raw_int(path, "SELECT count(*) FROM confirm_runs WHERE steps_s = '[0.5,0.25,0.75]' AND steps = 3"), 3);
+  CU_ASSERT_EQUAL(raw_int(path, "SELECT count(*) FROM confirm_runs WHERE peak_reserved_bytes IS NULL AND "
+                                "median_step_s IS NULL AND steps_s = '[]' AND seq = 4"), 1);
+  CU_ASSERT_EQUAL(raw_int(path, "SELECT peak_reserved_bytes FROM confirm_runs WHERE seq = 2"), 2LL << 30);
+  CU_ASSERT_EQUAL(raw_int(path, "SELECT count(*) FROM confirmations WHERE measured_time_gain = 0.02 AND "
+                                "time_verdict = 'within noise' AND peak_verdict = 'confirmed'"), 1);
+
+  /* refused whole: runs of two traces, a run of the wrong arm, a run id not stored */
+  CU_ASSERT_EQUAL_FATAL(pt_store_open(path, 0, &err, &s), 0);
+  c = sample_confirm(base, elsewhere);
+  CU_ASSERT_EQUAL(pt_store_put_confirmation(s, &c, NULL, 0, &err, &cid), PT_EUSAGE);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "not stored runs of one trace"));
+  c = sample_confirm(base, tuned);
+  runs[1].run_id = base;
+  CU_ASSERT_EQUAL(pt_store_put_confirmation(s, &c, runs, 4, &err, &cid), PT_EUSAGE);
+  runs[1].run_id = tuned;
+  c = sample_confirm(base, 999);
+  CU_ASSERT_EQUAL(pt_store_put_confirmation(s, &c, NULL, 0, &err, &cid), PT_EUSAGE);
+  /* a field too long is refused before anything is written */
+  c = sample_confirm(base, tuned);
+  c.time_metric = "a time metric far too long";
+  CU_ASSERT_EQUAL(pt_store_put_confirmation(s, &c, runs, 4, &err, &cid), PT_ELIMIT);
+  /* a failure half-way, inside a batch: the savepoint takes the confirmation's rows back, the batch goes on */
+  c = sample_confirm(base, tuned);
+  CU_ASSERT_EQUAL(pt_store_begin(s, &err), 0);
+  runs[3].seq = 1; /* a duplicate (confirmation_id, seq): the last row fails */
+  CU_ASSERT(pt_store_put_confirmation(s, &c, runs, 4, &err, &cid) < 0);
+  CU_ASSERT_EQUAL(pt_store_commit(s, &err), 0);
+  pt_store_close(s);
+  CU_ASSERT_EQUAL(raw_int(path, "SELECT count(*) FROM confirmations"), 1);
+  CU_ASSERT_EQUAL(raw_int(path, "SELECT count(*) FROM confirm_runs"), 4);
+  /* deleting a run takes its confirmations with it */
+  CU_ASSERT_EQUAL(raw_exec(path, "PRAGMA foreign_keys = ON; DELETE FROM runs WHERE id = (SELECT tuned_run_id FROM confirmations)"),
+                  SQLITE_OK);
+  CU_ASSERT_EQUAL(raw_int(path, "SELECT count(*) FROM confirm_runs"), 0);
+  rm_db(path);
+  free(path);
+}
+
+/*
+ * tests/data/v1/sweep.db, written by pagetune 0.1.0 (schema 1): read as it
+ * is by a read-only open (its runs, and no confirmations), migrated by a
+ * read-write one to this version with every row kept, and then takes a
+ * confirmation.
+ */
+static void test_v1_store(void) {
+  char *path = tmp_path(".db");
+  size_t len;
+  unsigned char *v1 = slurp(pt_test_src("tests/data/v1/sweep.db"), &len);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(v1);
+  CU_ASSERT_EQUAL_FATAL(write_file(path, v1, len), 0);
+  free(v1);
+  CU_ASSERT_EQUAL(raw_int(path, "PRAGMA user_version"), 1);
+  pt_store *s;
+  pt_err err;
+  CU_ASSERT_EQUAL_FATAL(pt_store_open(path, PT_STORE_READONLY, &err, &s), 0);
+  pt_store_run *rows;
+  size_t n;
+  CU_ASSERT_EQUAL(pt_store_runs(s, NULL, NULL, &err, &rows, &n), 0);
+  CU_ASSERT_EQUAL(n, 5);
+  free(rows);
+  pt_store_confirmation *cs;
+  CU_ASSERT_EQUAL(pt_store_confirmations(s, NULL, &err, &cs, &n), 0);
+  CU_ASSERT_EQUAL(n, 0);
+  CU_ASSERT_PTR_NULL(cs);
+  pt_store_close(s);
+  CU_ASSERT_EQUAL(raw_int(path, "PRAGMA user_version"), 1); /* read as it is */
+
+  CU_ASSERT_EQUAL_FATAL(pt_store_open(path, 0, &err, &s), 0);
+  CU_ASSERT_EQUAL(pt_store_runs(s, NULL, NULL, &err, &rows, &n), 0);
+  CU_ASSERT_EQUAL_FATAL(n, 5);
+  int64_t base = rows[0].id, tuned = rows[1].id;
+  free(rows);
+  pt_confirm_run runs[4];
+  double steps[] = {1, 2, 3};
+  sample_runs(runs, base, tuned, steps);
+  pt_store_confirm c = sample_confirm(base, tuned);
+  int64_t cid;
+  CU_ASSERT_EQUAL(pt_store_put_confirmation(s, &c, runs, 4, &err, &cid), 0);
+  pt_store_close(s);
+  CU_ASSERT_EQUAL(raw_int(path, "PRAGMA user_version"), PT_STORE_SCHEMA_VERSION);
+  CU_ASSERT_EQUAL(raw_int(path, "SELECT count(*) FROM runs"), 5);
+  CU_ASSERT_EQUAL(raw_int(path, "SELECT count(*) FROM results"), 5);
+  CU_ASSERT_EQUAL(raw_int(path, "SELECT count(*) FROM timelines") > 0, 1);
+  CU_ASSERT_EQUAL(raw_int(path, "SELECT count(*) FROM confirm_runs"), 4);
+  CU_ASSERT_EQUAL(raw_int(path, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check = 'ok'"), 1);
+  rm_db(path);
+  free(path);
+}
+
+/* A migration that fails part-way leaves the file as it was: version 1, no new table. */
+static void test_v2_migration_atomic(void) {
+  char *path = tmp_path(".db");
+  size_t len;
+  unsigned char *v1 = slurp(pt_test_src("tests/data/v1/sweep.db"), &len);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(v1);
+  CU_ASSERT_EQUAL_FATAL(write_file(path, v1, len), 0);
+  free(v1);
+  /* an object named like one the step creates makes the step fail */
+  CU_ASSERT_EQUAL_FATAL(raw_exec(path, "CREATE INDEX confirm_runs ON runs(gpu)"), SQLITE_OK);
+  pt_store *s;
+  pt_err err;
+  CU_ASSERT(pt_store_open(path, 0, &err, &s) < 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "migrating the schema"));
+  CU_ASSERT_EQUAL(raw_int(path, "PRAGMA user_version"), 1);
+  CU_ASSERT_EQUAL(raw_int(path, "SELECT count(*) FROM sqlite_master WHERE name = 'confirmations'"), 0);
+  CU_ASSERT_EQUAL(raw_int(path, "SELECT count(*) FROM runs"), 5);
+  rm_db(path);
+  free(path);
+}
+
 int pt_test_add_store(void) {
   CU_pSuite s = CU_add_suite("store", NULL, NULL);
   if (!s) return CU_get_error();
@@ -809,5 +1012,8 @@ int pt_test_add_store(void) {
   CU_add_test(s, "calibrations and measurements", test_calibration_measurement);
   CU_add_test(s, "corrupt file refused, unchanged", test_corrupt_refused);
   CU_add_test(s, "read-only file and directory refused", test_readonly_refused);
+  CU_add_test(s, "confirmations: round trip, refusals whole, cascade", test_confirmations);
+  CU_add_test(s, "a version-1 store: read as it is read-only, migrated read-write, rows kept", test_v1_store);
+  CU_add_test(s, "a failed migration to version 2 leaves the file as it was", test_v2_migration_atomic);
   return CU_get_error();
 }

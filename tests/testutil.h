@@ -31,6 +31,7 @@ int pt_test_add_record(void);
 int pt_test_add_sizetab(void);
 int pt_test_add_hooktab(void);
 int pt_test_add_calibrate(void);
+int pt_test_add_confirm(void);
 
 /* Path of a file under the source tree (tests/data/...), in a static buffer. */
 const char *pt_test_src(const char *rel);

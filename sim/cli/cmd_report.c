@@ -15,23 +15,28 @@ static const pt_cli_opt report_opts[] = {
     PT_WB_OPT_DB,
     PT_WB_OPT_TRACE("only this trace: a name or a content-hash prefix (at most one)"),
     PT_CLI_OPT_STR("html", 0, "FILE", pt_wb_args, html, "also write the HTML page there"),
+    PT_WB_OPT_JSON("one JSON object on stdout (runs and confirmations) instead of the tables"),
     PT_CLI_END};
 const pt_cli_table pt_opts_report = {
-    "usage: pagetune report [--db DB] [--trace T] [--html FILE]\n"
+    "usage: pagetune report [--db DB] [--trace T] [--html FILE] [--json]\n"
     "\n"
     "Tables of the stored runs (all traces, or TRACE: a name or a content-hash\n"
-    "prefix), each trace's Pareto front marked '*'.  With --html, also one\n"
+    "prefix), each trace's Pareto front marked '*', and what `pagetune confirm`\n"
+    "measured on a GPU beside what the model predicted: predicted and measured\n"
+    "gains, the measured gain's 95% interval, the verdict.  With --html, also one\n"
     "self-contained page (inline SVG, no network): each policy's reserved/\n"
-    "allocated timeline, the Pareto plot, and the table of runs.\n",
+    "allocated timeline, the Pareto plot, the table of runs and the\n"
+    "confirmations.  With --json, one object {\"runs\": [...], \"confirmations\": [...]}.\n",
     report_opts, sizeof(pt_wb_args), &pt_wb_defaults, 0};
 
 /* Write the page beside the target, then rename: no half-written page. */
-static int write_html(const char *path, const pt_report_run *rr, size_t n, pt_err *err) {
+static int write_html(const char *path, const pt_report_run *rr, size_t n, const pt_report_confirm *rc_, size_t nc,
+                      pt_err *err) {
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   FILE *f = fopen(tmp, "w");
   if (!f) return pt_err_set(err, PT_EIO, "%s: cannot create: %s", tmp, strerror(errno));
-  int rc = pt_report_html(f, "pagetune report", rr, n, err);
+  int rc = pt_report_html(f, "pagetune report", rr, n, rc_, nc, err);
   if (fclose(f) != 0 && rc == 0) rc = pt_err_set(err, PT_EIO, "%s: write failed: %s", tmp, strerror(errno));
   if (rc == 0 && rename(tmp, path) != 0) rc = pt_err_set(err, PT_EIO, "%s: cannot rename: %s", path, strerror(errno));
   if (rc < 0) remove(tmp);
@@ -46,8 +51,19 @@ int pt_cmd_report(void *args, char **pos, int npos, pt_err *err) {
   int rc = pt_store_open(a->db, PT_STORE_READONLY, err, &db);
   if (rc < 0) return rc;
   pt_store_run *rows = NULL;
-  size_t n = 0;
+  size_t n = 0, nc = 0;
+  pt_store_confirmation *cs = NULL;
+  pt_report_confirm *rc_ = NULL;
   rc = pt_store_runs(db, a->ntraces ? a->traces[0] : NULL, NULL, err, &rows, &n);
+  if (rc == 0) rc = pt_store_confirmations(db, a->ntraces ? a->traces[0] : NULL, err, &cs, &nc);
+  if (rc == 0 && !(rc_ = calloc(nc ? nc : 1, sizeof *rc_))) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
+  for (size_t i = 0; rc == 0 && i < nc; i++) {
+    const pt_store_confirmation *c = &cs[i];
+    rc_[i] = (pt_report_confirm){c->id, c->baseline_run, c->tuned_run, c->trace, c->baseline_policy, c->tuned_policy,
+                                 c->baseline_allocator, c->tuned_allocator, c->time_metric, c->hostname, c->gpu_name,
+                                 c->measured_at, c->runs_per_arm, c->time, c->peak, c->baseline_predicted_us,
+                                 c->tuned_predicted_us, c->baseline_predicted_peak, c->tuned_predicted_peak};
+  }
   pt_report_run *rr = rc == 0 ? calloc(n ? n : 1, sizeof *rr) : NULL;
   pt_sim_point **tl = rc == 0 ? calloc(n ? n : 1, sizeof *tl) : NULL;
   if (rc == 0 && (!rr || !tl)) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
@@ -57,11 +73,13 @@ int pt_cmd_report(void *args, char **pos, int npos, pt_err *err) {
     rr[i].timeline = tl[i];
   }
   pt_store_close(db);
-  if (rc == 0) rc = pt_report_text(stdout, rr, n, err);
-  if (rc == 0 && a->html) rc = write_html(a->html, rr, n, err);
+  if (rc == 0) rc = a->json ? pt_report_json(stdout, rr, n, rc_, nc, err) : pt_report_text(stdout, rr, n, rc_, nc, err);
+  if (rc == 0 && a->html) rc = write_html(a->html, rr, n, rc_, nc, err);
   for (size_t i = 0; tl && i < n; i++) free(tl[i]);
   free(tl);
   free(rr);
   free(rows);
+  free(rc_);
+  free(cs);
   return rc;
 }

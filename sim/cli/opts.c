@@ -82,7 +82,11 @@ int pt_cli_parse(const pt_cli_cmd *cmd, const pt_cli_cmd *siblings, int argc, ch
   const pt_cli_opt *all[MAX_OPTS];
   size_t nown, n = gather(cmd, siblings, all, &nown), nlong = 0, ns = 1;
   struct option longopts[MAX_OPTS + 1];
-  char shorts[2 * MAX_OPTS + 2] = ":"; /* ':' first: a missing value is told from an unknown option */
+  char shorts[2 * MAX_OPTS + 3] = ":"; /* ':' first: a missing value is told from an unknown option */
+  if (cmd->table->maxpos == PT_CLI_COMMAND) { /* '+': the options end at the command, whose arguments are left alone */
+    memcpy(shorts, "+:", 3);
+    ns = 2;
+  }
   for (size_t i = 0; i < n; i++) {
     int has_arg = all[i]->value ? required_argument : no_argument;
     if (all[i]->name) longopts[nlong++] = (struct option){all[i]->name, has_arg, NULL, 256 + (int)i};
@@ -94,7 +98,7 @@ int pt_cli_parse(const pt_cli_cmd *cmd, const pt_cli_cmd *siblings, int argc, ch
   shorts[ns] = 0;
   longopts[nlong] = (struct option){0};
   int c;
-  optind = 1;
+  optind = 0; /* 0, not 1: getopt starts afresh (the ordering '+' asks for included), as a second parse needs */
   opterr = 0;
   while ((c = getopt_long(argc, argv, shorts, longopts, NULL)) != -1) {
     if (c == '?') return pt_cli_usage(err, "unknown option '%s'", argv[optind - 1]);

@@ -14,6 +14,7 @@
 #ifndef PT_CLI_OPTS_H
 #define PT_CLI_OPTS_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -68,8 +69,12 @@ typedef struct pt_cli_table {
   const pt_cli_opt *opts; /* ends with PT_CLI_END; NULL for a group */
   size_t args_size;     /* the argument struct the options fill */
   const void *defaults; /* its value before parsing (args_size bytes) */
-  int maxpos;           /* positional arguments it takes */
+  int maxpos;           /* positional arguments it takes; PT_CLI_COMMAND: a command and its arguments */
 } pt_cli_table;
+
+/* maxpos of a command that runs a command of the user's (confirm): its options end at the first positional
+   argument, so that the command's own arguments are never taken for options or moved. */
+#define PT_CLI_COMMAND INT_MAX
 
 /* Run with the parsed arguments: 0, or a negative PT_E* code with err set (PT_ECLI_USAGE for bad usage). */
 typedef int (*pt_cli_run)(void *args, char **pos, int npos, pt_err *err);

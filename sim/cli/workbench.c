@@ -3,11 +3,14 @@
 
 #include "workbench.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "hooktab.h"
 #include "mech.h"
 #include "tracestats.h"
 
@@ -119,23 +122,166 @@ pt_report_run pt_wb_report_run(const pt_store_run *r) {
                          r->r.fragmentation, r->r.has_gpu ? r->r.predicted_alloc_us : NAN, NULL, 0};
 }
 
-int pt_wb_best(pt_store *db, const char *trace, const pt_objective *obj, pt_err *err, pt_store_run **rows, size_t *n,
-               long *best) {
+int pt_wb_best_of(pt_store *db, const char *trace, const char *const *policies, int npolicies, const pt_objective *obj,
+                  pt_err *err, pt_store_run **rows, size_t *n, long *best) {
   int rc = pt_store_runs(db, trace, NULL, err, rows, n);
   if (rc < 0) return rc;
+  /* the runs of the named policies: a name, or a text-hash prefix, as pt_store_runs matches them */
+  char *keep = calloc(*n ? *n : 1, 1);
+  if (!keep) {
+    free(*rows);
+    *rows = NULL;
+    return pt_err_set(err, PT_ENOMEM, "out of memory");
+  }
+  for (size_t i = 0; i < *n; i++) keep[i] = npolicies == 0;
+  for (int k = 0; rc == 0 && k < npolicies; k++) {
+    pt_store_run *byhash;
+    size_t m;
+    if ((rc = pt_store_runs(db, trace, policies[k], err, &byhash, &m)) < 0) break;
+    for (size_t j = 0; j < m; j++)
+      for (size_t i = 0; i < *n; i++)
+        if ((*rows)[i].id == byhash[j].id) keep[i] = 1;
+    free(byhash);
+  }
+  if (rc < 0) {
+    free(keep);
+    free(*rows);
+    *rows = NULL;
+    *n = 0;
+    return rc;
+  }
   pt_objective o = *obj;
   o.t_ref = o.m_ref = HUGE_VAL;
   for (size_t i = 0; i < *n; i++) {
     const pt_sim_result *r = &(*rows)[i].r;
-    if (r->ooms) continue;
+    if (r->ooms || !keep[i]) continue;
     if (r->has_gpu && r->predicted_alloc_us > 0 && r->predicted_alloc_us < o.t_ref) o.t_ref = r->predicted_alloc_us;
     if (r->peak_reserved_bytes && (double)r->peak_reserved_bytes < o.m_ref) o.m_ref = (double)r->peak_reserved_bytes;
   }
   *best = -1;
   double bv = HUGE_VAL;
   for (size_t i = 0; i < *n; i++) {
-    double v = pt_objective_value(&o, &(*rows)[i].r);
+    double v = keep[i] ? pt_objective_value(&o, &(*rows)[i].r) : HUGE_VAL;
     if (v < bv) bv = v, *best = (long)i;
   }
+  free(keep);
   return 0;
+}
+
+int pt_wb_best(pt_store *db, const char *trace, const pt_objective *obj, pt_err *err, pt_store_run **rows, size_t *n,
+               long *best) {
+  return pt_wb_best_of(db, trace, NULL, 0, obj, err, rows, n, best);
+}
+
+/* ---- a run's export ------------------------------------------------------------------ */
+
+int pt_wb_export_of_policy(pt_policy *pol, const pt_params *params, uint64_t capacity, const char *gpu, const char *trace,
+                           int64_t run_id, pt_wb_export *out, pt_err *err) {
+  memset(out, 0, sizeof *out);
+  if (params) out->params = *params;
+  pt_gpu g;
+  pt_err gerr;
+  uint64_t total = pt_gpu_load(gpu && gpu[0] ? gpu : "h200", &gerr, &g) == 0 ? g.memory_bytes : 0;
+  int rc = 0;
+  if (pol) {
+    pt_policy_hooks hk;
+    pt_policy_get_hooks(pol, &hk);
+    out->has_hooks = hk.round || hk.segment_size || hk.page_size || hk.should_collect;
+    for (int i = 0; rc == 0 && out->has_hooks && i < out->params.n; i++) /* the run's values of the policy's own parameters */
+      for (int k = 0; k < pt_policy_nparams(pol); k++)
+        if (!strcmp(pt_policy_param_at(pol, k)->name, out->params.v[i].name)) {
+          char as[PT_PARAM_NAME_MAX + 40];
+          snprintf(as, sizeof as, "%s=%.17g", out->params.v[i].name, out->params.v[i].value);
+          if ((rc = pt_policy_set(pol, as, err)) < 0) rc = pt_err_prefix(err, rc, "%s: run %" PRId64, "export", run_id);
+        }
+    if (rc == 0 && out->has_hooks) {
+      pt_err perr;
+      if (pt_hooktab_resolve_policy(pol, &out->tables, &out->page_size_dropped, &perr) == 0) out->resolved = 1;
+      else snprintf(out->refused, sizeof out->refused, "%s", perr.msg);
+    }
+  }
+  out->in = (pt_export_input){pol ? pt_policy_name(pol) : NULL, pol ? pt_policy_mechanism(pol) : NULL, &out->params,
+                              capacity, total, out->has_hooks, trace, run_id, out->resolved ? &out->tables : NULL,
+                              out->refused, out->page_size_dropped};
+  return rc;
+}
+
+int pt_wb_export_of_run(pt_store *db, const pt_store_run *r, pt_wb_export *out, pt_err *err) {
+  pt_params params;
+  if (pt_params_from_json(r->params_json, &params) < 0)
+    return pt_err_set(err, PT_EFORMAT, "run %" PRId64 ": unreadable parameters %s", r->id, r->params_json);
+  char *text;
+  size_t len;
+  int rc = pt_store_policy_text(db, r->policy_id, err, &text, &len);
+  if (rc < 0) return rc;
+  pt_policy *pol;
+  pt_err perr;
+  if (pt_policy_load_buffer(text, len, r->policy, NULL, &perr, &pol) < 0) pol = NULL; /* taken to have no hooks */
+  free(text);
+  rc = pt_wb_export_of_policy(pol, &params, r->capacity, r->gpu, r->trace, r->id, out, err);
+  pt_policy_free(pol);
+  /* the run's own names (the policy's point into it, freed above) */
+  out->in.policy = r->policy;
+  out->in.mechanism = r->mechanism;
+  return rc;
+}
+
+/* ---- the allocator library's files ---------------------------------------------------- */
+
+/* The directory the running program lies in ("" when unknown), into buf. */
+static const char *program_dir(char *buf, size_t n) {
+  ssize_t len = readlink("/proc/self/exe", buf, n - 1);
+  buf[len > 0 ? len : 0] = 0;
+  char *slash = strrchr(buf, '/');
+  if (slash) *slash = 0;
+  else buf[0] = 0;
+  return buf;
+}
+
+static const char *existing(char *buf, size_t n, const char *dir, const char *name) {
+  if (!dir || !*dir || snprintf(buf, n, "%s/%s", dir, name) >= (int)n) return NULL;
+  return access(buf, R_OK) == 0 ? buf : NULL;
+}
+
+void pt_wb_find_lib_files(pt_wb_lib_files *lf, pt_export_context *ctx) {
+  char exe[4096], build[4096 + 16], libdir[4096];
+  program_dir(exe, sizeof exe);
+  snprintf(build, sizeof build, "%s/backend/.libs", exe);
+  const char *env = getenv("PAGETUNE_ALLOC_LIB");
+  int in_build = 0;
+  if (env && *env) ctx->lib = access(env, R_OK) == 0 ? snprintf(lf->lib, sizeof lf->lib, "%s", env), lf->lib : NULL;
+  else if ((ctx->lib = existing(lf->lib, sizeof lf->lib, build, "libpagetune_alloc.so"))) in_build = 1;
+  else ctx->lib = existing(lf->lib, sizeof lf->lib, PT_PKGLIBDIR, "libpagetune_alloc.so");
+  snprintf(libdir, sizeof libdir, "%s", ctx->lib ? ctx->lib : "");
+  char *slash = strrchr(libdir, '/');
+  if (slash) *slash = 0;
+  char src[4096 + 16], abs_src[] = PT_ABS_SRCDIR "/backend/python";
+  snprintf(src, sizeof src, "%s/backend/python", exe);
+  const char *dirs[] = {in_build ? NULL : libdir, in_build ? src : NULL, in_build ? abs_src : NULL};
+  ctx->alloc_py = ctx->site_py = NULL;
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0] && !(ctx->alloc_py && ctx->site_py); i++) {
+    ctx->alloc_py = existing(lf->alloc_py, sizeof lf->alloc_py, dirs[i], "pagetune_alloc.py");
+    ctx->site_py = existing(lf->site_py, sizeof lf->site_py, dirs[i], "pagetune_sitecustomize.py");
+  }
+  if (!(ctx->alloc_py && ctx->site_py)) ctx->alloc_py = ctx->site_py = NULL; /* both from one place, or neither */
+}
+
+const char *pt_wb_lib_looked(const pt_export_context *ctx) {
+  return ctx->lib ? "beside the library"
+                  : "PAGETUNE_ALLOC_LIB, the build tree's backend/.libs/, " PT_PKGLIBDIR " (a build without CUDA has none)";
+}
+
+const char *pt_wb_find_python(const char *name, char *buf, size_t n) {
+  pt_wb_lib_files lf;
+  pt_export_context ctx = {0};
+  pt_wb_find_lib_files(&lf, &ctx);
+  char exe[4096], src[4096 + 16], libdir[4096];
+  snprintf(libdir, sizeof libdir, "%s", ctx.site_py ? ctx.site_py : "");
+  char *slash = strrchr(libdir, '/');
+  if (slash) *slash = 0;
+  snprintf(src, sizeof src, "%s/backend/python", program_dir(exe, sizeof exe));
+  const char *dirs[] = {libdir, src, PT_ABS_SRCDIR "/backend/python", PT_PKGLIBDIR};
+  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+    if (existing(buf, n, dirs[i], name)) return buf;
+  return NULL;
 }

@@ -12,12 +12,14 @@
 
 #include "device.h"
 #include "error.h"
+#include "export.h"
 #include "gpu.h"
 #include "json.h"
 #include "paramjson.h"
 #include "policy.h"
 #include "report.h"
 #include "sim.h"
+#include "sizetable.h"
 #include "store.h"
 #include "trace.h"
 #include "opts.h"
@@ -113,5 +115,58 @@ pt_report_run pt_wb_report_run(const pt_store_run *r);
 /* The stored runs of trace (*rows, free it) and the index of the best by o (*best -1: none). */
 int pt_wb_best(pt_store *db, const char *trace, const pt_objective *o, pt_err *err, pt_store_run **rows /* OUT */,
                size_t *n /* OUT */, long *best /* OUT */);
+/* The same among the runs of the npolicies policies named (names or text-hash prefixes; none: all). */
+int pt_wb_best_of(pt_store *db, const char *trace, const char *const *policies, int npolicies, const pt_objective *o,
+                  pt_err *err, pt_store_run **rows /* OUT */, size_t *n /* OUT */, long *best /* OUT */);
+
+/*
+ * A run's configuration as the export reads it (export, confirm): the
+ * parameters, the policy's hooks resolved into tables for the library
+ * (hooktab.h) or why not, and the pt_export_input pointing at them.  The
+ * struct points into itself and at the run's or policy's strings: allocate
+ * it (it is large), keep the run or policy alive, never copy it.
+ */
+typedef struct pt_wb_export {
+  pt_export_input in;
+  pt_params params;
+  int has_hooks, resolved, page_size_dropped;
+  pt_sizetab_set tables;
+  char refused[PT_ERRMSG_MAX];
+} pt_wb_export;
+
+/*
+ * Stored run r's export: the policy as the store keeps its text (the file may
+ * have changed since) with the run's parameters.  A policy text that no longer
+ * loads is taken to have no hooks.  PT_EFORMAT for unreadable parameters.
+ */
+int pt_wb_export_of_run(pt_store *db, const pt_store_run *r, pt_wb_export *out /* OUT */, pt_err *err);
+/*
+ * The export of pol (its parameters set to params) at capacity on the GPU
+ * description gpu ("" or NULL: the h200's size), for trace and run_id (shown;
+ * -1: none).
+ */
+int pt_wb_export_of_policy(pt_policy *pol, const pt_params *params, uint64_t capacity, const char *gpu, const char *trace,
+                           int64_t run_id, pt_wb_export *out /* OUT */, pt_err *err);
+
+/*
+ * Where the allocator library and its Python files are, as the package lays
+ * them out: the library named by PAGETUNE_ALLOC_LIB (as pagetune_alloc.py
+ * reads it), else the running program's build tree (backend/.libs/), else
+ * pkglibdir; the Python files beside the library, else in the build tree's
+ * sources.  ctx's lib, alloc_py and site_py point into *lf (NULL: not found).
+ */
+typedef struct pt_wb_lib_files {
+  char lib[4096], alloc_py[4096], site_py[4096];
+} pt_wb_lib_files;
+void pt_wb_find_lib_files(pt_wb_lib_files *lf, pt_export_context *ctx /* OUT: lib, alloc_py, site_py */);
+/* Why a library was not found, for a message: where it was looked for. */
+const char *pt_wb_lib_looked(const pt_export_context *ctx);
+
+/*
+ * One of pagetune's Python files (backend/python/NAME): beside the library
+ * pt_wb_find_lib_files finds, in the running program's build tree or its
+ * sources, or in pkglibdir; into buf, or NULL when none is readable.
+ */
+const char *pt_wb_find_python(const char *name, char *buf, size_t n);
 
 #endif

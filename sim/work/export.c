@@ -772,6 +772,27 @@ int pt_export_conf(const pt_export_input *in, const char *merge, char *conf, siz
   return rc;
 }
 
+int pt_export_plan_of(const pt_export_input *in, pt_export_plan *out, pt_err *err) {
+  memset(out, 0, sizeof *out);
+  built *b = malloc(sizeof *b);
+  if (!b) return pt_err_set(err, PT_ENOMEM, "export: out of memory");
+  int rc = build(in, NULL, b, err);
+  if (rc == 0) {
+    out->library = b->library;
+    out->runnable = b->runnable;
+    snprintf(out->refused, sizeof out->refused, "%s", b->refused);
+    snprintf(out->conf, sizeof out->conf, "%s", b->conf);
+    for (int i = 0; i < b->nenv && !b->library; i++) { /* the library's own variable: the caller sets up the library */
+      snprintf(out->env[out->nenv].name, sizeof out->env[out->nenv].name, "%s", b->env[i].name);
+      snprintf(out->env[out->nenv].value, sizeof out->env[out->nenv].value, "%s", b->env[i].value);
+      out->nenv++;
+    }
+    snprintf(out->fraction, sizeof out->fraction, "%s", b->fraction);
+  }
+  free(b);
+  return rc;
+}
+
 /* ---- writers ------------------------------------------------------------------------ */
 
 /* Why both variables, with one value (PyTorch 2.11 on the H200 read PYTORCH_CUDA_ALLOC_CONF when the two differed). */

@@ -83,6 +83,27 @@ typedef struct pt_export_input {
 int pt_export_conf(const pt_export_input *in, const char *merge, char *conf, size_t n, char *notes, size_t nn,
                    pt_err *err);
 
+/*
+ * What an export sets in a process's environment, for a program that starts
+ * the process itself (pagetune confirm) rather than writing lines for an
+ * image: the same decisions pt_export_write makes.
+ */
+typedef struct pt_export_plan {
+  int library;                   /* pagetune's allocator library is needed */
+  int runnable;                  /* ... and can run it */
+  char refused[PT_ERRMSG_MAX];   /* why it cannot, when library && !runnable */
+  char conf[PT_EXPORT_CONF_MAX]; /* PYTORCH_ALLOC_CONF and PYTORCH_CUDA_ALLOC_CONF ("": PyTorch's defaults, set neither) */
+  int nenv;                      /* other variables for PyTorch's allocator (PYTORCH_NO_CUDA_MEMORY_CACHING for direct) */
+  struct {
+    char name[48];
+    char value[PT_EXPORT_CONF_MAX];
+  } env[2];
+  char fraction[24];             /* torch.cuda.set_per_process_memory_fraction's argument for the cap, or "" */
+} pt_export_plan;
+
+/* The plan of in (merge NULL); 0, or pt_export_conf's errors. */
+int pt_export_plan_of(const pt_export_input *in, pt_export_plan *out /* OUT */, pt_err *err);
+
 /* format: "env" (shell export lines), "dockerfile" (ENV lines), "json" (one object). */
 int pt_export_write(FILE *f, const pt_export_input *in, const char *format, const char *merge, pt_err *err);
 

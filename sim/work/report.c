@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "paramjson.h"
 
 #define MIB 1048576.0
@@ -422,7 +423,81 @@ static void text_trace(FILE *f, const pt_report_run *runs, const pt_report_run *
   }
 }
 
-int pt_report_text(FILE *f, const pt_report_run *runs, size_t n, pt_err *err) {
+/* ---- confirmations, as text ------------------------------------------------------- */
+
+static const char *alloc_name(const char *a) {
+  return a && !strcmp(a, "pagetune") ? "pagetune's library" : "PyTorch's allocator";
+}
+
+static void fmt_pct(char *out, size_t n, double g) {
+  if (isnan(g)) snprintf(out, n, "-");
+  else snprintf(out, n, "%+.2f%%", 100 * g);
+}
+
+static void fmt_iv(char *out, size_t n, const pt_confirm_gain *g) {
+  if (isnan(g->lo)) snprintf(out, n, "-");
+  else snprintf(out, n, "[%+.2f%%, %+.2f%%]", 100 * g->lo, 100 * g->hi);
+}
+
+static void fmt_secs(char *out, size_t n, double v) {
+  if (isnan(v)) snprintf(out, n, "-");
+  else if (v < 1) snprintf(out, n, "%.2f ms", v * 1e3);
+  else snprintf(out, n, "%.3f s", v);
+}
+
+static void fmt_mib(char *out, size_t n, double v) {
+  if (isnan(v)) snprintf(out, n, "-");
+  else snprintf(out, n, "%.1f MiB", v / MIB);
+}
+
+static const char *time_label(const pt_report_confirm *c) {
+  return c->time_metric && !strcmp(c->time_metric, "median_step_s") ? "time (median step)" : "time (wall)";
+}
+
+static void text_confirms(FILE *f, const char *trace, const pt_report_confirm *c, size_t nc) {
+  int any = 0;
+  for (size_t i = 0; i < nc; i++) {
+    const pt_report_confirm *k = &c[i];
+    if (strcmp(str_or(k->trace, ""), trace)) continue;
+    if (!any) fputs("\n  measured by pagetune confirm: gain = (baseline - tuned) / baseline; A -> B: baseline -> tuned\n", f);
+    any = 1;
+    fprintf(f, "  confirmation %" PRId64 ": %d runs each, ", k->id, k->runs_per_arm);
+    text_str(f, str_or(k->measured_at, ""), 24);
+    if (k->hostname && *k->hostname) fputs(", ", f), text_str(f, k->hostname, 20);
+    if (k->gpu_name && *k->gpu_name) fputs(", ", f), text_str(f, k->gpu_name, 20);
+    fprintf(f, "\n    tuned    run %" PRId64 " ", k->tuned_run);
+    text_str(f, str_or(k->tuned_policy, ""), 40);
+    fprintf(f, " under %s\n    baseline run %" PRId64 " ", alloc_name(k->tuned_allocator), k->baseline_run);
+    text_str(f, str_or(k->baseline_policy, ""), 40);
+    fprintf(f, " under %s\n", alloc_name(k->baseline_allocator));
+    const struct {
+      const char *name;
+      const pt_confirm_gain *g;
+    } rows[] = {{time_label(k), &k->time}, {"peak reserved", &k->peak}};
+    for (size_t j = 0; j < 2; j++) {
+      char pg[32], mg[32], iv[48];
+      fmt_pct(pg, sizeof pg, rows[j].g->predicted);
+      fmt_pct(mg, sizeof mg, rows[j].g->measured);
+      fmt_iv(iv, sizeof iv, rows[j].g);
+      fprintf(f, "    %-18s predicted %8s  measured %8s %-20s  %s\n", rows[j].name, pg, mg, iv,
+              pt_confirm_verdict_name(rows[j].g->verdict));
+    }
+    char a[32], b[32], m1[32], m2[32];
+    fmt_secs(a, sizeof a, k->time.base_median);
+    fmt_secs(b, sizeof b, k->time.tuned_median);
+    fmt_mib(m1, sizeof m1, k->peak.base_median);
+    fmt_mib(m2, sizeof m2, k->peak.tuned_median);
+    fprintf(f, "    measured:  time %s -> %s, peak reserved %s -> %s\n", a, b, m1, m2);
+    fmt_secs(a, sizeof a, k->baseline_predicted_us * 1e-6);
+    fmt_secs(b, sizeof b, k->tuned_predicted_us * 1e-6);
+    fmt_mib(m1, sizeof m1, (double)k->baseline_predicted_peak);
+    fmt_mib(m2, sizeof m2, (double)k->tuned_predicted_peak);
+    fprintf(f, "    predicted: allocator time %s -> %s, peak reserved %s -> %s\n", a, b, m1, m2);
+  }
+}
+
+int pt_report_text(FILE *f, const pt_report_run *runs, size_t n, const pt_report_confirm *confirms, size_t nconfirms,
+                   pt_err *err) {
   if (!f) return pt_err_set(err, PT_EUSAGE, "report: no output stream");
   if (n == 0) {
     fputs("no runs to report\n", f);
@@ -442,6 +517,7 @@ int pt_report_text(FILE *f, const pt_report_run *runs, size_t n, pt_err *err) {
     qsort(p, m, sizeof *p, cmp_reserved);
     if (k) fputc('\n', f);
     text_trace(f, runs, p, m, front);
+    text_confirms(f, trace_of(p[0]), confirms, nconfirms);
     free(p);
   }
   if (rc == 0) {
@@ -449,6 +525,12 @@ int pt_report_text(FILE *f, const pt_report_run *runs, size_t n, pt_err *err) {
           "  (runs without a predicted time, '-', are compared on memory alone).\n"
           "  Page sizes below 2 MiB are a model-only dimension: through VMM a policy picks\n"
           "  handle sizes (2 MiB multiples) and VA layout, not the hardware page size.\n", f);
+    if (nconfirms)
+      fputs("  Confirmations: the workload run on a GPU under both runs' configurations (pagetune\n"
+            "  confirm); the predicted time gain is the allocator time saved as a share of the\n"
+            "  baseline's measured time.  confirmed: the interval excludes 0 on the prediction's\n"
+            "  side; refuted: on the other side (or at all when P = 0), or it holds 0 but not P;\n"
+            "  within noise: it holds 0 and P.\n", f);
     rc = flush_status(f, err);
   }
   free(front);
@@ -657,6 +739,9 @@ static const char css[] =
     "font-size:12px;color:#424a53;overflow-wrap:anywhere;max-width:420px}\n"
     "table.runs td.par .kv{white-space:nowrap}\n"
     "table.runs td.bad{color:var(--bad);font-weight:600}\n"
+    "table.confirm td.verdict{white-space:nowrap;font-weight:600}\n"
+    "table.confirm td.verdict.ok{color:var(--front)}\n"
+    "table.confirm td.pol small{font-weight:400;color:var(--muted)}\n"
     ".sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin:0 4px 0 10px;vertical-align:-1px}\n"
     "footer{color:var(--muted);font-size:12.5px;margin-top:8px}\n"
     "footer p{margin:4px 0}\n";
@@ -1046,8 +1131,78 @@ static void table_html(FILE *f, const pt_report_run *runs, const pt_report_run *
   fputs("</tbody></table>\n", f);
 }
 
+static void html_gain_cells(FILE *f, const pt_confirm_gain *g) {
+  char a[32], b[32], iv[48];
+  fmt_pct(a, sizeof a, g->predicted);
+  fmt_pct(b, sizeof b, g->measured);
+  fmt_iv(iv, sizeof iv, g);
+  const char *cls = g->verdict == PT_VERDICT_CONFIRMED ? "ok" : g->verdict == PT_VERDICT_REFUTED ? "bad" : "";
+  fprintf(f, "<td class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"verdict %s\">%s</td>", a, b,
+          iv, cls, pt_confirm_verdict_name(g->verdict));
+}
+
+/* The trace's confirmations: one row a metric, the measured medians beside the predicted figures. */
+static void confirms_html(FILE *f, const char *trace, const pt_report_confirm *c, size_t nc) {
+  int any = 0;
+  for (size_t i = 0; i < nc; i++) {
+    const pt_report_confirm *k = &c[i];
+    if (strcmp(str_or(k->trace, ""), trace)) continue;
+    if (!any)
+      fputs("<h3>Measured on a GPU: the workload under both configurations (pagetune confirm)</h3>\n"
+            "<table class=\"runs confirm\"><thead><tr><th class=\"num\">#</th><th>tuned</th><th>baseline</th>"
+            "<th>metric</th><th class=\"num\">predicted<br><small>baseline \xE2\x86\x92 tuned</small></th>"
+            "<th class=\"num\">measured<br><small>medians</small></th><th class=\"num\">predicted<br><small>gain</small></th>"
+            "<th class=\"num\">measured<br><small>gain</small></th><th class=\"num\">95% interval</th><th>verdict</th>"
+            "</tr></thead>\n<tbody>\n", f);
+    any = 1;
+    char a[32], b[32];
+    for (int j = 0; j < 2; j++) {
+      fputs("<tr>", f);
+      if (j == 0) {
+        fprintf(f, "<td class=\"num\" rowspan=\"2\">%" PRId64 "</td><td class=\"pol\" rowspan=\"2\">run %" PRId64 " ", k->id,
+                k->tuned_run);
+        html_text(f, k->tuned_policy, 40);
+        fputs("<br><small>", f);
+        html_text(f, alloc_name(k->tuned_allocator), 0);
+        fprintf(f, "</small></td><td class=\"pol\" rowspan=\"2\">run %" PRId64 " ", k->baseline_run);
+        html_text(f, k->baseline_policy, 40);
+        fputs("<br><small>", f);
+        html_text(f, alloc_name(k->baseline_allocator), 0);
+        fprintf(f, "<br>%d runs each<br>", k->runs_per_arm);
+        html_text(f, k->measured_at, 0);
+        if (k->hostname && *k->hostname) fputs(", ", f), html_text(f, k->hostname, 40);
+        if (k->gpu_name && *k->gpu_name) fputs(", ", f), html_text(f, k->gpu_name, 40);
+        fputs("</small></td>", f);
+      }
+      const pt_confirm_gain *g = j ? &k->peak : &k->time;
+      fputs("<td>", f);
+      html_text(f, j ? "peak reserved" : time_label(k), 0);
+      fputs("</td>", f);
+      if (j) {
+        fmt_mib(a, sizeof a, (double)k->baseline_predicted_peak);
+        fmt_mib(b, sizeof b, (double)k->tuned_predicted_peak);
+      } else {
+        fmt_secs(a, sizeof a, k->baseline_predicted_us * 1e-6);
+        fmt_secs(b, sizeof b, k->tuned_predicted_us * 1e-6);
+      }
+      fprintf(f, "<td class=\"num\">%s%s \xE2\x86\x92 %s</td>", j ? "" : "allocator ", a, b);
+      (j ? fmt_mib : fmt_secs)(a, sizeof a, g->base_median);
+      (j ? fmt_mib : fmt_secs)(b, sizeof b, g->tuned_median);
+      fprintf(f, "<td class=\"num\">%s \xE2\x86\x92 %s</td>", a, b);
+      html_gain_cells(f, g);
+      fputs("</tr>\n", f);
+    }
+  }
+  if (any)
+    fputs("</tbody></table>\n<p class=\"facts\">Gain = (baseline \xE2\x88\x92 tuned) / baseline of the arms' medians, with a 95% "
+          "bootstrap interval over runs. The predicted time gain is the allocator time saved over the trace as a share of the "
+          "baseline's measured time. <b>confirmed</b>: the interval excludes 0 on the prediction's side; <b>refuted</b>: it excludes "
+          "0 on the other side (or at all when no change was predicted), or holds 0 but not the predicted gain; <b>within "
+          "noise</b>: it holds 0 and the predicted gain.</p>\n", f);
+}
+
 static int trace_html(FILE *f, const pt_report_run *runs, const pt_report_run **p, size_t m, const int *front,
-                      pt_sim_point *buf) {
+                      pt_sim_point *buf, const pt_report_confirm *confirms, size_t nconfirms) {
   /* headline facts: events, least memory, fastest predicted */
   tl_scale s = {0};
   const pt_report_run *least = p[0], *fastest = NULL;
@@ -1096,11 +1251,13 @@ static int trace_html(FILE *f, const pt_report_run *runs, const pt_report_run **
   fputs("<h3>Runs, by peak reserved memory</h3>\n", f);
   qsort(p, m, sizeof *p, cmp_reserved);
   table_html(f, runs, p, m, front);
+  confirms_html(f, trace_of(p[0]), confirms, nconfirms);
   fputs("</section>\n", f);
   return 0;
 }
 
-int pt_report_html(FILE *f, const char *title, const pt_report_run *runs, size_t n, pt_err *err) {
+int pt_report_html(FILE *f, const char *title, const pt_report_run *runs, size_t n, const pt_report_confirm *confirms,
+                   size_t nconfirms, pt_err *err) {
   if (!f) return pt_err_set(err, PT_EUSAGE, "report: no output stream");
   int *front = NULL;
   groups g = {0};
@@ -1131,7 +1288,7 @@ int pt_report_html(FILE *f, const char *title, const pt_report_run *runs, size_t
       rc = PT_ENOMEM;
       break;
     }
-    rc = trace_html(f, runs, p, m, front, buf);
+    rc = trace_html(f, runs, p, m, front, buf, confirms, nconfirms);
     free(p);
   }
   if (rc == 0) {
@@ -1150,4 +1307,110 @@ int pt_report_html(FILE *f, const char *title, const pt_report_run *runs, size_t
   free(front);
   groups_free(&g);
   return rc;
+}
+
+/* ---- JSON ------------------------------------------------------------------------------ */
+
+static void json_num(FILE *f, double v) {
+  if (!isfinite(v)) fputs("null", f);
+  else fprintf(f, "%.17g", v);
+}
+
+/* Bytes as an integer (a median of an even number of runs may end in .5: rounded). */
+static void json_bytes(FILE *f, double v) {
+  if (!isfinite(v)) fputs("null", f);
+  else fprintf(f, "%.0f", round(v));
+}
+
+static void json_gain(FILE *f, const char *key, const pt_confirm_gain *g, const char *metric, int bytes) {
+  fprintf(f, "\"%s\":{", key);
+  if (metric) {
+    fputs("\"metric\":", f);
+    pt_json_str(f, metric);
+    fputc(',', f);
+  }
+  fputs("\"predicted_gain\":", f);
+  json_num(f, g->predicted);
+  fputs(",\"measured_gain\":", f);
+  json_num(f, g->measured);
+  fputs(",\"interval\":", f);
+  if (isnan(g->lo)) {
+    fputs("null", f);
+  } else {
+    fputc('[', f);
+    json_num(f, g->lo);
+    fputc(',', f);
+    json_num(f, g->hi);
+    fputc(']', f);
+  }
+  fprintf(f, ",\"baseline_median%s\":", bytes ? "_bytes" : "_s");
+  (bytes ? json_bytes : json_num)(f, g->base_median);
+  fprintf(f, ",\"tuned_median%s\":", bytes ? "_bytes" : "_s");
+  (bytes ? json_bytes : json_num)(f, g->tuned_median);
+  fprintf(f, ",\"verdict\":\"%s\"}", pt_confirm_verdict_name(g->verdict));
+}
+
+static void json_arm(FILE *f, const char *key, int64_t run, const char *policy, const char *allocator, double us, uint64_t peak) {
+  fprintf(f, "\"%s\":{\"run\":%" PRId64 ",\"policy\":", key, run);
+  pt_json_str(f, policy);
+  fputs(",\"allocator\":", f);
+  pt_json_str(f, allocator);
+  fputs(",\"predicted_alloc_us\":", f);
+  json_num(f, us);
+  fprintf(f, ",\"predicted_peak_reserved_bytes\":%" PRIu64 "}", peak);
+}
+
+int pt_report_json(FILE *f, const pt_report_run *runs, size_t n, const pt_report_confirm *confirms, size_t nconfirms,
+                   pt_err *err) {
+  if (!f) return pt_err_set(err, PT_EUSAGE, "report: no output stream");
+  int *front = calloc(n ? n : 1, sizeof *front);
+  if (!front) return pt_err_set(err, PT_ENOMEM, "report: out of memory");
+  if (n && pt_report_pareto(runs, n, front) < 0) {
+    free(front);
+    return pt_err_set(err, PT_ENOMEM, "report: out of memory");
+  }
+  fputs("{\"runs\":[", f);
+  for (size_t i = 0; i < n; i++) {
+    const pt_report_run *r = &runs[i];
+    fprintf(f, "%s{\"run\":%" PRId64 ",\"trace\":", i ? "," : "", r->id);
+    pt_json_str(f, r->trace);
+    fputs(",\"policy\":", f);
+    pt_json_str(f, r->policy);
+    fputs(",\"mechanism\":", f);
+    pt_json_str(f, r->mechanism);
+    fprintf(f, ",\"params\":%s,\"capacity\":%" PRIu64 ",\"pareto\":%s,\"peak_reserved_bytes\":%" PRIu64
+               ",\"peak_allocated_bytes\":%" PRIu64 ",\"fragmentation\":",
+            r->params_json && *r->params_json ? r->params_json : "{}", r->capacity, front[i] ? "true" : "false",
+            r->peak_reserved_bytes, r->peak_allocated_bytes);
+    json_num(f, r->fragmentation);
+    fprintf(f, ",\"segments_allocated\":%" PRIu64 ",\"driver_calls\":%" PRIu64 ",\"ooms\":%" PRIu64 ",\"predicted_alloc_us\":",
+            r->segments_allocated, r->driver_calls_total, r->ooms);
+    json_num(f, r->predicted_alloc_us);
+    fputc('}', f);
+  }
+  fputs("],\"confirmations\":[", f);
+  for (size_t i = 0; i < nconfirms; i++) {
+    const pt_report_confirm *k = &confirms[i];
+    fprintf(f, "%s{\"confirmation\":%" PRId64 ",\"trace\":", i ? "," : "", k->id);
+    pt_json_str(f, k->trace);
+    fputc(',', f);
+    json_arm(f, "baseline", k->baseline_run, k->baseline_policy, k->baseline_allocator, k->baseline_predicted_us,
+             k->baseline_predicted_peak);
+    fputc(',', f);
+    json_arm(f, "tuned", k->tuned_run, k->tuned_policy, k->tuned_allocator, k->tuned_predicted_us, k->tuned_predicted_peak);
+    fprintf(f, ",\"runs_per_arm\":%d,\"measured_at\":", k->runs_per_arm);
+    pt_json_str(f, k->measured_at);
+    fputs(",\"hostname\":", f);
+    pt_json_str(f, k->hostname);
+    fputs(",\"gpu_name\":", f);
+    pt_json_str(f, k->gpu_name && *k->gpu_name ? k->gpu_name : NULL);
+    fputc(',', f);
+    json_gain(f, "time", &k->time, k->time_metric, 0);
+    fputc(',', f);
+    json_gain(f, "peak_reserved", &k->peak, NULL, 1);
+    fputc('}', f);
+  }
+  fputs("]}\n", f);
+  free(front);
+  return flush_status(f, err);
 }

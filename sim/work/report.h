@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "confirm.h"
 #include "error.h"
 #include "sim.h"
 
@@ -37,6 +38,23 @@ typedef struct pt_report_run {
   const pt_sim_point *timeline;
   size_t ntimeline;
 } pt_report_run;
+
+/*
+ * A confirmation (`pagetune confirm`: the user's workload run under two
+ * stored runs' configurations) as the report shows it, beside the two
+ * runs' predictions.  Strings may be NULL (shown empty).
+ */
+typedef struct pt_report_confirm {
+  int64_t id, baseline_run, tuned_run;
+  const char *trace, *baseline_policy, *tuned_policy;
+  const char *baseline_allocator, *tuned_allocator; /* "pytorch" or "pagetune" */
+  const char *time_metric;                          /* "median_step_s" or "wall_s" */
+  const char *hostname, *gpu_name, *measured_at;
+  int runs_per_arm;
+  pt_confirm_gain time, peak;                       /* predicted and measured gains, intervals, medians, verdicts */
+  double baseline_predicted_us, tuned_predicted_us; /* NAN: no GPU description */
+  uint64_t baseline_predicted_peak, tuned_predicted_peak;
+} pt_report_confirm;
 
 #define PT_REPORT_MAX_POINTS 600  /* a timeline is drawn with at most this many points */
 #define PT_REPORT_COLUMNS 100     /* the text table fits this many columns */
@@ -62,16 +80,26 @@ int pt_report_pareto(const pt_report_run *runs, size_t n, int *on_front /* OUT, 
  * too, never its value).  Control characters print as '?'.
  * 0, or PT_ENOMEM, or PT_EIO (a write to f failed) with err saying so.
  */
-int pt_report_text(FILE *f, const pt_report_run *runs, size_t n, pt_err *err);
+int pt_report_text(FILE *f, const pt_report_run *runs, size_t n, const pt_report_confirm *confirms, size_t nconfirms,
+                   pt_err *err);
 
 /*
  * One HTML page titled title (NULL: "pagetune report"): per trace a section
  * with an <svg class="timeline" data-run="ID"> for every run (runs without a
  * timeline get an empty frame that says so), one <svg class="pareto">, and
- * the table of runs.  Timelines are drawn on scales shared by the trace's
+ * the table of runs, and the trace's confirmations as a table.  Timelines are drawn on scales shared by the trace's
  * runs, downsampled to PT_REPORT_MAX_POINTS keeping each bucket's maxima.
  * 0, or PT_ENOMEM, or PT_EIO (a write to f failed) with err saying so.
  */
-int pt_report_html(FILE *f, const char *title, const pt_report_run *runs, size_t n, pt_err *err);
+int pt_report_html(FILE *f, const char *title, const pt_report_run *runs, size_t n, const pt_report_confirm *confirms,
+                   size_t nconfirms, pt_err *err);
+
+/*
+ * One JSON object: {"runs": [...], "confirmations": [...]}, snake_case keys,
+ * bytes as integers, unknown numbers as null; each run with its Pareto mark.
+ * 0, or PT_ENOMEM, or PT_EIO.
+ */
+int pt_report_json(FILE *f, const pt_report_run *runs, size_t n, const pt_report_confirm *confirms, size_t nconfirms,
+                   pt_err *err);
 
 #endif

@@ -156,6 +156,58 @@ static const char pt_store_schema_v1[] =
   "           OR b.peak_reserved_bytes < a.peak_reserved_bytes));\n";
 
 /*
+ * Schema version 2: what `pagetune confirm` measured (confirm.h).  A
+ * confirmation is one run of confirm: the two stored runs it compared (the
+ * baseline's and the tuned one's, of one trace), the command, how each arm
+ * was set up, the gains with their intervals and verdicts; confirm_runs
+ * holds each run of the workload, in the order run.  Gains and medians are
+ * NULL where not measured (or, for predicted gains, not predicted).
+ */
+static const char pt_store_schema_v2[] =
+  "CREATE TABLE confirmations (\n"
+  "  id INTEGER PRIMARY KEY,\n"
+  "  trace_id INTEGER NOT NULL REFERENCES traces(id),\n"
+  "  baseline_run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
+  "  tuned_run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
+  "  command TEXT NOT NULL,\n"
+  "  runs_per_arm INTEGER NOT NULL,\n"
+  "  baseline_allocator TEXT NOT NULL,\n"
+  "  tuned_allocator TEXT NOT NULL,\n"
+  "  baseline_env TEXT NOT NULL,\n"
+  "  tuned_env TEXT NOT NULL,\n"
+  "  time_metric TEXT NOT NULL,\n"
+  "  predicted_time_gain REAL, measured_time_gain REAL, time_gain_lo REAL, time_gain_hi REAL,\n"
+  "  baseline_time_s REAL, tuned_time_s REAL,\n"
+  "  time_verdict TEXT NOT NULL,\n"
+  "  predicted_peak_gain REAL, measured_peak_gain REAL, peak_gain_lo REAL, peak_gain_hi REAL,\n"
+  "  baseline_peak_bytes REAL, tuned_peak_bytes REAL,\n"
+  "  peak_verdict TEXT NOT NULL,\n"
+  "  resamples INTEGER NOT NULL,\n"
+  "  seed INTEGER NOT NULL,\n"
+  "  hostname TEXT NOT NULL DEFAULT '',\n"
+  "  gpu_name TEXT NOT NULL DEFAULT '',\n"
+  "  engine_version TEXT NOT NULL DEFAULT '',\n"
+  "  git_revision TEXT NOT NULL DEFAULT '',\n"
+  "  started_at TEXT NOT NULL,\n"
+  "  measured_at TEXT NOT NULL DEFAULT " PT_NOW "\n"
+  ");\n"
+  "CREATE INDEX confirmations_trace ON confirmations(trace_id);\n"
+  "CREATE TABLE confirm_runs (\n"
+  "  confirmation_id INTEGER NOT NULL REFERENCES confirmations(id) ON DELETE CASCADE,\n"
+  "  seq INTEGER NOT NULL,\n"
+  "  arm TEXT NOT NULL CHECK (arm IN ('baseline', 'tuned')),\n"
+  "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
+  "  wall_s REAL NOT NULL,\n"
+  "  steps INTEGER NOT NULL,\n"
+  "  median_step_s REAL,\n"
+  "  steps_s TEXT NOT NULL,\n"
+  "  peak_reserved_bytes INTEGER,\n"
+  "  allocator TEXT NOT NULL,\n"
+  "  processes INTEGER NOT NULL,\n"
+  "  PRIMARY KEY (confirmation_id, seq)\n"
+  ") WITHOUT ROWID;\n";
+
+/*
  * Migration steps, the store's readers of older versions (the rule is above
  * PT_STORE_SCHEMA_VERSION in store.h): step i takes user_version i to i + 1.
  * The steps from the version found run in one transaction with the
@@ -166,6 +218,7 @@ static const char pt_store_schema_v1[] =
  */
 static const char *const pt_store_migrations[] = {
   pt_store_schema_v1,   /* 0 -> 1 */
+  pt_store_schema_v2,   /* 1 -> 2 */
 };
 _Static_assert(sizeof pt_store_migrations / sizeof pt_store_migrations[0] == PT_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -214,6 +267,7 @@ static const pt_store_column pt_store_columns[] = {
                    " ON CONFLICT (text_hash) DO NOTHING")                                          \
   X(POLICY_FIND, "SELECT id FROM policies WHERE text_hash = ?")                                    \
   X(POLICY_TEXT, "SELECT text FROM policies WHERE id = ?")                                         \
+  X(TRACE_SOURCE, "SELECT source FROM traces WHERE id = ?")                                        \
   X(RUN_INSERT, "INSERT INTO runs (trace_id, policy_id, params_json, capacity, gpu, engine_version," \
                 " git_revision) VALUES (?, ?, ?, ?, ?, ?, ?)"                                      \
                 " ON CONFLICT (trace_id, policy_id, params_json, capacity, gpu, engine_version)"   \
@@ -243,9 +297,43 @@ static const pt_store_column pt_store_columns[] = {
   X(MEASUREMENT_INSERT, "INSERT INTO measurements (run_id, kind, value, unit, machine, notes)"     \
                         " VALUES (?, ?, ?, ?, ?, ?)")
 
+/* The statements on the tables of schema version 2 (confirm), not prepared on a version-1 file read as it is. */
+#define PT_CONFIRM_COLS                                                                                    \
+  "trace_id, baseline_run_id, tuned_run_id, command, runs_per_arm, baseline_allocator, tuned_allocator,"   \
+  " baseline_env, tuned_env, time_metric, predicted_time_gain, measured_time_gain, time_gain_lo,"          \
+  " time_gain_hi, baseline_time_s, tuned_time_s, time_verdict, predicted_peak_gain, measured_peak_gain,"   \
+  " peak_gain_lo, peak_gain_hi, baseline_peak_bytes, tuned_peak_bytes, peak_verdict, resamples, seed,"     \
+  " hostname, gpu_name, engine_version, git_revision, started_at"
+#define PT_STORE_STATEMENTS_V2(X)                                                                  \
+  X(CONFIRM_INSERT, "INSERT INTO confirmations (" PT_CONFIRM_COLS ") SELECT t.trace_id, b.id, t.id," \
+                    " ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?"  \
+                    " FROM runs t JOIN runs b ON b.trace_id = t.trace_id WHERE t.id = ? AND b.id = ?")   \
+  X(CONFIRM_RUN_INSERT, "INSERT INTO confirm_runs (confirmation_id, seq, arm, run_id, wall_s, steps,"   \
+                        " median_step_s, steps_s, peak_reserved_bytes, allocator, processes)"          \
+                        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")                                   \
+  X(CONFIRMATIONS, "SELECT c.id, c.trace_id, t.name, c.baseline_run_id, c.tuned_run_id, pb.name,"      \
+                   " pb.mechanism, pt.name, pt.mechanism, c.baseline_allocator, c.tuned_allocator,"    \
+                   " c.time_metric, c.hostname, c.gpu_name, c.started_at, c.measured_at, c.command,"   \
+                   " c.runs_per_arm, c.resamples, c.seed,"                                             \
+                   " c.predicted_time_gain, c.measured_time_gain, c.time_gain_lo, c.time_gain_hi,"     \
+                   " c.baseline_time_s, c.tuned_time_s, c.time_verdict,"                               \
+                   " c.predicted_peak_gain, c.measured_peak_gain, c.peak_gain_lo, c.peak_gain_hi,"     \
+                   " c.baseline_peak_bytes, c.tuned_peak_bytes, c.peak_verdict,"                       \
+                   " sb.predicted_alloc_us, st.predicted_alloc_us, sb.peak_reserved_bytes,"            \
+                   " st.peak_reserved_bytes"                                                           \
+                   " FROM confirmations c JOIN traces t ON t.id = c.trace_id"                          \
+                   " JOIN runs rb ON rb.id = c.baseline_run_id JOIN policies pb ON pb.id = rb.policy_id" \
+                   " JOIN results sb ON sb.run_id = rb.id"                                             \
+                   " JOIN runs rt ON rt.id = c.tuned_run_id JOIN policies pt ON pt.id = rt.policy_id"   \
+                   " JOIN results st ON st.run_id = rt.id"                                             \
+                   " WHERE (?1 IS NULL OR t.name = ?1"                                                 \
+                   "        OR (length(?1) >= 4 AND substr(t.content_hash, 1, length(?1)) = ?1))"      \
+                   " ORDER BY c.id")
+
 enum pt_store_stmt {
 #define PT_X(id, sql) PT_ST_##id,
   PT_STORE_STATEMENTS(PT_X)
+  PT_STORE_STATEMENTS_V2(PT_X)
 #undef PT_X
   PT_ST_COUNT
 };
@@ -253,7 +341,18 @@ enum pt_store_stmt {
 static const char *const pt_store_sql[PT_ST_COUNT] = {
 #define PT_X(id, sql) sql,
   PT_STORE_STATEMENTS(PT_X)
+  PT_STORE_STATEMENTS_V2(PT_X)
 #undef PT_X
+};
+
+/* The schema version each statement's tables came with. */
+static const unsigned char pt_store_since[PT_ST_COUNT] = {
+#define PT_X1(id, sql) 1,
+#define PT_X2(id, sql) 2,
+  PT_STORE_STATEMENTS(PT_X1)
+  PT_STORE_STATEMENTS_V2(PT_X2)
+#undef PT_X1
+#undef PT_X2
 };
 
 /*
@@ -262,10 +361,11 @@ static const char *const pt_store_sql[PT_ST_COUNT] = {
  */
 struct pt_store {
   sqlite3 *db;
-  sqlite3_stmt *st[PT_ST_COUNT];
+  sqlite3_stmt *st[PT_ST_COUNT]; /* NULL for a statement whose tables a file read as it is lacks */
   char *path;
   int readonly;
   int batch;
+  int64_t version; /* the schema version the file has (after any migration) */
 };
 
 /* ---- errors ------------------------------------------------------------ */
@@ -578,7 +678,7 @@ static int pt_open_db(pt_store *s, int flags, pt_err *err) {
   if (s->readonly) {
     if (version == 0)
       return pt_err_set(err, PT_EFORMAT, "%s: empty database, not yet a pagetune database", s->path);
-    if (version < PT_STORE_SCHEMA_VERSION || missing)
+    if (version < PT_STORE_READ_VERSION || missing)
       return pt_err_set(err, PT_EFORMAT,
                         "%s: database schema is older than this pagetune's; open it once read-write "
                         "to migrate it", s->path);
@@ -590,9 +690,12 @@ static int pt_open_db(pt_store *s, int flags, pt_err *err) {
     if (version < PT_STORE_SCHEMA_VERSION || missing) {
       int r = pt_migrate(s, err);
       if (r < 0) return r;
+      version = PT_STORE_SCHEMA_VERSION;
     }
   }
+  s->version = version;
   for (int i = 0; i < PT_ST_COUNT; i++) {
+    if (pt_store_since[i] > version) continue; /* a read-only open of an older file: its reads find nothing */
     rc = sqlite3_prepare_v3(s->db, pt_store_sql[i], -1, SQLITE_PREPARE_PERSISTENT, &s->st[i], NULL);
     if (rc != SQLITE_OK) return pt_open_fail(s, rc, err, "preparing statements");
   }
@@ -935,6 +1038,107 @@ int pt_store_put_measurement(pt_store *s, int64_t run_id, const char *kind, doub
   return rc;
 }
 
+/* A double, or NULL when it is NaN (SQLite would store NULL anyway: said here). */
+static void pt_bind_D_or_null(pt_binder *b, double v) {
+  if (isnan(v)) pt_bind_null(b);
+  else pt_bind_D(b, v);
+}
+
+static void pt_bind_gain(pt_binder *b, const pt_confirm_gain *g) {
+  pt_bind_D_or_null(b, g->predicted);
+  pt_bind_D_or_null(b, g->measured);
+  pt_bind_D_or_null(b, g->lo);
+  pt_bind_D_or_null(b, g->hi);
+  pt_bind_D_or_null(b, g->base_median);
+  pt_bind_D_or_null(b, g->tuned_median);
+  pt_bind_text(b, pt_confirm_verdict_name(g->verdict));
+}
+
+/* The rows of one confirmation, inside the transaction pt_store_put_confirmation opened. */
+static int pt_put_confirm_rows(pt_store *s, const pt_store_confirm *c, const pt_confirm_run *runs, size_t n,
+                               pt_err *err, int64_t *id) {
+  sqlite3_stmt *st = s->st[PT_ST_CONFIRM_INSERT];
+  pt_binder b = {st, 0, SQLITE_OK};
+  pt_bind_text(&b, c->command);
+  pt_bind_i64(&b, c->runs_per_arm);
+  pt_bind_text(&b, c->baseline_allocator);
+  pt_bind_text(&b, c->tuned_allocator);
+  pt_bind_text(&b, c->baseline_env ? c->baseline_env : "{}");
+  pt_bind_text(&b, c->tuned_env ? c->tuned_env : "{}");
+  pt_bind_text(&b, c->time_metric);
+  pt_bind_gain(&b, &c->time);
+  pt_bind_gain(&b, &c->peak);
+  pt_bind_i64(&b, (int64_t)c->resamples);
+  pt_bind_U(&b, c->seed);
+  pt_bind_text(&b, c->hostname ? c->hostname : "");
+  pt_bind_text(&b, c->gpu_name ? c->gpu_name : "");
+  pt_bind_text(&b, c->engine_version ? c->engine_version : "");
+  pt_bind_text(&b, c->git_revision ? c->git_revision : "");
+  pt_bind_text(&b, c->started_at);
+  pt_bind_i64(&b, c->tuned_run);
+  pt_bind_i64(&b, c->baseline_run);
+  int rc = pt_step_insert(s, st, b.rc, err, "storing a confirmation");
+  if (rc < 0) return rc;
+  if (sqlite3_changes(s->db) == 0)
+    return pt_err_set(err, PT_EUSAGE, "%s: storing a confirmation: runs %lld and %lld are not stored runs of one trace",
+                      s->path, (long long)c->baseline_run, (long long)c->tuned_run);
+  int64_t cid = sqlite3_last_insert_rowid(s->db);
+  st = s->st[PT_ST_CONFIRM_RUN_INSERT];
+  for (size_t i = 0; i < n; i++) {
+    const pt_confirm_run *r = &runs[i];
+    char *steps;
+    if ((rc = pt_confirm_steps_json(r->m.steps_s, r->m.nsteps, &steps, err)) < 0) return rc;
+    b = (pt_binder){st, 0, SQLITE_OK};
+    pt_bind_i64(&b, cid);
+    pt_bind_i64(&b, r->seq);
+    pt_bind_text(&b, pt_confirm_arm_name(r->arm));
+    pt_bind_i64(&b, r->run_id);
+    pt_bind_D(&b, r->wall_s);
+    pt_bind_i64(&b, (int64_t)r->m.nsteps);
+    pt_bind_D_or_null(&b, r->median_step_s);
+    pt_bind_text(&b, steps);
+    if (r->m.has_peak) pt_bind_U(&b, r->m.peak_reserved_bytes);
+    else pt_bind_null(&b);
+    pt_bind_text(&b, r->m.allocator);
+    pt_bind_i64(&b, r->m.processes);
+    rc = pt_step_insert(s, st, b.rc, err, "storing a confirmation's run");
+    free(steps);
+    if (rc < 0) return rc;
+  }
+  *id = cid;
+  return 0;
+}
+
+int pt_store_put_confirmation(pt_store *s, const pt_store_confirm *c, const pt_confirm_run *runs, size_t n,
+                              pt_err *err, int64_t *id) {
+  *id = 0;
+  int rc = pt_writable(s, err);
+  if (rc < 0) return rc;
+  if (!c || (n && !runs) || !c->command || !c->baseline_allocator || !c->tuned_allocator || !c->time_metric ||
+      !c->started_at)
+    return pt_err_set(err, PT_EUSAGE, "%s: storing a confirmation: fields missing", s->path);
+  const pt_store_confirmation *f = NULL;
+  if ((rc = pt_too_long(s, err, "allocator", c->baseline_allocator, sizeof f->baseline_allocator)) < 0 ||
+      (rc = pt_too_long(s, err, "allocator", c->tuned_allocator, sizeof f->tuned_allocator)) < 0 ||
+      (rc = pt_too_long(s, err, "time_metric", c->time_metric, sizeof f->time_metric)) < 0 ||
+      (rc = pt_too_long(s, err, "hostname", c->hostname, sizeof f->hostname)) < 0 ||
+      (rc = pt_too_long(s, err, "gpu_name", c->gpu_name, sizeof f->gpu_name)) < 0 ||
+      (rc = pt_too_long(s, err, "started_at", c->started_at, sizeof f->started_at)) < 0 ||
+      (rc = pt_too_long(s, err, "engine_version", c->engine_version, sizeof ((pt_store_run *)0)->engine_version)) < 0 ||
+      (rc = pt_too_long(s, err, "git_revision", c->git_revision, sizeof ((pt_store_run *)0)->git_revision)) < 0)
+    return rc;
+  for (size_t i = 0; i < n; i++)
+    if (runs[i].run_id != (runs[i].arm == PT_CONFIRM_TUNED ? c->tuned_run : c->baseline_run))
+      return pt_err_set(err, PT_EUSAGE, "%s: storing a confirmation: run %zu is not of its arm's stored run", s->path, i);
+  if ((rc = pt_tx_begin(s, err)) < 0) return rc;
+  int64_t cid = 0;
+  rc = pt_put_confirm_rows(s, c, runs, n, err, &cid);
+  if (rc == 0) rc = pt_tx_end(s, err);
+  else pt_tx_abort(s);
+  if (rc == 0) *id = cid;
+  return rc;
+}
+
 /* ---- reads -------------------------------------------------------------- */
 
 /* One row of PT_ST_RUNS, columns in the order the statement names them. */
@@ -1008,6 +1212,89 @@ int pt_store_runs(pt_store *s, const char *trace, const char *policy, pt_err *er
   return 0;
 }
 
+static void pt_get_gain(pt_reader *c, pt_confirm_gain *g) {
+  g->predicted = pt_get_D(c);
+  g->measured = pt_get_D(c);
+  g->lo = pt_get_D(c);
+  g->hi = pt_get_D(c);
+  g->base_median = pt_get_D(c);
+  g->tuned_median = pt_get_D(c);
+  char v[32];
+  pt_get_text(c, v, sizeof v);
+  int k = pt_confirm_verdict_parse(v);
+  g->verdict = k < 0 ? pt_confirm_judge(g->predicted, g->lo, g->hi) : (pt_confirm_verdict)k;
+}
+
+/* One row of PT_ST_CONFIRMATIONS. */
+static void pt_read_confirmation(sqlite3_stmt *st, pt_store_confirmation *row) {
+  memset(row, 0, sizeof *row);
+  pt_reader c = {st, 0};
+  row->id = pt_get_i64(&c);
+  row->trace_id = pt_get_i64(&c);
+  pt_get_text(&c, row->trace, sizeof row->trace);
+  row->baseline_run = pt_get_i64(&c);
+  row->tuned_run = pt_get_i64(&c);
+  pt_get_text(&c, row->baseline_policy, sizeof row->baseline_policy);
+  pt_get_text(&c, row->baseline_mechanism, sizeof row->baseline_mechanism);
+  pt_get_text(&c, row->tuned_policy, sizeof row->tuned_policy);
+  pt_get_text(&c, row->tuned_mechanism, sizeof row->tuned_mechanism);
+  pt_get_text(&c, row->baseline_allocator, sizeof row->baseline_allocator);
+  pt_get_text(&c, row->tuned_allocator, sizeof row->tuned_allocator);
+  pt_get_text(&c, row->time_metric, sizeof row->time_metric);
+  pt_get_text(&c, row->hostname, sizeof row->hostname);
+  pt_get_text(&c, row->gpu_name, sizeof row->gpu_name);
+  pt_get_text(&c, row->started_at, sizeof row->started_at);
+  pt_get_text(&c, row->measured_at, sizeof row->measured_at);
+  size_t clen = (size_t)sqlite3_column_bytes(st, c.i);
+  pt_get_text(&c, row->command, sizeof row->command);
+  if (clen >= sizeof row->command) memcpy(row->command + sizeof row->command - 4, "...", 4); /* display only */
+  row->runs_per_arm = (int)pt_get_i64(&c);
+  row->resamples = (unsigned long)pt_get_i64(&c);
+  row->seed = pt_get_U(&c);
+  pt_get_gain(&c, &row->time);
+  pt_get_gain(&c, &row->peak);
+  row->baseline_predicted_us = pt_get_D(&c);
+  row->tuned_predicted_us = pt_get_D(&c);
+  row->baseline_predicted_peak = pt_get_U(&c);
+  row->tuned_predicted_peak = pt_get_U(&c);
+}
+
+int pt_store_confirmations(pt_store *s, const char *trace, pt_err *err, pt_store_confirmation **rows, size_t *n) {
+  *rows = NULL;
+  *n = 0;
+  sqlite3_stmt *st = s->st[PT_ST_CONFIRMATIONS];
+  if (!st) return 0; /* a version-1 file read as it is: no confirmations */
+  pt_binder b = {st, 0, SQLITE_OK};
+  if (trace) pt_bind_text(&b, trace); else pt_bind_null(&b);
+  int rc = b.rc == SQLITE_OK ? SQLITE_ROW : b.rc;
+  pt_store_confirmation *v = NULL;
+  size_t cnt = 0, cap = 0;
+  while (rc == SQLITE_ROW && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (cnt == cap) {
+      size_t ncap = cap ? 2 * cap : 8;
+      pt_store_confirmation *nv = ncap <= SIZE_MAX / sizeof *nv ? realloc(v, ncap * sizeof *nv) : NULL;
+      if (!nv) {
+        pt_done(st);
+        free(v);
+        return pt_err_set(err, PT_ENOMEM, "%s: listing confirmations: out of memory", s->path);
+      }
+      v = nv;
+      cap = ncap;
+    }
+    pt_read_confirmation(st, &v[cnt++]);
+  }
+  if (rc != SQLITE_DONE) {
+    rc = pt_fail(s, rc, err, "listing confirmations");
+    pt_done(st);
+    free(v);
+    return rc;
+  }
+  pt_done(st);
+  *rows = v;
+  *n = cnt;
+  return 0;
+}
+
 int pt_store_timeline(pt_store *s, int64_t run_id, pt_err *err, pt_sim_point **pts, size_t *n) {
   *pts = NULL;
   *n = 0;
@@ -1055,6 +1342,29 @@ int pt_store_timeline(pt_store *s, int64_t run_id, pt_err *err, pt_sim_point **p
   pt_done(st);
   *pts = v;
   *n = cnt;
+  return 0;
+}
+
+int pt_store_trace_source(pt_store *s, int64_t trace_id, pt_err *err, char *buf, size_t n) {
+  if (n) buf[0] = 0;
+  sqlite3_stmt *st = s->st[PT_ST_TRACE_SOURCE];
+  int rc = sqlite3_bind_int64(st, 1, trace_id);
+  if (rc == SQLITE_OK) rc = sqlite3_step(st);
+  if (rc == SQLITE_DONE) {
+    pt_done(st);
+    return pt_err_set(err, PT_ENOTFOUND, "%s: no trace %lld", s->path, (long long)trace_id);
+  }
+  if (rc != SQLITE_ROW) {
+    rc = pt_fail(s, rc, err, "reading a trace's source");
+    pt_done(st);
+    return rc;
+  }
+  pt_reader c = {st, 0};
+  size_t len = (size_t)sqlite3_column_bytes(st, 0);
+  pt_get_text(&c, buf, n);
+  pt_done(st);
+  if (len >= n) return pt_err_set(err, PT_ELIMIT, "%s: trace %lld: its source is longer than %zu bytes", s->path,
+                                  (long long)trace_id, n - 1);
   return 0;
 }
 

@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "confirm.h"
 #include "error.h"
 #include "sim.h"
 #include "tracestats.h"
@@ -47,8 +48,14 @@
  * a key, a column's meaning) is a new version with its step.  A run's key
  * keeps its meaning across versions: params_json is written canonically
  * (docs/store.md, "params_json"), pinned by tests/formats.sh.
+ *
+ * Version 2 added the tables of `pagetune confirm` (confirmations,
+ * confirm_runs).  A read-only open reads a database from
+ * PT_STORE_READ_VERSION on as it is, without migrating it: the steps since
+ * only added tables, and a read of a table the file lacks finds nothing.
  */
-#define PT_STORE_SCHEMA_VERSION 1       /* PRAGMA user_version this build writes */
+#define PT_STORE_SCHEMA_VERSION 2       /* PRAGMA user_version this build writes */
+#define PT_STORE_READ_VERSION 1         /* the oldest version a read-only open reads as it is */
 #define PT_STORE_APPLICATION_ID 1347699778 /* PRAGMA application_id: 0x50544442, "PTDB" */
 
 typedef struct pt_store pt_store;
@@ -58,7 +65,9 @@ typedef struct pt_store pt_store;
 /*
  * Open (creating and migrating unless PT_STORE_READONLY) the database at path.
  * Refuses, untouched: a file that is not a SQLite database or holds another
- * program's tables, and a schema newer than PT_STORE_SCHEMA_VERSION.
+ * program's tables, and a schema newer than PT_STORE_SCHEMA_VERSION; read-only,
+ * also an empty file and one older than PT_STORE_READ_VERSION or lacking a
+ * statistics column (asking for one read-write open to migrate it).
  * Journal WAL, synchronous FULL, busy timeout 5 s, foreign keys on.
  */
 int pt_store_open(const char *path, int flags, pt_err *err, pt_store **out /* OUT */);
@@ -144,6 +153,10 @@ int pt_store_runs(pt_store *s, const char *trace, const char *policy, pt_err *er
    such policy.  Free *text with free(). */
 int pt_store_policy_text(pt_store *s, int64_t policy_id, pt_err *err, char **text /* OUT */, size_t *len /* OUT */);
 
+/* Where trace trace_id was read from when first stored (traces.source: a path as given then) into buf; PT_ENOTFOUND
+   for no such trace, PT_ELIMIT when it does not fit. */
+int pt_store_trace_source(pt_store *s, int64_t trace_id, pt_err *err, char *buf, size_t n);
+
 /* A run's timeline in order; PT_ENOTFOUND for no such run.  Free *pts with free(). */
 int pt_store_timeline(pt_store *s, int64_t run_id, pt_err *err, pt_sim_point **pts /* OUT */,
                       size_t *n /* OUT */);
@@ -151,6 +164,56 @@ int pt_store_timeline(pt_store *s, int64_t run_id, pt_err *err, pt_sim_point **p
 /* One calibration point: a driver call (PT_DRIVER_CALLS name) of `bytes` took `us` on gpu. */
 int pt_store_put_calibration(pt_store *s, const char *gpu, const char *call, uint64_t bytes, double us,
                              const char *source, pt_err *err, int64_t *id /* OUT */);
+
+/*
+ * What `pagetune confirm` measured (confirm.h): two stored runs of one trace
+ * compared on the user's workload.  Strings: allocator and time_metric < 16
+ * bytes, hostname < 256, gpu_name < 128, engine_version < 32, git_revision
+ * < 64 (NULL: ""); command and the two env texts are JSON and have no limit.
+ */
+typedef struct pt_store_confirm {
+  int64_t baseline_run, tuned_run;
+  const char *command;                        /* the argv, a JSON array of strings */
+  int runs_per_arm;
+  const char *baseline_allocator, *tuned_allocator; /* what ran each arm: "pytorch" or "pagetune" */
+  const char *baseline_env, *tuned_env;       /* the allocator variables each arm set, a JSON object */
+  const char *time_metric;                    /* "median_step_s" or "wall_s" */
+  pt_confirm_gain time, peak;
+  unsigned long resamples;
+  uint64_t seed;
+  const char *hostname, *gpu_name, *engine_version, *git_revision;
+  const char *started_at;                     /* UTC, ISO 8601 */
+} pt_store_confirm;
+
+/*
+ * Store a confirmation and its runs (runs[0..n), each of c's baseline or
+ * tuned run) in one transaction (a savepoint inside a batch): all of it or
+ * none.  PT_EUSAGE when the two runs are not stored runs of one trace.
+ */
+int pt_store_put_confirmation(pt_store *s, const pt_store_confirm *c, const pt_confirm_run *runs, size_t n,
+                              pt_err *err, int64_t *id /* OUT */);
+
+/* A stored confirmation as the report reads it, with the predictions of its two runs. */
+typedef struct pt_store_confirmation {
+  int64_t id, trace_id, baseline_run, tuned_run;
+  char trace[256], baseline_policy[128], tuned_policy[128], baseline_mechanism[32], tuned_mechanism[32];
+  char baseline_allocator[16], tuned_allocator[16], time_metric[16];
+  char hostname[256], gpu_name[128], started_at[32], measured_at[32];
+  char command[1024];          /* the argv's JSON, cut to fit ("..." at the end) */
+  int runs_per_arm;
+  unsigned long resamples;
+  uint64_t seed;
+  pt_confirm_gain time, peak;
+  double baseline_predicted_us, tuned_predicted_us; /* the runs' predicted_alloc_us; NAN without a GPU description */
+  uint64_t baseline_predicted_peak, tuned_predicted_peak;
+} pt_store_confirmation;
+
+/*
+ * Confirmations ordered by id; trace as for pt_store_runs (NULL: all).  A
+ * database of version 1, read as it is, has none.  Free *rows with free().
+ */
+int pt_store_confirmations(pt_store *s, const char *trace, pt_err *err, pt_store_confirmation **rows /* OUT */,
+                           size_t *n /* OUT */);
 
 /* One measurement on a real GPU, of a stored run (run_id 0: of none). */
 int pt_store_put_measurement(pt_store *s, int64_t run_id, const char *kind, double value,

@@ -15,7 +15,13 @@ Two modes:
       Worker. Seeds torch, starts torch.cuda.memory._record_memory_history
       (before the first CUDA allocation, except for workloads marked
       record_late), runs the workload, synchronises, dumps the snapshot to
-      DIR/NAME.pickle and writes DIR/NAME.json (sidecar).
+      DIR/NAME.pickle and writes DIR/NAME.json (sidecar).  --no-record runs
+      the workload alone (no memory history, no snapshot), as `pagetune
+      confirm` runs it, under PyTorch's allocator or pagetune's library (where
+      torch.cuda.memory_stats() is not supported: the sidecar says so).  Under
+      `pagetune confirm` the workloads' loops mark their step boundaries
+      (pagetune_confirm.step(); outside confirm the module is absent or does
+      nothing).
 
 Output per trace: NAME.pickle.gz, NAME.json, NAME.log (worker output).
 """
@@ -32,6 +38,17 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.abspath(__file__)
+
+try:  # under `pagetune confirm` (its hook's folder on PYTHONPATH): the workloads' step boundaries
+    import pagetune_confirm as _confirm
+except ImportError:
+    _confirm = None
+
+
+def _step():
+    """A step boundary for `pagetune confirm`'s step times; nothing otherwise."""
+    if _confirm is not None:
+        _confirm.step()
 
 # ----------------------------------------------------------------------------
 # Workloads (worker side).  Each takes (torch, impl) and returns a dict of
@@ -129,6 +146,7 @@ def wl_cnn_train(torch, impl):
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     lossf = nn.CrossEntropyLoss()
     steps, batch, res = 5, 32, 224
+    _step()
     for _ in range(steps):
         x = torch.randn(batch, 3, res, res, device="cuda")
         y = torch.randint(0, 100, (batch,), device="cuda")
@@ -137,6 +155,7 @@ def wl_cnn_train(torch, impl):
         opt.step()
         opt.zero_grad(set_to_none=True)
         del x, y, loss
+        _step()
     info.update(steps=steps, batch=batch, resolution=res, optimizer="SGD(momentum=0.9)")
     return info
 
@@ -157,6 +176,7 @@ def wl_transformer_train(torch, impl):
     model = model.cuda().train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     F = torch.nn.functional
+    _step()
     for _ in range(steps):
         ids = torch.randint(0, V, (B, S), device="cuda")
         if impl == "hf":
@@ -169,6 +189,7 @@ def wl_transformer_train(torch, impl):
         opt.step()
         opt.zero_grad(set_to_none=True)
         del ids, loss
+        _step()
     info.update(steps=steps, batch=B, seq_len=S, optimizer="AdamW", dtype="float32")
     return info
 
@@ -192,6 +213,7 @@ def wl_varlen_infer(torch, impl):
     shapes = []
     steps = 24
     with torch.no_grad():
+        _step()
         for _ in range(steps):
             B = rng.randint(1, 16)
             S = rng.randint(16, 512)
@@ -203,6 +225,7 @@ def wl_varlen_infer(torch, impl):
                 logits = model(ids)
             nxt = logits[:, -1].argmax(-1)
             del ids, logits, nxt
+            _step()
     info.update(steps=steps, dtype="bfloat16", shapes_batch_seq=shapes,
                 note="prefill-style forward, full logits, batch 1..16, seq 16..512, random.Random(0)")
     return info
@@ -231,11 +254,13 @@ def wl_llm_decode(torch, impl):
             past = out.past_key_values
             tok = out.logits[:, -1:].argmax(-1)
             del out
+            _step()
             for _ in range(N):
                 out = model(input_ids=tok, past_key_values=past, use_cache=True)
                 past = out.past_key_values
                 tok = out.logits[:, -1:].argmax(-1)
                 del out
+                _step()
             info["cache_type"] = type(past).__name__
         else:
             caches = [dict() for _ in range(L)]
@@ -358,6 +383,23 @@ def _pick_stats(stats):
     return {k: int(stats[k]) for k in STAT_KEYS if k in stats}
 
 
+def _allocator_stats(torch, meta):
+    """torch.cuda.memory_stats(), or {} under a pluggable allocator (pagetune's library, under
+    `pagetune confirm`), which does not support it: said in the sidecar."""
+    try:
+        return torch.cuda.memory_stats()
+    except RuntimeError as e:
+        meta["allocator_stats_error"] = str(e)[:300]
+        return {}
+
+
+def _allocator_peak(torch, fn):
+    try:
+        return int(fn())
+    except RuntimeError:
+        return None
+
+
 def start_recording(torch):
     """_record_memory_history with the smallest setting that records every action."""
     import inspect
@@ -417,7 +459,7 @@ def worker(a):
     if spec.get("pre") is not None:
         keep = spec["pre"](torch)
         meta["allocations_before_recording"] = len(keep)
-    meta["stats_at_record_start"] = _pick_stats(torch.cuda.memory_stats())
+    meta["stats_at_record_start"] = _pick_stats(_allocator_stats(torch, meta))
     meta["recording_started_after_allocations"] = bool(keep)
     if not a.no_record:
         meta.update(start_recording(torch))
@@ -442,10 +484,10 @@ def worker(a):
     except Exception as e:  # noqa: BLE001
         meta["sync_error"] = str(e)
     meta["workload_seconds"] = round(time.time() - t1, 3)
-    stats = torch.cuda.memory_stats()
+    stats = _allocator_stats(torch, meta)
     meta["stats"] = _pick_stats(stats)
-    meta["max_memory_reserved"] = int(torch.cuda.max_memory_reserved())
-    meta["max_memory_allocated"] = int(torch.cuda.max_memory_allocated())
+    meta["max_memory_reserved"] = _allocator_peak(torch, torch.cuda.max_memory_reserved)
+    meta["max_memory_allocated"] = _allocator_peak(torch, torch.cuda.max_memory_allocated)
     if not a.no_record:
         path = os.path.join(a.out, a.name + ".pickle")
         try:
