@@ -166,4 +166,6 @@ for w in $WORKLOADS; do
   "$pt" report --db "$OUT/stores/$w.db" --trace "$w.pickle.gz" --html "$OUT/$w.report.html" >/dev/null 2>&1
 done
 python3 "$here/bench/confirm/summarise.py" "$OUT" | tee "$OUT/summary.md"
-echo "== done in $(now) s"
+# the device tool brings back a limited number of files: everything else in one archive
+(cd "$OUT" && tar -czf confirm.tar.gz --exclude=confirm.tar.gz --exclude=summary.md --exclude=env.txt -- *)
+echo "== done in $(now) s (everything in $OUT/confirm.tar.gz)"
