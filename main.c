@@ -61,6 +61,12 @@ static void print_help(FILE *f) {
   pt_cli_list(f, commands);
   fputs("\n'pagetune COMMAND --help' describes each.  Exit status: 0 success, 1 bad\n"
         "input or failed run, 2 bad usage.\n", f);
+  fputs("\nEnvironment:\n"
+        "  PAGETUNE_POLICY_DIR  folder searched first for a bundled policy named NAME (NAME.lua)\n"
+        "  PAGETUNE_GPU_DIR     folder searched first for a GPU description named NAME (NAME.gpu)\n"
+        "Then the program's build tree (policies/, sim/gpus/) and the installed data; never\n"
+        "the current directory.  A policy or GPU given as a path (with a '/', or ending in\n"
+        ".lua or .gpu) is that file.\n", f);
 }
 
 static void print_version(void) {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "calibrate.h"
+#include "datadir.h"
 #include "driver.h"
 #include "mech.h"
 #include "torchcal.h"
@@ -198,21 +199,11 @@ static int write_output(const calibrate_args *a, const measured *m, FILE *bf, pt
   return 0;
 }
 
-/* The directory the running program lies in ("" when unknown), into buf. */
-static const char *program_dir(char *buf, size_t n) {
-  ssize_t len = readlink("/proc/self/exe", buf, n - 1);
-  buf[len > 0 ? len : 0] = 0;
-  char *slash = strrchr(buf, '/');
-  if (slash) *slash = 0;
-  else buf[0] = 0;
-  return buf;
-}
-
 /* calibrate_torch.py: beside the program in its build tree (backend/), in the source tree of a build made
    elsewhere (the build tree has config.status), else where pagetune installs its data. */
 static int find_script(char *buf, size_t n, pt_err *err) {
   char exe[4096], status[4200], in_build[4200];
-  program_dir(exe, sizeof exe);
+  pt_datadir_program(exe, sizeof exe);
   snprintf(in_build, sizeof in_build, "%s/backend/" TORCH_SCRIPT, exe);
   snprintf(status, sizeof status, "%s/config.status", exe);
   const char *dirs[] = {exe[0] ? in_build : NULL,

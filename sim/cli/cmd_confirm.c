@@ -32,6 +32,7 @@
 #include "confirm.h"
 #include "sha256.h"
 #include "spawn.h"
+#include "datadir.h"
 #include "workbench.h"
 
 extern char **environ;
@@ -312,8 +313,9 @@ static int find_baseline(state *s, pt_err *err) {
   const confirm_args *a = s->a;
   const pt_store_run *t = s->tuned;
   char buf[4096];
-  int rc = pt_policy_load(pt_wb_policy_path(a->baseline, buf, sizeof buf), NULL, err, &s->bpol);
-  if (rc < 0 && !strchr(a->baseline, '/') && !strstr(a->baseline, ".lua")) {
+  int rc = pt_wb_policy_file(a->baseline, buf, sizeof buf, err);
+  if (rc == 0) rc = pt_policy_load(buf, NULL, err, &s->bpol);
+  if (rc < 0 && !pt_datadir_is_path(PT_DATA_POLICIES, a->baseline)) {
     /* no such file: the policy of that name as the store keeps it, the newest of the trace's runs' */
     const pt_store_run *named = NULL;
     for (size_t i = 0; i < s->nrows; i++)

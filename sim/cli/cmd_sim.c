@@ -18,6 +18,7 @@
 #include "cudadev.h"
 #include "mreplay.h"
 #include "replay.h"
+#include "datadir.h"
 #include "workbench.h"
 
 /* What sim's and replay's options set. */
@@ -522,8 +523,10 @@ static void print_sim(const sim_run *s, double median, double fastest, double sl
 /* sim, and with on_gpu (pagetune replay) its driver calls made again on the GPU. */
 static int run_sim(const sim_args *a, int on_gpu, pt_err *err) {
   if (a->list_gpus) {
-    char names[1024];
-    pt_gpu_list(names, sizeof names);
+    char names[1024], looked[2048];
+    if (pt_gpu_list(names, sizeof names) < 0)
+      return pt_err_set(err, PT_ENOTFOUND, "no GPU descriptions found (looked in %s)",
+                        pt_datadir_looked(PT_DATA_GPUS, looked, sizeof looked));
     printf("%s\n", names);
     return 0;
   }
@@ -532,7 +535,8 @@ static int run_sim(const sim_args *a, int on_gpu, pt_err *err) {
   if (a->tlb && !a->gpu) return pt_cli_usage(err, "--tlb needs --gpu NAME");
   char pbuf[4096];
   sim_run s = {.a = a};
-  int rc = pt_policy_load(pt_wb_policy_path(a->policy, pbuf, sizeof pbuf), NULL, err, &s.pol);
+  int rc = pt_wb_policy_file(a->policy, pbuf, sizeof pbuf, err);
+  if (rc == 0) rc = pt_policy_load(pbuf, NULL, err, &s.pol);
   if (rc < 0) return rc;
   for (int i = 0; i < a->nsets; i++)
     if (pt_policy_set(s.pol, a->sets[i], err) < 0) { /* a bad --set is bad usage: exit 2 */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "datadir.h"
 #include "hooktab.h"
 #include "mech.h"
 #include "tracestats.h"
@@ -18,19 +19,15 @@ const pt_wb_args pt_wb_defaults = {
     .db = PT_WB_DEFAULT_DB, .objective = {.text = "time", .kind = PT_OBJ_TIME}, .budget = 60, .seed = 1};
 
 
-const char *pt_wb_policy_path(const char *arg, char *buf, size_t n) {
-  if (strchr(arg, '/') || strstr(arg, ".lua")) return arg;
-  const char *dirs[] = {getenv("PAGETUNE_POLICY_DIR"), "policies", PT_DATADIR "/policies"};
-  for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++) {
-    if (!dirs[i]) continue;
-    snprintf(buf, n, "%s/%s.lua", dirs[i], arg);
-    FILE *f = fopen(buf, "r");
-    if (f) {
-      fclose(f);
-      return buf;
-    }
+int pt_wb_policy_file(const char *arg, char *buf, size_t n, pt_err *err) {
+  if (pt_datadir_is_path(PT_DATA_POLICIES, arg)) {
+    if ((size_t)snprintf(buf, n, "%s", arg) >= n) return pt_err_set(err, PT_ELIMIT, "%.200s...: path too long", arg);
+    return 0;
   }
-  return arg;
+  if (pt_datadir_find(PT_DATA_POLICIES, arg, buf, n) == 0) return 0;
+  char looked[2048];
+  return pt_err_set(err, PT_ENOTFOUND, "%s: no such bundled policy (looked in %s; a policy file is named by a path: ./%s.lua)",
+                    arg, pt_datadir_looked(PT_DATA_POLICIES, looked, sizeof looked), arg);
 }
 
 void pt_wb_config(pt_policy *pol, uint64_t capacity, const pt_gpu *gpu, pt_sim_config *out) {
@@ -82,7 +79,9 @@ int pt_wb_put_policy(pt_store *db, const pt_policy *pol, pt_err *err, int64_t *i
 
 int pt_wb_load_policy(pt_store *db, const char *arg, pt_err *err, pt_policy **pol, int64_t *id) {
   char buf[4096];
-  int rc = pt_policy_load(pt_wb_policy_path(arg, buf, sizeof buf), NULL, err, pol);
+  *pol = NULL;
+  int rc = pt_wb_policy_file(arg, buf, sizeof buf, err);
+  if (rc == 0) rc = pt_policy_load(buf, NULL, err, pol);
   if (rc < 0) return rc;
   if ((rc = pt_wb_put_policy(db, *pol, err, id)) < 0) {
     pt_policy_free(*pol);
@@ -228,16 +227,6 @@ int pt_wb_export_of_run(pt_store *db, const pt_store_run *r, pt_wb_export *out, 
 
 /* ---- the allocator library's files ---------------------------------------------------- */
 
-/* The directory the running program lies in ("" when unknown), into buf. */
-static const char *program_dir(char *buf, size_t n) {
-  ssize_t len = readlink("/proc/self/exe", buf, n - 1);
-  buf[len > 0 ? len : 0] = 0;
-  char *slash = strrchr(buf, '/');
-  if (slash) *slash = 0;
-  else buf[0] = 0;
-  return buf;
-}
-
 static const char *existing(char *buf, size_t n, const char *dir, const char *name) {
   if (!dir || !*dir || snprintf(buf, n, "%s/%s", dir, name) >= (int)n) return NULL;
   return access(buf, R_OK) == 0 ? buf : NULL;
@@ -245,7 +234,7 @@ static const char *existing(char *buf, size_t n, const char *dir, const char *na
 
 void pt_wb_find_lib_files(pt_wb_lib_files *lf, pt_export_context *ctx) {
   char exe[4096], build[4096 + 16], libdir[4096];
-  program_dir(exe, sizeof exe);
+  pt_datadir_program(exe, sizeof exe);
   snprintf(build, sizeof build, "%s/backend/.libs", exe);
   const char *env = getenv("PAGETUNE_ALLOC_LIB");
   int in_build = 0;
@@ -279,7 +268,7 @@ const char *pt_wb_find_python(const char *name, char *buf, size_t n) {
   snprintf(libdir, sizeof libdir, "%s", ctx.site_py ? ctx.site_py : "");
   char *slash = strrchr(libdir, '/');
   if (slash) *slash = 0;
-  snprintf(src, sizeof src, "%s/backend/python", program_dir(exe, sizeof exe));
+  snprintf(src, sizeof src, "%s/backend/python", pt_datadir_program(exe, sizeof exe));
   const char *dirs[] = {libdir, src, PT_ABS_SRCDIR "/backend/python", PT_PKGLIBDIR};
   for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
     if (existing(buf, n, dirs[i], name)) return buf;

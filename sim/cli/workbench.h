@@ -62,8 +62,13 @@ extern const pt_wb_args pt_wb_defaults;
                    " (time, memory or weighted:W with W in [0,1])", h)
 #define PT_WB_OPT_JSON(h) PT_CLI_OPT_FLAG("json", pt_wb_args, json, h)
 
-/* A bundled policy's path from its name (PAGETUNE_POLICY_DIR, ./policies, the installed ones), or arg itself. */
-const char *pt_wb_policy_path(const char *arg, char *buf, size_t n);
+/*
+ * The file of the policy arg names, into buf: arg itself when it is a path (has
+ * a '/' or ends in .lua), else the bundled policy of that name (datadir.h:
+ * $PAGETUNE_POLICY_DIR, the program's build tree, the installed data; never the
+ * current directory).  PT_ENOTFOUND names the search path.
+ */
+int pt_wb_policy_file(const char *arg, char *buf, size_t n, pt_err *err);
 
 /* The last component of a path. */
 const char *pt_wb_base_name(const char *path);

@@ -1,5 +1,6 @@
 /* gpu.c — reading GPU description files (see gpu.h). */
 #include "gpu.h"
+#include "datadir.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -7,19 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef PT_DATADIR
-#define PT_DATADIR "/usr/local/share/pagetune"
-#endif
-
-
-static const char *search_dirs(int i) {
-  switch (i) {
-  case 0: return getenv("PAGETUNE_GPU_DIR");
-  case 1: return "sim/gpus";
-  case 2: return PT_DATADIR "/gpus";
-  default: return NULL;
-  }
-}
 
 /* BYTES:US points, blank-separated, into p. */
 static int parse_points(char *text, pt_cost_points *p, const char *path, int lineno, pt_err *err) {
@@ -146,36 +134,43 @@ static int load_file(const char *path, FILE *f, pt_err *err, pt_gpu *g) {
   return 0;
 }
 
-FILE *pt_gpu_open(const char *name, char *path, size_t n, pt_err *err) {
+/* A bundled description by name only (never a path), or with as_path a name with a '/' or a .gpu suffix as a path. */
+static FILE *gpu_open(const char *name, int as_path, char *path, size_t n, pt_err *err) {
   FILE *f = NULL;
-  if (strchr(name, '/') || strstr(name, ".gpu")) {
-    snprintf(path, n, "%s", name);
-    f = fopen(path, "r");
-  } else {
-    for (int i = 0; i < 3 && !f; i++) {
-      const char *dir = search_dirs(i);
-      if (!dir) continue;
-      snprintf(path, n, "%s/%s.gpu", dir, name);
-      f = fopen(path, "r");
+  if (pt_datadir_is_path(PT_DATA_GPUS, name)) {
+    if (!as_path) {
+      pt_err_set(err, PT_ENOTFOUND, "%s: not the name of a bundled GPU description", name);
+      return NULL;
     }
+    snprintf(path, n, "%s", name);
+    if (!(f = fopen(path, "r"))) pt_err_set(err, PT_ENOTFOUND, "%s: %s", name, strerror(errno));
+    return f;
   }
+  if (pt_datadir_find(PT_DATA_GPUS, name, path, n) == 0) f = fopen(path, "r");
   if (!f) {
-    char names[512];
+    char names[512], looked[2048];
     pt_gpu_list(names, sizeof names);
-    pt_err_set(err, PT_ENOTFOUND, "%s: no such GPU description (known: %s)", name, names[0] ? names : "none");
+    pt_err_set(err, PT_ENOTFOUND, "%s: no such GPU description (known: %s; looked in %s)", name,
+               names[0] ? names : "none", pt_datadir_looked(PT_DATA_GPUS, looked, sizeof looked));
   }
   return f;
 }
 
-int pt_gpu_load(const char *name, pt_err *err, pt_gpu *out) {
+FILE *pt_gpu_open(const char *name, char *path, size_t n, pt_err *err) { return gpu_open(name, 1, path, n, err); }
+
+static int gpu_load(const char *name, int as_path, pt_err *err, pt_gpu *out) {
   memset(out, 0, sizeof *out);
   char path[4096];
-  FILE *f = pt_gpu_open(name, path, sizeof path, err);
+  FILE *f = gpu_open(name, as_path, path, sizeof path, err);
   if (!f) return PT_ENOTFOUND;
   int rc = load_file(path, f, err, out);
   fclose(f);
   return rc;
 }
+
+int pt_gpu_load(const char *name, pt_err *err, pt_gpu *out) { return gpu_load(name, 1, err, out); }
+
+int pt_gpu_load_named(const char *name, pt_err *err, pt_gpu *out) { return gpu_load(name, 0, err, out); }
 
 const pt_cost_line *pt_gpu_bookkeeping(const pt_gpu *g, const char *mech, int with_calls) {
   for (int i = 0; i < g->nbookkeeping; i++)
@@ -187,9 +182,10 @@ const pt_cost_line *pt_gpu_bookkeeping(const pt_gpu *g, const char *mech, int wi
 int pt_gpu_list(char *buf, size_t n) {
   size_t len = 0;
   buf[0] = 0;
-  for (int i = 0; i < 3; i++) {
-    const char *dir = search_dirs(i);
-    DIR *d = dir ? opendir(dir) : NULL;
+  char dirs[PT_DATA_MAX_DIRS][4096];
+  int nd = pt_datadir_dirs(PT_DATA_GPUS, dirs);
+  for (int i = 0; i < nd; i++) {
+    DIR *d = opendir(dirs[i]);
     if (!d) continue;
     struct dirent *e;
     while ((e = readdir(d))) {
@@ -205,5 +201,5 @@ int pt_gpu_list(char *buf, size_t n) {
     closedir(d);
     if (len) break;
   }
-  return 0;
+  return len ? 0 : PT_ENOTFOUND;
 }

@@ -48,15 +48,21 @@ typedef struct pt_gpu {
   pt_cost_points points[PT_DRV_NCALLS];
 } pt_gpu;
 
-/* Load NAME (searched in $PAGETUNE_GPU_DIR, sim/gpus, the installed data dir) or a path. */
+/*
+ * Load NAME, a bundled description (searched as datadir.h says: $PAGETUNE_GPU_DIR,
+ * the program's build tree, the installed data; never the current directory), or
+ * a path (a name with a '/' or ending in .gpu).  PT_ENOTFOUND names the search path.
+ */
+int pt_gpu_load(const char *name_or_path, pt_err *err, pt_gpu *out /* OUT */);
+/* The same for a name only, refusing a path: for names read from a store, never opened as files. */
+int pt_gpu_load_named(const char *name, pt_err *err, pt_gpu *out /* OUT */);
 /* The description file of a name (searched as pt_gpu_load does) or a path, open for reading; NULL with err set. */
 FILE *pt_gpu_open(const char *name, char *path /* OUT */, size_t n, pt_err *err);
-int pt_gpu_load(const char *name_or_path, pt_err *err, pt_gpu *out /* OUT */);
 /* The bookkeeping line of a mechanism (µs per request or free by its size) for requests that made no driver
    call (with_calls 0) or some (1): the mechanism's own lines, else the default's; a call line where given,
    else the plain one. */
 const pt_cost_line *pt_gpu_bookkeeping(const pt_gpu *g, const char *mech, int with_calls);
-/* Names of the bundled descriptions, space-separated, into buf. */
+/* Names of the bundled descriptions, space-separated, into buf; PT_ENOTFOUND when there is none. */
 int pt_gpu_list(char *buf, size_t n);
 
 #endif
