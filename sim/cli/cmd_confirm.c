@@ -463,9 +463,9 @@ static int setup_arms(state *s, pt_err *err) {
   b->x = malloc(sizeof *b->x);
   u->x = malloc(sizeof *u->x);
   if (!b->x || !u->x) return pt_err_set(err, PT_ENOMEM, "confirm: out of memory");
-  int rc = pt_wb_export_of_run(s->db, t, u->x, err);
+  int rc = pt_wb_export_of_run(s->db, t, NULL, u->x, err);
   if (rc == 0)
-    rc = s->bstored ? pt_wb_export_of_run(s->db, s->bstored, b->x, err)
+    rc = s->bstored ? pt_wb_export_of_run(s->db, s->bstored, NULL, b->x, err)
                     : pt_wb_export_of_policy(s->bpol, &s->bcfg.params, t->capacity, t->gpu, t->trace, -1, b->x, err);
   if (rc == 0) rc = make_hook(s, err);
   for (int i = 0; rc == 0 && i < 2; i++) rc = setup_arm(s, &s->arms[i], err);

@@ -27,6 +27,8 @@ static const pt_cli_opt export_opts[] = {
     PT_WB_OPT_TRACE("the trace: a name or a prefix of its content hash (one)"),
     PT_CLI_OPT_ULONG("run", "ID", pt_wb_args, run, 1, LONG_MAX, NULL, "this stored run (default: the best by --objective)"),
     PT_WB_OPT_OBJECTIVE("time (default), memory, or weighted:W, as for best"),
+    PT_WB_OPT_GPU("the GPU whose memory the fraction is of (default: the run's GPU;\n"
+                  "'none': computed on the machine)"),
     PT_CLI_OPT_PARSE("format", "F", pt_wb_args, format, opt_format, " (env, dockerfile or json)",
                      "env (shell export lines), dockerfile (ENV lines), json"),
     PT_CLI_OPT_STR("merge", 0, "VALUE", pt_wb_args, merge, "an existing PYTORCH_CUDA_ALLOC_CONF value to merge into"),
@@ -35,7 +37,7 @@ static const pt_cli_opt export_opts[] = {
                    "COPY lines name (the library, its Python files, the JSON config)"),
     PT_CLI_END};
 const pt_cli_table pt_opts_export = {
-    "usage: pagetune export [--db DB] --trace T [--run ID] [--objective O]\n"
+    "usage: pagetune export [--db DB] --trace T [--run ID] [--objective O] [--gpu NAME]\n"
     "                       --format env|dockerfile|json [--merge \"EXISTING\"] [--context DIR]\n"
     "\n"
     "The configuration of a stored run (--run, or the best run of TRACE by the\n"
@@ -50,7 +52,7 @@ const pt_cli_table pt_opts_export = {
 static int export_run(const pt_wb_args *a, pt_store *db, const pt_store_run *r, pt_err *err) {
   pt_wb_export *x = malloc(sizeof *x);
   if (!x) return pt_err_set(err, PT_ENOMEM, "export: out of memory");
-  int rc = pt_wb_export_of_run(db, r, x, err);
+  int rc = pt_wb_export_of_run(db, r, a->gpu, x, err);
   if (rc < 0 || !a->context) {
     if (rc == 0) rc = pt_export_write(stdout, &x->in, a->format, a->merge, err);
     free(x);

@@ -178,9 +178,11 @@ int pt_wb_export_of_policy(pt_policy *pol, const pt_params *params, uint64_t cap
                            int64_t run_id, pt_wb_export *out, pt_err *err) {
   memset(out, 0, sizeof *out);
   if (params) out->params = *params;
+  /* the device: a stored name is looked up among the bundled descriptions, never opened as a path */
   pt_gpu g;
   pt_err gerr;
-  uint64_t total = pt_gpu_load(gpu && gpu[0] ? gpu : "h200", &gerr, &g) == 0 ? g.memory_bytes : 0;
+  snprintf(out->device, sizeof out->device, "%s", gpu && gpu[0] ? gpu : "h200");
+  uint64_t total = pt_gpu_load_named(out->device, &gerr, &g) == 0 ? g.memory_bytes : 0;
   int rc = 0;
   if (pol) {
     pt_policy_hooks hk;
@@ -201,18 +203,20 @@ int pt_wb_export_of_policy(pt_policy *pol, const pt_params *params, uint64_t cap
   }
   out->in = (pt_export_input){pol ? pt_policy_name(pol) : NULL, pol ? pt_policy_mechanism(pol) : NULL, &out->params,
                               capacity, total, out->has_hooks, trace, run_id, out->resolved ? &out->tables : NULL,
-                              out->refused, out->page_size_dropped};
+                              out->refused, out->page_size_dropped, out->device};
   return rc;
 }
 
-int pt_wb_export_of_run(pt_store *db, const pt_store_run *r, pt_wb_export *out, pt_err *err) {
+int pt_wb_export_of_run(pt_store *db, const pt_store_run *r, const char *gpu, pt_wb_export *out, pt_err *err) {
   pt_params params;
   if (pt_params_from_json(r->params_json, &params) < 0)
     return pt_err_set(err, PT_EFORMAT, "run %" PRId64 ": unreadable parameters %s", r->id, r->params_json);
+  pt_gpu g;
+  int rc = 0;
+  if (gpu && strcmp(gpu, "none") && (rc = pt_gpu_load(gpu, err, &g)) < 0) return rc; /* the user's: a name or a path */
   char *text;
   size_t len;
-  int rc = pt_store_policy_text(db, r->policy_id, err, &text, &len);
-  if (rc < 0) return rc;
+  if ((rc = pt_store_policy_text(db, r->policy_id, err, &text, &len)) < 0) return rc;
   pt_policy *pol;
   pt_err perr;
   if (pt_policy_load_buffer(text, len, r->policy, NULL, &perr, &pol) < 0) pol = NULL; /* taken to have no hooks */
@@ -222,6 +226,13 @@ int pt_wb_export_of_run(pt_store *db, const pt_store_run *r, pt_wb_export *out, 
   /* the run's own names (the policy's point into it, freed above) */
   out->in.policy = r->policy;
   out->in.mechanism = r->mechanism;
+  if (gpu && !strcmp(gpu, "none")) { /* the device's size left to the machine */
+    out->in.device_total_bytes = 0;
+    out->in.device_name = NULL;
+  } else if (gpu) {
+    snprintf(out->device, sizeof out->device, "%s", g.name);
+    out->in.device_total_bytes = g.memory_bytes;
+  }
   return rc;
 }
 

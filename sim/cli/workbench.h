@@ -137,18 +137,23 @@ typedef struct pt_wb_export {
   int has_hooks, resolved, page_size_dropped;
   pt_sizetab_set tables;
   char refused[PT_ERRMSG_MAX];
+  char device[64]; /* the GPU description the device's size is taken from */
 } pt_wb_export;
 
 /*
  * Stored run r's export: the policy as the store keeps its text (the file may
- * have changed since) with the run's parameters.  A policy text that no longer
- * loads is taken to have no hooks.  PT_EFORMAT for unreadable parameters.
+ * have changed since; nothing is read from disk by a name the store holds) with
+ * the run's parameters, for the device gpu names (the user's --gpu: a name or a
+ * path; "none": the size left to the machine; NULL: the run's GPU, by name
+ * only).  A policy text that no longer loads is taken to have no hooks.
+ * PT_EFORMAT for unreadable parameters; PT_ENOTFOUND for no such gpu.
  */
-int pt_wb_export_of_run(pt_store *db, const pt_store_run *r, pt_wb_export *out /* OUT */, pt_err *err);
+int pt_wb_export_of_run(pt_store *db, const pt_store_run *r, const char *gpu, pt_wb_export *out /* OUT */, pt_err *err);
 /*
  * The export of pol (its parameters set to params) at capacity on the GPU
- * description gpu ("" or NULL: the h200's size), for trace and run_id (shown;
- * -1: none).
+ * description gpu, a stored name looked up among the bundled descriptions,
+ * never a path ("" or NULL: the h200; not found: the size left to the
+ * machine), for trace and run_id (shown; -1: none).
  */
 int pt_wb_export_of_policy(pt_policy *pol, const pt_params *params, uint64_t capacity, const char *gpu, const char *trace,
                            int64_t run_id, pt_wb_export *out /* OUT */, pt_err *err);

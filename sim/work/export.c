@@ -688,8 +688,10 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
         uint64_t got = (uint64_t)(strtod(b->fraction, NULL) * (double)total);
         snprintf(b->py[b->npy++], NOTE_MAX, "import torch");
         snprintf(b->py[b->npy++], NOTE_MAX,
-                 "torch.cuda.set_per_process_memory_fraction(%s)  # cap int(%s*%llu) = %llu B >= the tuned %llu B: rounded up, never below it",
-                 b->fraction, b->fraction, (unsigned long long)total, (unsigned long long)got, (unsigned long long)in->capacity);
+                 "torch.cuda.set_per_process_memory_fraction(%s)  # on %.64s (%llu B): cap int(%s*%llu) = %llu B >= the tuned %llu B: "
+                 "rounded up, never below it",
+                 b->fraction, in->device_name ? in->device_name : "the device", (unsigned long long)total, b->fraction,
+                 (unsigned long long)total, (unsigned long long)got, (unsigned long long)in->capacity);
       } else if (total) {
         note(b, N_WARN, "the tuned run's cap cannot be set through set_per_process_memory_fraction: %s", ferr.msg);
       } else {
@@ -699,7 +701,11 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
                  "torch.cuda.set_per_process_memory_fraction(%llu / torch.cuda.get_device_properties(0).total_memory)  "
                  "# %llu B + 1: int(F*total) never falls below the tuned cap",
                  (unsigned long long)in->capacity + 1, (unsigned long long)in->capacity);
-        note(b, N_NOTE, "the device's total memory is not known to the export: the fraction line computes it on the machine");
+        if (in->device_name)
+          note(b, N_NOTE, "no GPU description '%.64s' here to know the device's total memory (export --gpu NAME names one): "
+                          "the fraction line computes it on the machine", in->device_name);
+        else
+          note(b, N_NOTE, "the device's total memory is not known to the export: the fraction line computes it on the machine");
       }
       if (b->npy)
         note(b, N_NOTE, "the tuned run had a cap of %llu B; the Python line sets the matching cap "

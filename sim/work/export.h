@@ -44,6 +44,7 @@ typedef struct pt_export_input {
   const pt_sizetab_set *tables;
   const char *hooks_refused;   /* why not (one line), when tables is NULL; NULL: not said */
   int page_size_dropped;       /* the policy's page_size hook was left out of the tables */
+  const char *device_name;     /* the GPU description device_total_bytes is of (shown with the fraction); NULL: unnamed */
 } pt_export_input;
 
 /*
