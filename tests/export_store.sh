@@ -22,11 +22,16 @@ cp "$src/policies/large_page_threshold.lua" "$tmp/mine.lua"
 "$pt" sweep --db "$db" --trace "$src/traces/varlen_infer.pickle.gz" --policy pytorch_native --policy "$tmp/mine.lua" \
   --capacity 600M >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/err"; exit 99; }
 
-# export RUN FORMAT [ARGS]: stdout into $tmp/x; stdin is a pipe that stays open, so a read of it hangs (timeout: exit 124)
+# export RUN FORMAT [ARGS]: stdout into $tmp/x; stdin is a FIFO held open and never written, so a read of it
+# hangs (timeout: exit 124)
+mkfifo "$tmp/fifo"
+sleep 600 >"$tmp/fifo" &
+holder=$!
+trap 'kill $holder 2>/dev/null; rm -rf "$tmp"' EXIT
 export_() {
   run=$1 fmt=$2; shift 2
-  sleep 30 | timeout 10 "$pt" export --db "$db" --trace varlen_infer.pickle.gz --run "$run" --format "$fmt" "$@" \
-    >"$tmp/x" 2>"$tmp/err"
+  timeout 10 "$pt" export --db "$db" --trace varlen_infer.pickle.gz --run "$run" --format "$fmt" "$@" \
+    <"$tmp/fifo" >"$tmp/x" 2>"$tmp/err"
 }
 
 # the same output from the source tree and from elsewhere, with the variables unset
