@@ -44,6 +44,13 @@ static int write_html(const char *path, const pt_report_run *rr, size_t n, const
   return rc;
 }
 
+/* "NAME@HASH12": a trace's name where another stored trace has the same one. */
+static void rename_trace(pt_store_run *r) {
+  char named[sizeof r->trace];
+  snprintf(named, sizeof named, "%.200s@%.12s", r->trace, r->trace_hash);
+  memcpy(r->trace, named, sizeof named);
+}
+
 int pt_cmd_report(void *args, char **pos, int npos, pt_err *err) {
   const pt_wb_args *a = args;
   if (a->ntraces > 1) return pt_cli_usage(err, "takes at most one --trace");
@@ -54,8 +61,21 @@ int pt_cmd_report(void *args, char **pos, int npos, pt_err *err) {
   size_t n = 0, nc = 0;
   pt_store_confirmation *cs = NULL;
   pt_report_confirm *rc_ = NULL;
-  rc = pt_store_runs(db, a->ntraces ? a->traces[0] : NULL, NULL, err, &rows, &n);
-  if (rc == 0) rc = pt_store_confirmations(db, a->ntraces ? a->traces[0] : NULL, err, &cs, &nc);
+  char hash[65];
+  const char *trace = a->ntraces ? a->traces[0] : NULL;
+  if (trace && (rc = pt_wb_trace_ref(db, trace, err, hash)) == 0) trace = hash;
+  if (rc == 1) rc = 0; /* no trace of that name: no runs */
+  if (rc == 0) rc = pt_store_runs(db, trace, NULL, err, &rows, &n);
+  if (rc == 0) rc = pt_store_confirmations(db, trace, err, &cs, &nc);
+  /* two traces stored under one name are two traces: each such name gets its content-hash prefix */
+  char *clash = rc == 0 ? calloc(n ? n : 1, 1) : NULL;
+  if (rc == 0 && !clash) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
+  for (size_t i = 0; rc == 0 && i < n; i++)
+    for (size_t j = 0; j < n && !clash[i]; j++)
+      clash[i] = !strcmp(rows[j].trace, rows[i].trace) && strcmp(rows[j].trace_hash, rows[i].trace_hash);
+  for (size_t i = 0; rc == 0 && i < n; i++)
+    if (clash[i]) rename_trace(&rows[i]);
+  free(clash);
   if (rc == 0 && !(rc_ = calloc(nc ? nc : 1, sizeof *rc_))) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
   for (size_t i = 0; rc == 0 && i < nc; i++) {
     const pt_store_confirmation *c = &cs[i];

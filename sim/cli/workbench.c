@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <errno.h>
 
 #include "datadir.h"
 #include "hooktab.h"
@@ -121,9 +123,49 @@ pt_report_run pt_wb_report_run(const pt_store_run *r) {
                          r->r.fragmentation, r->r.has_gpu ? r->r.predicted_alloc_us : NAN, NULL, 0};
 }
 
+int pt_wb_trace_ref(pt_store *db, const char *arg, pt_err *err, char hash[65]) {
+  struct stat sb;
+  int st = stat(arg, &sb), e = errno;
+  int is_file = st == 0 && S_ISREG(sb.st_mode);
+  if (is_file) { /* a file: its runs are found by its content, whatever name it was stored under */
+    pt_trace_data t;
+    int rc = pt_trace_load(arg, NULL, err, &t);
+    if (rc < 0) return rc;
+    pt_trace_content_hash(&t, hash);
+    pt_trace_data_free(&t);
+  } else if (strchr(arg, '/')) {
+    return pt_err_set(err, PT_ENOTFOUND, "%s: %s", arg, st ? strerror(e) : "not a regular file");
+  }
+  pt_store_trace *rows;
+  size_t n;
+  int rc = pt_store_traces(db, is_file ? hash : arg, err, &rows, &n);
+  if (rc < 0) return rc;
+  if (n == 1) snprintf(hash, 65, "%s", rows[0].hash);
+  else if (n == 0 && is_file)
+    rc = pt_err_set(err, PT_ENOTFOUND, "%s: no run of trace '%s': no stored trace has its content (content hash %.12s)", pt_store_path(db), arg, hash);
+  else if (n == 0)
+    rc = 1; /* nothing stored by that name: the caller says so, as it says "no run" */
+  else {
+    int len = snprintf(err->msg, sizeof err->msg, "%s: trace '%s' is ambiguous: %zu stored traces match; name one by its content-hash prefix:",
+                       pt_store_path(db), arg, n);
+    for (size_t i = 0; i < n && len >= 0 && (size_t)len < sizeof err->msg; i++)
+      len += snprintf(err->msg + len, sizeof err->msg - (size_t)len, " %.12s (%s)%s", rows[i].hash,
+                      rows[i].source[0] ? rows[i].source : rows[i].name, i + 1 < n ? "," : "");
+    rc = PT_ENOTFOUND;
+  }
+  free(rows);
+  return rc;
+}
+
 int pt_wb_best_of(pt_store *db, const char *trace, const char *const *policies, int npolicies, const pt_objective *obj,
                   pt_err *err, pt_store_run **rows, size_t *n, long *best) {
-  int rc = pt_store_runs(db, trace, NULL, err, rows, n);
+  char hash[65];
+  *rows = NULL;
+  *n = 0;
+  int rc = pt_wb_trace_ref(db, trace, err, hash);
+  if (rc < 0) return rc;
+  if (rc == 0) trace = hash;
+  rc = pt_store_runs(db, trace, NULL, err, rows, n);
   if (rc < 0) return rc;
   /* the runs of the named policies: a name, or a text-hash prefix, as pt_store_runs matches them */
   char *keep = calloc(*n ? *n : 1, 1);

@@ -117,6 +117,15 @@ int pt_wb_run(const pt_wb_env *env, const pt_wb_trace *tr, pt_policy *pol, int64
 /* A stored run as the report reads one. */
 pt_report_run pt_wb_report_run(const pt_store_run *r);
 
+/*
+ * The content hash of the stored trace arg names, into hash: a trace file (a
+ * regular file there, or any name with a '/'), by its content; else a stored
+ * name or a content-hash prefix that matches exactly one stored trace.  An
+ * ambiguous name is refused, listing the candidates (hash prefix and source).
+ * 1: no stored trace has that name (hash untouched; the caller reports no run).
+ */
+int pt_wb_trace_ref(pt_store *db, const char *arg, pt_err *err, char hash[65] /* OUT */);
+
 /* The stored runs of trace (*rows, free it) and the index of the best by o (*best -1: none). */
 int pt_wb_best(pt_store *db, const char *trace, const pt_objective *o, pt_err *err, pt_store_run **rows /* OUT */,
                size_t *n /* OUT */, long *best /* OUT */);

@@ -268,6 +268,8 @@ static const pt_store_column pt_store_columns[] = {
   X(POLICY_FIND, "SELECT id FROM policies WHERE text_hash = ?")                                    \
   X(POLICY_TEXT, "SELECT text FROM policies WHERE id = ?")                                         \
   X(TRACE_SOURCE, "SELECT source FROM traces WHERE id = ?")                                        \
+  X(TRACES, "SELECT id, name, content_hash, source FROM traces WHERE name = ?1"                    \
+            " OR (length(?1) >= 4 AND substr(content_hash, 1, length(?1)) = ?1) ORDER BY id")        \
   X(RUN_INSERT, "INSERT INTO runs (trace_id, policy_id, params_json, capacity, gpu, engine_version," \
                 " git_revision) VALUES (?, ?, ?, ?, ?, ?, ?)"                                      \
                 " ON CONFLICT (trace_id, policy_id, params_json, capacity, gpu, engine_version)"   \
@@ -721,6 +723,8 @@ int pt_store_open(const char *path, int flags, pt_err *err, pt_store **out) {
   *out = s;
   return 0;
 }
+
+const char *pt_store_path(const pt_store *s) { return s->path; }
 
 void pt_store_close(pt_store *s) {
   if (!s) return;
@@ -1343,6 +1347,40 @@ int pt_store_timeline(pt_store *s, int64_t run_id, pt_err *err, pt_sim_point **p
   *pts = v;
   *n = cnt;
   return 0;
+}
+
+int pt_store_traces(pt_store *s, const char *ref, pt_err *err, pt_store_trace **rows, size_t *n) {
+  *rows = NULL;
+  *n = 0;
+  sqlite3_stmt *st = s->st[PT_ST_TRACES];
+  size_t cap = 0;
+  int rc = sqlite3_bind_text(st, 1, ref, -1, SQLITE_STATIC);
+  while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    if (*n == cap) {
+      pt_store_trace *m = realloc(*rows, (cap = cap ? 2 * cap : 4) * sizeof *m);
+      if (!m) {
+        rc = SQLITE_NOMEM;
+        break;
+      }
+      *rows = m;
+    }
+    pt_store_trace *t = &(*rows)[(*n)++];
+    pt_reader c = {st, 0};
+    t->id = sqlite3_column_int64(st, c.i++);
+    pt_get_text(&c, t->name, sizeof t->name);
+    pt_get_text(&c, t->hash, sizeof t->hash);
+    pt_get_text(&c, t->source, sizeof t->source);
+    rc = SQLITE_OK;
+  }
+  if (rc == SQLITE_DONE) rc = SQLITE_OK;
+  if (rc != SQLITE_OK) {
+    rc = rc == SQLITE_NOMEM ? pt_err_set(err, PT_ENOMEM, "%s: out of memory", s->path) : pt_fail(s, rc, err, "reading traces");
+    free(*rows);
+    *rows = NULL;
+    *n = 0;
+  }
+  pt_done(st);
+  return rc;
 }
 
 int pt_store_trace_source(pt_store *s, int64_t trace_id, pt_err *err, char *buf, size_t n) {

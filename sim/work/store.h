@@ -71,6 +71,8 @@ typedef struct pt_store pt_store;
  * Journal WAL, synchronous FULL, busy timeout 5 s, foreign keys on.
  */
 int pt_store_open(const char *path, int flags, pt_err *err, pt_store **out /* OUT */);
+/* The path the handle was opened with (for messages). */
+const char *pt_store_path(const pt_store *s);
 /* Finalize every statement and close; an open batch is rolled back.  NULL is fine. */
 void pt_store_close(pt_store *s);
 
@@ -152,6 +154,15 @@ int pt_store_runs(pt_store *s, const char *trace, const char *policy, pt_err *er
 /* The text of stored policy policy_id (a run's policy_id), NUL-terminated, *len its bytes; PT_ENOTFOUND for no
    such policy.  Free *text with free(). */
 int pt_store_policy_text(pt_store *s, int64_t policy_id, pt_err *err, char **text /* OUT */, size_t *len /* OUT */);
+
+/* A stored trace, as pt_store_traces returns it (source cut to fit). */
+typedef struct pt_store_trace {
+  int64_t id;
+  char name[256], hash[65], source[1024];
+} pt_store_trace;
+
+/* The stored traces ref names (a name, or a prefix of 4 characters or more of the content hash), by id; free *rows. */
+int pt_store_traces(pt_store *s, const char *ref, pt_err *err, pt_store_trace **rows /* OUT */, size_t *n /* OUT */);
 
 /* Where trace trace_id was read from when first stored (traces.source: a path as given then) into buf; PT_ENOTFOUND
    for no such trace, PT_ELIMIT when it does not fit. */
