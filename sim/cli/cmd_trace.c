@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include "gen.h"
 #include "trace.h"
@@ -86,6 +87,28 @@ static pt_trace_opts open_opts(const trace_args *a) {
   return (pt_trace_opts){.device = a->device == ULONG_MAX ? -1 : (int)a->device};
 }
 
+/*
+ * -o DST: a new path or a regular file, never the input itself (the same
+ * device and inode, whatever the names): writing replaces DST by rename, so
+ * a device node or FIFO would become a regular file and the input be lost.
+ */
+static int check_output(const char *src, const char *dst, pt_err *err) {
+  struct stat d, sb;
+  if (stat(dst, &d) != 0) return 0; /* a new path */
+  if (!S_ISREG(d.st_mode))
+    return pt_err_set(err, PT_EFORBID, "%s: not a regular file: -o writes a regular file, and will not replace this one", dst);
+  if (src && stat(src, &sb) == 0 && sb.st_dev == d.st_dev && sb.st_ino == d.st_ino)
+    return pt_err_set(err, PT_EFORBID, "%s: is the input %s: -o names another file", dst, src);
+  return 0;
+}
+
+/* A snapshot without allocations: recorded without torch.cuda.memory._record_memory_history. */
+static void warn_empty(const char *path, const pt_trace_stats *s) {
+  if (s->allocs == 0 && s->frees == 0)
+    fprintf(stderr, "warning: %s holds no allocation events (was the snapshot taken without "
+                    "torch.cuda.memory._record_memory_history()?): there is nothing to replay\n", path);
+}
+
 int pt_cmd_trace_stats(void *args, char **pos, int npos, pt_err *err) {
   const trace_args *a = args;
   if (npos != 1) return pt_cli_usage(err, "needs exactly one TRACE");
@@ -97,6 +120,7 @@ int pt_cmd_trace_stats(void *args, char **pos, int npos, pt_err *err) {
   if ((rc = pt_trace_stats_compute(t, &s, err)) == 0) {
     if (a->json) pt_trace_stats_print_json(stdout, pos[0], pt_trace_get_info(t), &s);
     else pt_trace_stats_print_text(stdout, pt_trace_get_info(t), &s);
+    warn_empty(pos[0], &s);
   }
   pt_trace_close(t);
   return rc;
@@ -108,7 +132,9 @@ int pt_cmd_trace_import(void *args, char **pos, int npos, pt_err *err) {
   if (!a->output) return pt_cli_usage(err, "needs -o DST");
   pt_trace *t;
   pt_trace_opts o = open_opts(a);
-  int rc = pt_trace_open(pos[0], &o, err, &t);
+  int rc = check_output(pos[0], a->output, err);
+  if (rc < 0) return rc;
+  rc = pt_trace_open(pos[0], &o, err, &t);
   if (rc < 0) return rc;
   pt_trace_writer *w;
   if ((rc = pt_trace_writer_open(a->output, pt_trace_get_info(t), err, &w)) < 0) {
@@ -136,6 +162,7 @@ int pt_cmd_trace_import(void *args, char **pos, int npos, pt_err *err) {
       printf("%s: %" PRIu64 " records (%" PRIu64 " allocs, %" PRIu64 " frees, %" PRIu64
              " initial segments) -> %s\n",
              pos[0], n, s.allocs, s.frees, s.initial_segments, a->output);
+    warn_empty(pos[0], &s);
   }
   pt_trace_close(t);
   return rc;
@@ -147,5 +174,6 @@ int pt_cmd_trace_gen(void *args, char **pos, int npos, pt_err *err) {
   if (!a->have_seed) return pt_cli_usage(err, "needs --seed");
   if (!a->output) return pt_cli_usage(err, "needs -o DST");
   pt_gen_opts g = {.kind = a->kind, .seed = a->seed, .steps = (unsigned)a->steps};
-  return pt_gen_write(&g, a->output, err);
+  int rc = check_output(NULL, a->output, err);
+  return rc < 0 ? rc : pt_gen_write(&g, a->output, err);
 }

@@ -644,9 +644,51 @@ static int pt_migrate(pt_store *s, pt_err *err) {
  * byte for byte as it was: the header fields, then (read-write) WAL, the
  * migration and the statements.
  */
+/*
+ * A read-only open of a database no one is writing (no -wal file beside it)
+ * opens it immutable: SQLite then takes no locks and creates no -wal or -shm
+ * file, so a read-only file in a read-only folder can be read and nothing is
+ * left behind.  While a writer works (a -wal file exists) the open is an
+ * ordinary read-only one, which sees the writer's committed transactions.
+ */
+static int pt_open_readonly(pt_store *s) {
+  char wal[4200];
+  struct stat sb;
+  snprintf(wal, sizeof wal, "%s-wal", s->path);
+  if (stat(wal, &sb) == 0 || strlen(s->path) > 4000)
+    return sqlite3_open_v2(s->path, &s->db, SQLITE_OPEN_READONLY, NULL);
+  sqlite3_str *uri = sqlite3_str_new(NULL);
+  sqlite3_str_appendall(uri, "file:");
+  for (const char *p = s->path; *p; p++) { /* the path, percent-encoded where a URI needs it */
+    unsigned char c = (unsigned char)*p;
+    if (c == '?' || c == '#' || c == '%' || c <= ' ' || c >= 0x7f) sqlite3_str_appendf(uri, "%%%02X", c);
+    else sqlite3_str_appendchar(uri, 1, (char)c);
+  }
+  sqlite3_str_appendall(uri, "?mode=ro&immutable=1");
+  char *u = sqlite3_str_finish(uri);
+  if (!u) return SQLITE_NOMEM;
+  int rc = sqlite3_open_v2(u, &s->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+  sqlite3_free(u);
+  return rc;
+}
+
+/*
+ * Some SQLite calls answer SQLITE_BUSY without waiting (changing the journal
+ * mode while another process creates the file): retry them for the busy
+ * timeout's 5 s.
+ */
+static int pt_exec_retry(sqlite3 *db, const char *sql, char *text, size_t tsize) {
+  int rc = SQLITE_BUSY;
+  for (int i = 0; i < 500 && ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED); i++) {
+    if (i) sqlite3_sleep(10);
+    rc = pt_one_row(db, sql, NULL, text, tsize);
+  }
+  return rc;
+}
+
 static int pt_open_db(pt_store *s, int flags, pt_err *err) {
-  int oflags = (flags & PT_STORE_READONLY) ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-  int rc = sqlite3_open_v2(s->path, &s->db, oflags, NULL);
+  int rc = (flags & PT_STORE_READONLY) ? pt_open_readonly(s)
+                                       : sqlite3_open_v2(s->path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
   if (!s->db) return pt_err_set(err, PT_ENOMEM, "%s: out of memory", s->path);
   if (rc != SQLITE_OK) return pt_open_fail(s, rc, err, "cannot open");
   if (!s->readonly && sqlite3_db_readonly(s->db, "main") == 1)
@@ -656,11 +698,18 @@ static int pt_open_db(pt_store *s, int flags, pt_err *err) {
   if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, "PRAGMA foreign_keys = ON", NULL, NULL, NULL);
   if (rc != SQLITE_OK) return pt_open_fail(s, rc, err, "cannot open");
 
+  /* the header fields in one read transaction: one snapshot, never half of another's migration */
   int64_t app = 0, version = 0, objects = 0;
-  rc = pt_one_row(s->db, "PRAGMA application_id", &app, NULL, 0);
+  rc = sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL);
+  if (rc == SQLITE_OK) rc = pt_one_row(s->db, "PRAGMA application_id", &app, NULL, 0);
   if (rc == SQLITE_OK) rc = pt_one_row(s->db, "PRAGMA user_version", &version, NULL, 0);
   if (rc == SQLITE_OK) rc = pt_one_row(s->db, "SELECT count(*) FROM sqlite_master", &objects, NULL, 0);
-  if (rc != SQLITE_OK) return pt_open_fail(s, rc, err, "cannot read");
+  if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+  if (rc != SQLITE_OK) {
+    int out = pt_open_fail(s, rc, err, "cannot read"); /* before the rollback replaces SQLite's message */
+    if (!sqlite3_get_autocommit(s->db)) (void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return out;
+  }
   if (app != 0 && app != PT_STORE_APPLICATION_ID)
     return pt_err_set(err, PT_EFORMAT, "%s: not a pagetune database (application_id %lld)", s->path,
                       (long long)app);
@@ -685,8 +734,8 @@ static int pt_open_db(pt_store *s, int flags, pt_err *err) {
                         "%s: database schema is older than this pagetune's; open it once read-write "
                         "to migrate it", s->path);
   } else {
-    char mode[16];
-    rc = pt_one_row(s->db, "PRAGMA journal_mode = WAL", NULL, mode, sizeof mode);
+    char mode[16]; /* concurrent creators of a new file serialize here, then on the migration */
+    rc = pt_exec_retry(s->db, "PRAGMA journal_mode = WAL", mode, sizeof mode);
     if (rc == SQLITE_OK) rc = sqlite3_exec(s->db, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
     if (rc != SQLITE_OK) return pt_open_fail(s, rc, err, "setting the journal");
     if (version < PT_STORE_SCHEMA_VERSION || missing) {
