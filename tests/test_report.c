@@ -69,6 +69,16 @@ static void test_pareto(void) {
   }
   CU_ASSERT_EQUAL(pt_report_pareto(NULL, 0, NULL), 0);
   CU_ASSERT_EQUAL(pt_report_pareto(r, 1, NULL), PT_EUSAGE);
+  /* a run that ran out of memory is on no front and beats none: 6 (the fastest) and 2 out, 3 and 4 in */
+  r[5 + 2].ooms = 1; /* run 6 */
+  r[2].ooms = 3;     /* run 2 */
+  CU_ASSERT_EQUAL_FATAL(pt_report_pareto(r, NSET, on), 0);
+  for (size_t i = 0; i < NSET; i++) {
+    int want = set[i].id == 6 || set[i].id == 2 ? 0 : set[i].id == 3 || set[i].id == 4 ? 1 : set[i].front;
+    if (on[i] != want) fprintf(stderr, "\nrun %lld (OOMs in 2 and 6): front %d, expected %d\n", (long long)set[i].id, on[i], want);
+    CU_ASSERT_EQUAL(on[i], want);
+  }
+  fill(r, NSET);
   /* one run alone is on its front, NAN or not */
   r[0].predicted_alloc_us = NAN;
   CU_ASSERT_EQUAL(pt_report_pareto(r, 1, on), 0);

@@ -46,7 +46,7 @@ typedef struct tune_ctx {
   pt_policy *pol;
   int64_t policy_id;
   pt_objective obj;
-  int stored;
+  int stored, evaluated, oom; /* runs made by the search, and those of them that ran out of memory */
 } tune_ctx;
 
 /* Simulate the policy at its current values, storing the run if new. */
@@ -70,11 +70,13 @@ static int tune_eval(void *ctx, const pt_params *point, double *value, pt_err *e
   int rc = tune_point(c, err, &res);
   if (rc < 0) return rc;
   *value = pt_objective_value(&c->obj, &res);
+  c->evaluated++;
+  c->oom += res.ooms > 0;
   pt_sim_result_free(&res);
   return 0;
 }
 
-/* Print the stored runs of a trace (and policy) on the Pareto front. */
+/* Print the stored runs of a trace (and policy) on the Pareto front; runs that ran out of memory are not on it. */
 static int print_front(pt_store *db, const char *trace, const char *policy, int json, pt_err *err) {
   pt_store_run *rows;
   size_t n;
@@ -94,7 +96,7 @@ static int print_front(pt_store *db, const char *trace, const char *policy, int 
   else printf("Pareto front (predicted allocator time vs peak reserved), %s:\n", trace);
   int first = 1;
   for (size_t i = 0; i < n; i++) {
-    if (!front[i]) continue;
+    if (!front[i] || rows[i].r.ooms) continue;
     if (json) {
       printf("%s{\"run\":%" PRId64 ",\"policy\":", first ? "" : ",", rows[i].id);
       pt_json_str(stdout, rows[i].policy);
@@ -131,7 +133,12 @@ static int tune(const pt_wb_args *a, tune_ctx *c, pt_err *err) {
   pt_sim_result_free(&res);
   pt_tune_opts o = {.budget = (int)a->budget, .starts = 3, .seed = a->seed};
   pt_tune_result best;
-  if ((rc = pt_tune(tp, ntp, &o, tune_eval, c, err, &best)) < 0) return rc;
+  if ((rc = pt_tune(tp, ntp, &o, tune_eval, c, err, &best)) == PT_ENOTFOUND && c->oom == c->evaluated)
+    return pt_err_set(err, PT_ENOTFOUND,
+                      "tune: every one of the %d points of %s tried on %s ran out of memory under --capacity %" PRIu64
+                      " B: nothing to tune; give a larger capacity",
+                      c->evaluated, pt_policy_name(c->pol), a->traces[0], a->capacity);
+  if (rc < 0) return rc;
   char pj[PT_PARAMS_JSON_MAX];
   pt_params_json(&best.best, 1, pj, sizeof pj);
   const char *name = pt_policy_name(c->pol);

@@ -206,7 +206,7 @@ static int cmp_pareto(const void *a, const void *b) {
 }
 
 /*
- * One sweep over the sorted runs: a run is beaten exactly when a run with a
+ * Runs that ran out of memory are left out first.  One sweep over the sorted runs: a run is beaten exactly when a run with a
  * smaller time has no more memory, or a run with the same time has less.  So,
  * per group of equal times, the members with the group's least memory are on
  * the front when that memory is below the least seen at smaller times.
@@ -223,6 +223,11 @@ int pt_report_pareto(const pt_report_run *runs, size_t n, int *on_front /* OUT, 
       groups_free(&g);
       return PT_ENOMEM;
     }
+    size_t kept = 0; /* a run that ran out of memory is on no front, and beats none */
+    for (size_t j = 0; j < m; j++)
+      if (p[j]->ooms) on_front[p[j] - runs] = 0;
+      else p[kept++] = p[j];
+    m = kept;
     qsort(p, m, sizeof *p, cmp_pareto);
     size_t i = 0;
     int seen = 0;
