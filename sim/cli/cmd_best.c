@@ -40,10 +40,11 @@ static void print_best(const pt_wb_args *a, const pt_store_run *r) {
   }
   printf("best run for %s by %s: run %" PRId64 ", policy %s (%s)\nparams: %s\n", r->trace, obj, r->id, r->policy,
          r->mechanism, r->params_json);
+  char us[32] = "-"; /* a time never predicted (a run without a GPU description) */
+  if (r->r.has_gpu) snprintf(us, sizeof us, "%.1f us", r->r.predicted_alloc_us);
   printf("peak reserved %" PRIu64 " bytes (%.1f MiB), fragmentation %.3f, %" PRIu64
-         " segments, predicted allocator time %.1f us\n",
-         r->r.peak_reserved_bytes, r->r.peak_reserved_bytes / 1048576.0, r->r.fragmentation, r->r.segments_allocated,
-         r->r.predicted_alloc_us);
+         " segments, predicted allocator time %s\n",
+         r->r.peak_reserved_bytes, r->r.peak_reserved_bytes / 1048576.0, r->r.fragmentation, r->r.segments_allocated, us);
 }
 
 int pt_cmd_best(void *args, char **pos, int npos, pt_err *err) {
@@ -59,8 +60,7 @@ int pt_cmd_best(void *args, char **pos, int npos, pt_err *err) {
   pt_store_close(db);
   if (rc < 0) return rc;
   if (b < 0)
-    rc = pt_err_set(err, PT_ENOTFOUND, "%s: no run of trace '%s' (without OOM%s) to choose from", a->db, a->traces[0],
-                    a->objective.kind != PT_OBJ_MEMORY ? ", with a predicted time" : "");
+    rc = pt_wb_no_run(a->db, a->traces[0], &a->objective, rows, n, err);
   else
     print_best(a, &rows[b]);
   free(rows);

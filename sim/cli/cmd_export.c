@@ -96,7 +96,7 @@ int pt_cmd_export(void *args, char **pos, int npos, pt_err *err) {
       if (rows[i].id == (int64_t)a->run) b = (long)i;
     if (b < 0) rc = pt_err_set(err, PT_ENOTFOUND, "%s: no run %lu of trace '%s'", a->db, a->run, a->traces[0]);
   } else if (b < 0) {
-    rc = pt_err_set(err, PT_ENOTFOUND, "%s: no run of trace '%s' to export", a->db, a->traces[0]);
+    rc = pt_wb_no_run(a->db, a->traces[0], &a->objective, rows, n, err);
   }
   if (rc == 0) rc = export_run(a, db, &rows[b], err);
   pt_store_close(db);

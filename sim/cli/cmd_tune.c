@@ -24,7 +24,8 @@ static const pt_cli_opt tune_opts[] = {
                         "being the policy's defaults)"),
     PT_CLI_OPT_ULONG("budget", "N", pt_wb_args, budget, 1, 100000, NULL, "at most N simulations (default 60)"),
     PT_WB_OPT_CAPACITY,
-    PT_WB_OPT_GPU("GPU description for predicted times (default h200)"),
+    PT_WB_OPT_GPU("GPU description for predicted times (default h200):\n" PT_WB_GPU_RULE
+                  "\n(a time objective needs one)"),
     PT_CLI_OPT_ULONG("seed", "S", pt_wb_args, seed, 0, ULONG_MAX, NULL, "seed of the random starts (default 1)"),
     PT_WB_OPT_JSON("one JSON object: the best point and the Pareto front"),
     PT_CLI_END};
@@ -100,11 +101,15 @@ static int print_front(pt_store *db, const char *trace, const char *policy, int 
     if (json) {
       printf("%s{\"run\":%" PRId64 ",\"policy\":", first ? "" : ",", rows[i].id);
       pt_json_str(stdout, rows[i].policy);
-      printf(",\"params\":%s,\"predicted_alloc_us\":%.6g,\"peak_reserved_bytes\":%" PRIu64 "}", rows[i].params_json,
-             rows[i].r.predicted_alloc_us, rows[i].r.peak_reserved_bytes);
+      char us[32] = "null"; /* a time never predicted */
+      if (rows[i].r.has_gpu) snprintf(us, sizeof us, "%.6g", rows[i].r.predicted_alloc_us);
+      printf(",\"params\":%s,\"predicted_alloc_us\":%s,\"peak_reserved_bytes\":%" PRIu64 "}", rows[i].params_json,
+             us, rows[i].r.peak_reserved_bytes);
     } else {
-      printf("  run %-6" PRId64 " %-20s %10.1f us  %12.1f MiB  %s\n", rows[i].id, rows[i].policy,
-             rows[i].r.predicted_alloc_us, rows[i].r.peak_reserved_bytes / 1048576.0, rows[i].params_json);
+      char us[32] = "-";
+      if (rows[i].r.has_gpu) snprintf(us, sizeof us, "%.1f us", rows[i].r.predicted_alloc_us);
+      printf("  run %-6" PRId64 " %-20s %13s  %12.1f MiB  %s\n", rows[i].id, rows[i].policy, us,
+             rows[i].r.peak_reserved_bytes / 1048576.0, rows[i].params_json);
     }
     first = 0;
   }
@@ -166,8 +171,9 @@ int pt_cmd_tune(void *args, char **pos, int npos, pt_err *err) {
   pt_wb_env env = {.capacity = a->capacity};
   int rc = pt_wb_gpu(a->gpu, &gpu, &env.gpu, err);
   if (rc < 0) return rc;
-  if (!env.gpu && a->objective.kind != PT_OBJ_MEMORY)
-    return pt_cli_usage(err, "a time objective needs a GPU description (--gpu)");
+  if (!env.gpu && pt_wb_needs_time(&a->objective))
+    return pt_cli_usage(err, "--objective %s needs a predicted time: a GPU description (--gpu NAME, not none)",
+                        a->objective.text);
   if ((rc = pt_store_open(a->db, 0, err, &env.db)) < 0) return rc;
   tune_ctx c = {.env = &env, .obj = a->objective};
   pt_wb_trace tr;
