@@ -101,5 +101,5 @@ int pt_cmd_export(void *args, char **pos, int npos, pt_err *err) {
   if (rc == 0) rc = export_run(a, db, &rows[b], err);
   pt_store_close(db);
   free(rows);
-  return rc;
+  return rc == PT_EUSAGE ? PT_EFORMAT : rc; /* what went wrong past the options is bad input (exit 1), not usage */
 }

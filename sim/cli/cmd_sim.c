@@ -104,6 +104,7 @@ const pt_cli_table pt_opts_replay = {
     "                       [--device N] [--invent-addresses] [--gpu NAME] [--repeat N] [--db DB] [--json]\n"
     "       pagetune replay --mechanism [--touch] [--leave-free BYTES] --trace TRACE --policy POLICY ...\n"
     "                       [--repeat N] [--json]\n"
+    "       pagetune replay --list-gpus\n"
     "\n"
     "Run the model as 'pagetune sim' does, then make the driver calls it made on\n"
     "this machine's GPU (device 0) through the CUDA driver, in the same order and\n"

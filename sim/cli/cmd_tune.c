@@ -65,7 +65,7 @@ static int tune_eval(void *ctx, const pt_params *point, double *value, pt_err *e
     char as[PT_PARAM_NAME_MAX + 40];
     snprintf(as, sizeof as, "%s=%.17g", point->v[i].name, point->v[i].value);
     int rc = pt_policy_set(c->pol, as, err);
-    if (rc < 0) return rc;
+    if (rc < 0) return rc == PT_EUSAGE ? PT_EFORMAT : rc; /* a point the search made: a failed run, not usage */
   }
   pt_sim_result res;
   int rc = tune_point(c, err, &res);
