@@ -62,7 +62,7 @@ static const pt_cli_opt confirm_opts[] = {
                     "otherwise the best run among these policies' (repeatable;\n"
                     "default: among all the trace's runs)"),
     PT_CLI_OPT_PARSE("objective", "O", confirm_args, objective, pt_cli_opt_objective,
-                     " (time, memory or weighted:W with W in [0,1])", "... by time (default), memory or weighted:W, as for best"),
+                     " (time, memory or weighted:W with W in [0,1])", "... by time (default), memory or weighted:W, as for best;\n" PT_OBJ_WEIGHTED_HELP),
     PT_CLI_OPT_STR("baseline", 0, "POLICY", confirm_args, baseline,
                    "the baseline: this policy (a file, a bundled name, or one\n"
                    "stored with the trace's runs) with its default parameters\n"

@@ -26,7 +26,7 @@ static const pt_cli_opt export_opts[] = {
     PT_WB_OPT_DB,
     PT_WB_OPT_TRACE("the trace: a name or a prefix of its content hash (one)"),
     PT_CLI_OPT_ULONG("run", "ID", pt_wb_args, run, 1, LONG_MAX, NULL, "this stored run (default: the best by --objective)"),
-    PT_WB_OPT_OBJECTIVE("time (default), memory, or weighted:W, as for best"),
+    PT_WB_OPT_OBJECTIVE("time (default), memory, or weighted:W, as for best;"),
     PT_CLI_OPT_PARSE("format", "F", pt_wb_args, format, opt_format, " (env, dockerfile or json)",
                      "env (shell export lines), dockerfile (ENV lines), json"),
     PT_CLI_OPT_STR("merge", 0, "VALUE", pt_wb_args, merge, "an existing PYTORCH_CUDA_ALLOC_CONF value to merge into"),

@@ -20,8 +20,7 @@ static const pt_cli_opt tune_opts[] = {
     PT_WB_OPT_TRACE("the trace or PyTorch snapshot (one)"),
     PT_WB_OPT_POLICY("the policy file or bundled name (one)"),
     PT_WB_OPT_OBJECTIVE("time (predicted allocator time, default), memory (peak reserved\n"
-                        "bytes), weighted:W (W*time/time0 + (1-W)*memory/memory0, the 0s\n"
-                        "being the policy's defaults)"),
+                        "bytes) or weighted:W, as best ranks runs;"),
     PT_CLI_OPT_ULONG("budget", "N", pt_wb_args, budget, 1, 100000, NULL, "at most N simulations (default 60)"),
     PT_WB_OPT_CAPACITY,
     PT_WB_OPT_GPU("GPU description for predicted times (default h200):\n" PT_WB_GPU_RULE
@@ -120,7 +119,7 @@ static int print_front(pt_store *db, const char *trace, const char *policy, int 
   return 0;
 }
 
-/* The search from the policy's defaults (the weighted objective's references), then the report. */
+/* The search (from the policy's defaults first), then the report. */
 static int tune(const pt_wb_args *a, tune_ctx *c, pt_err *err) {
   pt_tune_param tp[PT_MAX_PARAMS];
   int ntp = 0;
@@ -130,12 +129,7 @@ static int tune(const pt_wb_args *a, tune_ctx *c, pt_err *err) {
     tp[ntp++] = (pt_tune_param){p->name, p->dflt, p->min, p->max, p->log_scale, p->integer, p->choices, p->nchoices};
   }
   if (!ntp) return pt_err_set(err, PT_EUSAGE, "%s declares no range or choices to tune", pt_policy_path(c->pol));
-  pt_sim_result res;
-  int rc = tune_point(c, err, &res);
-  if (rc < 0) return rc;
-  c->obj.t_ref = res.has_gpu && res.predicted_alloc_us > 0 ? res.predicted_alloc_us : 1;
-  c->obj.m_ref = res.peak_reserved_bytes ? (double)res.peak_reserved_bytes : 1;
-  pt_sim_result_free(&res);
+  int rc;
   pt_tune_opts o = {.budget = (int)a->budget, .starts = 3, .seed = a->seed};
   pt_tune_result best;
   if ((rc = pt_tune(tp, ntp, &o, tune_eval, c, err, &best)) == PT_ENOTFOUND && c->oom == c->evaluated)
@@ -150,15 +144,18 @@ static int tune(const pt_wb_args *a, tune_ctx *c, pt_err *err) {
   if (!a->json) {
     printf("tuned %s on %s (%s): %d simulations, %d new runs stored in %s\n", name, a->traces[0], a->objective.text,
            best.evaluations, c->stored, a->db);
-    printf("best: %s  objective %.6g\n\n", pj, best.best_value);
+    char f[96];
+    printf("best: %s  objective %.6g (%s)\n\n", pj, best.best_value, pt_objective_formula(&c->obj, f, sizeof f));
     return print_front(c->env->db, c->tr->hash, name, 0, err);
   }
   printf("{\"trace\":");
   pt_json_str(stdout, a->traces[0]);
   printf(",\"policy\":");
   pt_json_str(stdout, name);
-  printf(",\"objective\":\"%s\",\"best_value\":%.9g,\"best_params\":%s,\"evaluations\":%d,\"stored\":%d,",
-         a->objective.text, best.best_value, pj, best.evaluations, c->stored);
+  char f[96];
+  printf(",\"objective\":\"%s\",\"objective_formula\":\"%s\",\"best_value\":%.17g,\"best_params\":%s,"
+         "\"evaluations\":%d,\"stored\":%d,",
+         a->objective.text, pt_objective_formula(&c->obj, f, sizeof f), best.best_value, pj, best.evaluations, c->stored);
   rc = print_front(c->env->db, c->tr->hash, name, 1, err);
   puts("}");
   return rc;

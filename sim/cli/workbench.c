@@ -170,18 +170,10 @@ int pt_wb_best_of(pt_store *db, const char *trace, const char *const *policies, 
     *n = 0;
     return rc;
   }
-  pt_objective o = *obj;
-  o.t_ref = o.m_ref = HUGE_VAL;
-  for (size_t i = 0; i < *n; i++) {
-    const pt_sim_result *r = &(*rows)[i].r;
-    if (r->ooms || !keep[i]) continue;
-    if (r->has_gpu && r->predicted_alloc_us > 0 && r->predicted_alloc_us < o.t_ref) o.t_ref = r->predicted_alloc_us;
-    if (r->peak_reserved_bytes && (double)r->peak_reserved_bytes < o.m_ref) o.m_ref = (double)r->peak_reserved_bytes;
-  }
   *best = -1;
   double bv = HUGE_VAL;
   for (size_t i = 0; i < *n; i++) {
-    double v = keep[i] ? pt_objective_value(&o, &(*rows)[i].r) : HUGE_VAL;
+    double v = keep[i] ? pt_objective_value(obj, &(*rows)[i].r) : HUGE_VAL;
     if (v < bv) bv = v, *best = (long)i;
   }
   free(keep);

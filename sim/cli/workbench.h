@@ -68,7 +68,7 @@ extern const pt_wb_args pt_wb_defaults;
 
 #define PT_WB_OPT_OBJECTIVE(h)                                                                            \
   PT_CLI_OPT_PARSE("objective", "O", pt_wb_args, objective, pt_cli_opt_objective,                       \
-                   " (time, memory or weighted:W with W in [0,1])", h)
+                   " (time, memory or weighted:W with W in [0,1])", h "\n" PT_OBJ_WEIGHTED_HELP)
 #define PT_WB_OPT_JSON(h) PT_CLI_OPT_FLAG("json", pt_wb_args, json, h)
 
 /* A bundled policy's path from its name (PAGETUNE_POLICY_DIR, ./policies, the installed ones), or arg itself. */
