@@ -48,8 +48,26 @@ assert not bad, "tune printed runs out of memory on its front: %s" % bad' "$tmp/
     fail "best --objective $obj after tune"
   python3 -c 'import json,sys; sys.exit(0 if json.load(open(sys.argv[1]))["ooms"] == 0 else 1)' "$tmp/bestrun.json" ||
     fail "best --objective $obj chose a run that ran out of memory"
+  # exported as the knobs can mean it: a fraction to 4 decimals (never rounding noise), whole MiB
+  "$pt" export --db "$tmp/t.db" --trace varlen_infer.pickle.gz --objective $obj --format env >"$tmp/export.sh" ||
+    fail "export --objective $obj after tune"
+  conf=$(sed -n "s/^export PYTORCH_CUDA_ALLOC_CONF='\(.*\)'$/\1/p" "$tmp/export.sh")
+  echo "$conf" | tr ',' '\n' | while IFS=: read -r k v; do
+    case $k in
+      garbage_collection_threshold) echo "$v" | grep -Eq '^0\.[0-9]{1,4}$' || echo "FAIL: $k:$v is not a fraction to 4 decimals" ;;
+      *_mb) echo "$v" | grep -Eq '^[0-9]+$' || echo "FAIL: $k:$v is not whole MiB" ;;
+      roundup_power2_divisions) echo "$v" | grep -Eq '^[0-9]+$' || echo "FAIL: $k:$v is not an integer" ;;
+    esac
+  done >"$tmp/conf_fails"
+  [ -s "$tmp/conf_fails" ] && { cat "$tmp/conf_fails"; fails=$((fails + 1)); }
   echo "ok: tune --objective $obj under $cap B"
 done
+
+# tune prints its best as the values mean, with no rounding noise
+"$pt" tune --db "$tmp/t.db" --trace "$trace" --policy tunable_caching --capacity $cap --budget 40 >"$tmp/tune.txt" ||
+  fail "tune (text)"
+grep -Eq '^best: ([a-z0-9_]+=[0-9.e+-]+ ?)+ objective' "$tmp/tune.txt" || { fail "tune's best line"; sed 's/^/  /' "$tmp/tune.txt"; }
+if grep '^best: ' "$tmp/tune.txt" | grep -Eq '[0-9]{9,}|e-'; then fail "tune's best has rounding noise"; grep '^best: ' "$tmp/tune.txt"; fi
 
 # every point runs out of memory: said in one line, exit 1 (bad input, not usage)
 rm -f "$tmp/s.db"

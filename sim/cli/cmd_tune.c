@@ -119,6 +119,18 @@ static int print_front(pt_store *db, const char *trace, const char *policy, int 
   return 0;
 }
 
+/* p as NAME=VALUE words, each value the shortest decimal that reads back as it (what sim --set takes). */
+static void print_point(const pt_params *p) {
+  for (int i = 0; i < p->n; i++) {
+    char v[32];
+    for (int d = 1; d <= 17; d++) {
+      snprintf(v, sizeof v, "%.*g", d, p->v[i].value);
+      if (strtod(v, NULL) == p->v[i].value) break;
+    }
+    printf("%s%s=%s", i ? " " : "", p->v[i].name, v);
+  }
+}
+
 /* The search (from the policy's defaults first), then the report. */
 static int tune(const pt_wb_args *a, tune_ctx *c, pt_err *err) {
   pt_tune_param tp[PT_MAX_PARAMS];
@@ -145,7 +157,9 @@ static int tune(const pt_wb_args *a, tune_ctx *c, pt_err *err) {
     printf("tuned %s on %s (%s): %d simulations, %d new runs stored in %s\n", name, a->traces[0], a->objective.text,
            best.evaluations, c->stored, a->db);
     char f[96];
-    printf("best: %s  objective %.6g (%s)\n\n", pj, best.best_value, pt_objective_formula(&c->obj, f, sizeof f));
+    fputs("best: ", stdout);
+    print_point(&best.best);
+    printf("  objective %.6g (%s)\n\n", best.best_value, pt_objective_formula(&c->obj, f, sizeof f));
     return print_front(c->env->db, c->tr->hash, name, 0, err);
   }
   printf("{\"trace\":");
