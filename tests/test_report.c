@@ -125,6 +125,24 @@ static const char *line_with(const char *s, const char *word, size_t *len) {
   return p;
 }
 
+/* The headline never names a run that ran out of memory: runs 10 (least memory, with 11) and 6 (fastest) did. */
+static void test_headline_without_oom(void) {
+  pt_report_run r[NSET];
+  fill(r, NSET);
+  for (size_t i = 0; i < NSET; i++)
+    if (set[i].id == 10 || set[i].id == 6) r[i].ooms = 1;
+  int rc;
+  char *out = capture_html("t", r, NSET, &rc);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+  CU_ASSERT_EQUAL(rc, 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(out, "<b>2</b> ran out of memory"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(out, "least memory: <b>pol_a11</b>"));
+  CU_ASSERT(strstr(out, "fastest predicted: <b>pol_a1</b>") || strstr(out, "fastest predicted: <b>pol_a5</b>"));
+  CU_ASSERT_PTR_NULL(strstr(out, "least memory: <b>pol_a10</b>"));
+  CU_ASSERT_PTR_NULL(strstr(out, "fastest predicted: <b>pol_a6</b>"));
+  free(out);
+}
+
 static void test_text(void) {
   pt_report_run r[NSET];
   fill(r, NSET);
@@ -387,6 +405,7 @@ int pt_test_add_report(void) {
   CU_pSuite s = CU_add_suite("report", NULL, NULL);
   if (!s) return CU_get_error();
   CU_add_test(s, "Pareto front per trace: ties, equal time or memory, NAN times", test_pareto);
+  CU_add_test(s, "HTML headline: never a run that ran out of memory", test_headline_without_oom);
   CU_add_test(s, "text table: every policy, '*' on the front, 100 columns, sorted", test_text);
   CU_add_test(s, "HTML: one timeline per run, one Pareto per trace, self-contained, escaped", test_html);
   CU_add_test(s, "a failed write is PT_EIO", test_write_error);
