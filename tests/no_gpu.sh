@@ -41,7 +41,7 @@ for c in best export; do
   expect 1 "$c by time without predicted times" "$pt" $c --db "$db" --trace synthetic_snapshot.pickle "$@"
   [ "$(wc -l <"$tmp/err")" -eq 1 ] || fail "$c: not one line"
   has "$tmp/err" "needs a predicted time" "$c without predicted times"
-  has "$tmp/err" "2 were modelled without a GPU description" "$c without predicted times names the runs"
+  has "$tmp/err" "2 were modelled without a GPU description (--gpu none: runs 1, 2)" "$c without predicted times names the runs"
 done
 expect 0 "best by memory without predicted times" "$pt" best --db "$db" --trace synthetic_snapshot.pickle --objective memory
 has "$tmp/out" "predicted allocator time -" "best without a predicted time"

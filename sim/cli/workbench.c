@@ -53,19 +53,24 @@ int pt_wb_needs_time(const pt_objective *o) { return o->kind != PT_OBJ_MEMORY; }
 int pt_wb_no_run(const char *db, const char *trace, const pt_objective *o, const pt_store_run *rows, size_t n,
                  pt_err *err) {
   if (!n) return pt_err_set(err, PT_ENOTFOUND, "%s: no run of trace '%s' stored", db, trace);
-  size_t oom = 0, untimed = 0;
+  size_t oom = 0, untimed = 0, len = 0;
+  char ids[96] = ""; /* the first runs without a predicted time */
   for (size_t i = 0; i < n; i++) {
-    if (rows[i].r.ooms) oom++;
-    else if (!rows[i].r.has_gpu) untimed++;
+    if (rows[i].r.ooms) {
+      oom++;
+    } else if (!rows[i].r.has_gpu) {
+      if (untimed++ < 5 && len < sizeof ids)
+        len += (size_t)snprintf(ids + len, sizeof ids - len, "%s%" PRId64, untimed > 1 ? ", " : "", rows[i].id);
+    }
   }
   if (!pt_wb_needs_time(o) || !untimed)
     return pt_err_set(err, PT_ENOTFOUND, "%s: no run of trace '%s' to choose by %s: all %zu ran out of memory", db,
                       trace, o->text, n);
   return pt_err_set(err, PT_ENOTFOUND,
                     "%s: no run of trace '%s' to choose by %s, which needs a predicted time: of its %zu runs %zu ran "
-                    "out of memory and %zu were modelled without a GPU description (--gpu none); store runs with "
-                    "--gpu NAME, or choose by --objective memory",
-                    db, trace, o->text, n, oom, untimed);
+                    "out of memory and %zu were modelled without a GPU description (--gpu none: run%s %s%s); store "
+                    "runs with --gpu NAME, or choose by --objective memory",
+                    db, trace, o->text, n, oom, untimed, untimed > 1 ? "s" : "", ids, untimed > 5 ? ", ..." : "");
 }
 
 const char *pt_wb_base_name(const char *path) {
