@@ -292,6 +292,8 @@ static int find_tuned(state *s, pt_err *err) {
     for (size_t i = 0; i < s->nrows; i++)
       if (s->rows[i].id == (int64_t)a->run) b = (long)i;
     if (b < 0) return pt_err_set(err, PT_ENOTFOUND, "%s: no run %lu of trace '%s'", a->db, a->run, a->traces[0]);
+  } else if (b < 0 && !a->npolicies) {
+    return pt_wb_no_run(a->db, a->traces[0], &a->objective, s->rows, s->nrows, err);
   } else if (b < 0) {
     return pt_err_set(err, PT_ENOTFOUND, "%s: no run of trace '%s'%s (without OOM%s) to confirm", a->db, a->traces[0],
                       a->npolicies ? " among the policies given" : "", a->objective.kind != PT_OBJ_MEMORY ? ", with a predicted time" : "");
