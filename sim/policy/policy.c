@@ -1155,7 +1155,6 @@ static const char *describe(lua_State *L, int i, char *buf, size_t n) {
 
 /* Before a hook's Lua call: PT_ELIMIT when the run's budgets are spent; else 0, with the hook named for the budget. */
 static int run_budget_left(pt_policy *P, int h, pt_err *err) {
-  P->cur_hook = hook_names[h];
   if (P->run_instr >= P->max_run_instr)
     return fail(err, PT_ELIMIT, "%s: %s: whole-run instruction budget exceeded (%" PRIu64 " instructions in %" PRIu64
                 " hook calls of this run)", P->path, hook_names[h], P->max_run_instr, P->run_calls);
@@ -1163,6 +1162,7 @@ static int run_budget_left(pt_policy *P, int h, pt_err *err) {
     return fail(err, PT_ELIMIT, "%s: %s: whole-run time budget exceeded (%.1f seconds in %" PRIu64
                 " hook calls of this run, limit %g)", P->path, hook_names[h], P->run_seconds, P->run_calls,
                 P->max_run_seconds);
+  P->cur_hook = hook_names[h]; /* pcall_budgeted counts the call into the run and clears it */
   return 0;
 }
 
