@@ -36,8 +36,10 @@ const pt_cli_table pt_opts_tune = {
     "objective on TRACE: every combination of parameters with choices (a grid),\n"
     "and GSL's Nelder-Mead simplex over continuous ones (log scale where declared),\n"
     "from several starts.  Every point is stored in DB; a run that hits OOM is\n"
-    "out.  Prints the best point and the Pareto front of predicted allocator time\n"
-    "against peak reserved bytes over all stored runs of this trace and policy.\n",
+    "out: a start that does is replaced by a point of a coarse grid that does not,\n"
+    "and when every point tried runs out of memory tune says so (exit 1).  Prints\n"
+    "the best point and the Pareto front of predicted allocator time against peak\n"
+    "reserved bytes over the stored runs of this trace and policy that did not.\n",
     tune_opts, sizeof(pt_wb_args), &pt_wb_defaults, 0};
 
 typedef struct tune_ctx {
