@@ -149,8 +149,10 @@ static int tune(const pt_wb_args *a, tune_ctx *c, pt_err *err) {
   if ((rc = pt_tune(tp, ntp, &o, tune_eval, c, err, &best)) == PT_ENOTFOUND && c->oom == c->evaluated)
     return pt_err_set(err, PT_ENOTFOUND,
                       "tune: every one of the %d points of %s tried on %s ran out of memory under --capacity %" PRIu64
-                      " B: nothing to tune; give a larger capacity",
-                      c->evaluated, pt_policy_name(c->pol), a->traces[0], a->capacity);
+                      " B: %s",
+                      c->evaluated, pt_policy_name(c->pol), a->traces[0], a->capacity,
+                      c->evaluated >= (int)a->budget ? "the budget ran out first; a larger --budget or capacity may find one"
+                                                      : "nothing to tune; give a larger capacity");
   if (rc < 0) return rc;
   char pj[PT_PARAMS_JSON_MAX];
   pt_params_json(&best.best, 1, pj, sizeof pj);
