@@ -26,7 +26,7 @@ static const pt_cli_opt export_opts[] = {
     PT_WB_OPT_DB,
     PT_WB_OPT_TRACE("the trace: a name or a prefix of its content hash (one)"),
     PT_CLI_OPT_ULONG("run", "ID", pt_wb_args, run, 1, LONG_MAX, NULL, "this stored run (default: the best by --objective)"),
-    PT_WB_OPT_OBJECTIVE("time (default), memory, or weighted:W, as for best"),
+    PT_WB_OPT_OBJECTIVE("time (default), memory, or weighted:W, as for best;"),
     PT_CLI_OPT_PARSE("format", "F", pt_wb_args, format, opt_format, " (env, dockerfile or json)",
                      "env (shell export lines), dockerfile (ENV lines), json"),
     PT_CLI_OPT_STR("merge", 0, "VALUE", pt_wb_args, merge, "an existing PYTORCH_CUDA_ALLOC_CONF value to merge into"),
@@ -96,10 +96,10 @@ int pt_cmd_export(void *args, char **pos, int npos, pt_err *err) {
       if (rows[i].id == (int64_t)a->run) b = (long)i;
     if (b < 0) rc = pt_err_set(err, PT_ENOTFOUND, "%s: no run %lu of trace '%s'", a->db, a->run, a->traces[0]);
   } else if (b < 0) {
-    rc = pt_err_set(err, PT_ENOTFOUND, "%s: no run of trace '%s' to export", a->db, a->traces[0]);
+    rc = pt_wb_no_run(a->db, a->traces[0], &a->objective, rows, n, err);
   }
   if (rc == 0) rc = export_run(a, db, &rows[b], err);
   pt_store_close(db);
   free(rows);
-  return rc;
+  return rc == PT_EUSAGE ? PT_EFORMAT : rc; /* what went wrong past the options is bad input (exit 1), not usage */
 }

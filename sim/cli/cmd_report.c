@@ -55,6 +55,8 @@ int pt_cmd_report(void *args, char **pos, int npos, pt_err *err) {
   pt_store_confirmation *cs = NULL;
   pt_report_confirm *rc_ = NULL;
   rc = pt_store_runs(db, a->ntraces ? a->traces[0] : NULL, NULL, err, &rows, &n);
+  if (rc == 0 && a->ntraces && !n) /* as best and export: a trace asked for and not there is bad input */
+    rc = pt_err_set(err, PT_ENOTFOUND, "%s: no run of trace '%s' stored", a->db, a->traces[0]);
   if (rc == 0) rc = pt_store_confirmations(db, a->ntraces ? a->traces[0] : NULL, err, &cs, &nc);
   if (rc == 0 && !(rc_ = calloc(nc ? nc : 1, sizeof *rc_))) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
   for (size_t i = 0; rc == 0 && i < nc; i++) {

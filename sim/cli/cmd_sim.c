@@ -52,8 +52,8 @@ static const pt_cli_opt sim_opts[] = {
     PT_CLI_OPT_ULONG("repeat", "N", sim_args, repeat, 1, 100000, NULL,
                      "replay N times and report the median replay rate (benchmarks)"),
     PT_CLI_OPT_STR("gpu", 0, "NAME", sim_args, gpu,
-                   "model that GPU's page tables and costs (h200, a100, or a .gpu file):\n"
-                   "adds page_table and predicted_alloc_us to the output"),
+                   "model that GPU's page tables and costs (" PT_WB_GPU_RULE "):\n"
+                   "adds page_table and predicted_alloc_us to the output (default: none)"),
     PT_CLI_OPT_FLAG("tlb", sim_args, tlb,
                     "also run the synthetic access stream through its TLBs (needs --gpu;\n"
                     "time grows with bytes allocated / page size): adds tlb and\n"
@@ -76,7 +76,9 @@ const pt_cli_table pt_opts_sim = {
 
 static const pt_cli_opt replay_opts[] = {
     SIM_OPTS_COMMON,
-    PT_CLI_OPT_STR("gpu", 0, "NAME", sim_args, gpu, "the description whose cost model predicts (default h200)"),
+    PT_CLI_OPT_STR("gpu", 0, "NAME", sim_args, gpu,
+                   "the description whose cost model predicts (default h200;\n"
+                   "none only with --mechanism: replay compares with a prediction)"),
     PT_CLI_OPT_ULONG("repeat", "N", sim_args, repeat, 1, 100000, NULL, "replay N times (default 5) and report medians"),
     PT_CLI_OPT_STR("db", 0, "DB", sim_args, db,
                    "also store the run (as sweep would) and the measured times,\n"
@@ -103,6 +105,7 @@ const pt_cli_table pt_opts_replay = {
     "                       [--device N] [--invent-addresses] [--gpu NAME] [--repeat N] [--db DB] [--json]\n"
     "       pagetune replay --mechanism [--touch] [--leave-free BYTES] --trace TRACE --policy POLICY ...\n"
     "                       [--repeat N] [--json]\n"
+    "       pagetune replay --list-gpus\n"
     "\n"
     "Run the model as 'pagetune sim' does, then make the driver calls it made on\n"
     "this machine's GPU (device 0) through the CUDA driver, in the same order and\n"
@@ -545,7 +548,10 @@ static int run_sim(const sim_args *a, int on_gpu, pt_err *err) {
   }
   if (!a->trace) return pt_cli_usage(err, "needs --trace TRACE");
   if (!a->policy) return pt_cli_usage(err, "needs --policy POLICY");
-  if (a->tlb && !a->gpu) return pt_cli_usage(err, "--tlb needs --gpu NAME");
+  const char *gpu_name = a->gpu && strcmp(a->gpu, "none") ? a->gpu : NULL; /* "none": no GPU model */
+  if (a->tlb && !gpu_name) return pt_cli_usage(err, "--tlb needs a GPU description (--gpu NAME, not none)");
+  if (on_gpu && !a->mechanism && !gpu_name)
+    return pt_cli_usage(err, "replay compares the GPU with a prediction: it needs a GPU description (--gpu NAME, not none)");
   char pbuf[4096];
   sim_run s = {.a = a};
   int rc = pt_policy_load(pt_wb_policy_path(a->policy, pbuf, sizeof pbuf), NULL, err, &s.pol);
@@ -556,11 +562,11 @@ static int run_sim(const sim_args *a, int on_gpu, pt_err *err) {
       return PT_EUSAGE;
     }
   pt_gpu gpu;
-  if (a->gpu && (rc = pt_gpu_load(a->gpu, err, &gpu)) < 0) {
+  if (gpu_name && (rc = pt_gpu_load(gpu_name, err, &gpu)) < 0) {
     pt_policy_free(s.pol);
     return rc;
   }
-  pt_wb_config(s.pol, a->capacity, a->gpu ? &gpu : NULL, &s.cfg);
+  pt_wb_config(s.pol, a->capacity, gpu_name ? &gpu : NULL, &s.cfg);
   s.cfg.invent_addresses = a->invent;
   s.cfg.tlb = a->tlb;
   pt_trace_opts topts = {.device = a->device == ULONG_MAX ? -1 : (int)a->device};
