@@ -248,7 +248,7 @@ static pt_bnode *ref_find(pt_bnode **ref, size_t n, const pt_bkey *k, int want) 
 /* An emptied set keeps answering: nothing found, nothing erased, and it fills again. */
 static void test_bset_empty_again(void) {
   pt_bset s = {0};
-  pt_bnode a = {{0, 512, 0}}, b = {{0, 512, 512}}, absent = {{0, 1024, 0}};
+  pt_bnode a = {{0, 512, 0}, NULL}, b = {{0, 512, 512}, NULL}, absent = {{0, 1024, 0}, NULL};
   pt_bkey any = {0, 0, 0};
   for (int round = 0; round < 2; round++) {
     CU_ASSERT_PTR_NULL(pt_bset_first(&s));
