@@ -81,10 +81,11 @@ __attribute__((always_inline)) static inline size_t search_chunks(const pt_bset 
   return lo + (size_t)before_answer(&s->last[lo], k, strict);
 }
 
-/* last[i] after chunk[i] changed (an empty chunk keeps what it had: no search reads it). */
+/* last[i] after chunk[i] changed.  A set of one chunk searches it directly and keeps no last[]
+   (a split sets both halves'); an empty chunk keeps what it had: no search reads it. */
 static inline void set_last(pt_bset *s, size_t i) {
   const pt_bchunk *c = s->chunk[i];
-  if (c->n) s->last[i] = c->e[c->n - 1].key;
+  if (s->nchunks > 1 && c->n) s->last[i] = c->e[c->n - 1].key;
 }
 
 /* Where the answer sits; pos->chunk == s->nchunks when there is none.  Inlined,
@@ -223,7 +224,14 @@ void pt_bset_erase_pos(pt_bset *s, pt_bpos pos) { erase_at(s, pos); }
 
 void pt_bset_erase(pt_bset *s, pt_bnode *n) {
   pt_bchunk *c = n->chunk;
-  if (!c || c->idx >= s->nchunks || s->chunk[c->idx] != c) return; /* in no set, or in another */
+  if (!c) return; /* in no set */
+  if (s->nchunks == 1) {
+    pt_bpos pos;
+    find(s, &n->key, 0, &pos);
+    if (at(s, pos) == n) erase_at(s, pos);
+    return;
+  }
+  if (c->idx >= s->nchunks || s->chunk[c->idx] != c) return; /* in another set */
   size_t i = search_chunk(c, &n->key, 0);
   if (i < c->n && c->e[i].node == n) erase_at(s, (pt_bpos){c->idx, i});
 }
