@@ -9,9 +9,11 @@
 # commands beside the first: before and after.  With -a, a local checkout of
 # Lin-Mao's allocatorSim (github.com/Lin-Mao/allocatorSim; there is no network
 # here, so it is never downloaded) is copied, patched with
-# bench/allocatorsim/debug_dump_guard.patch (its per-call debug-dump copies
-# behind its debug flag, and a clock around the simulation) and built, then
-# timed on the same trace converted to its input format.
+# bench/allocatorsim/debug_dump_guard.patch (its four per-call debug-dump
+# copies of the block pools and segment maps behind its debug flag; a clock
+# around the simulation and ALLOCATORSIM_SIMULATE_ONLY to skip the config
+# search after it) and built, then timed on the same trace converted to its
+# input format (simulation only, median of N processes).
 #
 #   sh bench/long_trace.sh [-b BASE_PAGETUNE] [-a ALLOCATORSIM_DIR] [-n N] [-s SEED]
 #                          [-t STEPS] [-c CORE] [PAGETUNE]
@@ -100,20 +102,35 @@ if [ ! -d "$asim/src" ] || [ ! -f "$asim/src/allocator_simulator.cpp" ]; then
 fi
 cp -R "$asim" "$dir/asim"
 (cd "$dir/asim" && patch -p1 --quiet <"$here/bench/allocatorsim/debug_dump_guard.patch")
-# Only the simulator's own sources: the PyTorch hooks (python states, unwinding, the CUDA
-# sanitizer) are stubbed by the patch's sim_stubs.cpp, so neither Python nor CUDA is needed.
-(cd "$dir/asim" && g++ -std=c++17 -O3 -DNDEBUG -Iinclude -Iinclude/utils -o allocatorsim \
+# Only the simulator's own sources, with bench/allocatorsim/stubs first on the include path:
+# its PyTorch-side utilities (Python states, unwinding, the CUDA sanitizer) are stubbed
+# there, so neither Python, pybind11 nor CUDA is needed.
+stubs=$here/bench/allocatorsim/stubs
+(cd "$dir/asim" && g++ -std=c++17 -O3 -DNDEBUG -I"$stubs" -Iinclude -Iinclude/utils -o allocatorsim \
   src/simulator.cpp src/allocator_manager.cpp src/allocator_simulator.cpp src/allocator_utils.cpp \
-  src/allocator_config.cpp src/allocator_profiler.cpp src/utils/hash.cpp src/sim_stubs.cpp) || {
+  src/allocator_config.cpp src/allocator_profiler.cpp src/utils/hash.cpp "$stubs/sim_stubs.cpp") || {
   echo "allocatorSim: the build failed (above)" >&2
   exit 1
 }
 # Its input: one line per allocation, "malloc_op free_op size", ops numbered over
 # allocations and frees in trace order (an allocation never freed ends after the last op).
-awk '$1 == "a" {op++; st[$2] = op; sz[$2] = $3} $1 == "f" {op++; print st[$2], op, sz[$2]; delete st[$2]}
-  END {for (i in st) print st[i], op + 1, sz[i]}' "$long" >"$dir/asim.trace"
+# Each trace, side by side: pagetune's pytorch_native (median of N in one process) and
+# allocatorSim (median of N processes), with both models' peak reserved bytes.
 printf '%s\n' '{}' >"$dir/asim.json"
-for i in $(seq "$n"); do
-  $pin "$dir/asim/allocatorsim" "$dir/asim.trace" "$dir/asim.json" | sed -n 's/^allocatorsim_seconds //p'
-done | sort -n | awk -v r="$(grep -c '' "$dir/asim.trace")" '{s[NR] = $1} END {m = s[int((NR + 1) / 2)];
-  printf "allocatorSim (patched), long_decode: median %.4f s of %d for %d records: %.2f M records/s\n", m, NR, 2 * r, 2 * r / m / 1e6}'
+"$pt" trace import "$here/traces/llm_decode.pickle.gz" -o "$dir/llm_decode.trace" >/dev/null
+for t in "$long" "$dir/llm_decode.trace"; do
+  awk '$1 == "a" {op++; st[$2] = op; sz[$2] = $3} $1 == "f" {op++; print st[$2], op, sz[$2]; delete st[$2]}
+    END {for (i in st) print st[i], op + 1, sz[i]}' "$t" >"$dir/asim.trace"
+  $pin "$pt" sim --trace "$t" --policy pytorch_native --repeat "$n" >"$dir/out"
+  ours=$(rate "$dir/out")
+  ours_peak=$(awk '$1 == "peak_reserved_bytes" {print $2}' "$dir/out")
+  for i in $(seq "$n"); do
+    ALLOCATORSIM_SIMULATE_ONLY=1 $pin "$dir/asim/allocatorsim" "$dir/asim.trace" "$dir/asim.json" >"$dir/asim.out"
+    sed -n 's/^allocatorsim_seconds //p' "$dir/asim.out"
+  done | sort -n >"$dir/asim.times"
+  their_peak=$(sed -n 's/^Max reserved size: //p' "$dir/asim.out")
+  awk -v t="$(basename "$t" .trace)" -v r="$(grep -c '' "$dir/asim.trace")" -v ours="$ours" -v op="$ours_peak" -v tp="$their_peak" \
+    '{s[NR] = $1} END {m = s[int((NR + 1) / 2)]; theirs = 2 * r / m / 1e6
+    printf "%s, %d records: pagetune %.2f M/s, allocatorSim %.2f M/s (median %.4f s of %d): %.2fx; peak reserved %s / %s\n",
+      t, 2 * r, ours, theirs, m, NR, ours / theirs, op, tp}' "$dir/asim.times"
+done
