@@ -163,6 +163,16 @@ static void move_entries(pt_bchunk *d, pt_bchunk *c, size_t from) {
 }
 
 int pt_bset_insert(pt_bset *s, pt_bnode *n) {
+  if (s->nchunks == 1 && s->chunk[0]->n < B) { /* the usual case: one chunk with room */
+    pt_bchunk *c = s->chunk[0];
+    size_t at = c->n ? search_chunk(c, &n->key, 0) : 0;
+    open_gap(c, at);
+    c->e[at] = (entry){n->key, n};
+    c->n++;
+    n->chunk = c;
+    s->len++;
+    return 0;
+  }
   pt_bpos pos = {0, 0};
   if (!s->nchunks) {
     if (room_for_chunk(s) < 0) return PT_ENOMEM;
@@ -204,6 +214,7 @@ __attribute__((always_inline)) static inline void erase_at(pt_bset *s, pt_bpos p
   close_gap(c, pos.at);
   c->n--;
   s->len--;
+  if (s->nchunks == 1) return; /* nothing to merge, no last key kept */
   /* keep chunks at least a quarter full on average: merge with a neighbour when both fit in half a chunk */
   if (i + 1 < s->nchunks && c->n + s->chunk[i + 1]->n <= B / 2) {
     move_entries(c, s->chunk[i + 1], 0);
