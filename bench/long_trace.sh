@@ -32,7 +32,7 @@ while getopts b:a:n:s:t:c: opt; do
   s) seed=$OPTARG ;;
   t) steps=$OPTARG ;;
   c) core=$OPTARG ;;
-  *) sed -n '16,17p' "$0" >&2; exit 2 ;;
+  *) sed -n '/^#   sh bench\/long_trace.sh/,/^#  *\[-t/p' "$0" >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))

@@ -162,7 +162,9 @@ static int gen_kvcache(gen *g, unsigned sequences) {
  *   - per step, the final norm, fp32 logits over a 128 K vocabulary and
  *     sampling temporaries of a varying top-k;
  *   - the prompt prefilled in chunks of 16 tokens through the same layers,
- *     its cache grown by torch.cat a chunk at a time.
+ *     its cache grown by torch.cat a chunk at a time (the chunk matters: with
+ *     256 tokens the prefill's large activations leave blocks every later
+ *     cache fits in, and seed 1 gives 147 segments).
  * The model is drawn from the seed: 24-40 layers, hidden 4096, 32 heads, 8 KV
  * heads of 128, MLP 11008, batch 8-16, a prompt of 512-1536 tokens; steps is
  * the number of tokens decoded.  Each K and V outgrows its segment (rounded
