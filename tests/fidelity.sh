@@ -4,7 +4,8 @@
 # capture's PYTORCH_CUDA_ALLOC_CONF and memory cap were (traces/NAME.json),
 # reproduces the number of segments the real allocator created and its peak
 # reserved bytes, exactly; and the expandable policy reproduces the peak
-# mapped bytes of the expandable_segments:True capture.
+# mapped bytes and the maps of the expandable_segments:True captures (with
+# roundup, max_split_size_mb, and a GC threshold under a cap too).
 # The sim's JSON is parsed (python3's json): each compared key must be there,
 # an integer, and equal to its recorded twin, and the recorded peak must be
 # above 0, so output without the figures (say `{}`) fails.  Skips (77)
@@ -28,9 +29,11 @@ except ValueError as e:
 if not isinstance(out, dict):
     sys.exit("FAIL: %s: output is not a JSON object" % what)
 def value(k):
-    v = out.get(k)
+    v = out
+    for part in k.split("."):  # driver_calls.mem_set_access: a member of a member
+        v = v.get(part) if isinstance(v, dict) else None
     if type(v) is not int:
-        sys.exit("FAIL: %s: %s" % (what, "no %s" % k if k not in out else "%s is %r, not an integer" % (k, v)))
+        sys.exit("FAIL: %s: %s" % (what, "no %s" % k if v is None else "%s is %r, not an integer" % (k, v)))
     return v
 got, bad = [], []
 for m, r in zip(pairs[0::2], pairs[1::2]):
@@ -57,10 +60,23 @@ check rp2 pytorch_native --set roundup_power2_divisions=4
 check gc_cap pytorch_native --set garbage_collection_threshold=0.6 --set max_split_size_mb=64 --capacity 378702643
 check cap_retry pytorch_native --capacity 631171072
 check cap_retry_oom pytorch_native --capacity 378702643
-# expandable segments record maps, not segments: compare the peak mapped bytes
-if out=$("$pt" sim --trace "$top_srcdir/traces/expandable.pickle.gz" --policy pytorch_expandable --json); then
-  printf '%s' "$out" | compare "expandable (pytorch_expandable), peak mapped bytes" \
-    peak_reserved_bytes observed_peak_reserved_bytes || fails=$((fails + 1))
-else echo "FAIL: expandable: sim failed"; fails=$((fails + 1)); fi
+# issue 12's captures (traces/knobs/README.md): the list form of roundup_power2_divisions
+check knobs/rp2_list_decode tunable_caching
+check knobs/rp2_list_infer tunable_caching
+# expandable segments record maps, not segments: compare the peak mapped bytes, and the maps as the
+# snapshot counts them (one segment_map a growth, which the model makes accessible with one cuMemSetAccess)
+check_maps() { # NAME [ARGS...]
+  name=$1; shift
+  if out=$("$pt" sim --trace "$top_srcdir/traces/$name.pickle.gz" --policy pytorch_expandable "$@" --json); then
+    printf '%s' "$out" | compare "$name (pytorch_expandable $*), peak mapped bytes and maps" \
+      peak_reserved_bytes observed_peak_reserved_bytes driver_calls.mem_set_access observed_segment_allocs ||
+      fails=$((fails + 1))
+  else echo "FAIL: $name: sim failed"; fails=$((fails + 1)); fi
+}
+check_maps expandable
+check_maps knobs/exp_rp2
+check_maps knobs/exp_split
+check_maps knobs/exp_gc_cap --capacity "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["memory_cap_bytes"])' \
+  "$top_srcdir/traces/knobs/exp_gc_cap.json")"
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]

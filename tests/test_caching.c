@@ -248,7 +248,7 @@ static pt_bnode *ref_find(pt_bnode **ref, size_t n, const pt_bkey *k, int want) 
 /* An emptied set keeps answering: nothing found, nothing erased, and it fills again. */
 static void test_bset_empty_again(void) {
   pt_bset s = {0};
-  pt_bnode a = {{0, 512, 0}}, b = {{0, 512, 512}}, absent = {{0, 1024, 0}};
+  pt_bnode a = {{0, 512, 0}, NULL}, b = {{0, 512, 512}, NULL}, absent = {{0, 1024, 0}, NULL};
   pt_bkey any = {0, 0, 0};
   for (int round = 0; round < 2; round++) {
     CU_ASSERT_PTR_NULL(pt_bset_first(&s));
@@ -280,6 +280,10 @@ static void test_bset_against_sorted_array(void) {
 #define RND() (x ^= x << 13, x ^= x >> 7, x ^= x << 17, x)
   pt_bnode *spare[CAP];
   size_t nspare = 0;
+  pt_bset other = {0}; /* a second set, and a node in s that never enters it */
+  pt_bnode in_other = {{1, 512, 0}, NULL}, stranger = {{UINT64_MAX, 512, 0}, NULL};
+  CU_ASSERT_EQUAL_FATAL(pt_bset_insert(&other, &in_other), 0);
+  CU_ASSERT_EQUAL_FATAL(pt_bset_insert(&s, &stranger), 0); /* above every random key */
   for (int op = 0; op < OPS; op++) {
     unsigned what = (unsigned)(RND() % 8);
     pt_bkey k = {RND() % 3 * 0x7f00, (RND() % 12 + 1) * 512, (RND() % 4096) * 512};
@@ -291,6 +295,8 @@ static void test_bset_against_sorted_array(void) {
       ref[n++] = node;
       qsort(ref, n, sizeof *ref, bkey_qcmp);
     } else if (what < 5 && n) { /* erase a random member by node */
+      if (nspare) pt_bset_erase(&s, spare[RND() % nspare]); /* one erased before: nothing happens */
+      pt_bset_erase(&other, &stranger); /* a member of s, erased from another set: nothing happens */
       size_t i = (size_t)(RND() % n);
       pt_bnode *node = ref[i];
       pt_bset_erase(&s, node);
@@ -300,7 +306,7 @@ static void test_bset_against_sorted_array(void) {
     } else if (what == 5) { /* best fit and remove in one descent */
       pt_bpos pos;
       pt_bnode *got = pt_bset_lower_bound_pos(&s, &k, &pos), *want = ref_find(ref, n, &k, 0);
-      mismatches += got != want;
+      mismatches += got != (want ? want : &stranger);
       if (got && want) {
         pt_bset_erase_pos(&s, pos);
         size_t i = 0;
@@ -310,19 +316,25 @@ static void test_bset_against_sorted_array(void) {
         spare[nspare++] = want;
       }
     } else { /* queries */
-      mismatches += pt_bset_lower_bound(&s, &k) != ref_find(ref, n, &k, 0);
-      mismatches += pt_bset_upper_bound(&s, &k) != ref_find(ref, n, &k, 1);
+      pt_bnode *lb = ref_find(ref, n, &k, 0), *ub = ref_find(ref, n, &k, 1); /* none: the stranger, above all */
+      mismatches += pt_bset_lower_bound(&s, &k) != (lb ? lb : &stranger);
+      mismatches += pt_bset_upper_bound(&s, &k) != (ub ? ub : &stranger);
       mismatches += pt_bset_before(&s, &k) != ref_find(ref, n, &k, 2);
     }
-    mismatches += s.len != n;
+    mismatches += s.len != n + 1 || other.len != 1 || pt_bset_first(&other) != &in_other;
     if (n > most) most = n;
     if (s.nchunks > chunks) chunks = s.nchunks;
     if (op % 997 == 0) { /* the whole order, walked */
       size_t i = 0;
-      for (pt_bnode *t = pt_bset_first(&s); t; t = pt_bset_next(&s, t), i++) mismatches += i >= n || t != ref[i];
-      mismatches += i != n;
+      for (pt_bnode *t = pt_bset_first(&s); t; t = pt_bset_next(&s, t), i++) mismatches += i < n ? t != ref[i] : t != &stranger;
+      mismatches += i != n + 1;
     }
   }
+  pt_bset_erase(&other, &stranger); /* still nothing */
+  mismatches += s.len != n + 1;
+  pt_bset_erase(&s, &stranger);
+  mismatches += s.len != n || stranger.chunk != NULL;
+  pt_bset_free(&other);
   while (n) { /* then empty it in random order: chunks merge down to one */
     size_t i = (size_t)(RND() % n);
     pt_bset_erase(&s, ref[i]);

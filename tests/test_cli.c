@@ -82,8 +82,17 @@ static void test_objective(void) {
   pt_objective_parse("memory", &o);
   CU_ASSERT_EQUAL(pt_objective_value(&o, &r), 1000);
   pt_objective_parse("weighted:0.5", &o);
-  o.t_ref = 100, o.m_ref = 1000;
-  CU_ASSERT_DOUBLE_EQUAL(pt_objective_value(&o, &r), 0.5 * 2 + 0.5 * 1, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL(pt_objective_value(&o, &r), sqrt(200.0 * 1000), 1e-9); /* time^W * memory^(1-W) */
+  char f[96];
+  CU_ASSERT_STRING_EQUAL(pt_objective_formula(&o, f, sizeof f), "time_us^0.5 * peak_reserved_bytes^0.5");
+  pt_objective_parse("weighted:0.25", &o);
+  CU_ASSERT_DOUBLE_EQUAL(pt_objective_value(&o, &r), pow(200, 0.25) * pow(1000, 0.75), 1e-9);
+  CU_ASSERT_STRING_EQUAL(pt_objective_formula(&o, f, sizeof f), "time_us^0.25 * peak_reserved_bytes^0.75");
+  pt_objective_parse("weighted:1", &o); /* the ends are the plain objectives */
+  CU_ASSERT_DOUBLE_EQUAL(pt_objective_value(&o, &r), 200, 1e-9);
+  pt_objective_parse("weighted:0", &o);
+  CU_ASSERT_DOUBLE_EQUAL(pt_objective_value(&o, &r), 1000, 1e-9);
+  pt_objective_parse("weighted:0.5", &o);
   r.has_gpu = 0; /* no predicted time: out by time, not by memory */
   CU_ASSERT_EQUAL(pt_objective_value(&o, &r), HUGE_VAL);
   pt_objective_parse("memory", &o);

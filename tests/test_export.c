@@ -509,11 +509,11 @@ static void test_round_trip(void) {
           CU_ASSERT_EQUAL_FATAL(pt_export_parse_conf(conf, &back, backend, sizeof backend, &err), 0);
           CU_ASSERT_STRING_EQUAL(backend, "native");
           /* what the model ran with, in PyTorch's terms */
-          double gc = gcs[a] > 0 && gcs[a] < 1 ? gcs[a] : 0;
+          double gc = gcs[a] > 0 && gcs[a] < 1 ? round(gcs[a] * 1e4) / 1e4 : 0; /* a fraction to 4 decimals */
           double split = splits[b] >= PT_EXPORT_MB_UNLIMITED ? INFINITY : floor(splits[b]);
           double rounding = roundings[c] >= PT_EXPORT_MB_UNLIMITED ? INFINITY : roundings[c] < 20 ? 20 : floor(roundings[c]);
           double rp2 = rp2s[d] >= 2 ? rp2s[d] : 0;
-          CU_ASSERT_EQUAL(pt_params_get(&back, "garbage_collection_threshold", 0), gc); /* exact: shortest round-trip digits */
+          CU_ASSERT_EQUAL(pt_params_get(&back, "garbage_collection_threshold", 0), gc); /* exact: shortest digits of the rounded value */
           CU_ASSERT_EQUAL(pt_params_get(&back, "max_split_size_mb", INFINITY), split);
           CU_ASSERT_EQUAL(pt_params_get(&back, "max_non_split_rounding_mb", 20), rounding);
           CU_ASSERT_EQUAL(pt_params_get(&back, "roundup_power2_divisions", 0), rp2);
@@ -542,6 +542,32 @@ static void test_round_trip(void) {
     CU_ASSERT_EQUAL_FATAL(pt_export_parse_conf(conf, &back, backend, sizeof backend, &err), 0);
     CU_ASSERT_EQUAL(pt_params_get(&back, "expandable_segments", 0), i == 0);
     CU_ASSERT_STRING_EQUAL(backend, i == 0 ? "native" : "cudaMallocAsync");
+  }
+}
+
+/* Known values as the knobs can mean them: rounding noise is off, never on; tuned fractions exact. */
+static void test_values_meant(void) {
+  static const struct {
+    double gc, split;
+    const char *want, *note;
+  } cases[] = {
+      {5.551115123125783e-17, 4096, "max_split_size_mb:4096", "rounds to 0"},                   /* noise at 0: off */
+      {0.00004, INFINITY, "", "rounds to 0"},                                                    /* below 1e-4: off */
+      {0.63270000000000004, 165.3, "garbage_collection_threshold:0.6327,max_split_size_mb:165", NULL}, /* tune's */
+      {1.0 / 3, 20.999999999, "garbage_collection_threshold:0.3333,max_split_size_mb:20", "0.3333"},
+      {0.99996, INFINITY, "", "left out"},                                                        /* rounds to 1 */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    pt_params p = {0};
+    pt_params_set(&p, "garbage_collection_threshold", cases[i].gc);
+    pt_params_set(&p, "max_split_size_mb", cases[i].split);
+    pt_export_input in = {.policy = "v", .mechanism = "caching", .params = &p, .run_id = -1};
+    char conf[PT_EXPORT_CONF_MAX], notes[PT_EXPORT_NOTES_MAX];
+    pt_err err = {{0}};
+    CU_ASSERT_EQUAL_FATAL(pt_export_conf(&in, NULL, conf, sizeof conf, notes, sizeof notes, &err), 0);
+    if (strcmp(conf, cases[i].want)) fprintf(stderr, "\ncase %zu: conf '%s', wanted '%s'\n", i, conf, cases[i].want);
+    CU_ASSERT_STRING_EQUAL(conf, cases[i].want);
+    if (cases[i].note) CU_ASSERT_PTR_NOT_NULL(strstr(notes, cases[i].note));
   }
 }
 
@@ -1047,6 +1073,7 @@ int pt_test_add_export(void) {
   CU_add_test(s, "stitch: the library's lines agree; hooks: not runnable by the library", test_stitch_hooks_formats);
   CU_add_test(s, "direct: PYTORCH_NO_CUDA_MEMORY_CACHING, said to be the nearest", test_direct);
   CU_add_test(s, "round trip: exported conf parses back to the params, allowed keys only", test_round_trip);
+  CU_add_test(s, "values as the knobs can mean them: noise is off, never on", test_values_meant);
   CU_add_test(s, "parse: accepted forms, list form, every refusal", test_parse_conf);
   CU_add_test(s, "merge: foreign keys kept, conflicts overridden with a note", test_merge);
   CU_add_test(s, "merge: unknown keys and hostile characters refused", test_merge_rejects);

@@ -84,10 +84,41 @@ static void test_shapes(void) {
   CU_ASSERT(pt_gen_kind_parse("bogus", &k) < 0);
 }
 
+/* long_decode: reproducible, everything freed, the caches grow a token a step (a few steps here). */
+static void test_long_decode(void) {
+  char a[4096], b[4096];
+  snprintf(a, sizeof a, "%s", pt_test_tmp(".trace"));
+  snprintf(b, sizeof b, "%s", pt_test_tmp(".trace"));
+  pt_err err = {{0}};
+  pt_gen_opts o = {.kind = PT_GEN_LONG_DECODE, .seed = 7, .steps = 3};
+  CU_ASSERT_EQUAL_FATAL(pt_gen_write(&o, a, &err), 0);
+  CU_ASSERT_EQUAL_FATAL(pt_gen_write(&o, b, &err), 0);
+  size_t la, lb;
+  char *ba = slurp(a, &la), *bb = slurp(b, &lb);
+  CU_ASSERT_FATAL(ba && bb);
+  CU_ASSERT(la == lb && memcmp(ba, bb, la) == 0);
+  pt_trace *t;
+  pt_trace_stats s;
+  CU_ASSERT_EQUAL_FATAL(pt_trace_open(a, NULL, &err, &t), 0);
+  CU_ASSERT_EQUAL(pt_trace_stats_compute(t, &s, &err), 0);
+  pt_trace_close(t);
+  CU_ASSERT_EQUAL(s.allocs, s.frees);
+  CU_ASSERT_EQUAL(s.live_bytes_at_end, 0);
+  CU_ASSERT(s.allocs > 10000); /* the chunked prefill alone: 24+ layers x 32+ chunks */
+  pt_gen_kind k;
+  CU_ASSERT_EQUAL(pt_gen_kind_parse("long_decode", &k), 0);
+  CU_ASSERT_EQUAL(k, PT_GEN_LONG_DECODE);
+  free(ba);
+  free(bb);
+  unlink(a);
+  unlink(b);
+}
+
 int pt_test_add_gen(void) {
   CU_pSuite s = CU_add_suite("gen", NULL, NULL);
   if (!s) return CU_get_error();
   CU_add_test(s, "same seed, same trace", test_reproducible);
   CU_add_test(s, "kinds have their shapes", test_shapes);
+  CU_add_test(s, "long_decode", test_long_decode);
   return CU_get_error();
 }

@@ -674,6 +674,32 @@ static void test_hook_returns_string(void) {
   pt_policy_free(pol);
 }
 
+/* A hook that spends most of its per-call budget on every call: the run's budget stops it, naming the
+ * script and the hook; calls once the run's budget is spent fail at once; a new run starts afresh. */
+static void test_run_budget(void) {
+  pt_policy_limits lim = {.max_instructions = 1000000, .max_run_instructions = 5000000};
+  const char *src = "return { name = 'burn', mechanism = 'caching',\n"
+                    "  round = function(p, bytes) local n = 0 for i = 1, 300000 do n = n + i end return bytes end }\n";
+  pt_policy *pol;
+  pt_err err = {{0}};
+  CU_ASSERT_EQUAL_FATAL(pt_policy_load_buffer(src, strlen(src), "burn.lua", &lim, &err, &pol), 0);
+  for (int run = 0; run < 2; run++) {
+    pt_policy_hooks h;
+    pt_policy_get_hooks(pol, &h); /* a run begins */
+    uint64_t v, b;
+    int rc = 0;
+    uint64_t first = 1 + 1000 * (uint64_t)run; /* sizes not memoised yet */
+    for (b = first; b < first + 100 && (rc = h.round(h.ctx, b * 512, &v, &err)) == 0; b++) {}
+    CU_ASSERT_EQUAL(rc, PT_ELIMIT);
+    CU_ASSERT_EQUAL(b - first + 1, 9); /* 600000 instructions a call: the 9th passes 5 million */
+    CU_ASSERT(msg_ok(err.msg, "burn.lua", 2, "round: whole-run instruction budget exceeded (5000000 instructions"));
+    CU_ASSERT_EQUAL(h.round(h.ctx, 999 * 512, &v, &err), PT_ELIMIT); /* spent: at once */
+    CU_ASSERT(msg_ok(err.msg, "burn.lua", 0, "round: whole-run instruction budget exceeded"));
+    CU_ASSERT_EQUAL(h.round(h.ctx, 512, &v, &err), 0); /* memoised: no Lua call, no budget */
+  }
+  pt_policy_free(pol);
+}
+
 int pt_test_add_policy(void) {
   CU_pSuite s = CU_add_suite("policy", NULL, NULL);
   if (!s) return CU_get_error();
@@ -691,6 +717,7 @@ int pt_test_add_policy(void) {
   CU_add_test(s, "binary chunks are refused, loaded or in place of a script", test_no_bytecode);
   CU_add_test(s, "instruction, memory and time budgets stop loops, huge tables, slow C work", test_budgets);
   CU_add_test(s, "budgets in hooks: per call, re-armed, state survives", test_hook_budget);
+  CU_add_test(s, "a whole run's budget stops a hook that burns its budget on every call", test_run_budget);
   CU_add_test(s, "malformed policy tables are refused at the line that wrote them", test_bad_tables);
   CU_add_test(s, "unreadable, oversized and positionless failures name the script", test_load_errors);
   CU_add_test(s, "long paths are named whole", test_long_path);

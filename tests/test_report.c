@@ -69,6 +69,16 @@ static void test_pareto(void) {
   }
   CU_ASSERT_EQUAL(pt_report_pareto(NULL, 0, NULL), 0);
   CU_ASSERT_EQUAL(pt_report_pareto(r, 1, NULL), PT_EUSAGE);
+  /* a run that ran out of memory is on no front and beats none: 6 (the fastest) and 2 out, 3 and 4 in */
+  r[5 + 2].ooms = 1; /* run 6 */
+  r[2].ooms = 3;     /* run 2 */
+  CU_ASSERT_EQUAL_FATAL(pt_report_pareto(r, NSET, on), 0);
+  for (size_t i = 0; i < NSET; i++) {
+    int want = set[i].id == 6 || set[i].id == 2 ? 0 : set[i].id == 3 || set[i].id == 4 ? 1 : set[i].front;
+    if (on[i] != want) fprintf(stderr, "\nrun %lld (OOMs in 2 and 6): front %d, expected %d\n", (long long)set[i].id, on[i], want);
+    CU_ASSERT_EQUAL(on[i], want);
+  }
+  fill(r, NSET);
   /* one run alone is on its front, NAN or not */
   r[0].predicted_alloc_us = NAN;
   CU_ASSERT_EQUAL(pt_report_pareto(r, 1, on), 0);
@@ -113,6 +123,24 @@ static const char *line_with(const char *s, const char *word, size_t *len) {
   while (p > s && p[-1] != '\n') p--;
   *len = strcspn(p, "\n");
   return p;
+}
+
+/* The headline never names a run that ran out of memory: runs 10 (least memory, with 11) and 6 (fastest) did. */
+static void test_headline_without_oom(void) {
+  pt_report_run r[NSET];
+  fill(r, NSET);
+  for (size_t i = 0; i < NSET; i++)
+    if (set[i].id == 10 || set[i].id == 6) r[i].ooms = 1;
+  int rc;
+  char *out = capture_html("t", r, NSET, &rc);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+  CU_ASSERT_EQUAL(rc, 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(out, "<b>2</b> ran out of memory"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(out, "least memory: <b>pol_a11</b>"));
+  CU_ASSERT(strstr(out, "fastest predicted: <b>pol_a1</b>") || strstr(out, "fastest predicted: <b>pol_a5</b>"));
+  CU_ASSERT_PTR_NULL(strstr(out, "least memory: <b>pol_a10</b>"));
+  CU_ASSERT_PTR_NULL(strstr(out, "fastest predicted: <b>pol_a6</b>"));
+  free(out);
 }
 
 static void test_text(void) {
@@ -377,6 +405,7 @@ int pt_test_add_report(void) {
   CU_pSuite s = CU_add_suite("report", NULL, NULL);
   if (!s) return CU_get_error();
   CU_add_test(s, "Pareto front per trace: ties, equal time or memory, NAN times", test_pareto);
+  CU_add_test(s, "HTML headline: never a run that ran out of memory", test_headline_without_oom);
   CU_add_test(s, "text table: every policy, '*' on the front, 100 columns, sorted", test_text);
   CU_add_test(s, "HTML: one timeline per run, one Pareto per trace, self-contained, escaped", test_html);
   CU_add_test(s, "a failed write is PT_EIO", test_write_error);

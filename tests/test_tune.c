@@ -5,6 +5,7 @@
  * the minimum is 0 at x = 3, y = 100, z = 4.
  */
 #include <math.h>
+#include <string.h>
 
 #include "testutil.h"
 #include "tune.h"
@@ -118,6 +119,71 @@ static void test_non_finite(void) {
   }
 }
 
+/* Feasible only in a box away from the defaults and the range's ends (as a
+ * capacity that the defaults run out of): the starts must be replaced by
+ * feasible points, and every point evaluated must be a value the parameter
+ * can mean (in range, no subnormal rounding noise). */
+static int odd_points;
+static int boxed(void *ctx, const pt_params *p, double *value, pt_err *err) {
+  (void)ctx;
+  (void)err;
+  calls++;
+  double x = pt_params_get(p, "x", NAN), y = pt_params_get(p, "y", NAN);
+  if (!(x >= 0 && x <= 10 && y >= 1 && y <= 1e4) || (x != 0 && fabs(x) < 1e-3) || fpclassify(y) == FP_SUBNORMAL)
+    odd_points++;
+  int in = x >= 6 && x <= 8 && y >= 100 && y <= 1000;
+  *value = in ? (x - 7) * (x - 7) + (log10(y) - 2.5) * (log10(y) - 2.5) : INFINITY;
+  return 0;
+}
+
+static int never(void *ctx, const pt_params *p, double *value, pt_err *err) {
+  (void)ctx;
+  (void)p;
+  (void)err;
+  calls++;
+  *value = INFINITY;
+  return 0;
+}
+
+static void test_infeasible_starts(void) {
+  pt_tune_param ps[] = {{"x", 0, 0, 10, 0, 0, NULL, 0}, {"y", 1, 1, 1e4, 1, 0, NULL, 0}};
+  pt_err err;
+  pt_tune_result r;
+  for (unsigned long seed = 1; seed <= 5; seed++) {
+    pt_tune_opts o = {.budget = 100, .starts = 3, .seed = seed};
+    calls = odd_points = 0;
+    CU_ASSERT_EQUAL(pt_tune(ps, 2, &o, boxed, NULL, &err, &r), 0);
+    CU_ASSERT(r.best_value < 0.05);
+    CU_ASSERT_EQUAL(odd_points, 0);
+  }
+  pt_tune_opts o = {.budget = 100, .starts = 3, .seed = 1};
+  calls = 0;
+  CU_ASSERT_EQUAL(pt_tune(ps, 2, &o, never, NULL, &err, &r), PT_ENOTFOUND);
+  CU_ASSERT(calls > 3 && calls <= 100); /* the probe grid was tried */
+  CU_ASSERT(strstr(err.msg, "finite") != NULL);
+}
+
+/* Tuned values are what the knob can mean: a fraction's rounding noise at 0 is 0. */
+static int near_zero(void *ctx, const pt_params *p, double *value, pt_err *err) {
+  (void)ctx;
+  (void)err;
+  double g = pt_params_get(p, "g", NAN);
+  if ((g != 0 && g < 1e-4) || round(g * 1e4) / 1e4 != g) odd_points++; /* 1e-3 of [0, 0.99] is 1e-4 */
+  *value = g; /* the optimum is the end of the range, 0: "off" */
+  return 0;
+}
+
+static void test_values_meant(void) {
+  pt_tune_param ps[] = {{"g", 0.5, 0, 0.99, 0, 0, NULL, 0}};
+  pt_tune_opts o = {.budget = 200, .starts = 3, .seed = 2};
+  pt_tune_result r;
+  pt_err err;
+  odd_points = 0;
+  CU_ASSERT_EQUAL(pt_tune(ps, 1, &o, near_zero, NULL, &err, &r), 0);
+  CU_ASSERT_EQUAL(pt_params_get(&r.best, "g", NAN), 0);
+  CU_ASSERT_EQUAL(odd_points, 0);
+}
+
 int pt_test_add_tune(void) {
   CU_pSuite s = CU_add_suite("tune", NULL, NULL);
   if (!s) return CU_get_error();
@@ -125,5 +191,7 @@ int pt_test_add_tune(void) {
   CU_add_test(s, "budget, integers, bad ranges", test_budget_and_integer);
   CU_add_test(s, "a tuner inside another's objective", test_nested);
   CU_add_test(s, "non-finite objectives and a budget spent mid-simplex", test_non_finite);
+  CU_add_test(s, "infeasible starts replaced; nothing feasible is PT_ENOTFOUND", test_infeasible_starts);
+  CU_add_test(s, "tuned values are what the parameter can mean", test_values_meant);
   return CU_get_error();
 }

@@ -10,20 +10,22 @@
 
 static const pt_cli_opt best_opts[] = {
     PT_WB_OPT_DB,
-    PT_WB_OPT_TRACE("the trace: a name or a prefix of its content hash (one)"),
-    PT_WB_OPT_OBJECTIVE("time (default), memory, or weighted:W"),
+    PT_WB_OPT_TRACE("the trace: a file, a stored name or a prefix of its content hash (one)"),
+    PT_WB_OPT_OBJECTIVE("time (default), memory, or weighted:W;"),
     PT_WB_OPT_JSON("the run as one JSON object"),
     PT_CLI_END};
 const pt_cli_table pt_opts_best = {
     "usage: pagetune best [--db DB] --trace T [--objective time|memory|weighted:W] [--json]\n"
     "\n"
     "The best stored run for TRACE (a name or a prefix of its content hash) by the\n"
-    "objective; runs that hit OOM are out.  weighted:W compares W*time/best_time +\n"
-    "(1-W)*memory/best_memory over the stored runs.\n",
+    "objective; runs that hit OOM are out.  The objective's value is printed with\n"
+    "its formula; weighted:W is time_us^W * peak_reserved_bytes^(1-W), as tune\n"
+    "minimises it.\n",
     best_opts, sizeof(pt_wb_args), &pt_wb_defaults, 0};
 
 static void print_best(const pt_wb_args *a, const pt_store_run *r) {
   const char *obj = a->objective.text;
+  char f[96];
   if (a->json) {
     printf("{\"run\":%" PRId64 ",\"trace\":", r->id);
     pt_json_str(stdout, r->trace);
@@ -33,17 +35,20 @@ static void print_best(const pt_wb_args *a, const pt_store_run *r) {
     pt_json_str(stdout, r->mechanism);
     printf(",\"params\":%s,\"capacity\":%" PRIu64 ",\"objective\":", r->params_json, r->capacity);
     pt_json_str(stdout, obj);
-    putchar(',');
+    printf(",\"objective_formula\":\"%s\",\"objective_value\":%.17g,", pt_objective_formula(&a->objective, f, sizeof f),
+           pt_objective_value(&a->objective, &r->r));
     pt_sim_print_json_members(stdout, &r->r, 0);
     puts("}");
     return;
   }
-  printf("best run for %s by %s: run %" PRId64 ", policy %s (%s)\nparams: %s\n", r->trace, obj, r->id, r->policy,
-         r->mechanism, r->params_json);
+  printf("best run for %s by %s: run %" PRId64 ", policy %s (%s)\nparams: %s\nobjective: %s = %.6g\n", r->trace, obj,
+         r->id, r->policy, r->mechanism, r->params_json, pt_objective_formula(&a->objective, f, sizeof f),
+         pt_objective_value(&a->objective, &r->r));
+  char us[32] = "-"; /* a time never predicted (a run without a GPU description) */
+  if (r->r.has_gpu) snprintf(us, sizeof us, "%.1f us", r->r.predicted_alloc_us);
   printf("peak reserved %" PRIu64 " bytes (%.1f MiB), fragmentation %.3f, %" PRIu64
-         " segments, predicted allocator time %.1f us\n",
-         r->r.peak_reserved_bytes, r->r.peak_reserved_bytes / 1048576.0, r->r.fragmentation, r->r.segments_allocated,
-         r->r.predicted_alloc_us);
+         " segments, predicted allocator time %s\n",
+         r->r.peak_reserved_bytes, r->r.peak_reserved_bytes / 1048576.0, r->r.fragmentation, r->r.segments_allocated, us);
 }
 
 int pt_cmd_best(void *args, char **pos, int npos, pt_err *err) {
@@ -59,8 +64,7 @@ int pt_cmd_best(void *args, char **pos, int npos, pt_err *err) {
   pt_store_close(db);
   if (rc < 0) return rc;
   if (b < 0)
-    rc = pt_err_set(err, PT_ENOTFOUND, "%s: no run of trace '%s' (without OOM%s) to choose from", a->db, a->traces[0],
-                    a->objective.kind != PT_OBJ_MEMORY ? ", with a predicted time" : "");
+    rc = pt_wb_no_run(a->db, a->traces[0], &a->objective, rows, n, err);
   else
     print_best(a, &rows[b]);
   free(rows);

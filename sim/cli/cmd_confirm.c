@@ -63,7 +63,7 @@ static const pt_cli_opt confirm_opts[] = {
                     "otherwise the best run among these policies' (repeatable;\n"
                     "default: among all the trace's runs)"),
     PT_CLI_OPT_PARSE("objective", "O", confirm_args, objective, pt_cli_opt_objective,
-                     " (time, memory or weighted:W with W in [0,1])", "... by time (default), memory or weighted:W, as for best"),
+                     " (time, memory or weighted:W with W in [0,1])", "... by time (default), memory or weighted:W, as for best;\n" PT_OBJ_WEIGHTED_HELP),
     PT_CLI_OPT_STR("baseline", 0, "POLICY", confirm_args, baseline,
                    "the baseline: this policy (a file, a bundled name, or one\n"
                    "stored with the trace's runs) with its default parameters\n"
@@ -293,6 +293,8 @@ static int find_tuned(state *s, pt_err *err) {
     for (size_t i = 0; i < s->nrows; i++)
       if (s->rows[i].id == (int64_t)a->run) b = (long)i;
     if (b < 0) return pt_err_set(err, PT_ENOTFOUND, "%s: no run %lu of trace '%s'", a->db, a->run, a->traces[0]);
+  } else if (b < 0 && !a->npolicies) {
+    return pt_wb_no_run(a->db, a->traces[0], &a->objective, s->rows, s->nrows, err);
   } else if (b < 0) {
     return pt_err_set(err, PT_ENOTFOUND, "%s: no run of trace '%s'%s (without OOM%s) to confirm", a->db, a->traces[0],
                       a->npolicies ? " among the policies given" : "", a->objective.kind != PT_OBJ_MEMORY ? ", with a predicted time" : "");

@@ -24,9 +24,9 @@ static int opt_format(const char *arg, void *field) {
 
 static const pt_cli_opt export_opts[] = {
     PT_WB_OPT_DB,
-    PT_WB_OPT_TRACE("the trace: a name or a prefix of its content hash (one)"),
+    PT_WB_OPT_TRACE("the trace: a file, a stored name or a prefix of its content hash (one)"),
     PT_CLI_OPT_ULONG("run", "ID", pt_wb_args, run, 1, LONG_MAX, NULL, "this stored run (default: the best by --objective)"),
-    PT_WB_OPT_OBJECTIVE("time (default), memory, or weighted:W, as for best"),
+    PT_WB_OPT_OBJECTIVE("time (default), memory, or weighted:W, as for best;"),
     PT_WB_OPT_GPU("the GPU whose memory the fraction is of (default: the run's GPU;\n"
                   "'none': computed on the machine)"),
     PT_CLI_OPT_PARSE("format", "F", pt_wb_args, format, opt_format, " (env, dockerfile or json)",
@@ -98,10 +98,10 @@ int pt_cmd_export(void *args, char **pos, int npos, pt_err *err) {
       if (rows[i].id == (int64_t)a->run) b = (long)i;
     if (b < 0) rc = pt_err_set(err, PT_ENOTFOUND, "%s: no run %lu of trace '%s'", a->db, a->run, a->traces[0]);
   } else if (b < 0) {
-    rc = pt_err_set(err, PT_ENOTFOUND, "%s: no run of trace '%s' to export", a->db, a->traces[0]);
+    rc = pt_wb_no_run(a->db, a->traces[0], &a->objective, rows, n, err);
   }
   if (rc == 0) rc = export_run(a, db, &rows[b], err);
   pt_store_close(db);
   free(rows);
-  return rc;
+  return rc == PT_EUSAGE ? PT_EFORMAT : rc; /* what went wrong past the options is bad input (exit 1), not usage */
 }

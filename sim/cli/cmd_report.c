@@ -13,7 +13,7 @@
 
 static const pt_cli_opt report_opts[] = {
     PT_WB_OPT_DB,
-    PT_WB_OPT_TRACE("only this trace: a name or a content-hash prefix (at most one)"),
+    PT_WB_OPT_TRACE("only this trace: a file, a stored name or a content-hash prefix (at most one)"),
     PT_CLI_OPT_STR("html", 0, "FILE", pt_wb_args, html, "also write the HTML page there"),
     PT_WB_OPT_JSON("one JSON object on stdout (runs and confirmations) instead of the tables"),
     PT_CLI_END};
@@ -64,8 +64,10 @@ int pt_cmd_report(void *args, char **pos, int npos, pt_err *err) {
   char hash[65];
   const char *trace = a->ntraces ? a->traces[0] : NULL;
   if (trace && (rc = pt_wb_trace_ref(db, trace, err, hash)) == 0) trace = hash;
-  if (rc == 1) rc = 0; /* no trace of that name: no runs */
+  if (rc == 1) rc = 0; /* no trace of that name: no runs, said below */
   if (rc == 0) rc = pt_store_runs(db, trace, NULL, err, &rows, &n);
+  if (rc == 0 && a->ntraces && !n) /* as best and export: a trace asked for and not there is bad input */
+    rc = pt_err_set(err, PT_ENOTFOUND, "%s: no run of trace '%s' stored", a->db, a->traces[0]);
   if (rc == 0) rc = pt_store_confirmations(db, trace, err, &cs, &nc);
   /* two traces stored under one name are two traces: each such name gets its content-hash prefix */
   char *clash = rc == 0 ? calloc(n ? n : 1, 1) : NULL;

@@ -14,8 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "driver.h"
+#include "clock.h"
 #include "cudadev.h"
+#include "driver.h"
 #include "mreplay.h"
 #include "replay.h"
 #include "datadir.h"
@@ -52,8 +53,8 @@ static const pt_cli_opt sim_opts[] = {
     PT_CLI_OPT_ULONG("repeat", "N", sim_args, repeat, 1, 100000, NULL,
                      "replay N times and report the median replay rate (benchmarks)"),
     PT_CLI_OPT_STR("gpu", 0, "NAME", sim_args, gpu,
-                   "model that GPU's page tables and costs (h200, a100, or a .gpu file):\n"
-                   "adds page_table and predicted_alloc_us to the output"),
+                   "model that GPU's page tables and costs (" PT_WB_GPU_RULE "):\n"
+                   "adds page_table and predicted_alloc_us to the output (default: none)"),
     PT_CLI_OPT_FLAG("tlb", sim_args, tlb,
                     "also run the synthetic access stream through its TLBs (needs --gpu;\n"
                     "time grows with bytes allocated / page size): adds tlb and\n"
@@ -76,7 +77,9 @@ const pt_cli_table pt_opts_sim = {
 
 static const pt_cli_opt replay_opts[] = {
     SIM_OPTS_COMMON,
-    PT_CLI_OPT_STR("gpu", 0, "NAME", sim_args, gpu, "the description whose cost model predicts (default h200)"),
+    PT_CLI_OPT_STR("gpu", 0, "NAME", sim_args, gpu,
+                   "the description whose cost model predicts (default h200;\n"
+                   "none only with --mechanism: replay compares with a prediction)"),
     PT_CLI_OPT_ULONG("repeat", "N", sim_args, repeat, 1, 100000, NULL, "replay N times (default 5) and report medians"),
     PT_CLI_OPT_STR("db", 0, "DB", sim_args, db,
                    "also store the run (as sweep would) and the measured times,\n"
@@ -103,6 +106,7 @@ const pt_cli_table pt_opts_replay = {
     "                       [--device N] [--invent-addresses] [--gpu NAME] [--repeat N] [--db DB] [--json]\n"
     "       pagetune replay --mechanism [--touch] [--leave-free BYTES] --trace TRACE --policy POLICY ...\n"
     "                       [--repeat N] [--json]\n"
+    "       pagetune replay --list-gpus\n"
     "\n"
     "Run the model as 'pagetune sim' does, then make the driver calls it made on\n"
     "this machine's GPU (device 0) through the CUDA driver, in the same order and\n"
@@ -315,6 +319,17 @@ static void print_measured_costs(const pt_sim_result *r) {
   printf("],\"failed_calls_us\":%.4f}", r->call_times->failed_us);
 }
 
+/* One read of the clock that times each request, µs (a request's time holds two: its own work includes them,
+   measured and fitted alike). */
+static double clock_read_us(void) {
+  enum { N = 100000 };
+  volatile double sink = 0; /* keeps the loop */
+  double t0 = pt_clock_s();
+  for (int i = 0; i < N; i++) sink = pt_clock_s();
+  (void)sink;
+  return (pt_clock_s() - t0) * 1e6 / N;
+}
+
 /* What the untimed check pass found: the driver's peak, and the model fed the GPU's addresses. */
 typedef struct mcheck {
   pt_mreplay_result mr;
@@ -431,6 +446,7 @@ static int replay_mechanism(sim_run *s, pt_err *err) {
                repeat, r->nalloc_us, al[0], al[1], al[2], fr[0], fr[1], fr[2], total[best], s->r.predicted_alloc_us,
                r->peak_reserved_bytes, s->r.peak_reserved_bytes, m->free_before, m->free_after, k->mr.touched,
                k->mr.checked, k->mr.mismatches);
+        printf("\"clock_read_us\":%.4f,", clock_read_us());
         fputs("\"measured_total_us_runs\":[", stdout); /* every timed run's total, for the spread */
         for (unsigned long i = 1; i <= repeat; i++) printf("%s%.3f", i > 1 ? "," : "", total[i]);
         fputs("],", stdout);
@@ -508,12 +524,15 @@ static void print_sim(const sim_run *s, double median, double fastest, double sl
   if (a->capacity) printf("\ncapacity:  %" PRIu64 " bytes\n\n", a->capacity);
   else printf("\ncapacity:  none\n\n");
   pt_sim_print_text(stdout, r);
-  if (r->observed_segment_allocs || r->observed_peak_reserved_bytes)
-    printf("\nmodel vs recorded: segments %" PRIu64 " / %" PRIu64 ", peak reserved %" PRIu64 " / %" PRIu64 " (%s)\n",
-           r->segments_allocated, r->observed_segment_allocs, r->peak_reserved_bytes, r->observed_peak_reserved_bytes,
-           r->segments_allocated == r->observed_segment_allocs && r->peak_reserved_bytes == r->observed_peak_reserved_bytes
-               ? "match"
-               : "differ");
+  if (r->observed_segment_allocs || r->observed_peak_reserved_bytes) {
+    /* counted as the snapshot counts them: a cudaMalloc'd segment, or a range made accessible (an expandable
+       segment's growth: one segment_map record, however many handles it maps) */
+    uint64_t segs = r->driver_calls[PT_DRV_malloc] + r->driver_calls[PT_DRV_mem_set_access];
+    printf("\nmodel vs recorded: segments %" PRIu64 " / %" PRIu64 ", peak reserved %" PRIu64 " / %" PRIu64 " (%s)\n", segs,
+           r->observed_segment_allocs, r->peak_reserved_bytes, r->observed_peak_reserved_bytes,
+           segs == r->observed_segment_allocs && r->peak_reserved_bytes == r->observed_peak_reserved_bytes ? "match"
+                                                                                                       : "differ");
+  }
   printf("replayed %zu records in %.4f s (%.1f M records/s)", s->t.n, median,
          median > 0 ? s->t.n / median / 1e6 : 0.0);
   if (a->repeat > 1) printf(", median of %lu (min %.4f s, max %.4f s)", a->repeat, fastest, slowest);
@@ -532,7 +551,10 @@ static int run_sim(const sim_args *a, int on_gpu, pt_err *err) {
   }
   if (!a->trace) return pt_cli_usage(err, "needs --trace TRACE");
   if (!a->policy) return pt_cli_usage(err, "needs --policy POLICY");
-  if (a->tlb && !a->gpu) return pt_cli_usage(err, "--tlb needs --gpu NAME");
+  const char *gpu_name = a->gpu && strcmp(a->gpu, "none") ? a->gpu : NULL; /* "none": no GPU model */
+  if (a->tlb && !gpu_name) return pt_cli_usage(err, "--tlb needs a GPU description (--gpu NAME, not none)");
+  if (on_gpu && !a->mechanism && !gpu_name)
+    return pt_cli_usage(err, "replay compares the GPU with a prediction: it needs a GPU description (--gpu NAME, not none)");
   char pbuf[4096];
   sim_run s = {.a = a};
   int rc = pt_wb_policy_file(a->policy, pbuf, sizeof pbuf, err);
@@ -544,11 +566,11 @@ static int run_sim(const sim_args *a, int on_gpu, pt_err *err) {
       return PT_EUSAGE;
     }
   pt_gpu gpu;
-  if (a->gpu && (rc = pt_gpu_load(a->gpu, err, &gpu)) < 0) {
+  if (gpu_name && (rc = pt_gpu_load(gpu_name, err, &gpu)) < 0) {
     pt_policy_free(s.pol);
     return rc;
   }
-  pt_wb_config(s.pol, a->capacity, a->gpu ? &gpu : NULL, &s.cfg);
+  pt_wb_config(s.pol, a->capacity, gpu_name ? &gpu : NULL, &s.cfg);
   s.cfg.invent_addresses = a->invent;
   s.cfg.tlb = a->tlb;
   pt_trace_opts topts = {.device = a->device == ULONG_MAX ? -1 : (int)a->device};

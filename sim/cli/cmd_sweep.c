@@ -21,7 +21,7 @@ static const pt_cli_opt sweep_opts[] = {
                      " (NAME=A,B,C; at most 8 grids of 64 values)",
                      "values for a parameter, comma-separated (repeatable)"),
     PT_WB_OPT_CAPACITY,
-    PT_WB_OPT_GPU("GPU description for predicted times (default h200; 'none' for none)"),
+    PT_WB_OPT_GPU("GPU description for predicted times (default h200):\n" PT_WB_GPU_RULE),
     PT_WB_OPT_JSON("a JSON summary on stdout"),
     PT_CLI_END};
 const pt_cli_table pt_opts_sweep = {

@@ -67,13 +67,14 @@ const pt_cli_table pt_opts_trace_import = {
 
 static const pt_cli_opt gen_opts[] = {
     {.name = "kind", .value = "KIND", .kind = PT_CLI_PARSE, .off = offsetof(trace_args, kind), .parse = opt_kind,
-     .seen = offsetof(trace_args, have_kind) + 1, .suffix = " (train|infer|kvcache)",
+     .seen = offsetof(trace_args, have_kind) + 1, .suffix = " (train|infer|kvcache|long_decode)",
      .help = "train (training loop), infer (variable-length, variable-batch\n"
-             "inference), kvcache (LLM decoding with a growing KV cache)"},
+             "inference), kvcache (LLM decoding with a growing KV cache),\n"
+             "long_decode (a long decode of a 7B-class model: thousands of segments)"},
     {.name = "seed", .value = "S", .kind = PT_CLI_ULONG, .off = offsetof(trace_args, seed), .max = ULONG_MAX,
      .seen = offsetof(trace_args, have_seed) + 1, .help = "generator seed (unsigned integer)"},
     PT_CLI_OPT_ULONG("steps", "N", trace_args, steps, 1, 1000000, " (1..1000000)",
-                     "iterations / requests / sequences (default 20 / 200 / 8)"),
+                     "iterations / requests / sequences / tokens (default 20 / 200 / 8 / 1024)"),
     OPT_OUTPUT("the trace to write (.gz compresses)"),
     PT_CLI_END};
 const pt_cli_table pt_opts_trace_gen = {

@@ -20,11 +20,11 @@ static const pt_cli_opt tune_opts[] = {
     PT_WB_OPT_TRACE("the trace or PyTorch snapshot (one)"),
     PT_WB_OPT_POLICY("the policy file or bundled name (one)"),
     PT_WB_OPT_OBJECTIVE("time (predicted allocator time, default), memory (peak reserved\n"
-                        "bytes), weighted:W (W*time/time0 + (1-W)*memory/memory0, the 0s\n"
-                        "being the policy's defaults)"),
+                        "bytes) or weighted:W, as best ranks runs;"),
     PT_CLI_OPT_ULONG("budget", "N", pt_wb_args, budget, 1, 100000, NULL, "at most N simulations (default 60)"),
     PT_WB_OPT_CAPACITY,
-    PT_WB_OPT_GPU("GPU description for predicted times (default h200)"),
+    PT_WB_OPT_GPU("GPU description for predicted times (default h200):\n" PT_WB_GPU_RULE
+                  "\n(a time objective needs one)"),
     PT_CLI_OPT_ULONG("seed", "S", pt_wb_args, seed, 0, ULONG_MAX, NULL, "seed of the random starts (default 1)"),
     PT_WB_OPT_JSON("one JSON object: the best point and the Pareto front"),
     PT_CLI_END};
@@ -36,8 +36,10 @@ const pt_cli_table pt_opts_tune = {
     "objective on TRACE: every combination of parameters with choices (a grid),\n"
     "and GSL's Nelder-Mead simplex over continuous ones (log scale where declared),\n"
     "from several starts.  Every point is stored in DB; a run that hits OOM is\n"
-    "out.  Prints the best point and the Pareto front of predicted allocator time\n"
-    "against peak reserved bytes over all stored runs of this trace and policy.\n",
+    "out: a start that does is replaced by a point of a coarse grid that does not,\n"
+    "and when every point tried runs out of memory tune says so (exit 1).  Prints\n"
+    "the best point and the Pareto front of predicted allocator time against peak\n"
+    "reserved bytes over the stored runs of this trace and policy that did not.\n",
     tune_opts, sizeof(pt_wb_args), &pt_wb_defaults, 0};
 
 typedef struct tune_ctx {
@@ -46,7 +48,7 @@ typedef struct tune_ctx {
   pt_policy *pol;
   int64_t policy_id;
   pt_objective obj;
-  int stored;
+  int stored, evaluated, oom; /* runs made by the search, and those of them that ran out of memory */
 } tune_ctx;
 
 /* Simulate the policy at its current values, storing the run if new. */
@@ -64,17 +66,19 @@ static int tune_eval(void *ctx, const pt_params *point, double *value, pt_err *e
     char as[PT_PARAM_NAME_MAX + 40];
     snprintf(as, sizeof as, "%s=%.17g", point->v[i].name, point->v[i].value);
     int rc = pt_policy_set(c->pol, as, err);
-    if (rc < 0) return rc;
+    if (rc < 0) return rc == PT_EUSAGE ? PT_EFORMAT : rc; /* a point the search made: a failed run, not usage */
   }
   pt_sim_result res;
   int rc = tune_point(c, err, &res);
   if (rc < 0) return rc;
   *value = pt_objective_value(&c->obj, &res);
+  c->evaluated++;
+  c->oom += res.ooms > 0;
   pt_sim_result_free(&res);
   return 0;
 }
 
-/* Print the stored runs of a trace (and policy) on the Pareto front. */
+/* Print the stored runs of a trace (and policy) on the Pareto front; runs that ran out of memory are not on it. */
 static int print_front(pt_store *db, const char *trace, const char *policy, int json, pt_err *err) {
   pt_store_run *rows;
   size_t n;
@@ -94,15 +98,19 @@ static int print_front(pt_store *db, const char *trace, const char *policy, int 
   else printf("Pareto front (predicted allocator time vs peak reserved), %s:\n", trace);
   int first = 1;
   for (size_t i = 0; i < n; i++) {
-    if (!front[i]) continue;
+    if (!front[i] || rows[i].r.ooms) continue;
     if (json) {
       printf("%s{\"run\":%" PRId64 ",\"policy\":", first ? "" : ",", rows[i].id);
       pt_json_str(stdout, rows[i].policy);
-      printf(",\"params\":%s,\"predicted_alloc_us\":%.6g,\"peak_reserved_bytes\":%" PRIu64 "}", rows[i].params_json,
-             rows[i].r.predicted_alloc_us, rows[i].r.peak_reserved_bytes);
+      char us[32] = "null"; /* a time never predicted */
+      if (rows[i].r.has_gpu) snprintf(us, sizeof us, "%.6g", rows[i].r.predicted_alloc_us);
+      printf(",\"params\":%s,\"predicted_alloc_us\":%s,\"peak_reserved_bytes\":%" PRIu64 "}", rows[i].params_json,
+             us, rows[i].r.peak_reserved_bytes);
     } else {
-      printf("  run %-6" PRId64 " %-20s %10.1f us  %12.1f MiB  %s\n", rows[i].id, rows[i].policy,
-             rows[i].r.predicted_alloc_us, rows[i].r.peak_reserved_bytes / 1048576.0, rows[i].params_json);
+      char us[32] = "-";
+      if (rows[i].r.has_gpu) snprintf(us, sizeof us, "%.1f us", rows[i].r.predicted_alloc_us);
+      printf("  run %-6" PRId64 " %-20s %13s  %12.1f MiB  %s\n", rows[i].id, rows[i].policy, us,
+             rows[i].r.peak_reserved_bytes / 1048576.0, rows[i].params_json);
     }
     first = 0;
   }
@@ -113,7 +121,19 @@ static int print_front(pt_store *db, const char *trace, const char *policy, int 
   return 0;
 }
 
-/* The search from the policy's defaults (the weighted objective's references), then the report. */
+/* p as NAME=VALUE words, each value the shortest decimal that reads back as it (what sim --set takes). */
+static void print_point(const pt_params *p) {
+  for (int i = 0; i < p->n; i++) {
+    char v[32];
+    for (int d = 1; d <= 17; d++) {
+      snprintf(v, sizeof v, "%.*g", d, p->v[i].value);
+      if (strtod(v, NULL) == p->v[i].value) break;
+    }
+    printf("%s%s=%s", i ? " " : "", p->v[i].name, v);
+  }
+}
+
+/* The search (from the policy's defaults first), then the report. */
 static int tune(const pt_wb_args *a, tune_ctx *c, pt_err *err) {
   pt_tune_param tp[PT_MAX_PARAMS];
   int ntp = 0;
@@ -123,30 +143,37 @@ static int tune(const pt_wb_args *a, tune_ctx *c, pt_err *err) {
     tp[ntp++] = (pt_tune_param){p->name, p->dflt, p->min, p->max, p->log_scale, p->integer, p->choices, p->nchoices};
   }
   if (!ntp) return pt_err_set(err, PT_EUSAGE, "%s declares no range or choices to tune", pt_policy_path(c->pol));
-  pt_sim_result res;
-  int rc = tune_point(c, err, &res);
-  if (rc < 0) return rc;
-  c->obj.t_ref = res.has_gpu && res.predicted_alloc_us > 0 ? res.predicted_alloc_us : 1;
-  c->obj.m_ref = res.peak_reserved_bytes ? (double)res.peak_reserved_bytes : 1;
-  pt_sim_result_free(&res);
+  int rc;
   pt_tune_opts o = {.budget = (int)a->budget, .starts = 3, .seed = a->seed};
   pt_tune_result best;
-  if ((rc = pt_tune(tp, ntp, &o, tune_eval, c, err, &best)) < 0) return rc;
+  if ((rc = pt_tune(tp, ntp, &o, tune_eval, c, err, &best)) == PT_ENOTFOUND && c->oom == c->evaluated)
+    return pt_err_set(err, PT_ENOTFOUND,
+                      "tune: every one of the %d points of %s tried on %s ran out of memory under --capacity %" PRIu64
+                      " B: %s",
+                      c->evaluated, pt_policy_name(c->pol), a->traces[0], a->capacity,
+                      c->evaluated >= (int)a->budget ? "the budget ran out first; a larger --budget or capacity may find one"
+                                                      : "nothing to tune; give a larger capacity");
+  if (rc < 0) return rc;
   char pj[PT_PARAMS_JSON_MAX];
   pt_params_json(&best.best, 1, pj, sizeof pj);
   const char *name = pt_policy_name(c->pol);
   if (!a->json) {
     printf("tuned %s on %s (%s): %d simulations, %d new runs stored in %s\n", name, a->traces[0], a->objective.text,
            best.evaluations, c->stored, a->db);
-    printf("best: %s  objective %.6g\n\n", pj, best.best_value);
+    char f[96];
+    fputs("best: ", stdout);
+    print_point(&best.best);
+    printf("  objective %.6g (%s)\n\n", best.best_value, pt_objective_formula(&c->obj, f, sizeof f));
     return print_front(c->env->db, c->tr->hash, name, 0, err);
   }
   printf("{\"trace\":");
   pt_json_str(stdout, a->traces[0]);
   printf(",\"policy\":");
   pt_json_str(stdout, name);
-  printf(",\"objective\":\"%s\",\"best_value\":%.9g,\"best_params\":%s,\"evaluations\":%d,\"stored\":%d,",
-         a->objective.text, best.best_value, pj, best.evaluations, c->stored);
+  char f[96];
+  printf(",\"objective\":\"%s\",\"objective_formula\":\"%s\",\"best_value\":%.17g,\"best_params\":%s,"
+         "\"evaluations\":%d,\"stored\":%d,",
+         a->objective.text, pt_objective_formula(&c->obj, f, sizeof f), best.best_value, pj, best.evaluations, c->stored);
   rc = print_front(c->env->db, c->tr->hash, name, 1, err);
   puts("}");
   return rc;
@@ -159,8 +186,9 @@ int pt_cmd_tune(void *args, char **pos, int npos, pt_err *err) {
   pt_wb_env env = {.capacity = a->capacity};
   int rc = pt_wb_gpu(a->gpu, &gpu, &env.gpu, err);
   if (rc < 0) return rc;
-  if (!env.gpu && a->objective.kind != PT_OBJ_MEMORY)
-    return pt_cli_usage(err, "a time objective needs a GPU description (--gpu)");
+  if (!env.gpu && pt_wb_needs_time(&a->objective))
+    return pt_cli_usage(err, "--objective %s needs a predicted time: a GPU description (--gpu NAME, not none)",
+                        a->objective.text);
   if ((rc = pt_store_open(a->db, 0, err, &env.db)) < 0) return rc;
   tune_ctx c = {.env = &env, .obj = a->objective};
   pt_wb_trace tr;

@@ -91,10 +91,17 @@ int pt_cli_opt_objective(const char *arg, void *field) {
 }
 
 double pt_objective_value(const pt_objective *o, const pt_sim_result *r) {
-  if (r->ooms) return HUGE_VAL;
+  if (r->ooms || (o->kind != PT_OBJ_MEMORY && !r->has_gpu)) return HUGE_VAL; /* pow(NaN, 0) is 1: say it here */
   double t = r->has_gpu ? r->predicted_alloc_us : NAN, m = (double)r->peak_reserved_bytes;
   double v = o->kind == PT_OBJ_TIME     ? t
              : o->kind == PT_OBJ_MEMORY ? m
-                                        : o->w * t / o->t_ref + (1 - o->w) * m / o->m_ref;
+                                        : pow(t, o->w) * pow(m, 1 - o->w);
   return isfinite(v) ? v : HUGE_VAL;
+}
+
+const char *pt_objective_formula(const pt_objective *o, char *buf, size_t n) {
+  if (o->kind == PT_OBJ_TIME) snprintf(buf, n, "predicted_alloc_us");
+  else if (o->kind == PT_OBJ_MEMORY) snprintf(buf, n, "peak_reserved_bytes");
+  else snprintf(buf, n, "time_us^%g * peak_reserved_bytes^%g", o->w, 1 - o->w);
+  return buf;
 }

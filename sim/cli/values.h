@@ -43,13 +43,23 @@ typedef struct pt_objective {
   const char *text;       /* as given: "time", "memory", "weighted:0.5" */
   pt_objective_kind kind;
   double w;               /* weighted: the weight of time, in [0, 1] */
-  double t_ref, m_ref;    /* weighted: what time and memory are divided by */
 } pt_objective;
-/* "time", "memory" or "weighted:W" with W in [0, 1] (references left 0); -1 otherwise. */
+/*
+ * weighted:W, the one meaning tune, best, export and confirm share:
+ * time_us^W * peak_reserved_bytes^(1-W), so that a 1% change in predicted
+ * time counts W and a 1% change in peak memory 1-W.  It needs no reference
+ * run, so a run's value, and the order of runs, are the same whichever runs
+ * are stored beside it.
+ */
+#define PT_OBJ_WEIGHTED_HELP "weighted:W minimises time_us^W * peak_reserved_bytes^(1-W):\n" \
+  "a 1% change in time counts W, in memory 1-W"
+/* "time", "memory" or "weighted:W" with W in [0, 1]; -1 otherwise. */
 int pt_objective_parse(const char *s, pt_objective *out /* OUT */);
 /* Option parser: pt_objective_parse into a pt_objective. */
 int pt_cli_opt_objective(const char *arg, void *field);
 /* Lower is better; a run that hit OOM, or lacks the figure, is out (HUGE_VAL). */
 double pt_objective_value(const pt_objective *o, const pt_sim_result *r);
+/* What o's value is, for output: "predicted_alloc_us", "peak_reserved_bytes", "time_us^0.5 * peak_reserved_bytes^0.5". */
+const char *pt_objective_formula(const pt_objective *o, char *buf, size_t n);
 
 #endif

@@ -47,6 +47,31 @@ int pt_wb_gpu(const char *name, pt_gpu *g, const pt_gpu **out, pt_err *err) {
   return rc;
 }
 
+int pt_wb_needs_time(const pt_objective *o) { return o->kind != PT_OBJ_MEMORY; }
+
+int pt_wb_no_run(const char *db, const char *trace, const pt_objective *o, const pt_store_run *rows, size_t n,
+                 pt_err *err) {
+  if (!n) return pt_err_set(err, PT_ENOTFOUND, "%s: no run of trace '%s' stored", db, trace);
+  size_t oom = 0, untimed = 0, len = 0;
+  char ids[96] = ""; /* the first runs without a predicted time */
+  for (size_t i = 0; i < n; i++) {
+    if (rows[i].r.ooms) {
+      oom++;
+    } else if (!rows[i].r.has_gpu) {
+      if (untimed++ < 5 && len < sizeof ids)
+        len += (size_t)snprintf(ids + len, sizeof ids - len, "%s%" PRId64, untimed > 1 ? ", " : "", rows[i].id);
+    }
+  }
+  if (!pt_wb_needs_time(o) || !untimed)
+    return pt_err_set(err, PT_ENOTFOUND, "%s: no run of trace '%s' to choose by %s: all %zu ran out of memory", db,
+                      trace, o->text, n);
+  return pt_err_set(err, PT_ENOTFOUND,
+                    "%s: no run of trace '%s' to choose by %s, which needs a predicted time: of its %zu runs %zu ran "
+                    "out of memory and %zu were modelled without a GPU description (--gpu none: run%s %s%s); store "
+                    "runs with --gpu NAME, or choose by --objective memory",
+                    db, trace, o->text, n, oom, untimed, untimed > 1 ? "s" : "", ids, untimed > 5 ? ", ..." : "");
+}
+
 const char *pt_wb_base_name(const char *path) {
   const char *s = strrchr(path, '/');
   return s ? s + 1 : path;
@@ -191,18 +216,10 @@ int pt_wb_best_of(pt_store *db, const char *trace, const char *const *policies, 
     *n = 0;
     return rc;
   }
-  pt_objective o = *obj;
-  o.t_ref = o.m_ref = HUGE_VAL;
-  for (size_t i = 0; i < *n; i++) {
-    const pt_sim_result *r = &(*rows)[i].r;
-    if (r->ooms || !keep[i]) continue;
-    if (r->has_gpu && r->predicted_alloc_us > 0 && r->predicted_alloc_us < o.t_ref) o.t_ref = r->predicted_alloc_us;
-    if (r->peak_reserved_bytes && (double)r->peak_reserved_bytes < o.m_ref) o.m_ref = (double)r->peak_reserved_bytes;
-  }
   *best = -1;
   double bv = HUGE_VAL;
   for (size_t i = 0; i < *n; i++) {
-    double v = keep[i] ? pt_objective_value(&o, &(*rows)[i].r) : HUGE_VAL;
+    double v = keep[i] ? pt_objective_value(obj, &(*rows)[i].r) : HUGE_VAL;
     if (v < bv) bv = v, *best = (long)i;
   }
   free(keep);

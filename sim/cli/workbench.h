@@ -57,9 +57,18 @@ extern const pt_wb_args pt_wb_defaults;
                    "cap on reserved bytes (set_per_process_memory_fraction;\n"                \
                    "suffixes K, M, G, T)")
 #define PT_WB_OPT_GPU(h) PT_CLI_OPT_STR("gpu", 0, "NAME", pt_wb_args, gpu, h)
+/*
+ * The one rule for --gpu, said in every command's help: NAME is a bundled
+ * description (h200, a100) or a .gpu file; "none" is no GPU model, so no
+ * predicted times: what needs one (the time and weighted objectives, replay)
+ * says so and names the runs that lack one.  A time never predicted prints as
+ * "-" (text) and null (JSON).
+ */
+#define PT_WB_GPU_RULE "h200, a100, a .gpu file, or none: no GPU model, no predicted times"
+
 #define PT_WB_OPT_OBJECTIVE(h)                                                                            \
   PT_CLI_OPT_PARSE("objective", "O", pt_wb_args, objective, pt_cli_opt_objective,                       \
-                   " (time, memory or weighted:W with W in [0,1])", h)
+                   " (time, memory or weighted:W with W in [0,1])", h "\n" PT_OBJ_WEIGHTED_HELP)
 #define PT_WB_OPT_JSON(h) PT_CLI_OPT_FLAG("json", pt_wb_args, json, h)
 
 /*
@@ -78,6 +87,15 @@ void pt_wb_config(pt_policy *pol, uint64_t capacity, const pt_gpu *gpu, pt_sim_c
 
 /* The GPU description --gpu names ("none": none, *out NULL); h200 when name is NULL. */
 int pt_wb_gpu(const char *name, pt_gpu *g, const pt_gpu **out /* OUT */, pt_err *err);
+/* Does o need a predicted time (time, weighted)? */
+int pt_wb_needs_time(const pt_objective *o);
+/*
+ * Why no run of trace could be chosen by o among its stored runs rows: how
+ * many ran out of memory, how many have no predicted time (and that o needs
+ * one: a GPU description), into err; returns PT_ENOTFOUND.
+ */
+int pt_wb_no_run(const char *db, const char *trace, const pt_objective *o, const pt_store_run *rows, size_t n,
+                 pt_err *err);
 
 /* A trace loaded for the workbench, and its row in the store. */
 typedef struct pt_wb_trace {

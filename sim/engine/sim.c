@@ -548,6 +548,7 @@ void pt_sim_print_json_members(FILE *f, const pt_sim_result *r, int with_timelin
   for (int i = 0; i < PT_DRV_NCALLS; i++) fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "", pt_drv_call_names[i], r->driver_bytes[i]);
   fprintf(f, "},\"addresses_followed\":%s", r->addresses_followed ? "true" : "false");
   if (r->has_gpu) fprintf(f, ",\"predicted_alloc_us\":%.6g", r->predicted_alloc_us);
+  else fputs(",\"predicted_alloc_us\":null", f); /* never predicted: no GPU description */
   if (r->has_gpu && r->mmu) { /* stored runs keep no page-table detail */
     const pt_pagetable_stats *p = &r->page_table;
     fprintf(f, ",\"page_table\":{\"mmu\":\"%s\",\"levels\":%d,\"pte_writes\":%" PRIu64 ",\"pte_invalidations\":%" PRIu64

@@ -14,6 +14,7 @@ typedef struct entry {
 
 struct pt_bchunk {
   size_t n;            /* entries in use: 1..B, or 0 in the only chunk of an empty set */
+  size_t idx;          /* where it sits in chunk[] */
   pt_bchunk *next;     /* spare list */
   entry e[B];          /* sorted by key */
 };
@@ -71,15 +72,20 @@ __attribute__((always_inline)) static inline size_t search_chunk(const pt_bchunk
   return base + below;
 }
 
-/* Index of the first chunk (s->len >= 1) whose last key is not before the answer; nchunks when none. */
+/* Index of the first chunk (s->len >= 1) whose last key is not before the answer; nchunks when none.
+   Over last[], contiguous: no step waits on a chunk's load. */
 __attribute__((always_inline)) static inline size_t search_chunks(const pt_bset *s, const pt_bkey *k, int strict) {
   size_t lo = 0;
-  for (size_t len = s->nchunks; len > 1; len -= len / 2) {
-    const pt_bchunk *c = s->chunk[lo + len / 2];
-    lo = before_answer(&c->e[c->n - 1].key, k, strict) ? lo + len / 2 : lo;
-  }
-  const pt_bchunk *c = s->chunk[lo];
-  return lo + (size_t)before_answer(&c->e[c->n - 1].key, k, strict);
+  for (size_t len = s->nchunks; len > 1; len -= len / 2)
+    lo = before_answer(&s->last[lo + len / 2], k, strict) ? lo + len / 2 : lo;
+  return lo + (size_t)before_answer(&s->last[lo], k, strict);
+}
+
+/* last[i] after chunk[i] changed.  A set of one chunk searches it directly and keeps no last[]
+   (a split sets both halves'); an empty chunk keeps what it had: no search reads it. */
+static inline void set_last(pt_bset *s, size_t i) {
+  const pt_bchunk *c = s->chunk[i];
+  if (s->nchunks > 1 && c->n) s->last[i] = c->e[c->n - 1].key;
 }
 
 /* Where the answer sits; pos->chunk == s->nchunks when there is none.  Inlined,
@@ -107,6 +113,9 @@ static int room_for_chunk(pt_bset *s) {
     pt_bchunk **chunk = realloc(s->chunk, cap * sizeof *chunk);
     if (!chunk) return PT_ENOMEM;
     s->chunk = chunk;
+    pt_bkey *last = realloc(s->last, cap * sizeof *last);
+    if (!last) return PT_ENOMEM; /* chunk[] is larger than it need be: harmless */
+    s->last = last;
     s->cap = cap;
   }
   if (!s->spare) {
@@ -126,8 +135,10 @@ static pt_bchunk *add_chunk(pt_bset *s, size_t i) {
   s->nspare--;
   c->n = 0;
   memmove(&s->chunk[i + 1], &s->chunk[i], (s->nchunks - i) * sizeof *s->chunk);
+  memmove(&s->last[i + 1], &s->last[i], (s->nchunks - i) * sizeof *s->last);
   s->chunk[i] = c;
   s->nchunks++;
+  for (size_t j = i; j < s->nchunks; j++) s->chunk[j]->idx = j;
   return c;
 }
 
@@ -135,7 +146,9 @@ static pt_bchunk *add_chunk(pt_bset *s, size_t i) {
 static void drop_chunk(pt_bset *s, size_t i) {
   pt_bchunk *c = s->chunk[i];
   memmove(&s->chunk[i], &s->chunk[i + 1], (s->nchunks - i - 1) * sizeof *s->chunk);
+  memmove(&s->last[i], &s->last[i + 1], (s->nchunks - i - 1) * sizeof *s->last);
   s->nchunks--;
+  for (size_t j = i; j < s->nchunks; j++) s->chunk[j]->idx = j;
   c->next = s->spare;
   s->spare = c;
   s->nspare++;
@@ -143,12 +156,23 @@ static void drop_chunk(pt_bset *s, size_t i) {
 
 /* Entries [from, c->n) of c to the end of d. */
 static void move_entries(pt_bchunk *d, pt_bchunk *c, size_t from) {
+  for (size_t i = from; i < c->n; i++) c->e[i].node->chunk = d;
   memcpy(&d->e[d->n], &c->e[from], (c->n - from) * sizeof *c->e);
   d->n += c->n - from;
   c->n = from;
 }
 
 int pt_bset_insert(pt_bset *s, pt_bnode *n) {
+  if (s->nchunks == 1 && s->chunk[0]->n < B) { /* the usual case: one chunk with room */
+    pt_bchunk *c = s->chunk[0];
+    size_t at = c->n ? search_chunk(c, &n->key, 0) : 0;
+    open_gap(c, at);
+    c->e[at] = (entry){n->key, n};
+    c->n++;
+    n->chunk = c;
+    s->len++;
+    return 0;
+  }
   pt_bpos pos = {0, 0};
   if (!s->nchunks) {
     if (room_for_chunk(s) < 0) return PT_ENOMEM;
@@ -165,14 +189,19 @@ int pt_bset_insert(pt_bset *s, pt_bnode *n) {
     if (room_for_chunk(s) < 0) return PT_ENOMEM;
     pt_bchunk *d = add_chunk(s, pos.chunk + 1);
     move_entries(d, c, B / 2);
+    set_last(s, pos.chunk);
+    set_last(s, pos.chunk + 1);
     if (pos.at > B / 2) {
       c = d;
+      pos.chunk++;
       pos.at -= B / 2;
     }
   }
   open_gap(c, pos.at);
   c->e[pos.at] = (entry){n->key, n};
   c->n++;
+  n->chunk = c;
+  if (pos.at + 1 == c->n) set_last(s, pos.chunk);
   s->len++;
   return 0;
 }
@@ -181,27 +210,41 @@ int pt_bset_insert(pt_bset *s, pt_bnode *n) {
 __attribute__((always_inline)) static inline void erase_at(pt_bset *s, pt_bpos pos) {
   size_t i = pos.chunk;
   pt_bchunk *c = s->chunk[i];
+  c->e[pos.at].node->chunk = NULL;
   close_gap(c, pos.at);
   c->n--;
   s->len--;
+  if (s->nchunks == 1) return; /* nothing to merge, no last key kept */
   /* keep chunks at least a quarter full on average: merge with a neighbour when both fit in half a chunk */
   if (i + 1 < s->nchunks && c->n + s->chunk[i + 1]->n <= B / 2) {
     move_entries(c, s->chunk[i + 1], 0);
     drop_chunk(s, i + 1);
+    set_last(s, i);
   } else if (i > 0 && s->chunk[i - 1]->n + c->n <= B / 2) {
     move_entries(s->chunk[i - 1], c, 0);
     drop_chunk(s, i);
+    set_last(s, i - 1);
   } else if (!c->n && s->nchunks > 1) { /* the last chunk stays, empty, for the next insert */
     drop_chunk(s, i);
+  } else if (pos.at == c->n) {
+    set_last(s, i);
   }
 }
 
 void pt_bset_erase_pos(pt_bset *s, pt_bpos pos) { erase_at(s, pos); }
 
 void pt_bset_erase(pt_bset *s, pt_bnode *n) {
-  pt_bpos pos;
-  find(s, &n->key, 0, &pos);
-  if (at(s, pos) == n) erase_at(s, pos);
+  pt_bchunk *c = n->chunk;
+  if (!c) return; /* in no set */
+  if (s->nchunks == 1) {
+    pt_bpos pos;
+    find(s, &n->key, 0, &pos);
+    if (at(s, pos) == n) erase_at(s, pos);
+    return;
+  }
+  if (c->idx >= s->nchunks || s->chunk[c->idx] != c) return; /* in another set */
+  size_t i = search_chunk(c, &n->key, 0);
+  if (i < c->n && c->e[i].node == n) erase_at(s, (pt_bpos){c->idx, i});
 }
 
 pt_bnode *pt_bset_lower_bound_pos(const pt_bset *s, const pt_bkey *k, pt_bpos *pos) {
@@ -240,5 +283,6 @@ void pt_bset_free(pt_bset *s) {
     free(c);
   }
   free(s->chunk);
+  free(s->last);
   *s = (pt_bset){0};
 }

@@ -7,12 +7,14 @@
  * A block embeds a pt_bnode and sets its key before inserting; the key must
  * not change while the node is in a set.  The set keeps the keys itself, in
  * sorted chunks of PT_BSET_CHUNK under one sorted array of chunks (a B+ tree
- * two levels deep).  Free sets in a replay are small (the largest on the
- * real traces: 11 blocks for caching on llm_decode, 78 on weights_load, 127
- * for stitch), so a search is mostly one chunk: a few halving steps, then a
- * branch-free count over at most 16 contiguous keys; an insert shifts a few
- * hundred bytes with a loop.  This replaced a treap, whose pointer chasing
- * and coin-toss branches were some 70% of a caching replay (bench/RESULTS.md).
+ * two levels deep), and beside that array the last key of every chunk in
+ * one contiguous array, so that finding the chunk reads no chunk: a set of
+ * thousands of blocks (a long fragmented decode holds some 2 000 in the
+ * large pool) is a few halving steps over keys already in cache, then one
+ * chunk.  A node records its chunk while it is in a set, so an erase by node
+ * searches that chunk alone.  Small sets (tens of blocks, the real traces'
+ * usual) are one chunk: a few halving steps, then a branch-free count over at
+ * most 16 contiguous keys; an insert shifts a few hundred bytes with a loop.
  *
  * An insert that needs a new chunk may fail (PT_ENOMEM, the set unchanged).
  * Chunks an erase empties are kept for later inserts; pt_bset_free gives
@@ -24,21 +26,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PT_BSET_CHUNK 32 /* keys per chunk */
+#define PT_BSET_CHUNK 16 /* keys per chunk */
 
 typedef struct pt_bkey {
   uint64_t stream, size, addr;
 } pt_bkey;
 
+typedef struct pt_bchunk pt_bchunk;
+
 typedef struct pt_bnode {
   pt_bkey key;
+  pt_bchunk *chunk;    /* the set's chunk holding it while it is in a set, else NULL (zeroed) */
 } pt_bnode;
-
-typedef struct pt_bchunk pt_bchunk;
 
 typedef struct pt_bset {
   pt_bchunk **chunk;   /* in key order; none is empty */
-  size_t nchunks, cap; /* cap: room in chunk[] */
+  pt_bkey *last;       /* last[i]: the last key of chunk[i] */
+  size_t nchunks, cap; /* cap: room in chunk[] and last[] */
   pt_bchunk *spare;    /* empty chunks kept for inserts, linked */
   size_t nspare;
   size_t len;          /* nodes in the set */
@@ -53,7 +57,7 @@ int pt_bkey_cmp(const pt_bkey *a, const pt_bkey *b);
 
 /* n->key set by the caller; keys are unique.  0, or PT_ENOMEM with s unchanged. */
 int pt_bset_insert(pt_bset *s, pt_bnode *n);
-void pt_bset_erase(pt_bset *s, pt_bnode *n);    /* nothing happens when n is not in s */
+void pt_bset_erase(pt_bset *s, pt_bnode *n);    /* nothing happens when n is in no set, or in another */
 pt_bnode *pt_bset_lower_bound(const pt_bset *s, const pt_bkey *k);  /* first >= k, or NULL */
 pt_bnode *pt_bset_upper_bound(const pt_bset *s, const pt_bkey *k);  /* first >  k, or NULL */
 pt_bnode *pt_bset_before(const pt_bset *s, const pt_bkey *k);       /* last  <  k, or NULL */

@@ -14,6 +14,7 @@
 #include "policy.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -78,6 +79,12 @@ struct pt_policy {
   int slice, mask;
   double deadline;
   const char *tripped; /* which budget ran out in this call, or NULL */
+  /* the whole run's budgets (hook calls since pt_policy_get_hooks): what is left, what was spent */
+  uint64_t max_run_instr, run_instr;
+  double max_run_seconds, run_seconds;
+  uint64_t run_calls;
+  int run_capped;       /* this call's instruction budget is what the run has left */
+  const char *cur_hook; /* the hook being called, for the run budget's message */
   int line, ret_line;
   int c_oom;     /* a C allocation failed while reading the table */
   char *path, *chunkname, *src;
@@ -199,7 +206,7 @@ static void *budget_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
  */
 static void budget_hook(lua_State *L, lua_Debug *ar) {
   pt_policy *P = owner(L);
-  char buf[80];
+  char buf[160];
   switch (ar->event) {
   case LUA_HOOKCOUNT:
     if (!P->tripped) {
@@ -207,7 +214,7 @@ static void budget_hook(lua_State *L, lua_Debug *ar) {
       double t = pt_clock_s();
       if (P->deadline == 0) P->deadline = t + P->max_seconds; /* calls under a slice never read the clock */
       if (P->instr_left <= 0)
-        P->tripped = "instruction";
+        P->tripped = P->run_capped ? "run" : "instruction";
       else if (t > P->deadline)
         P->tripped = "time";
       else {
@@ -223,6 +230,9 @@ static void budget_hook(lua_State *L, lua_Debug *ar) {
     }
     if (!strcmp(P->tripped, "time"))
       snprintf(buf, sizeof buf, "time budget exceeded (%g seconds)", P->max_seconds);
+    else if (!strcmp(P->tripped, "run"))
+      snprintf(buf, sizeof buf, "%s: whole-run instruction budget exceeded (%" PRIu64 " instructions in %" PRIu64
+               " hook calls of this run)", P->cur_hook ? P->cur_hook : "hook", P->max_run_instr, P->run_calls);
     else
       snprintf(buf, sizeof buf, "instruction budget exceeded (%d instructions)", P->max_instr);
     lua_pushstring(L, buf);
@@ -318,7 +328,7 @@ static int lua_failure(pt_policy *P, int status, const char *what, pt_err *err) 
   return code;
 }
 
-/* Call the function below nargs arguments, with the handler below it; budgets fresh. */
+/* Call the function below nargs arguments, with the handler below it; budgets fresh (a hook's capped by the run's). */
 static int pcall_budgeted(pt_policy *P, int nargs, int nres, int mask, int first_line) {
   lua_State *L = P->L;
   int base = lua_gettop(L) - nargs; /* the function */
@@ -328,13 +338,23 @@ static int pcall_budgeted(pt_policy *P, int nargs, int nres, int mask, int first
   P->mem.refused = 0;
   P->line = first_line;
   P->errmsg[0] = 0;
-  P->instr_left = P->max_instr;
-  P->slice = P->max_instr < SLICE ? P->max_instr : SLICE;
+  int64_t allowed = P->max_instr;
+  uint64_t run_left = P->max_run_instr - P->run_instr; /* hooks only: run_instr stays 0 at load */
+  P->run_capped = P->cur_hook && run_left < (uint64_t)allowed;
+  if (P->run_capped) allowed = (int64_t)run_left; /* > 0: the hooks check before calling */
+  P->instr_left = allowed;
+  P->slice = allowed < SLICE ? (int)allowed : SLICE;
   P->mask = mask;
   P->deadline = 0; /* set at the first slice */
   lua_sethook(L, budget_hook, mask, P->slice);
   int st = lua_pcall(L, nargs, nres, base);
   lua_sethook(L, NULL, 0, 0);
+  if (P->cur_hook) { /* what the run spent: whole slices (a call under one slice counts none), and time past the first */
+    P->run_calls++;
+    P->run_instr += (uint64_t)(allowed - (P->instr_left > 0 ? P->instr_left : 0));
+    if (P->deadline != 0) P->run_seconds += pt_clock_s() - (P->deadline - P->max_seconds);
+    P->cur_hook = NULL;
+  }
   P->mem.slack = 0;
   lua_remove(L, base);
   return st;
@@ -912,6 +932,8 @@ int pt_policy_load_buffer(const char *src, size_t len, const char *name, const p
   uint64_t mi = lim && lim->max_instructions ? lim->max_instructions : PT_POLICY_DEFAULT_INSTRUCTIONS;
   P->max_instr = mi > INT_MAX ? INT_MAX : (int)mi;
   P->max_seconds = lim && lim->max_seconds > 0 ? lim->max_seconds : PT_POLICY_DEFAULT_SECONDS;
+  P->max_run_instr = lim && lim->max_run_instructions ? lim->max_run_instructions : PT_POLICY_DEFAULT_RUN_INSTRUCTIONS;
+  P->max_run_seconds = lim && lim->max_run_seconds > 0 ? lim->max_run_seconds : PT_POLICY_DEFAULT_RUN_SECONDS;
   size_t nlen = strlen(name);
   P->path = dup_str(name, nlen);
   P->chunkname = malloc(nlen + 2);
@@ -1131,6 +1153,19 @@ static const char *describe(lua_State *L, int i, char *buf, size_t n) {
   }
 }
 
+/* Before a hook's Lua call: PT_ELIMIT when the run's budgets are spent; else 0, with the hook named for the budget. */
+static int run_budget_left(pt_policy *P, int h, pt_err *err) {
+  if (P->run_instr >= P->max_run_instr)
+    return fail(err, PT_ELIMIT, "%s: %s: whole-run instruction budget exceeded (%" PRIu64 " instructions in %" PRIu64
+                " hook calls of this run)", P->path, hook_names[h], P->max_run_instr, P->run_calls);
+  if (P->run_seconds > P->max_run_seconds)
+    return fail(err, PT_ELIMIT, "%s: %s: whole-run time budget exceeded (%.1f seconds in %" PRIu64
+                " hook calls of this run, limit %g)", P->path, hook_names[h], P->run_seconds, P->run_calls,
+                P->max_run_seconds);
+  P->cur_hook = hook_names[h]; /* pcall_budgeted counts the call into the run and clears it */
+  return 0;
+}
+
 /* Push the hook, p and nothing else; the caller pushes the arguments. */
 static void push_hook(pt_policy *P, int h) {
   lua_rawgeti(P->L, LUA_REGISTRYINDEX, P->hook_ref[h]);
@@ -1151,12 +1186,13 @@ static int size_hook(pt_policy *P, int h, uint64_t bytes, uint64_t *out, pt_err 
     return 0;
   }
   lua_State *L = P->L;
+  int rc = run_budget_left(P, h, err);
+  if (rc < 0) return rc;
   int top = lua_gettop(L);
   push_hook(P, h);
   push_u64(L, bytes);
   int st = pcall_budgeted(P, 2, 1, CALL_MASK, P->hook_line[h]);
   if (st != LUA_OK) return lua_failure(P, st, hook_names[h], err);
-  int rc = 0;
   if (lua_type(L, -1) == LUA_TNUMBER && lua_isinteger(L, -1) && lua_tointeger(L, -1) > 0) {
     *out = (uint64_t)lua_tointeger(L, -1);
   } else if (lua_type(L, -1) == LUA_TNUMBER && !lua_isinteger(L, -1) && lua_tonumber(L, -1) > 0 &&
@@ -1186,13 +1222,14 @@ static int hook_page_size(void *ctx, uint64_t bytes, uint64_t *out, pt_err *err)
 static int hook_should_collect(void *ctx, uint64_t reserved, uint64_t allocated, int *out, pt_err *err) {
   pt_policy *P = ctx;
   lua_State *L = P->L;
+  int rc = run_budget_left(P, H_COLLECT, err);
+  if (rc < 0) return rc;
   int top = lua_gettop(L);
   push_hook(P, H_COLLECT);
   push_u64(L, reserved);
   push_u64(L, allocated);
   int st = pcall_budgeted(P, 3, 1, CALL_MASK, P->hook_line[H_COLLECT]);
   if (st != LUA_OK) return lua_failure(P, st, hook_names[H_COLLECT], err);
-  int rc = 0;
   if (lua_type(L, -1) == LUA_TBOOLEAN) {
     *out = lua_toboolean(L, -1);
   } else {
@@ -1206,6 +1243,8 @@ static int hook_should_collect(void *ctx, uint64_t reserved, uint64_t allocated,
 
 void pt_policy_get_hooks(pt_policy *pol, pt_policy_hooks *out) {
   *out = (pt_policy_hooks){.ctx = pol};
+  pol->run_instr = pol->run_calls = 0; /* a run begins */
+  pol->run_seconds = 0;
   if (pol->hook_ref[H_ROUND] != LUA_NOREF) out->round = hook_round;
   if (pol->hook_ref[H_SEGMENT] != LUA_NOREF) out->segment_size = hook_segment_size;
   if (pol->hook_ref[H_PAGE] != LUA_NOREF) out->page_size = hook_page_size;

@@ -81,11 +81,17 @@ typedef struct pt_policy_limits {
   size_t max_bytes;          /* Lua heap (and script size); default 64 MiB */
   uint64_t max_instructions; /* per load and per hook call; default 10 million (at most INT_MAX) */
   double max_seconds;        /* wall-clock time per load and per hook call; default 30 */
+  uint64_t max_run_instructions; /* all hook calls of one run together; default 200 million */
+  double max_run_seconds;        /* wall-clock time in hook calls of one run; default 120 */
 } pt_policy_limits;
 
 #define PT_POLICY_DEFAULT_BYTES ((size_t)64 << 20)
 #define PT_POLICY_DEFAULT_INSTRUCTIONS 10000000u
 #define PT_POLICY_DEFAULT_SECONDS 30.0
+/* A hook may spend most of its per-call budget on every call and never trip it, which would hold a run of
+   thousands of calls for minutes: the hooks of one run (from pt_policy_get_hooks on) share these. */
+#define PT_POLICY_DEFAULT_RUN_INSTRUCTIONS 200000000u
+#define PT_POLICY_DEFAULT_RUN_SECONDS 120.0
 
 /*
  * Load a policy from a file (or from a buffer; name is what messages call
@@ -125,7 +131,10 @@ void pt_policy_params(const pt_policy *pol, pt_params *out /* OUT */);
  * The hooks the script defines, backed by Lua (NULL members for the hooks
  * it lacks); ctx is pol, valid until pt_policy_free.  A hook that fails
  * returns PT_EFORMAT (a Lua error or a wrong return value) or PT_ELIMIT (a
- * budget exceeded) with a one-line "SCRIPT:LINE: reason" in its err.
+ * budget exceeded) with a one-line "SCRIPT:LINE: reason" in its err.  Each
+ * call begins a run: the hook calls from then on share the whole-run
+ * budgets (max_run_instructions, max_run_seconds), and one past them fails
+ * naming the script and the hook.
  *
  * (Named _get_hooks, not pt_policy_hooks: that name is mech.h's typedef.)
  */

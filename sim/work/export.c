@@ -12,6 +12,11 @@
  *   backend                                        native | cudaMallocAsync
  * An unknown key makes PyTorch throw at the first CUDA allocation, so the
  * export writes none and refuses one in --merge.
+ *
+ * Values are written as what the knob can mean: a fraction (the GC threshold)
+ * to GC_DECIMALS decimals, the resolution tune searches it at, so rounding
+ * noise such as 5.55e-17 is 0, which is off, and never turns a knob on;
+ * MiB knobs as whole MiB, as the model uses them; divisions as integers.
  */
 #include "export.h"
 #include "json.h"
@@ -379,6 +384,8 @@ static int add_item(item *items, int *n, int key, const char *text, pt_err *err)
   return rc < 0 ? pt_err_prefix(err, PT_EUSAGE, "export produced an invalid value") : 0;
 }
 
+#define GC_DECIMALS 4 /* of garbage_collection_threshold, a fraction of the cap */
+
 /* The caching allocator's knobs as items; notes what cannot be written as given. */
 static int caching_items(const pt_params *p, built *b, item *items, int *n, double *gc_out, pt_err *err) {
   char t[64];
@@ -390,6 +397,12 @@ static int caching_items(const pt_params *p, built *b, item *items, int *n, doub
     return pt_err_set(err, PT_EUSAGE, "export: caching parameters out of range (gc %g, max_split_size_mb %g, max_non_split_rounding_mb %g, roundup_power2_divisions %g)",
                       gc, split, rounding, rp2);
   *gc_out = 0;
+  double gc_r = round(gc * pow(10, GC_DECIMALS)) / pow(10, GC_DECIMALS);
+  if (gc > 0 && gc_r == 0)
+    note(b, N_APPROX, "garbage_collection_threshold %.3g rounds to 0 at %d decimals: off (left out)", gc, GC_DECIMALS);
+  else if (gc > 0 && gc < 1 && gc_r != gc)
+    note(b, N_APPROX, "garbage_collection_threshold %.17g written as %.*f (%d decimals)", gc, GC_DECIMALS, gc_r, GC_DECIMALS);
+  gc = gc > 0 && gc < 1 ? gc_r : gc;
   if (gc > 0 && gc < 1) {
     fmt_double(t, sizeof t, gc);
     if (add_item(items, n, K_GC, t, err) < 0) return PT_EUSAGE;

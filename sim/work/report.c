@@ -206,7 +206,7 @@ static int cmp_pareto(const void *a, const void *b) {
 }
 
 /*
- * One sweep over the sorted runs: a run is beaten exactly when a run with a
+ * Runs that ran out of memory are left out first.  One sweep over the sorted runs: a run is beaten exactly when a run with a
  * smaller time has no more memory, or a run with the same time has less.  So,
  * per group of equal times, the members with the group's least memory are on
  * the front when that memory is below the least seen at smaller times.
@@ -223,6 +223,11 @@ int pt_report_pareto(const pt_report_run *runs, size_t n, int *on_front /* OUT, 
       groups_free(&g);
       return PT_ENOMEM;
     }
+    size_t kept = 0; /* a run that ran out of memory is on no front, and beats none */
+    for (size_t j = 0; j < m; j++)
+      if (p[j]->ooms) on_front[p[j] - runs] = 0;
+      else p[kept++] = p[j];
+    m = kept;
     qsort(p, m, sizeof *p, cmp_pareto);
     size_t i = 0;
     int seen = 0;
@@ -1203,9 +1208,10 @@ static void confirms_html(FILE *f, const char *trace, const pt_report_confirm *c
 
 static int trace_html(FILE *f, const pt_report_run *runs, const pt_report_run **p, size_t m, const int *front,
                       pt_sim_point *buf, const pt_report_confirm *confirms, size_t nconfirms) {
-  /* headline facts: events, least memory, fastest predicted */
+  /* headline facts: events, least memory, fastest predicted (among runs that did not run out of memory) */
   tl_scale s = {0};
-  const pt_report_run *least = p[0], *fastest = NULL;
+  const pt_report_run *least = NULL, *fastest = NULL;
+  size_t oom = 0;
   for (size_t j = 0; j < m; j++) {
     const pt_report_run *r = p[j];
     if ((double)r->peak_reserved_bytes > s.max_bytes) s.max_bytes = (double)r->peak_reserved_bytes;
@@ -1216,7 +1222,11 @@ static int trace_html(FILE *f, const pt_report_run *runs, const pt_report_run **
       if ((double)q->reserved > s.max_bytes) s.max_bytes = (double)q->reserved;
       if ((double)q->allocated > s.max_bytes) s.max_bytes = (double)q->allocated;
     }
-    if (r->peak_reserved_bytes < least->peak_reserved_bytes) least = r;
+    if (r->ooms) {
+      oom++;
+      continue;
+    }
+    if (!least || r->peak_reserved_bytes < least->peak_reserved_bytes) least = r;
     if (isfinite(r->predicted_alloc_us) && (!fastest || r->predicted_alloc_us < fastest->predicted_alloc_us))
       fastest = r;
   }
@@ -1232,10 +1242,13 @@ static int trace_html(FILE *f, const pt_report_run *runs, const pt_report_run **
   fputs("</h2>\n<p class=\"facts\">", f);
   fprintf(f, "<b>%zu</b> run%s", m, m == 1 ? "" : "s");
   if (s.max_event > 1) fprintf(f, " · <b>%.0f</b> events", s.max_event);
-  fmt_bytes(a, sizeof a, (double)least->peak_reserved_bytes);
-  fputs(" · least memory: <b>", f);
-  html_text(f, least->policy, 40);
-  fprintf(f, "</b> (%s peak reserved)", a);
+  if (oom) fprintf(f, " · <b>%zu</b> ran out of memory%s", oom, least ? "" : ": no run to recommend");
+  if (least) {
+    fmt_bytes(a, sizeof a, (double)least->peak_reserved_bytes);
+    fputs(" · least memory: <b>", f);
+    html_text(f, least->policy, 40);
+    fprintf(f, "</b> (%s peak reserved)", a);
+  }
   if (fastest) {
     fputs(" · fastest predicted: <b>", f);
     html_text(f, fastest->policy, 40);

@@ -10,6 +10,12 @@
  * GSL still calls its handler when one of its own allocations fails; a
  * program that wants that reported rather than aborted sets
  * gsl_set_error_handler_off() once, in main.
+ *
+ * A start whose value is not finite (a run that ran out of memory) gives the
+ * simplex nothing to go by, so it is replaced by the next point of a coarse
+ * probe grid over the continuous parameters whose value is finite; a start
+ * with no such point left is skipped.  A search that finds no finite value
+ * anywhere is PT_ENOTFOUND.
  */
 #include "tune.h"
 
@@ -37,6 +43,7 @@ typedef struct search {
   int rc;                     /* first error from eval */
   int evaluations, budget;
   pt_tune_result *out;
+  int probe_next;             /* the next probe-grid point to try at this grid point */
   /* memo of evaluated points */
   pt_params seen[MAX_SEEN];
   double seen_value[MAX_SEEN];
@@ -45,15 +52,29 @@ typedef struct search {
 
 static double to_space(const pt_tune_param *p, double v) { return p->log_scale ? log(v) : v; }
 
+/* v rounded to a multiple of 10^e, as the double nearest that decimal. */
+static double round_pow10(double v, int e) {
+  return e < 0 ? round(v * pow(10, -e)) / pow(10, -e) : round(v / pow(10, e)) * pow(10, e);
+}
+
+/*
+ * The value a point in search space stands for, at the resolution the search
+ * has (its convergence test is 1e-3 of search space): a log-scaled parameter
+ * to 4 significant digits, a linear one to the power of ten below 1e-3 of its
+ * range; within half that step of the default or an end of the range, exactly
+ * that (so 0 stays "off" and never becomes 5.55e-17); integers rounded.
+ */
 static double from_space(const pt_tune_param *p, double x) {
   double lo = to_space(p, p->lo), hi = to_space(p, p->hi);
   if (x < lo) x = lo;
   if (x > hi) x = hi;
   double v = p->log_scale ? exp(x) : x;
-  if (p->log_scale) { /* exp(log(v)) is not v: keep 12 significant digits, so 4096 stays 4096 */
-    double mag = pow(10, floor(log10(fabs(v))) - 11);
-    v = round(v / mag) * mag;
-  }
+  int e = p->log_scale ? (int)floor(log10(fabs(v))) - 3 : (int)floor(log10(p->hi - p->lo)) - 3;
+  double q = pow(10, e);
+  v = round_pow10(v, e);
+  if (fabs(v - p->dflt) <= q / 2 && p->dflt >= p->lo && p->dflt <= p->hi) v = p->dflt;
+  else if (fabs(v - p->lo) <= q / 2) v = p->lo;
+  else if (fabs(v - p->hi) <= q / 2) v = p->hi;
   if (p->integer) v = round(v);
   if (v < p->lo) v = p->lo;
   if (v > p->hi) v = p->hi;
@@ -91,14 +112,48 @@ static double evaluate(search *s) {
   return v;
 }
 
-static double nm_f(const gsl_vector *x, void *arg) {
-  search *s = arg;
+/* The value at x (search space, continuous parameters in order). */
+static double evaluate_at(search *s, const double *x) {
   for (int k = 0; k < s->ncont; k++) {
     const pt_tune_param *p = &s->params[s->cont[k]];
-    pt_params_set(&s->point, p->name, from_space(p, gsl_vector_get(x, (size_t)k)));
+    pt_params_set(&s->point, p->name, from_space(p, x[k]));
   }
-  double v = evaluate(s);
+  return evaluate(s);
+}
+
+static double nm_f(const gsl_vector *x, void *arg) {
+  search *s = arg;
+  double xs[PT_MAX_PARAMS];
+  for (int k = 0; k < s->ncont; k++) xs[k] = gsl_vector_get(x, (size_t)k);
+  double v = evaluate_at(s, xs);
   return isfinite(v) ? v : PT_TUNE_WORST; /* GSL reports a non-finite value through its handler */
+}
+
+/*
+ * The probe grid: L levels per continuous parameter at the middles of L equal
+ * parts of its search range, L^ncont points with L at most 5 and the grid at
+ * most PROBE_MAX points (L at least 2; with many parameters, its first
+ * PROBE_MAX points).  Point i into x; 0, or -1 past the end.
+ */
+#define PROBE_MAX 32
+static int probe_point(const search *s, int i, double *x) {
+  int levels = 5;
+  while (levels > 2 && pow(levels, s->ncont) > PROBE_MAX) levels--;
+  if (i >= PROBE_MAX || i >= pow(levels, s->ncont)) return -1;
+  for (int k = 0; k < s->ncont; k++, i /= levels) {
+    const pt_tune_param *p = &s->params[s->cont[k]];
+    double lo = to_space(p, p->lo), hi = to_space(p, p->hi);
+    x[k] = lo + (hi - lo) * (i % levels + 0.5) / levels;
+  }
+  return 0;
+}
+
+/* Replace an infeasible start x by the next probe point with a finite value; -1 when none is left. */
+static int feasible_start(search *s, double *x) {
+  while (s->rc == 0 && s->evaluations < s->budget && isfinite(evaluate_at(s, x)) == 0) {
+    if (probe_point(s, s->probe_next++, x) < 0) return -1;
+  }
+  return s->rc == 0 && s->evaluations < s->budget ? 0 : -1;
 }
 
 /* Nelder–Mead from x0 (in search space) until the budget or convergence. */
@@ -136,6 +191,7 @@ static void grid(search *s, int i, const pt_tune_opts *o, gsl_rng *rng) {
       evaluate(s);
       return;
     }
+    s->probe_next = 0;
     for (int start = 0; start < o->starts && s->rc == 0 && s->evaluations < s->budget; start++) {
       double x0[PT_MAX_PARAMS];
       for (int k = 0; k < s->ncont; k++) {
@@ -144,7 +200,7 @@ static void grid(search *s, int i, const pt_tune_opts *o, gsl_rng *rng) {
         x0[k] = start == 0 ? to_space(p, p->dflt) : lo + (hi - lo) * gsl_rng_uniform(rng);
         if (!isfinite(x0[k])) x0[k] = (lo + hi) / 2;
       }
-      simplex(s, x0);
+      if (feasible_start(s, x0) == 0) simplex(s, x0);
     }
     return;
   }
@@ -207,6 +263,7 @@ int pt_tune(const pt_tune_param *params, int nparams, const pt_tune_opts *opts, 
   if (rng) gsl_rng_free(rng);
   free(s);
   if (rc < 0) return rc;
-  if (!isfinite(out->best_value)) return pt_err_set(err, PT_EUSAGE, "no point could be evaluated");
+  if (!isfinite(out->best_value))
+    return pt_err_set(err, PT_ENOTFOUND, "none of the %d points evaluated has a finite objective", out->evaluations);
   return 0;
 }

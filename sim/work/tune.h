@@ -9,7 +9,12 @@
  * integer parameter is rounded before evaluation, and each distinct point is
  * evaluated once (memoised), so the budget counts real evaluations.
  * The objective is a callback: the tuner knows neither the simulator nor
- * the store.
+ * the store.  A value that is not finite marks an infeasible point (a run
+ * that ran out of memory): such a start is replaced by a feasible point of a
+ * coarse grid (tune.c), and a search that finds no finite value returns
+ * PT_ENOTFOUND.  Continuous values are evaluated at the search's resolution:
+ * 4 significant digits on a log scale, 1e-3 of the range on a linear one,
+ * the default and the range's ends exactly.
  */
 #ifndef PT_TUNE_H
 #define PT_TUNE_H

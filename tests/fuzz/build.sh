@@ -12,7 +12,7 @@ lib="$src/sim/base/error.c $src/sim/trace/pickle.c $src/sim/base/u64map.c $src/s
 $cc $flags -o "$out/fuzz_trace" "$src/tests/fuzz/fuzz_trace.c" $lib -lz
 $cc $flags -o "$out/fuzz_pickle" "$src/tests/fuzz/fuzz_pickle.c" "$src/sim/base/error.c" "$src/sim/trace/pickle.c"
 # the configuration reader with the layers it stands on: base, device and every mechanism file
-conf="$src/sim/base/error.c $src/sim/base/jsonread.c $src/backend/libconf.c $src/sim/base/u64map.c \
+conf="$src/sim/base/error.c $src/sim/base/jsonread.c $src/sim/base/clock.c $src/backend/libconf.c $src/sim/base/u64map.c \
   $(echo "$src"/sim/device/*.c "$src"/sim/mech/*.c)"
 # shellcheck disable=SC2086
 $cc $flags -I$src/sim/device -I$src/sim/mech -I$src/backend -o "$out/fuzz_libconf" "$src/tests/fuzz/fuzz_libconf.c" $conf -lm

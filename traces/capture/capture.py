@@ -344,6 +344,38 @@ def wl_two_streams(torch, impl):
             "pattern": "x on main, record_stream(side); y,s on side, record_stream(main)"}
 
 
+def wl_graph_pool(torch, impl):
+    """A CUDA graph captured and replayed (its private memory pool) amid eager allocations, then
+    the graph dropped (its pool's segments go back) and eager work again."""
+    lin1 = torch.nn.Linear(1024, 4096).cuda()
+    lin2 = torch.nn.Linear(4096, 1024).cuda()
+    static_x = torch.randn(64, 1024, device="cuda")
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s), torch.no_grad():
+        for _ in range(3):  # warm-up on a side stream, as torch.cuda.graphs asks
+            y = lin2(torch.relu(lin1(static_x)))
+    torch.cuda.current_stream().wait_stream(s)
+    del y
+    g = torch.cuda.CUDAGraph()
+    with torch.no_grad(), torch.cuda.graph(g):
+        static_y = lin2(torch.relu(lin1(static_x)))
+    for i in range(20):
+        static_x.copy_(torch.randn(64, 1024, device="cuda"))
+        g.replay()
+        eager = [torch.randn(256, 1024 * (1 + i % 4), device="cuda") for _ in range(4)]
+        del eager
+    torch.cuda.synchronize()
+    del g, static_y
+    torch.cuda.synchronize()
+    for i in range(10):
+        t = torch.randn(512, 2048 * (1 + i % 3), device="cuda")
+        del t
+    torch.cuda.synchronize()
+    return {"graph": "Linear(1024,4096)+relu+Linear(4096,1024) on 64x1024, captured once, replayed 20x",
+            "eager": "4 randn of 256 x 1-4 K per replay; 10 after the graph is dropped"}
+
+
 WORKLOADS = {
     "randn_loop": dict(fn=wl_randn_loop, pre=pre_randn_loop, fallback=False,
                        desc="1000 x torch.randn(1024, 1024, device='cuda'), each result dropped; "
@@ -362,6 +394,9 @@ WORKLOADS = {
     "weights_load": dict(fn=wl_weights_load, fallback=False,
                          desc="24-layer Llama-like state_dict (291 tensors, ~1.3 GB fp32, uninitialised values) copied CPU->cuda "
                               "tensor by tensor, then each cast to bf16 on the GPU"),
+    "graph_pool": dict(fn=wl_graph_pool, fallback=False,
+                       desc="a CUDA graph (Linear+relu+Linear) captured and replayed 20 times among eager "
+                            "allocations, then dropped, then eager allocations again (issue 12: graph pools)"),
     "two_streams": dict(fn=wl_two_streams, fallback=False,
                         desc="300 iterations: tensors made on the main stream used on a side stream "
                              "(record_stream) and vice versa, so frees are deferred across streams"),
@@ -626,9 +661,9 @@ def finish_trace(out, name, extra=None):
     return meta
 
 
-def job_simple(out, name, workload, conf, common):
+def job_simple(out, name, workload, conf, common, fraction=None):
     spec = WORKLOADS[workload]
-    rc, meta = run_worker(out, name, workload, conf)
+    rc, meta = run_worker(out, name, workload, conf, fraction=fraction)
     if rc != 0 and spec.get("fallback"):
         log(f"{name}: hf impl failed (rc={rc}); retrying with plain-torch fallback")
         for suf in (".json", ".log"):
@@ -642,6 +677,30 @@ def job_simple(out, name, workload, conf, common):
         finish_trace(out, name, dict(common, worker_rc=rc))
     return name, rc
 
+
+def job_peak(out, name, workload, conf, common):
+    """A run without recording (its sidecar holds the allocator's peaks): what cudaMallocAsync allows."""
+    rc, meta = run_worker(out, name, workload, conf, record=False)
+    if meta is not None:
+        meta.update(common, worker_rc=rc)
+        with open(os.path.join(out, name + ".json"), "w") as f:
+            json.dump(meta, f, indent=1, sort_keys=True)
+    return name, rc
+
+
+# issue 12's captures (--knobs): knobs the model must reproduce, and cudaMallocAsync's real peaks
+# (several runs each: they vary between identical runs).  A fraction of the H200's 150 GB: 0.003
+# is a 450 MB cap, under which varlen_infer's expandable peak (369 MB) meets a 0.6 GC threshold.
+KNOB_JOBS = [
+    ("rp2_list_decode", "llm_decode", "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", None),
+    ("rp2_list_infer", "varlen_infer", "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", None),
+    ("exp_rp2", "varlen_infer", "expandable_segments:True,roundup_power2_divisions:4", None),
+    ("exp_split", "varlen_infer", "expandable_segments:True,max_split_size_mb:64", None),
+    ("exp_gc_cap", "varlen_infer", "expandable_segments:True,garbage_collection_threshold:0.6", 0.003),
+    ("graph_pool", "graph_pool", "", None),
+]
+PEAK_JOBS = [("async_%s_%d" % (w, i), w, "backend:cudaMallocAsync")
+             for w in ("llm_decode", "varlen_infer", "transformer_train", "cnn_train") for i in (1, 2, 3)]
 
 GC_CONF = "garbage_collection_threshold:0.6,max_split_size_mb:64"
 DEADLINE = [None]  # absolute time after which no new worker starts
@@ -765,7 +824,15 @@ def driver(a):
     results = {}
     with ThreadPoolExecutor(max_workers=a.jobs) as ex:
         futs = []
-        which = tuple(n for n in ("gc_cap", "cap_retry") if not only or n in only)
+        if a.knobs:  # issue 12's set only
+            for name, wl, conf, fraction in KNOB_JOBS:
+                if not only or name in only:
+                    futs.append(ex.submit(job_simple, a.out, name, wl, conf, common, fraction))
+            for name, wl, conf in PEAK_JOBS:
+                if not only or name in only:
+                    futs.append(ex.submit(job_peak, a.out, name, wl, conf, common))
+            simple = []
+        which = tuple(n for n in ("gc_cap", "cap_retry") if (not only or n in only) and not a.knobs)
         if which:
             futs.append(ex.submit(job_caps, a.out, common, "varlen_infer", which))
         for name, wl, conf in simple:
@@ -796,6 +863,9 @@ def main():
     ap.add_argument("--fraction", type=float)
     ap.add_argument("--no-record", action="store_true")
     ap.add_argument("--only")
+    ap.add_argument("--knobs", action="store_true",
+                    help="issue 12's captures instead of the bundled set: knobs (list-form roundup, "
+                         "expandable with its knobs, a CUDA graph pool) and cudaMallocAsync's peaks, 3 runs each")
     ap.add_argument("--jobs", type=int, default=5)
     ap.add_argument("--deadline", type=float, default=380.0,
                     help="seconds after which the driver starts no new worker")
