@@ -49,6 +49,7 @@ static const pt_cli_cmd commands[] = {
      &pt_opts_calibrate, NULL},
     {"confirm", "run your workload under the baseline and the tuned config: measured gain", pt_cmd_confirm,
      &pt_opts_confirm, NULL},
+    {"lint", "check a PYTORCH_CUDA_ALLOC_CONF value against PyTorch 2.11", pt_cmd_lint, &pt_opts_lint, NULL},
     {0}};
 
 static void print_help(FILE *f) {
