@@ -81,6 +81,12 @@ PYTORCH_CUDA_ALLOC_CONF=a:b PYTORCH_ALLOC_CONF=a:b "$pt" lint --from-env >"$tmp/
 grep -q "PYTORCH_ALLOC_CONF: set and different" "$tmp/out" && fail "--from-env: equal variables warned"
 env -u PYTORCH_CUDA_ALLOC_CONF PYTORCH_ALLOC_CONF=backend:x "$pt" lint --from-env --json >"$tmp/plain.json" 2>/dev/null
 [ $? -eq 1 ] || fail "PYTORCH_ALLOC_CONF alone is not checked"
+# a control character in the text stays on its line
+expect 1 "error: f?o: unknown key: PyTorch 2.11 refuses it" "$(printf 'f\no:1')"
+# an error past the findings shown still counts
+many=$(i=0; while [ $i -lt 70 ]; do printf 'max_split_size_mb:64,'; i=$((i + 1)); done)
+expect 1 "" "${many}foo:1"
+grep -q "^note: -: [0-9]* more findings not shown" "$tmp/out" || fail "findings past the limit: not said"
 # usage: exit 2, one line for the version
 expect 2 "" --torch-version 2.10 "max_split_size_mb:64"
 [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "only PyTorch 2.11 is known" "$tmp/err" || fail "--torch-version 2.10: not one line naming 2.11"

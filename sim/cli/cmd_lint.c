@@ -76,6 +76,7 @@ typedef struct lint_finding {
 typedef struct lint_state {
   lint_finding f[LINT_MAXFIND + 1];
   int n, dropped;
+  int errors, warnings; /* counted over all findings, kept or dropped */
   unsigned seen, ok;   /* bit per key table index: given; given with a value PyTorch accepts */
   int async;           /* backend:cudaMallocAsync */
   int expandable;      /* expandable_segments:True */
@@ -86,6 +87,7 @@ typedef struct lint_state {
 static void add(lint_state *s, const char *key, lint_sev sev, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static void add(lint_state *s, const char *key, lint_sev sev, const char *fmt, ...) {
+  s->errors += sev == SEV_ERROR, s->warnings += sev == SEV_WARNING;
   if (s->n == LINT_MAXFIND) {
     s->dropped++;
     return;
@@ -305,8 +307,19 @@ static void lint_conf(lint_state *s, const char *conf, const char *var, const pt
   }
 }
 
+/* Text the user gave, on a terminal: control characters become '?', so a finding stays one line. */
+static void put_safe(const char *t) {
+  for (; *t; t++) putchar((unsigned char)*t < 0x20 || *t == 0x7f ? '?' : *t);
+}
+
 static void print_text(const lint_state *s) {
-  for (int i = 0; i < s->n; i++) printf("%s: %s: %s\n", sev_names[s->f[i].sev], s->f[i].key, s->f[i].msg);
+  for (int i = 0; i < s->n; i++) {
+    printf("%s: ", sev_names[s->f[i].sev]);
+    put_safe(s->f[i].key);
+    fputs(": ", stdout);
+    put_safe(s->f[i].msg);
+    putchar('\n');
+  }
   if (s->dropped) printf("note: -: %d more findings not shown\n", s->dropped);
   if (!s->n) printf("ok: no findings (PyTorch %s)\n", LINT_TORCH);
 }
@@ -366,8 +379,7 @@ int pt_cmd_lint(void *args, char **pos, int npos, pt_err *err) {
         "set and different from PYTORCH_CUDA_ALLOC_CONF: PyTorch %s uses PYTORCH_CUDA_ALLOC_CONF (measured), "
         "so PYTORCH_ALLOC_CONF is ignored", LINT_TORCH);
   lint_conf(s, conf, var, gpu);
-  int errors = 0, warnings = 0;
-  for (int i = 0; i < s->n; i++) errors += s->f[i].sev == SEV_ERROR, warnings += s->f[i].sev == SEV_WARNING;
+  int errors = s->errors, warnings = s->warnings;
   if (a->json) print_json(s, var, conf, errors, warnings);
   else print_text(s);
   free(s);
