@@ -49,6 +49,7 @@ static const pt_cli_cmd commands[] = {
      &pt_opts_calibrate, NULL},
     {"confirm", "run your workload under the baseline and the tuned config: measured gain", pt_cmd_confirm,
      &pt_opts_confirm, NULL},
+    {"policies", "the policies it can find: mechanism, parameters, hooks, doc", pt_cmd_policies, &pt_opts_policies, NULL},
     {0}};
 
 static void print_help(FILE *f) {
