@@ -90,6 +90,8 @@ for args in "1" "1 2 3" "x 2" "0 2" "--gpu h200 1 2" "--nonesuch 1 2"; do
   "$pt" diff --db "$db" $args >/dev/null 2>&1; rc=$?
   [ $rc -eq 2 ] || fail "diff $args: exit $rc, not 2"
 done
+"$pt" diff --db "$db" "$trace" "$trace" --policy direct >/dev/null 2>&1; rc=$?
+[ $rc -eq 2 ] || fail "--db with --policy: exit $rc, not 2"
 "$pt" diff --help | grep -q -- '--policy P' || fail "--help lacks --policy"
 
 [ $fails -eq 0 ] || exit 1

@@ -250,6 +250,7 @@ static int diff_traces(const pt_wb_args *a, char **pos, pt_err *err) {
 int pt_cmd_diff(void *args, char **pos, int npos, pt_err *err) {
   const pt_wb_args *a = args;
   if (npos != 2) return pt_cli_usage(err, "needs two runs (RUN_A RUN_B) or two traces (TRACE_A TRACE_B --policy P)");
+  if (a->policies[0] && a->db != pt_wb_defaults.db) return pt_cli_usage(err, "--db applies to two runs (without --policy)");
   if (a->policies[0]) return diff_traces(a, pos, err);
   if (a->gpu || a->capacity) return pt_cli_usage(err, "--gpu and --capacity apply to two traces (with --policy)");
   return diff_runs(a, pos, err);
