@@ -50,6 +50,8 @@ static const pt_cli_cmd commands[] = {
     {"confirm", "run your workload under the baseline and the tuned config: measured gain", pt_cmd_confirm,
      &pt_opts_confirm, NULL},
     {"lint", "check a PYTORCH_CUDA_ALLOC_CONF value against PyTorch 2.11", pt_cmd_lint, &pt_opts_lint, NULL},
+    {"policies", "the policies it can find: mechanism, parameters, hooks, doc", pt_cmd_policies, &pt_opts_policies, NULL},
+    {"diff", "two runs side by side, and where their timelines part", pt_cmd_diff, &pt_opts_diff, NULL},
     {0}};
 
 static void print_help(FILE *f) {

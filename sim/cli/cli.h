@@ -25,5 +25,7 @@ PT_CLI_DECLARE(gpu_fit);                              /* cmd_gpu.c */
 PT_CLI_DECLARE(calibrate);                            /* cmd_calibrate.c */
 PT_CLI_DECLARE(confirm);                              /* cmd_confirm.c */
 PT_CLI_DECLARE(lint);                                 /* cmd_lint.c */
+PT_CLI_DECLARE(policies);                             /* cmd_policies.c */
+PT_CLI_DECLARE(diff);                                 /* cmd_diff.c */
 
 #endif
