@@ -106,7 +106,7 @@ static int scan_dir(const char *dir, int bundled, pol_list *l, pt_err *err) {
     l->n++;
   }
   closedir(d);
-  if (rc == 0) qsort(l->v + first, l->n - first, sizeof *l->v, by_name);
+  if (rc == 0 && l->n > first) qsort(l->v + first, l->n - first, sizeof *l->v, by_name); /* none: l->v may be NULL */
   return rc;
 }
 
