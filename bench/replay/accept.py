@@ -78,9 +78,19 @@ def fit(cal, path, extra):
                    check=True, stderr=subprocess.DEVNULL)
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def trace_path(p):
+    """The trace a replay named, in this checkout: the JSON holds the path on the GPU machine."""
+    if os.path.exists(p):
+        return p
+    return os.path.join(HERE, "..", "..", "traces", os.path.basename(p))
+
+
 def predict(r, gpu):
     g = r["gpu_mechanism_replay"]
-    cmd = [a.pagetune, "sim", "--trace", g["trace"], "--policy", g["policy"], "--gpu", gpu, "--json"]
+    cmd = [a.pagetune, "sim", "--trace", trace_path(g["trace"]), "--policy", g["policy"], "--gpu", gpu, "--json"]
     o = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
     return o["predicted_alloc_us"]
 
