@@ -778,27 +778,6 @@ static int store(state *s, pt_err *err) {
 
 /* ---- output -------------------------------------------------------------------------------- */
 
-static void fmt_gain(char *buf, size_t n, double g) {
-  if (isnan(g)) snprintf(buf, n, "-");
-  else snprintf(buf, n, "%+.2f%%", 100 * g);
-}
-
-static void fmt_interval(char *buf, size_t n, const pt_confirm_gain *g) {
-  if (isnan(g->lo)) snprintf(buf, n, "-");
-  else snprintf(buf, n, "[%+.2f%%, %+.2f%%]", 100 * g->lo, 100 * g->hi);
-}
-
-static void fmt_seconds(char *buf, size_t n, double v) {
-  if (isnan(v)) snprintf(buf, n, "-");
-  else if (v < 1) snprintf(buf, n, "%.2f ms", v * 1e3);
-  else snprintf(buf, n, "%.3f s", v);
-}
-
-static void fmt_mib(char *buf, size_t n, double v) {
-  if (isnan(v)) snprintf(buf, n, "-");
-  else snprintf(buf, n, "%.1f MiB", v / MIB);
-}
-
 static void print_arm_text(const state *s, const arm *m) {
   printf("  %-9s run %" PRId64 "%s, %s (%s) %s\n", pt_confirm_arm_name(m->which), m->run_id,
          m->which == PT_CONFIRM_BASELINE && s->bsimulated ? " (simulated now)" : "", m->policy, m->mechanism, m->params_json);
@@ -831,17 +810,17 @@ static void print_text(const state *s) {
   for (size_t i = 0; i < 2; i++) {
     const pt_confirm_gain *g = rows[i].g;
     char pg[32], mg[32], iv[48], bm[32], tm[32];
-    fmt_gain(pg, sizeof pg, g->predicted);
-    fmt_gain(mg, sizeof mg, g->measured);
-    fmt_interval(iv, sizeof iv, g);
-    (rows[i].bytes ? fmt_mib : fmt_seconds)(bm, sizeof bm, g->base_median);
-    (rows[i].bytes ? fmt_mib : fmt_seconds)(tm, sizeof tm, g->tuned_median);
+    pt_confirm_fmt_gain(pg, sizeof pg, g->predicted);
+    pt_confirm_fmt_gain(mg, sizeof mg, g->measured);
+    pt_confirm_fmt_interval(iv, sizeof iv, g);
+    (rows[i].bytes ? pt_confirm_fmt_mib : pt_confirm_fmt_seconds)(bm, sizeof bm, g->base_median);
+    (rows[i].bytes ? pt_confirm_fmt_mib : pt_confirm_fmt_seconds)(tm, sizeof tm, g->tuned_median);
     printf("  %-18s %10s %10s  %-20s %11s %11s  %s\n", rows[i].name, pg, mg, iv, bm, tm, pt_confirm_verdict_name(g->verdict));
   }
   char bu[32], tu[32], bs[32];
-  fmt_seconds(bu, sizeof bu, b->predicted_us * 1e-6);
-  fmt_seconds(tu, sizeof tu, u->predicted_us * 1e-6);
-  fmt_seconds(bs, sizeof bs, s->base_time_s);
+  pt_confirm_fmt_seconds(bu, sizeof bu, b->predicted_us * 1e-6);
+  pt_confirm_fmt_seconds(tu, sizeof tu, u->predicted_us * 1e-6);
+  pt_confirm_fmt_seconds(bs, sizeof bs, s->base_time_s);
   printf("\n  predicted over the trace: allocator time %s (baseline) and %s (tuned), peak reserved %.1f and %.1f MiB;\n"
          "  the predicted time gain is the allocator time saved as a share of the baseline's measured %s, %s\n"
          "  (one run of the command taken to make the trace's requests once).\n",

@@ -319,3 +319,24 @@ double pt_confirm_peak_prediction(uint64_t base_bytes, uint64_t tuned_bytes) {
   if (!base_bytes) return NAN;
   return ((double)base_bytes - (double)tuned_bytes) / (double)base_bytes;
 }
+
+void pt_confirm_fmt_gain(char *buf, size_t n, double gain) {
+  if (isnan(gain)) snprintf(buf, n, "-");
+  else snprintf(buf, n, "%+.2f%%", 100 * gain);
+}
+
+void pt_confirm_fmt_interval(char *buf, size_t n, const pt_confirm_gain *g) {
+  if (isnan(g->lo)) snprintf(buf, n, "-");
+  else snprintf(buf, n, "[%+.2f%%, %+.2f%%]", 100 * g->lo, 100 * g->hi);
+}
+
+void pt_confirm_fmt_seconds(char *buf, size_t n, double seconds) {
+  if (isnan(seconds)) snprintf(buf, n, "-");
+  else if (seconds < 1) snprintf(buf, n, "%.2f ms", seconds * 1e3);
+  else snprintf(buf, n, "%.3f s", seconds);
+}
+
+void pt_confirm_fmt_mib(char *buf, size_t n, double bytes) {
+  if (isnan(bytes)) snprintf(buf, n, "-");
+  else snprintf(buf, n, "%.1f MiB", bytes / 1048576.0);
+}

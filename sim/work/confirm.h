@@ -118,6 +118,13 @@ typedef struct pt_confirm_gain {
   pt_confirm_verdict verdict;
 } pt_confirm_gain;
 
+/* The text forms report and confirm print, "-" for NAN: a gain as a signed percentage, an interval, a time
+   in seconds (ms below 1 s), bytes in MiB. */
+void pt_confirm_fmt_gain(char *buf, size_t n, double gain);
+void pt_confirm_fmt_interval(char *buf, size_t n, const pt_confirm_gain *g);
+void pt_confirm_fmt_seconds(char *buf, size_t n, double seconds);
+void pt_confirm_fmt_mib(char *buf, size_t n, double bytes);
+
 /* The median of v[0..n) (a sorted copy: v is left as it is); NAN for n 0 or a NAN in v; PT_ENOMEM aside, exact. */
 double pt_confirm_median(const double *v, size_t n);
 

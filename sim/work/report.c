@@ -434,27 +434,6 @@ static const char *alloc_name(const char *a) {
   return a && !strcmp(a, "pagetune") ? "pagetune's library" : "PyTorch's allocator";
 }
 
-static void fmt_pct(char *out, size_t n, double g) {
-  if (isnan(g)) snprintf(out, n, "-");
-  else snprintf(out, n, "%+.2f%%", 100 * g);
-}
-
-static void fmt_iv(char *out, size_t n, const pt_confirm_gain *g) {
-  if (isnan(g->lo)) snprintf(out, n, "-");
-  else snprintf(out, n, "[%+.2f%%, %+.2f%%]", 100 * g->lo, 100 * g->hi);
-}
-
-static void fmt_secs(char *out, size_t n, double v) {
-  if (isnan(v)) snprintf(out, n, "-");
-  else if (v < 1) snprintf(out, n, "%.2f ms", v * 1e3);
-  else snprintf(out, n, "%.3f s", v);
-}
-
-static void fmt_mib(char *out, size_t n, double v) {
-  if (isnan(v)) snprintf(out, n, "-");
-  else snprintf(out, n, "%.1f MiB", v / MIB);
-}
-
 static const char *time_label(const pt_report_confirm *c) {
   return c->time_metric && !strcmp(c->time_metric, "median_step_s") ? "time (median step)" : "time (wall)";
 }
@@ -481,22 +460,22 @@ static void text_confirms(FILE *f, const char *trace, const pt_report_confirm *c
     } rows[] = {{time_label(k), &k->time}, {"peak reserved", &k->peak}};
     for (size_t j = 0; j < 2; j++) {
       char pg[32], mg[32], iv[48];
-      fmt_pct(pg, sizeof pg, rows[j].g->predicted);
-      fmt_pct(mg, sizeof mg, rows[j].g->measured);
-      fmt_iv(iv, sizeof iv, rows[j].g);
+      pt_confirm_fmt_gain(pg, sizeof pg, rows[j].g->predicted);
+      pt_confirm_fmt_gain(mg, sizeof mg, rows[j].g->measured);
+      pt_confirm_fmt_interval(iv, sizeof iv, rows[j].g);
       fprintf(f, "    %-18s predicted %8s  measured %8s %-20s  %s\n", rows[j].name, pg, mg, iv,
               pt_confirm_verdict_name(rows[j].g->verdict));
     }
     char a[32], b[32], m1[32], m2[32];
-    fmt_secs(a, sizeof a, k->time.base_median);
-    fmt_secs(b, sizeof b, k->time.tuned_median);
-    fmt_mib(m1, sizeof m1, k->peak.base_median);
-    fmt_mib(m2, sizeof m2, k->peak.tuned_median);
+    pt_confirm_fmt_seconds(a, sizeof a, k->time.base_median);
+    pt_confirm_fmt_seconds(b, sizeof b, k->time.tuned_median);
+    pt_confirm_fmt_mib(m1, sizeof m1, k->peak.base_median);
+    pt_confirm_fmt_mib(m2, sizeof m2, k->peak.tuned_median);
     fprintf(f, "    measured:  time %s -> %s, peak reserved %s -> %s\n", a, b, m1, m2);
-    fmt_secs(a, sizeof a, k->baseline_predicted_us * 1e-6);
-    fmt_secs(b, sizeof b, k->tuned_predicted_us * 1e-6);
-    fmt_mib(m1, sizeof m1, (double)k->baseline_predicted_peak);
-    fmt_mib(m2, sizeof m2, (double)k->tuned_predicted_peak);
+    pt_confirm_fmt_seconds(a, sizeof a, k->baseline_predicted_us * 1e-6);
+    pt_confirm_fmt_seconds(b, sizeof b, k->tuned_predicted_us * 1e-6);
+    pt_confirm_fmt_mib(m1, sizeof m1, (double)k->baseline_predicted_peak);
+    pt_confirm_fmt_mib(m2, sizeof m2, (double)k->tuned_predicted_peak);
     fprintf(f, "    predicted: allocator time %s -> %s, peak reserved %s -> %s\n", a, b, m1, m2);
   }
 }
@@ -1138,9 +1117,9 @@ static void table_html(FILE *f, const pt_report_run *runs, const pt_report_run *
 
 static void html_gain_cells(FILE *f, const pt_confirm_gain *g) {
   char a[32], b[32], iv[48];
-  fmt_pct(a, sizeof a, g->predicted);
-  fmt_pct(b, sizeof b, g->measured);
-  fmt_iv(iv, sizeof iv, g);
+  pt_confirm_fmt_gain(a, sizeof a, g->predicted);
+  pt_confirm_fmt_gain(b, sizeof b, g->measured);
+  pt_confirm_fmt_interval(iv, sizeof iv, g);
   const char *cls = g->verdict == PT_VERDICT_CONFIRMED ? "ok" : g->verdict == PT_VERDICT_REFUTED ? "bad" : "";
   fprintf(f, "<td class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"verdict %s\">%s</td>", a, b,
           iv, cls, pt_confirm_verdict_name(g->verdict));
@@ -1184,15 +1163,15 @@ static void confirms_html(FILE *f, const char *trace, const pt_report_confirm *c
       html_text(f, j ? "peak reserved" : time_label(k), 0);
       fputs("</td>", f);
       if (j) {
-        fmt_mib(a, sizeof a, (double)k->baseline_predicted_peak);
-        fmt_mib(b, sizeof b, (double)k->tuned_predicted_peak);
+        pt_confirm_fmt_mib(a, sizeof a, (double)k->baseline_predicted_peak);
+        pt_confirm_fmt_mib(b, sizeof b, (double)k->tuned_predicted_peak);
       } else {
-        fmt_secs(a, sizeof a, k->baseline_predicted_us * 1e-6);
-        fmt_secs(b, sizeof b, k->tuned_predicted_us * 1e-6);
+        pt_confirm_fmt_seconds(a, sizeof a, k->baseline_predicted_us * 1e-6);
+        pt_confirm_fmt_seconds(b, sizeof b, k->tuned_predicted_us * 1e-6);
       }
       fprintf(f, "<td class=\"num\">%s%s \xE2\x86\x92 %s</td>", j ? "" : "allocator ", a, b);
-      (j ? fmt_mib : fmt_secs)(a, sizeof a, g->base_median);
-      (j ? fmt_mib : fmt_secs)(b, sizeof b, g->tuned_median);
+      (j ? pt_confirm_fmt_mib : pt_confirm_fmt_seconds)(a, sizeof a, g->base_median);
+      (j ? pt_confirm_fmt_mib : pt_confirm_fmt_seconds)(b, sizeof b, g->tuned_median);
       fprintf(f, "<td class=\"num\">%s \xE2\x86\x92 %s</td>", a, b);
       html_gain_cells(f, g);
       fputs("</tr>\n", f);
