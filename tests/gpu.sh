@@ -2,20 +2,7 @@
 # gpu.sh — the GPU commands on a real GPU: gpu info, calibrate and replay
 # answer with sane numbers.  Without a GPU (or a build without CUDA) it
 # skips (exit 77, automake's SKIP); the no-GPU behaviour is cli.sh's.
-set -u
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
-pt="$top_builddir/pagetune"
-export PAGETUNE_POLICY_DIR=${PAGETUNE_POLICY_DIR:-$top_srcdir/policies}
-export PAGETUNE_GPU_DIR=${PAGETUNE_GPU_DIR:-$top_srcdir/sim/gpus}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-if ! "$pt" gpu info >"$tmp/info" 2>&1; then
-  echo "SKIP: no GPU here: $(cat "$tmp/info")"
-  exit 77
-fi
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "${top_srcdir:-.}/tests/gpu_setup.sh"
 cat "$tmp/info"
 
 # calibrate: a description that loads, with every call's points, all positive (PyTorch's allocators and

@@ -6,21 +6,8 @@
 # when torch imports (not measured, and said so, when it does not), and the
 # description loading.  Skips (77) without a GPU or in a build without CUDA.
 #   PT_PYTHON=python3   the Python calibrate runs torch with
-set -u
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
-pt="$top_builddir/pagetune"
+. "${top_srcdir:-.}/tests/gpu_setup.sh"
 py=${PT_PYTHON:-python3}
-export PAGETUNE_POLICY_DIR=${PAGETUNE_POLICY_DIR:-$top_srcdir/policies}
-export PAGETUNE_GPU_DIR=${PAGETUNE_GPU_DIR:-$top_srcdir/sim/gpus}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-if ! "$pt" gpu info >"$tmp/info" 2>&1; then
-  echo "SKIP: no GPU here: $(cat "$tmp/info")"
-  exit 77
-fi
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 torch=0
 "$py" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null && torch=1
 echo "torch with a GPU under $py: $([ $torch = 1 ] && echo yes || echo no)"

@@ -4,20 +4,7 @@
 # the model fed the GPU's addresses makes the same driver calls, free memory
 # back), and running out of GPU memory for real mid-replay ends the run with
 # one line, everything given back.  Without a GPU it skips (exit 77).
-set -u
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
-pt="$top_builddir/pagetune"
-export PAGETUNE_POLICY_DIR=${PAGETUNE_POLICY_DIR:-$top_srcdir/policies}
-export PAGETUNE_GPU_DIR=${PAGETUNE_GPU_DIR:-$top_srcdir/sim/gpus}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-if ! "$pt" gpu info >"$tmp/info" 2>&1; then
-  echo "SKIP: no GPU here: $(cat "$tmp/info")"
-  exit 77
-fi
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "${top_srcdir:-.}/tests/gpu_setup.sh"
 
 # randn_loop begins with two segments alive (recording started late)
 for p in pytorch_native pytorch_expandable cuda_async direct stitch large_page_threshold tunable_caching; do
