@@ -144,6 +144,23 @@ static int d_adopt(void *st, uint64_t addr, uint64_t bytes, uint64_t page, uint6
 static const pt_dev_ops dbl_ops = {"double", d_malloc, d_free, d_reserve, d_address_free, d_create,
                                    d_release, d_map, d_set_access, d_unmap, d_adopt};
 
+/* The double's own memory, given back. */
+static void dbl_done(dbl *d) {
+  pt_model_dev_done(&d->model);
+  pt_u64map_free(&d->allocs);
+  pt_u64map_free(&d->handles);
+  pt_u64map_free(&d->maps);
+}
+
+/* The device holds nothing: no byte, allocation, handle or map, and no call a driver would refuse. */
+static void assert_given_back(const dbl *d) {
+  CU_ASSERT_EQUAL(d->held, 0);
+  CU_ASSERT_EQUAL(d->handles.len, 0);
+  CU_ASSERT_EQUAL(d->maps.len, 0);
+  CU_ASSERT_EQUAL(d->allocs.len, 0);
+  CU_ASSERT_EQUAL(d->misuse, 0);
+}
+
 /* ---- a workload ------------------------------------------------------------------ */
 
 typedef struct outcome {
@@ -238,10 +255,7 @@ static outcome run(const pt_mech_ops *m, long fail_at) {
   m->destroy(st);
   pt_call_log_free(&log);
   pt_dev_done(&dev);
-  pt_model_dev_done(&d.model);
-  pt_u64map_free(&d.allocs);
-  pt_u64map_free(&d.handles);
-  pt_u64map_free(&d.maps);
+  dbl_done(&d);
   return o;
 }
 
@@ -320,17 +334,10 @@ static void test_engine_on_device(void) {
     CU_ASSERT_EQUAL(got.nalloc_us, got.allocs);
     CU_ASSERT_EQUAL(got.nfree_us, sn.frees);
     CU_ASSERT_EQUAL(sn.allocs, got.allocs - got.ooms);
-    CU_ASSERT_EQUAL(d.held, 0); /* the memory went back */
-    CU_ASSERT_EQUAL(d.handles.len, 0);
-    CU_ASSERT_EQUAL(d.maps.len, 0);
-    CU_ASSERT_EQUAL(d.allocs.len, 0);
-    CU_ASSERT_EQUAL(d.misuse, 0);
+    assert_given_back(&d);
     pt_sim_result_free(&want);
     pt_sim_result_free(&got);
-    pt_model_dev_done(&d.model);
-    pt_u64map_free(&d.allocs);
-    pt_u64map_free(&d.handles);
-    pt_u64map_free(&d.maps);
+    dbl_done(&d);
   }
   pt_trace_data_free(&t);
 }
@@ -390,16 +397,9 @@ static void test_timed_and_fed(void) {
     err.msg[0] = 0;
     CU_ASSERT_EQUAL(pt_sim_run(&t, &oc, &err, &got), PT_EOOM);
     CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "out of GPU memory"));
-    CU_ASSERT_EQUAL(d.held, 0);
-    CU_ASSERT_EQUAL(d.handles.len, 0);
-    CU_ASSERT_EQUAL(d.maps.len, 0);
-    CU_ASSERT_EQUAL(d.allocs.len, 0);
-    CU_ASSERT_EQUAL(d.misuse, 0);
+    assert_given_back(&d);
     pt_sim_result_free(&got);
-    pt_model_dev_done(&d.model);
-    pt_u64map_free(&d.allocs);
-    pt_u64map_free(&d.handles);
-    pt_u64map_free(&d.maps);
+    dbl_done(&d);
   }
   pt_trace_data_free(&t);
 }
