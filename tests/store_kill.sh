@@ -115,7 +115,7 @@ incs=
 for d in base trace device mech gpu engine policy work; do incs="$incs -I$top/sim/$d"; done
 # shellcheck disable=SC2086
 gcc -std=gnu11 -O1 -g $incs -o "$work/driver" "$work/driver.c" "$top/sim/work/store.c" "$top/sim/work/confirm.c" "$top/sim/base/jsonread.c" \
-  "$top/sim/base/sha256.c" "$top/sim/base/error.c" \
+  "$top/sim/base/sha256.c" "$top/sim/base/error.c" "$top/sim/base/file.c" \
   $SQLITE_CFLAGS $SQLITE_LIBS -lm || fail "cannot build the driver"
 
 q() { sqlite3 -batch -noheader "$1" "$2"; }

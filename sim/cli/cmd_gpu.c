@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "driver.h"
+#include "file.h"
 #include "fit.h"
 #include "gpu.h"
 #include "jsonread.h"
@@ -125,23 +126,9 @@ static int fit_add(pt_cost_fit *f, const pt_jr_val *o, const char *path, pt_err 
 static int fit_file(pt_cost_fit *f, const char *path, pt_err *err) {
   FILE *in = fopen(path, "r");
   if (!in) return pt_err_set(err, PT_ENOTFOUND, "%s: %s", path, strerror(errno));
-  char *text = NULL;
-  size_t len = 0, cap = 0;
-  int rc = 0, lineno = 0;
-  for (;;) { /* whole file: at most 64 MiB */
-    if (cap - len < 65536) {
-      char *t = cap < (64u << 20) ? realloc(text, cap = cap ? 2 * cap : 1u << 20) : NULL;
-      if (!t) {
-        rc = pt_err_set(err, PT_ELIMIT, "%s: too large (64 MiB at most)", path);
-        break;
-      }
-      text = t;
-    }
-    size_t got = fread(text + len, 1, cap - len - 1, in);
-    len += got;
-    if (!got) break;
-  }
-  if (rc == 0 && ferror(in)) rc = pt_err_set(err, PT_EIO, "%s: read failed", path);
+  char *text;
+  size_t len;
+  int rc = pt_file_read_all(in, path, 64u << 20, &text, &len, err), lineno = 0;
   fclose(in);
   size_t objects = 0;
   pt_jr_opts o = {.max_bytes = 64u << 20};

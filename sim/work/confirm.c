@@ -8,6 +8,7 @@
  * platform and library version, so a seed names an interval for good.
  */
 #include "confirm.h"
+#include "file.h"
 
 #include <errno.h>
 #include <math.h>
@@ -50,39 +51,9 @@ static int slurp(const char *path, char **buf, size_t *len, pt_err *err) {
     if (errno == ENOENT) return 0;
     return pt_err_set(err, PT_EIO, "%s: cannot open: %s", path, strerror(errno));
   }
-  size_t cap = 4096, n = 0;
-  char *b = malloc(cap);
-  int rc = b ? 0 : pt_err_set(err, PT_ENOMEM, "%s: out of memory", path);
-  while (rc == 0) {
-    if (n + 1 >= cap) {
-      if (cap > PT_CONFIRM_MAX_BYTES) {
-        rc = pt_err_set(err, PT_ELIMIT, "%s: larger than %u bytes", path, PT_CONFIRM_MAX_BYTES);
-        break;
-      }
-      char *nb = realloc(b, cap * 2);
-      if (!nb) {
-        rc = pt_err_set(err, PT_ENOMEM, "%s: out of memory", path);
-        break;
-      }
-      b = nb;
-      cap *= 2;
-    }
-    size_t got = fread(b + n, 1, cap - 1 - n, f);
-    n += got;
-    if (got == 0) {
-      if (ferror(f)) rc = pt_err_set(err, PT_EIO, "%s: read failed", path);
-      break;
-    }
-  }
+  int rc = pt_file_read_all(f, path, PT_CONFIRM_MAX_BYTES, buf, len, err);
   fclose(f);
-  if (rc < 0) {
-    free(b);
-    return rc;
-  }
-  b[n] = 0;
-  *buf = b;
-  *len = n;
-  return 0;
+  return rc;
 }
 
 /* A member that may be absent or null: NULL then. */
