@@ -192,9 +192,11 @@ out:
   return rc;
 }
 
+/* ,"key":{"malloc":US,...}: µs for every kind of driver call. */
 static void print_calls(const char *key, const double v[PT_DRV_NCALLS]) {
-  printf("},\"%s\":{", key);
+  printf(",\"%s\":{", key);
   for (int c = 0; c < PT_DRV_NCALLS; c++) printf("%s\"%s\":%.3f", c ? "," : "", pt_drv_call_names[c], v[c]);
+  putchar('}');
 }
 
 /*
@@ -249,11 +251,11 @@ static int replay_on_gpu(const sim_run *s, const pt_call_log *log, pt_err *err) 
     pt_json_str(stdout, gi.name);
     fputs(",\"cost_model\":", stdout);
     pt_json_str(stdout, gpu->name);
-    printf(",\"repeat\":%lu,\"driver_calls\":{", repeat);
-    for (int c = 0; c < PT_DRV_NCALLS; c++) printf("%s\"%s\":%" PRIu64, c ? "," : "", pt_drv_call_names[c], res.calls[c]);
+    printf(",\"repeat\":%lu,", repeat);
+    pt_sim_print_calls_json(stdout, "driver_calls", res.calls);
     print_calls("measured_us", measured);
     print_calls("predicted_us", predicted);
-    printf("},\"measured_total_us\":%.3f,\"predicted_total_us\":%.3f,\"run_id\":%" PRId64 "},",
+    printf(",\"measured_total_us\":%.3f,\"predicted_total_us\":%.3f,\"run_id\":%" PRId64 "},",
            measured[PT_DRV_NCALLS], predicted[PT_DRV_NCALLS], run_id);
     pt_sim_print_json_members(stdout, r, 0);
     fputs("}\n", stdout);
@@ -365,12 +367,6 @@ static int check_pass(pt_driver *d, sim_run *s, mcheck *k, pt_err *err) {
   return rc;
 }
 
-static void print_calls_json(const char *key, const uint64_t calls[PT_DRV_NCALLS]) {
-  printf("\"%s\":{", key);
-  for (int c = 0; c < PT_DRV_NCALLS; c++) printf("%s\"%s\":%" PRIu64, c ? "," : "", pt_drv_call_names[c], calls[c]);
-  putchar('}');
-}
-
 /*
  * pagetune replay --mechanism: the requests through the mechanism on device
  * 0, `repeat` times after one untimed warm-up; per-request times of the run
@@ -450,16 +446,16 @@ static int replay_mechanism(sim_run *s, pt_err *err) {
         fputs("\"measured_total_us_runs\":[", stdout); /* every timed run's total, for the spread */
         for (unsigned long i = 1; i <= repeat; i++) printf("%s%.3f", i > 1 ? "," : "", total[i]);
         fputs("],", stdout);
-        print_calls_json("driver_calls", r->driver_calls);
+        pt_sim_print_calls_json(stdout, "driver_calls", r->driver_calls);
         putchar(',');
         print_measured_costs(r);
         printf(",\"check\":{\"driver_peak_used_bytes\":%" PRIu64 ",\"peak_reserved_bytes\":%" PRIu64
                ",\"fed_model_peak_reserved_bytes\":%" PRIu64 ",\"fed_model_calls_equal\":%s,",
                k->mr.driver_peak_used, k->gpu.peak_reserved_bytes, k->fed.peak_reserved_bytes,
                k->calls_equal ? "true" : "false");
-        print_calls_json("driver_calls", k->gpu.driver_calls);
+        pt_sim_print_calls_json(stdout, "driver_calls", k->gpu.driver_calls);
         putchar(',');
-        print_calls_json("fed_model_driver_calls", k->fed.driver_calls);
+        pt_sim_print_calls_json(stdout, "fed_model_driver_calls", k->fed.driver_calls);
         fputs("}},", stdout);
         pt_sim_print_json_members(stdout, &s->r, 0);
         fputs("}\n", stdout);

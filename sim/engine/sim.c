@@ -533,6 +533,12 @@ void pt_sim_print_text(FILE *f, const pt_sim_result *r) {
   if (r->gpu_note && r->gpu_note[0]) fprintf(f, "note: %s\n", r->gpu_note);
 }
 
+void pt_sim_print_calls_json(FILE *f, const char *key, const uint64_t calls[PT_DRV_NCALLS]) {
+  fprintf(f, "\"%s\":{", key);
+  for (int i = 0; i < PT_DRV_NCALLS; i++) fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "", pt_drv_call_names[i], calls[i]);
+  fputc('}', f);
+}
+
 void pt_sim_print_json_members(FILE *f, const pt_sim_result *r, int with_timeline) {
   const char *sep = "";
 #define PT_JSON_U(f_, v) fprintf(f, "%s\"%s\":%" PRIu64, sep, #f_, v)
@@ -542,11 +548,11 @@ void pt_sim_print_json_members(FILE *f, const pt_sim_result *r, int with_timelin
 #undef PT_X
 #undef PT_JSON_U
 #undef PT_JSON_D
-  fputs(",\"driver_calls\":{", f);
-  for (int i = 0; i < PT_DRV_NCALLS; i++) fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "", pt_drv_call_names[i], r->driver_calls[i]);
-  fputs("},\"driver_bytes\":{", f);
-  for (int i = 0; i < PT_DRV_NCALLS; i++) fprintf(f, "%s\"%s\":%" PRIu64, i ? "," : "", pt_drv_call_names[i], r->driver_bytes[i]);
-  fprintf(f, "},\"addresses_followed\":%s", r->addresses_followed ? "true" : "false");
+  fputc(',', f);
+  pt_sim_print_calls_json(f, "driver_calls", r->driver_calls);
+  fputc(',', f);
+  pt_sim_print_calls_json(f, "driver_bytes", r->driver_bytes);
+  fprintf(f, ",\"addresses_followed\":%s", r->addresses_followed ? "true" : "false");
   if (r->has_gpu) fprintf(f, ",\"predicted_alloc_us\":%.6g", r->predicted_alloc_us);
   else fputs(",\"predicted_alloc_us\":null", f); /* never predicted: no GPU description */
   if (r->has_gpu && r->mmu) { /* stored runs keep no page-table detail */

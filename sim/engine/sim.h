@@ -142,5 +142,7 @@ void pt_sim_result_free(pt_sim_result *r);
 void pt_sim_print_text(FILE *f, const pt_sim_result *r);
 /* The stats as JSON members (no braces), so callers can add their own. */
 void pt_sim_print_json_members(FILE *f, const pt_sim_result *r, int with_timeline);
+/* "key":{"malloc":N,...}: a figure for every kind of driver call (counts, bytes; one JSON member, no comma). */
+void pt_sim_print_calls_json(FILE *f, const char *key, const uint64_t calls[PT_DRV_NCALLS]);
 
 #endif
