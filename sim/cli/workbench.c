@@ -17,8 +17,7 @@
 #include "mech.h"
 #include "tracestats.h"
 
-const pt_wb_args pt_wb_defaults = {
-    .db = PT_WB_DEFAULT_DB, .objective = {.text = "time", .kind = PT_OBJ_TIME}, .budget = 60, .seed = 1};
+const pt_wb_args pt_wb_defaults = PT_WB_DEFAULTS;
 
 
 int pt_wb_policy_file(const char *arg, char *buf, size_t n, pt_err *err) {

@@ -46,6 +46,7 @@ typedef struct pt_wb_args {
 } pt_wb_args;
 
 /* Before parsing: pagetune.db, objective time, budget 60, seed 1. */
+#define PT_WB_DEFAULTS {.db = PT_WB_DEFAULT_DB, .objective = {.text = "time", .kind = PT_OBJ_TIME}, .budget = 60, .seed = 1}
 extern const pt_wb_args pt_wb_defaults;
 
 /* The options more than one workbench command takes. */
