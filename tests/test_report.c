@@ -372,7 +372,7 @@ static void test_recommendation(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(buf, "Nothing to recommend"));
   CU_ASSERT_PTR_NOT_NULL(strstr(buf, longline)); /* whole, never cut */
   CU_ASSERT_PTR_NOT_NULL(strstr(buf, "export B=&#39;&lt;&amp;&gt;&#39;"));
-  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "What the export notes (2)"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "What else the export notes (2)"));
   CU_ASSERT_PTR_NOT_NULL(strstr(buf, "<svg class=\"overlay\" data-run=\"2\" data-baseline=\"1\""));
   CU_ASSERT_EQUAL(count(buf, "<svg class=\"overlay\""), 1);
   CU_ASSERT_EQUAL(count(buf, "<svg class=\"timeline\""), NSET - 2); /* the rest, folded */

@@ -663,10 +663,20 @@ static void text_rec(FILE *f, const pt_report_run *runs, size_t n, const pt_repo
   text_wrap(f, "  why:", pt_report_why(r, b, why, sizeof why), 14);
   if (rec->chosen_by) text_wrap(f, "  chosen by:", rec->chosen_by, 14);
   size_t nn = 0;
-  for (const char *p = str_or(rec->notes, ""); *p; p++) nn += *p == '\n';
+  for (const char *p = str_or(rec->notes, ""); *p;) {
+    size_t len = strcspn(p, "\n");
+    if (!strncmp(p, "warning: ", 9)) {
+      char line[4096];
+      snprintf(line, sizeof line, "%.*s", (int)(len - 9 < sizeof line ? len - 9 : sizeof line - 1), p + 9);
+      text_wrap(f, "  warning:", line, 14);
+    } else {
+      nn++;
+    }
+    p += len + (p[len] == '\n');
+  }
   if (rec->command) {
     char all[1200];
-    snprintf(all, sizeof all, "%.1000s%s", rec->command, nn ? " (with the export's notes)" : "");
+    snprintf(all, sizeof all, "%.1000s%s", rec->command, nn ? " (with the rest of the export's notes)" : "");
     text_wrap(f, "  export:", all, 14);
   }
 }
@@ -947,6 +957,7 @@ static const char css[] =
     "table.vs td{border-bottom:1px solid var(--soft);padding:4px 8px}\ntable.vs .num{text-align:right;white-space:nowrap}\n"
     "table.vs td.good{color:var(--front);font-weight:600}\ntable.vs td.bad{color:var(--bad);font-weight:600}\n"
     ".why{margin:0;font-size:13.5px}\n"
+    ".warn{margin:10px 0 0;font-size:13px;background:#fff8c5;border:1px solid #eac54f;border-radius:6px;padding:6px 10px}\n"
     "table.vs td:first-child{white-space:nowrap}\n"
     "details.notes{margin-top:8px;font-size:13px;color:var(--muted)}\ndetails.notes pre{color:var(--fg);margin-top:6px}\n"
     "details.more{margin-top:14px}\ndetails.more summary,details.notes summary{cursor:pointer;color:var(--muted)}\n"
@@ -1191,10 +1202,10 @@ static int overlaps(const box *a, const box *b) {
 static box place_label(double px, double py, double w, const box *taken, size_t ntaken, const box *area,
                        int *anchor, int *crowded /* OUT: 1 when no spot was free */) {
   *crowded = 0;
-  const double dx[] = {9, -9 - w, -w / 2, -w / 2, 9, 9, -9 - w, -9 - w, -6, -6, 6 - w, 6 - w};
-  const double dy[] = {-7, -7, -21, 7, -19, 5, -19, 5, -22, 8, -22, 8};
-  const int an[] = {0, 2, 1, 1, 0, 0, 2, 2, 0, 0, 2, 2};
-  for (int k = 0; k < 12; k++) {
+  const double dx[] = {9, -9 - w, -w / 2, -w / 2, 9, 9, -9 - w, -9 - w, -6, -6, 6 - w, 6 - w, 4, 4, -w / 2, -w / 2};
+  const double dy[] = {-7, -7, -21, 7, -19, 5, -19, 5, -22, 8, -22, 8, -32, 18, -34, 20};
+  const int an[] = {0, 2, 1, 1, 0, 0, 2, 2, 0, 0, 2, 2, 0, 0, 1, 1};
+  for (int k = 0; k < 16; k++) {
     box c = {px + dx[k], py + dy[k], px + dx[k] + w, py + dy[k] + 14};
     if (c.x0 < area->x0 || c.x1 > area->x1 || c.y0 < area->y0 || c.y1 > area->y1) continue;
     size_t i = 0;
@@ -1312,7 +1323,8 @@ static int pareto_svg(FILE *f, const pt_report_run *runs, const pt_report_run **
     double t = p[j]->predicted_alloc_us / 1000;
     cx[j] = isfinite(t) ? ax_map(&x, t) : sx + 4;
     cy[j] = ax_map(&y, (double)p[j]->peak_reserved_bytes / unit);
-    taken[nt++] = (box){cx[j] - 6, cy[j] - 6, cx[j] + 6, cy[j] + 6};
+    double rad = p[j]->id == rec_id || p[j]->id == base_id ? 11 : 6; /* a ringed point: the ring */
+    taken[nt++] = (box){cx[j] - rad, cy[j] - rad, cx[j] + rad, cy[j] + rad};
   }
   for (size_t j = 0; j + 1 < ns; j++) { /* labels keep off the staircase too */
     double x0 = ax_map(&x, stair[j]->predicted_alloc_us / 1000), x1 = ax_map(&x, stair[j + 1]->predicted_alloc_us / 1000);
@@ -1573,11 +1585,33 @@ static void html_rec(FILE *f, const pt_report_run **p, size_t m, const pt_report
     fputs(" is stored at this capacity and GPU: sweep it to compare.", f);
   }
   fputs("</p>\n</div>\n", f);
+  /* the export's warnings in full (what a user must know before pasting), the rest of its notes folded */
   size_t nn = 0;
-  for (const char *q = str_or(rec->notes, ""); *q; q++) nn += *q == '\n';
+  for (const char *q = str_or(rec->notes, ""); *q;) {
+    size_t len = strcspn(q, "\n");
+    if (!strncmp(q, "warning: ", 9)) {
+      char line[4096];
+      snprintf(line, sizeof line, "%.*s", (int)(len - 9 < sizeof line ? len - 9 : sizeof line - 1), q + 9);
+      fputs("<p class=\"warn\"><b>Warning.</b> ", f);
+      html_text(f, line, 0);
+      fputs("</p>\n", f);
+    } else {
+      nn++;
+    }
+    q += len + (q[len] == '\n');
+  }
   if (nn) {
-    fprintf(f, "<details class=\"notes\"><summary>What the export notes (%zu)</summary><pre>", nn);
-    html_lines(f, rec->notes, NULL);
+    fprintf(f, "<details class=\"notes\"><summary>What else the export notes (%zu)</summary><pre>", nn);
+    for (const char *q = str_or(rec->notes, ""); *q;) {
+      size_t len = strcspn(q, "\n");
+      if (strncmp(q, "warning: ", 9)) {
+        char line[4096];
+        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), q);
+        html_text(f, line, 0);
+        fputc('\n', f);
+      }
+      q += len + (q[len] == '\n');
+    }
     fputs("</pre></details>\n", f);
   }
   fputs("</section>\n", f);
