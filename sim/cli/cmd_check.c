@@ -213,15 +213,7 @@ static int find_baseline(check_state *s, pt_err *err) {
   char phash[65];
   pt_sha256_hex(text, len, phash);
   if ((rc = pt_store_runs(s->db, c->trace_hash, phash, err, &s->brows, &s->nbrows)) < 0) return rc;
-  const char *engines[] = {c->engine_version, PT_WB_ENGINE_VERSION};
-  for (int e = 0; e < 2 && !s->bstored; e++)
-    for (size_t i = 0; i < s->nbrows && !s->bstored; i++) {
-      const pt_store_run *r = &s->brows[i];
-      if (!strcmp(r->params_json, s->bparams) && r->capacity == c->capacity && !strcmp(r->gpu, c->gpu) &&
-          !strcmp(r->engine_version, engines[e]))
-        s->bstored = r;
-    }
-  if (s->bstored) return 0;
+  if ((s->bstored = pt_wb_find_like(s->brows, s->nbrows, s->bparams, c))) return 0;
   pt_trace_data td;
   if ((rc = load_trace(s, &td, err)) < 0) return rc;
   rc = pt_sim_run(&td, &cfg, err, &s->bres);

@@ -139,6 +139,18 @@ int pt_wb_run(const pt_wb_env *env, const pt_wb_trace *tr, pt_policy *pol, int64
   return rc;
 }
 
+const pt_store_run *pt_wb_find_like(const pt_store_run *rows, size_t n, const char *params_json, const pt_store_run *like) {
+  const char *engines[] = {like->engine_version, PT_WB_ENGINE_VERSION};
+  for (int e = 0; e < 2; e++)
+    for (size_t i = 0; i < n; i++) {
+      const pt_store_run *r = &rows[i];
+      if (!strcmp(r->params_json, params_json) && r->capacity == like->capacity && !strcmp(r->gpu, like->gpu) &&
+          !strcmp(r->engine_version, engines[e]))
+        return r;
+    }
+  return NULL;
+}
+
 pt_report_run pt_wb_report_run(const pt_store_run *r) {
   uint64_t calls = 0;
   for (int i = 0; i < PT_DRV_NCALLS; i++) calls += r->r.driver_calls[i];
