@@ -343,6 +343,20 @@ static void test_why(void) {
   CU_ASSERT(!pt_report_recommendable(NULL));
 }
 
+/* A printer's output with recommendations (kind 't'ext, 'h'tml, 'j'son), as a string the caller frees. */
+static char *capture_recs(int kind, const pt_report_run *r, size_t n, const pt_report_rec *recs, size_t nrecs, int *rc) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return NULL;
+  pt_err err = {{0}};
+  *rc = kind == 't'   ? pt_report_text(f, r, n, recs, nrecs, NULL, 0, &err)
+        : kind == 'h' ? pt_report_html(f, "t", r, n, recs, nrecs, NULL, 0, &err)
+                      : pt_report_json(f, r, n, recs, nrecs, NULL, 0, &err);
+  fclose(f);
+  return buf;
+}
+
 /* With a recommendation: it comes first (text and HTML), paste lines whole, the overlay and the folded rest. */
 static void test_recommendation(void) {
   pt_report_run r[NSET];
@@ -358,14 +372,10 @@ static void test_recommendation(void) {
                            .chosen_by = "time", .paste = paste, .code = "import torch\n", .notes = "note: one\nnote: two\n",
                            .command = "pagetune export --trace A --run 2 --format env"},
                           {.trace = "B", .run = 0, .baseline = 0}};
-  char *buf = NULL;
-  size_t len = 0;
-  pt_err err = {{0}};
-  FILE *f = open_memstream(&buf, &len);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-  CU_ASSERT_EQUAL(pt_report_html(f, "t", r, NSET, rec, 2, NULL, 0, &err), 0);
-  fclose(f);
+  int rc;
+  char *buf = capture_recs('h', r, NSET, rec, 2, &rc);
   CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+  CU_ASSERT_EQUAL(rc, 0);
   const char *card = strstr(buf, "<section class=\"rec\">"), *first_trace = strstr(buf, "<section class=\"trace\"");
   CU_ASSERT(card && first_trace && card < first_trace);
   CU_ASSERT_EQUAL(count(buf, "<section class=\"rec\">"), 2); /* B's says there is nothing to recommend */
@@ -383,12 +393,9 @@ static void test_recommendation(void) {
   CU_ASSERT_EQUAL(count(buf, "<details"), count(buf, "</details>"));
   free(buf);
 
-  buf = NULL;
-  f = open_memstream(&buf, &len);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-  CU_ASSERT_EQUAL(pt_report_text(f, r, NSET, rec, 2, NULL, 0, &err), 0);
-  fclose(f);
+  buf = capture_recs('t', r, NSET, rec, 2, &rc);
   CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+  CU_ASSERT_EQUAL(rc, 0);
   CU_ASSERT_EQUAL(strncmp(buf, "RECOMMENDED SETTINGS\n", 21), 0);
   const char *line = strstr(buf, longline);
   CU_ASSERT(line && line[-1] == ' ' && line[strlen(longline)] == '\n');
@@ -402,12 +409,9 @@ static void test_recommendation(void) {
   }
   free(buf);
 
-  buf = NULL;
-  f = open_memstream(&buf, &len);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-  CU_ASSERT_EQUAL(pt_report_json(f, r, NSET, rec, 2, NULL, 0, &err), 0);
-  fclose(f);
+  buf = capture_recs('j', r, NSET, rec, 2, &rc);
   CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+  CU_ASSERT_EQUAL(rc, 0);
   CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"recommendations\":[{\"trace\":\"A\",\"run\":2,\"baseline_run\":1,"));
   CU_ASSERT_PTR_NOT_NULL(strstr(buf, "{\"trace\":\"B\",\"run\":null,\"baseline_run\":null,"));
   free(buf);

@@ -619,16 +619,42 @@ static void text_wrap(FILE *f, const char *lead, const char *s, size_t indent) {
   }
 }
 
+/* The next line of *s (without its newline) into buf, cut to n - 1 bytes; *s moves past it.  0 at the end. */
+static int line_next(const char **s, char *buf, size_t n) {
+  if (!**s) return 0;
+  size_t len = strcspn(*s, "\n"), k = len < n ? len : n - 1;
+  memcpy(buf, *s, k);
+  buf[k] = 0;
+  *s += len + ((*s)[len] == '\n');
+  return 1;
+}
+
+#define LINE_MAX_ 4096 /* a line of the export's text as the report shows it */
+#define WARNING "warning: "
+
+/* The export's notes: the warnings (warn 1) or the rest (warn 0), each to show(f, line); returns how many. */
+static size_t each_note(FILE *f, const char *notes, int warn, void (*show)(FILE *, const char *)) {
+  char line[LINE_MAX_];
+  size_t k = 0;
+  for (const char *p = str_or(notes, ""); line_next(&p, line, sizeof line);)
+    if ((strncmp(line, WARNING, strlen(WARNING)) == 0) == warn) {
+      if (show) show(f, warn ? line + strlen(WARNING) : line);
+      k++;
+    }
+  return k;
+}
+
 /* Lines as given, indented, control characters as '?'; never cut. */
 static void text_lines(FILE *f, const char *p) {
-  while (*p) {
-    size_t len = strcspn(p, "\n");
+  char line[LINE_MAX_];
+  while (line_next(&p, line, sizeof line)) {
     fputs("    ", f);
-    for (size_t i = 0; i < len; i++) fputc(is_ctrl((unsigned char)p[i]) ? '?' : p[i], f);
+    for (const char *c = line; *c; c++) fputc(is_ctrl((unsigned char)*c) ? '?' : *c, f);
     fputc('\n', f);
-    p += len + (p[len] == '\n');
   }
 }
+
+static void text_warning(FILE *f, const char *line) { text_wrap(f, "  warning:", line, 14); }
 
 static void text_rec(FILE *f, const pt_report_run *runs, size_t n, const pt_report_rec *rec) {
   const pt_report_run *r = run_by_id(runs, n, rec->run), *b = run_by_id(runs, n, rec->baseline);
@@ -662,18 +688,8 @@ static void text_rec(FILE *f, const pt_report_run *runs, size_t n, const pt_repo
   char why[2048];
   text_wrap(f, "  why:", pt_report_why(r, b, why, sizeof why), 14);
   if (rec->chosen_by) text_wrap(f, "  chosen by:", rec->chosen_by, 14);
-  size_t nn = 0;
-  for (const char *p = str_or(rec->notes, ""); *p;) {
-    size_t len = strcspn(p, "\n");
-    if (!strncmp(p, "warning: ", 9)) {
-      char line[4096];
-      snprintf(line, sizeof line, "%.*s", (int)(len - 9 < sizeof line ? len - 9 : sizeof line - 1), p + 9);
-      text_wrap(f, "  warning:", line, 14);
-    } else {
-      nn++;
-    }
-    p += len + (p[len] == '\n');
-  }
+  each_note(f, rec->notes, 1, text_warning);
+  size_t nn = each_note(f, rec->notes, 0, NULL);
   if (rec->command) {
     char all[1200];
     snprintf(all, sizeof all, "%.1000s%s", rec->command, nn ? " (with the rest of the export's notes)" : "");
@@ -1044,6 +1060,24 @@ typedef struct tl_scale {
   const char *unit_name;
 } tl_scale;
 
+/* A timeline's axes, their titles, and r's reserved and allocated areas (or a note that it has none). */
+static void timeline_plot(FILE *f, const pt_report_run *r, const axis *x, const axis *y, const tl_scale *s, pt_sim_point *buf,
+                          double top, double right, int height) {
+  draw_axes(f, x, y, 1, 1, top, right);
+  fprintf(f, "<text class=\"axt\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">event</text>\n", (x->p0 + x->p1) / 2,
+          height - 6);
+  fprintf(f, "<text class=\"axt\" transform=\"translate(14 %.1f) rotate(-90)\" text-anchor=\"middle\">%s</text>\n",
+          (y->p0 + y->p1) / 2, s->unit_name);
+  if (r->ntimeline && r->timeline) {
+    size_t m = downsample(r->timeline, r->ntimeline, buf);
+    step_path(f, "res", buf, m, 0, x, y, s->unit);
+    step_path(f, "alloc", buf, m, 1, x, y, s->unit);
+  } else {
+    fprintf(f, "<text class=\"empty\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">no timeline recorded</text>\n",
+            (x->p0 + x->p1) / 2, (y->p0 + y->p1) / 2);
+  }
+}
+
 static void timeline_svg(FILE *f, const pt_report_run *r, const tl_scale *s, pt_sim_point *buf) {
   char params[1200], a[48], b[48];
   fmt_params(r->params_json, r->capacity, params, sizeof params);
@@ -1087,20 +1121,7 @@ static void timeline_svg(FILE *f, const pt_report_run *r, const tl_scale *s, pt_
           "class=\"lg res\"/><text x=\"15\" y=\"9\">reserved</text><rect x=\"76\" y=\"0\" width=\"10\" "
           "height=\"10\" rx=\"2\" class=\"lg alloc\"/><text x=\"91\" y=\"9\">allocated</text></g>\n",
           TL_W - TL_R - 146);
-  draw_axes(f, &x, &y, 1, 1, TL_T, TL_W - TL_R);
-  fprintf(f, "<text class=\"axt\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">event</text>\n", (x.p0 + x.p1) / 2,
-          TL_H - 6);
-  fprintf(f, "<text class=\"axt\" transform=\"translate(14 %.1f) rotate(-90)\" text-anchor=\"middle\">%s</text>\n",
-          (y.p0 + y.p1) / 2, s->unit_name);
-
-  if (r->ntimeline && r->timeline) {
-    size_t m = downsample(r->timeline, r->ntimeline, buf);
-    step_path(f, "res", buf, m, 0, &x, &y, s->unit);
-    step_path(f, "alloc", buf, m, 1, &x, &y, s->unit);
-  } else {
-    fprintf(f, "<text class=\"empty\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">no timeline recorded</text>\n",
-            (x.p0 + x.p1) / 2, (y.p0 + y.p1) / 2);
-  }
+  timeline_plot(f, r, &x, &y, s, buf, TL_T, TL_W - TL_R, TL_H);
   if (r->capacity && (double)r->capacity / s->unit <= y.hi) {
     double py = ax_map(&y, (double)r->capacity / s->unit);
     fprintf(f, "<line class=\"capl\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", x.p0, x.p1, py, py);
@@ -1154,22 +1175,11 @@ static void overlay_svg(FILE *f, const pt_report_run *r, const pt_report_run *b,
           "<rect x=\"310\" y=\"0\" width=\"10\" height=\"10\" rx=\"2\" class=\"lg alloc\"/>"
           "<text x=\"325\" y=\"9\">allocated</text></g>\n",
           OV_W - OV_R - 385);
-  draw_axes(f, &x, &y, 1, 1, OV_T, OV_W - OV_R);
-  fprintf(f, "<text class=\"axt\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">event</text>\n", (x.p0 + x.p1) / 2, OV_H - 6);
-  fprintf(f, "<text class=\"axt\" transform=\"translate(14 %.1f) rotate(-90)\" text-anchor=\"middle\">%s</text>\n",
-          (y.p0 + y.p1) / 2, s->unit_name);
-  if (r->ntimeline && r->timeline) {
-    size_t m = downsample(r->timeline, r->ntimeline, buf);
-    step_path(f, "res", buf, m, 0, &x, &y, s->unit);
-    step_path(f, "alloc", buf, m, 1, &x, &y, s->unit);
-  }
+  timeline_plot(f, r, &x, &y, s, buf, OV_T, OV_W - OV_R, OV_H);
   if (b && b->ntimeline && b->timeline) {
     size_t m = downsample(b->timeline, b->ntimeline, buf);
     step_path(f, "base", buf, m, 0, &x, &y, s->unit);
   }
-  if (!(r->ntimeline && r->timeline))
-    fprintf(f, "<text class=\"empty\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">no timeline recorded</text>\n",
-            (x.p0 + x.p1) / 2, (y.p0 + y.p1) / 2);
   fputs("</svg></figure>\n", f);
 }
 
@@ -1508,17 +1518,23 @@ static const pt_report_run *group_run(const pt_report_run **p, size_t m, int64_t
 
 /* The export's lines, one <span> a line, comments dimmed. */
 static void html_lines(FILE *f, const char *s, const char *cls_comment) {
-  while (*s) {
-    size_t len = strcspn(s, "\n");
-    char line[4096];
-    size_t k = len < sizeof line ? len : sizeof line - 1;
-    memcpy(line, s, k);
-    line[k] = 0;
+  char line[LINE_MAX_];
+  while (line_next(&s, line, sizeof line)) {
     fprintf(f, "<span%s>", line[0] == '#' && cls_comment ? cls_comment : "");
     html_text(f, line, 0);
     fputs("</span>\n", f);
-    s += len + (s[len] == '\n');
   }
+}
+
+static void html_warning(FILE *f, const char *line) {
+  fputs("<p class=\"warn\"><b>Warning.</b> ", f);
+  html_text(f, line, 0);
+  fputs("</p>\n", f);
+}
+
+static void html_note(FILE *f, const char *line) {
+  html_text(f, line, 0);
+  fputc('\n', f);
 }
 
 /* The first screen's answer for one trace (k: its section's number, for the link). */
@@ -1586,32 +1602,11 @@ static void html_rec(FILE *f, const pt_report_run **p, size_t m, const pt_report
   }
   fputs("</p>\n</div>\n", f);
   /* the export's warnings in full (what a user must know before pasting), the rest of its notes folded */
-  size_t nn = 0;
-  for (const char *q = str_or(rec->notes, ""); *q;) {
-    size_t len = strcspn(q, "\n");
-    if (!strncmp(q, "warning: ", 9)) {
-      char line[4096];
-      snprintf(line, sizeof line, "%.*s", (int)(len - 9 < sizeof line ? len - 9 : sizeof line - 1), q + 9);
-      fputs("<p class=\"warn\"><b>Warning.</b> ", f);
-      html_text(f, line, 0);
-      fputs("</p>\n", f);
-    } else {
-      nn++;
-    }
-    q += len + (q[len] == '\n');
-  }
+  each_note(f, rec->notes, 1, html_warning);
+  size_t nn = each_note(f, rec->notes, 0, NULL);
   if (nn) {
     fprintf(f, "<details class=\"notes\"><summary>What else the export notes (%zu)</summary><pre>", nn);
-    for (const char *q = str_or(rec->notes, ""); *q;) {
-      size_t len = strcspn(q, "\n");
-      if (strncmp(q, "warning: ", 9)) {
-        char line[4096];
-        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), q);
-        html_text(f, line, 0);
-        fputc('\n', f);
-      }
-      q += len + (q[len] == '\n');
-    }
+    each_note(f, rec->notes, 0, html_note);
     fputs("</pre></details>\n", f);
   }
   fputs("</section>\n", f);
