@@ -3,17 +3,8 @@
 # one past them fails (exit 1) with a FAIL line and one error line; the baseline
 # conf is the run sim makes of the same settings (stored or simulated); a change
 # that ran out of memory fails; bad input is exit 1 in one line, bad usage exit 2.
-set -u
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
-pt="$top_builddir/pagetune"
+. "${top_srcdir:-.}/tests/wb_setup.sh"
 trace="$top_srcdir/traces/varlen_infer.pickle.gz"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-command -v python3 >/dev/null 2>&1 || { echo "python3 is missing: skipped"; exit 77; }
-export PAGETUNE_POLICY_DIR="$top_srcdir/policies"
 db="$tmp/c.db"
 chk() { "$pt" check --db "$db" --trace "$trace" "$@"; }
 
@@ -123,5 +114,4 @@ bad 2 --trace "$trace" --baseline "" --max-peak-ratio x
 bad 2 --baseline "" --max-peak-ratio 1
 bad 2 --trace "$trace" --baseline "" --max-peak-ratio 1 --run 1 --policy cuda_async
 
-[ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
-echo "check: ok"
+done_ok check

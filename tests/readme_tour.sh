@@ -5,15 +5,7 @@
 # this build's, each must exit 0; the walk keeps every step (import, lint, sweep,
 # report, diff, check, export) and what its comments claim (run 3 is the settings
 # run today, run 6 the recommended one) holds.
-set -u
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-command -v python3 >/dev/null 2>&1 || { echo "python3 is missing: skipped"; exit 77; }
-export PAGETUNE_POLICY_DIR="$top_srcdir/policies"
+. "${top_srcdir:-.}/tests/wb_setup.sh"
 abs() { (cd "$1" && pwd); }
 ln -s "$(abs "$top_builddir")/pagetune" "$tmp/pagetune"
 ln -s "$(abs "$top_srcdir")/traces" "$tmp/traces"
@@ -77,5 +69,4 @@ grep -q "^PASS peak reserved" out5 && grep -q "^PASS predicted time" out5 || fai
 grep -q "^baseline: .* run 3$" out5 || fail "check: the baseline is not run 3"
 grep -q "^export PAGETUNE_ALLOC_CONF=\|^export PYTORCH_ALLOC_CONF=" out6 || fail "export: nothing to paste"
 
-[ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
-echo "readme_tour: ok"
+done_ok readme_tour

@@ -4,17 +4,8 @@
 # not direct, with the lines export prints for it, against the captured settings
 # (pytorch_native at its defaults at the same capacity and GPU), in the text, the
 # JSON and the HTML page's first section.
-set -u
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
-pt="$top_builddir/pagetune"
+. "${top_srcdir:-.}/tests/wb_setup.sh"
 trace="$top_srcdir/traces/varlen_infer.pickle.gz"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-command -v python3 >/dev/null 2>&1 || { echo "python3 is missing: skipped"; exit 77; }
-export PAGETUNE_POLICY_DIR="$top_srcdir/policies"
 db="$tmp/r.db"
 
 # direct holds the least memory of the runs that fit; under 378702643 B pytorch_native
@@ -95,5 +86,4 @@ assert rec['chosen_by'].startswith('memory') and 'predicted time' in rec['chosen
 "$pt" report --db "$tmp/none.db" --html "$tmp/none.html" >"$tmp/none.txt" 2>/dev/null || fail "report of direct alone"
 grep -q "nothing to recommend" "$tmp/none.txt" && grep -q "Nothing to recommend" "$tmp/none.html" || fail "direct alone headlined"
 
-[ $fails -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
-echo "report_rec: ok"
+done_ok report_rec
