@@ -86,4 +86,15 @@ assert rec['chosen_by'].startswith('memory') and 'predicted time' in rec['chosen
 "$pt" report --db "$tmp/none.db" --html "$tmp/none.html" >"$tmp/none.txt" 2>/dev/null || fail "report of direct alone"
 grep -q "nothing to recommend" "$tmp/none.txt" && grep -q "Nothing to recommend" "$tmp/none.html" || fail "direct alone headlined"
 
+# a recommended run whose export cannot be written still leads, saying why (its parameters made unreadable)
+if command -v sqlite3 >/dev/null 2>&1; then
+  cp "$db" "$tmp/bad.db"
+  run=$(python3 -c "import json; print(json.load(open('$tmp/time.json'))['recommendations'][0]['run'])")
+  sqlite3 "$tmp/bad.db" "UPDATE runs SET params_json = '{not json' WHERE id = $run" || fail "sqlite3 update"
+  "$pt" report --db "$tmp/bad.db" --html "$tmp/bad.html" >"$tmp/bad.txt" 2>"$tmp/err" || { fail "report with an unexportable run"; cat "$tmp/err"; }
+  grep -q "warning: *no lines to paste: run $run: unreadable parameters" "$tmp/bad.txt" &&
+    grep -q "<b>Warning.</b> no lines to paste: run $run: unreadable parameters" "$tmp/bad.html" ||
+    { fail "an unexportable run: not said"; head -20 "$tmp/bad.txt"; }
+fi
+
 done_ok report_rec

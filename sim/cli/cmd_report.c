@@ -130,7 +130,7 @@ static int export_text(pt_store *db, const char *dbpath, const pt_store_run *r, 
     p += l;
   }
   free(all);
-  if (rc < 0) return pt_err_prefix(err, rc, "report: the export of run %" PRId64, r->id);
+  if (rc < 0) return rc;
   char tr[80];
   if (!clash && plain_word(r->trace)) snprintf(tr, sizeof tr, "%.78s", r->trace);
   else snprintf(tr, sizeof tr, "%.12s", r->trace_hash);
@@ -172,12 +172,23 @@ static int recommend(pt_store *db, const pt_wb_args *a, const pt_store_run *rows
            pt_objective_formula(os[used], f, sizeof f),
            used ? ": no run has the predicted time the objective needs" : "");
   rec->chosen_by = t->chosen_by;
-  int rc = export_text(db, a->db, r, clash[best], t, err);
+  pt_err xerr = {{0}};
+  int rc = export_text(db, a->db, r, clash[best], t, &xerr);
+  if (rc < 0 && rc != PT_ENOMEM) { /* a run export cannot write is still the answer: the report says why */
+    free(t->paste), free(t->code), free(t->notes);
+    t->code = t->paste = NULL;
+    size_t len = strlen(xerr.msg) + 64;
+    if (!(t->notes = malloc(len))) return pt_err_set(err, PT_ENOMEM, "out of memory");
+    snprintf(t->notes, len, "warning: no lines to paste: %s\n", xerr.msg);
+    rec->notes = t->notes;
+    return 0;
+  }
+  if (rc < 0) return pt_err_set(err, rc, "%s", xerr.msg);
   rec->paste = t->paste;
   rec->code = t->code;
   rec->notes = t->notes;
   rec->command = t->command;
-  return rc;
+  return 0;
 }
 
 int pt_cmd_report(void *args, char **pos, int npos, pt_err *err) {

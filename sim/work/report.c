@@ -671,7 +671,8 @@ static void text_rec(FILE *f, const pt_report_run *runs, size_t n, const pt_repo
   if (params[0]) text_wrap(f, "  ", params, 2);
   /* the lines to paste, never cut: a cut line would not paste */
   const char *env = str_or(rec->paste, ""), *code = str_or(rec->code, "");
-  fputs(*env ? "  in the environment:\n" : "  in the environment: nothing to set (PyTorch's defaults)\n", f);
+  if (rec->paste) /* NULL: no export (a warning says why) */
+    fputs(*env ? "  in the environment:\n" : "  in the environment: nothing to set (PyTorch's defaults)\n", f);
   text_lines(f, env);
   if (*code) fputs("  in the program, before the first CUDA allocation:\n", f);
   text_lines(f, code);
@@ -1562,7 +1563,8 @@ static void html_rec(FILE *f, const pt_report_run **p, size_t m, const pt_report
   }
   const char *env = str_or(rec->paste, ""), *code = str_or(rec->code, "");
   fputs("</p>\n<div class=\"paste\"><div class=\"cap\">", f);
-  fputs(*env ? "paste into the job's environment" : "in the job's environment: <b>nothing to set</b> (PyTorch's defaults)", f);
+  if (rec->paste) /* NULL: no export (a warning says why) */
+    fputs(*env ? "paste into the job's environment" : "in the job's environment: <b>nothing to set</b> (PyTorch's defaults)", f);
   if (rec->command) {
     fputs(" \xC2\xB7 <code>", f);
     html_text(f, rec->command, 0);

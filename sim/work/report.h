@@ -70,7 +70,7 @@ typedef struct pt_report_rec {
   int64_t baseline;          /* the captured settings' run at the same capacity and GPU; 0: none stored */
   const char *baseline_desc; /* what the baseline is ("pytorch_native at its defaults") */
   const char *chosen_by;     /* how the run was chosen ("the least predicted allocator time") */
-  const char *paste;         /* the export's lines for the environment, one a line ("": nothing to set) */
+  const char *paste;         /* the export's lines for the environment, one a line ("": nothing to set; NULL: no export) */
   const char *code;          /* the program's lines (Python, before the first CUDA allocation); "": none */
   const char *notes;         /* the export's notes (approximations, warnings, what it sets), one a line */
   const char *command;       /* the command that prints the whole export */
