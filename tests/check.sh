@@ -97,6 +97,7 @@ bad() {
 }
 bad 1 --trace "$trace" --baseline "nonsense_key:1" --max-peak-ratio 1
 grep -q "nonsense_key" "$tmp/err" || fail "unknown conf key not named"
+[ "$(grep -o -- "--baseline 'nonsense_key:1'" "$tmp/err" | wc -l)" -eq 1 ] || { fail "the conf named more than once"; cat "$tmp/err"; }
 bad 1 --trace "$trace" --baseline "max_split_size_mb:1" --max-peak-ratio 1 # below PyTorch's 20
 bad 1 --trace "$trace" --baseline "expandable_segments:True,max_split_size_mb:64" --max-peak-ratio 1
 bad 1 --trace "$trace" --run 999 --baseline "" --max-peak-ratio 1

@@ -194,8 +194,9 @@ static int find_baseline(check_state *s, pt_err *err) {
   const pt_store_run *c = s->cand;
   pt_params set;
   int rc = conf_policy(s->a->baseline, &s->bpolicy, &set, s->ignored, sizeof s->ignored, err);
+  if (rc < 0) return rc; /* its message names --baseline */
   char buf[4096];
-  if (rc == 0) rc = pt_wb_policy_file(s->bpolicy, buf, sizeof buf, err);
+  rc = pt_wb_policy_file(s->bpolicy, buf, sizeof buf, err);
   if (rc == 0) rc = pt_policy_load(buf, NULL, err, &s->bpol);
   for (int i = 0; rc == 0 && i < set.n; i++) {
     char as[PT_PARAM_NAME_MAX + 40];
