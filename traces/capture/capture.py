@@ -278,6 +278,40 @@ def wl_llm_decode(torch, impl):
     return info
 
 
+def wl_long_decode(torch, impl):
+    """Issue 12's long decode: a 16-layer Llama (hidden 1024, 8 KV heads of 128), five sequences one after
+    another, each of its own batch (4-16), prompt (64-512 tokens) and length (300-500 new tokens), greedy with
+    the growing DynamicCache: millions of records, the caches of each sequence left as holes for the next."""
+    import random
+    import transformers
+    from transformers import LlamaConfig, LlamaForCausalLM
+    rng = random.Random(1205)
+    V, D, L = 8192, 1024, 16
+    cfg = LlamaConfig(vocab_size=V, hidden_size=D, intermediate_size=2816, num_hidden_layers=L,
+                      num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=2048)
+    model = LlamaForCausalLM(cfg).to(device="cuda", dtype=torch.bfloat16).eval()
+    seqs = []
+    with torch.no_grad():
+        for _ in range(int(os.environ.get("LONG_DECODE_SEQS", "5"))):
+            B, P, N = rng.randrange(4, 17), rng.randrange(64, 513), rng.randrange(300, 501)
+            seqs.append((B, P, N))
+            ids = torch.randint(0, V, (B, P), device="cuda")
+            out = model(input_ids=ids, use_cache=True)
+            past = out.past_key_values
+            tok = out.logits[:, -1:].argmax(-1)
+            del out
+            for _ in range(N):
+                out = model(input_ids=tok, past_key_values=past, use_cache=True)
+                past = out.past_key_values
+                tok = out.logits[:, -1:].argmax(-1)
+                del out
+            del past, tok, ids
+            _step()
+    return {"model": f"transformers LlamaForCausalLM(layers={L}, hidden={D}, heads=8, kv_heads=8, vocab={V})",
+            "transformers_version": transformers.__version__, "sequences_batch_prompt_new": seqs,
+            "dtype": "bfloat16", "loop": "greedy with past_key_values, one sequence after another"}
+
+
 def wl_weights_load(torch, impl):
     # A 24-layer Llama-like (with q/k/v biases) state_dict built on CPU, then
     # copied to the GPU tensor by tensor (fp32), then cast to bf16 one tensor
@@ -562,6 +596,9 @@ WORKLOADS = {
     "exp_cap": dict(fn=wl_exp_cap, fallback=False,
                     desc="300 uint8 tensors of 8-300 MiB, live bytes under 0.6 of the cap, random frees "
                          "(plan_exp_cap, random.Random(1204)); run under a memory fraction"),
+    "long_decode": dict(fn=wl_long_decode, fallback=False,
+                        desc="five greedy decodes of a 16-layer Llama (hidden 1024) one after another, batch 4-16, "
+                             "prompt 64-512, 300-500 new tokens each (random.Random(1205)): issue 12's long trace"),
     "two_streams": dict(fn=wl_two_streams, fallback=False,
                         desc="300 iterations: tensors made on the main stream used on a side stream "
                              "(record_stream) and vice versa, so frees are deferred across streams"),
@@ -600,6 +637,9 @@ def _allocator_peak(torch, fn):
         return None
 
 
+MAX_ENTRIES = int(os.environ.get("MAX_ENTRIES", "2000000"))  # the history's ring (long_decode: more)
+
+
 def start_recording(torch):
     """_record_memory_history with the smallest setting that records every action."""
     import inspect
@@ -609,10 +649,10 @@ def start_recording(torch):
     except (TypeError, ValueError):
         params = set()
     attempts = [
-        dict(enabled="all", context=None, stacks="python", max_entries=2_000_000),
-        dict(enabled="all", context=None, max_entries=2_000_000),
-        dict(enabled="all", context="alloc", stacks="python", max_entries=2_000_000),
-        dict(enabled="all", max_entries=2_000_000),
+        dict(enabled="all", context=None, stacks="python", max_entries=MAX_ENTRIES),
+        dict(enabled="all", context=None, max_entries=MAX_ENTRIES),
+        dict(enabled="all", context="alloc", stacks="python", max_entries=MAX_ENTRIES),
+        dict(enabled="all", max_entries=MAX_ENTRIES),
     ]
     errors = []
     for kw in attempts:
@@ -795,7 +835,7 @@ def finish_trace(out, name, extra=None):
                 counts[e.get("action")] = counts.get(e.get("action"), 0) + 1
             meta["trace_entries"] = len(tr)
             meta["trace_action_counts"] = dict(sorted(counts.items()))
-            meta["trace_hit_max_entries"] = len(tr) >= 2_000_000
+            meta["trace_hit_max_entries"] = len(tr) >= MAX_ENTRIES
             segs = snap.get("segments", [])
             meta["snapshot_segments_at_dump"] = len(segs)
             meta["snapshot_reserved_at_dump"] = sum(int(s.get("total_size", 0)) for s in segs)
