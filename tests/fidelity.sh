@@ -61,8 +61,8 @@ check gc_cap pytorch_native --set garbage_collection_threshold=0.6 --set max_spl
 check cap_retry pytorch_native --capacity 631171072
 check cap_retry_oom pytorch_native --capacity 378702643
 # issue 12's captures (traces/knobs/README.md): the list form of roundup_power2_divisions
-check knobs/rp2_list_decode tunable_caching
-check knobs/rp2_list_infer tunable_caching
+check knobs/rp2_list_decode pytorch_native --set "roundup_power2_divisions=[256:1,512:2,1024:4,>:8]"
+check knobs/rp2_list_infer pytorch_native --set "roundup_power2_divisions=[256:1,512:2,1024:4,>:8]"
 # expandable segments record maps, not segments: compare the peak mapped bytes, and the maps as the
 # snapshot counts them (one segment_map a growth, which the model makes accessible with one cuMemSetAccess)
 check_maps() { # NAME [ARGS...]

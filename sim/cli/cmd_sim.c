@@ -39,7 +39,8 @@ typedef struct sim_args {
                  "(pytorch_native, pytorch_expandable, cuda_async, direct,\n"                                     \
                  "large_page_threshold, stitch, tunable_caching)"),                                               \
   PT_CLI_OPT_LIST("set", "NAME=VALUE", sim_args, sets, nsets,                                                     \
-                  "override a policy parameter (checked against its range)"),                                     \
+                  "override a policy parameter (checked against its range); VALUE a number,\n"                    \
+                  "or for roundup_power2_divisions PyTorch's list [BOUNDARY_MIB:N,...,>:N]"),                      \
   PT_CLI_OPT_PARSE("capacity", "BYTES", sim_args, capacity, pt_cli_opt_capacity, NULL,                            \
                    "cap on reserved bytes, as torch.cuda.set_per_process_memory_fraction\n"                       \
                    "(suffixes K, M, G, T: powers of 1024); garbage collection acts only under it"),               \
@@ -516,7 +517,13 @@ static void print_sim(const sim_run *s, double median, double fastest, double sl
   printf("trace:     %s (%zu records)\npolicy:    %s (mechanism %s)\n", a->trace, s->t.n, pt_policy_name(s->pol),
          s->cfg.mech->name);
   printf("params:   ");
-  for (int i = 0; i < s->cfg.params.n; i++) printf(" %s=%.10g", s->cfg.params.v[i].name, s->cfg.params.v[i].value);
+  for (int i = 0; i < s->cfg.params.n; i++) {
+    char list[256];
+    if (s->cfg.params.v[i].list.n)
+      printf(" %s=%s", s->cfg.params.v[i].name, pt_param_list_format(&s->cfg.params.v[i].list, list, sizeof list));
+    else
+      printf(" %s=%.10g", s->cfg.params.v[i].name, s->cfg.params.v[i].value);
+  }
   if (a->capacity) printf("\ncapacity:  %" PRIu64 " bytes\n\n", a->capacity);
   else printf("\ncapacity:  none\n\n");
   pt_sim_print_text(stdout, r);

@@ -35,7 +35,7 @@
 #define MIN_LARGE_ALLOC (UINT64_C(10) << 20)
 #define ROUND_LARGE (UINT64_C(2) << 20)
 #define MB (UINT64_C(1) << 20)
-#define RP2_INTERVALS 16                    /* 1 MiB .. 64 GiB, one per power of two */
+#define RP2_INTERVALS PT_PARAM_LIST_MAX      /* 1 MiB .. 64 GiB, one per power of two */
 #define UNLIMITED UINT64_MAX
 
 typedef struct pool pool;
@@ -78,14 +78,15 @@ static void block_dispose(caching *c, block *b) { pt_slab_drop(&c->blocks, b); }
 
 static const pt_mech_param caching_params[] = {
     {"max_split_size_mb", 20, INFINITY, PT_PARAM_REAL, INFINITY,
-     "blocks this large (MiB) are never split; inf = unlimited (PyTorch's default)"},
+     "blocks this large (MiB) are never split; inf = unlimited (PyTorch's default)", 0},
     {"max_non_split_rounding_mb", 0, INFINITY, PT_PARAM_REAL, 20,
-     "an unsplittable request may take a cached block up to this much (MiB) larger (default 20)"},
+     "an unsplittable request may take a cached block up to this much (MiB) larger (default 20)", 0},
     {"garbage_collection_threshold", 0, 1, PT_PARAM_REAL, 0,
-     "under a cap, reclaim cached blocks once reserved exceeds this fraction of it (0 = off)"},
+     "under a cap, reclaim cached blocks once reserved exceeds this fraction of it (0 = off)", 0},
     {"roundup_power2_divisions", 0, 1 << 20, PT_PARAM_POW2, 0,
-     "round sizes up to one of N divisions of their power-of-two interval (0 = off; a power of two)"},
-    {NULL, 0, 0, PT_PARAM_REAL, 0, NULL}};
+     "round sizes up to one of N divisions of their power-of-two interval (0 = off; a power of two), "
+     "or a list [BOUNDARY_MIB:N,...,>:N] of N per interval", 1},
+    {NULL, 0, 0, PT_PARAM_REAL, 0, NULL, 0}};
 
 /* ---- sizes ------------------------------------------------------------------ */
 
@@ -417,12 +418,12 @@ static int caching_create(const pt_mech_env *env, void **state) {
   c->small.is_small = 1;
   double split_mb = pt_mech_param_get(caching_params, "max_split_size_mb", env->params);
   double rounding_mb = pt_mech_param_get(caching_params, "max_non_split_rounding_mb", env->params);
-  double rp2 = pt_mech_param_get(caching_params, "roundup_power2_divisions", env->params);
+  double rp2[PT_PARAM_LIST_MAX];
+  pt_mech_param_table(caching_params, "roundup_power2_divisions", env->params, rp2);
   c->gc_threshold = pt_mech_param_get(caching_params, "garbage_collection_threshold", env->params);
   c->max_split = isinf(split_mb) || split_mb >= (double)(UNLIMITED / MB) ? UNLIMITED : (uint64_t)split_mb * MB;
   c->max_non_split_rounding = isinf(rounding_mb) ? UNLIMITED : (uint64_t)rounding_mb * MB;
-  unsigned div = (unsigned)rp2; /* 0 or a power of two (pt_mech_create) */
-  for (int i = 0; i < RP2_INTERVALS; i++) c->rp2[i] = div;
+  for (int i = 0; i < RP2_INTERVALS; i++) c->rp2[i] = (unsigned)rp2[i]; /* 0 or powers of two (pt_mech_create) */
   *state = c;
   return 0;
 }

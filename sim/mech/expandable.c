@@ -432,10 +432,10 @@ static int release_cached(exp_state *st) {
 static const pt_mech_param exp_params[] = {
     {"device_total_bytes", 2097152, 1125899906842624.0, PT_PARAM_WHOLE, (double)H200_TOTAL,
      "GPU memory (totalGlobalMem): each segment reserves VA for 1.125 times it; default the GPU description's "
-     "memory_bytes, or without one 150109880320 (the H200 the bundled traces were captured on)"},
+     "memory_bytes, or without one 150109880320 (the H200 the bundled traces were captured on)", 0},
     {"large_segment_size_mb", 12, 4096, PT_PARAM_EVEN, 20,
-     "large-pool page (handle) size in MiB, even (PyTorch large_segment_size_mb); default 20"},
-    {NULL, 0, 0, PT_PARAM_REAL, 0, NULL}};
+     "large-pool page (handle) size in MiB, even (PyTorch large_segment_size_mb); default 20", 0},
+    {NULL, 0, 0, PT_PARAM_REAL, 0, NULL, 0}};
 
 static int exp_create(const pt_mech_env *env, void **state) {
   double total = pt_mech_param_get(exp_params, "device_total_bytes", env->params);

@@ -19,23 +19,61 @@
 #include "device.h"
 #include "error.h"
 
-/* ---- parameters: name -> number, as the policy (or --set) gave them ------- */
+/* ---- parameters: name -> value, as the policy (or --set) gave them ------- */
 
 #define PT_MAX_PARAMS 32
 #define PT_PARAM_NAME_MAX 48
+
+/*
+ * A value is a number or a list.  The one list-valued knob is PyTorch's
+ * roundup_power2_divisions in its list form: a value per power-of-two size
+ * interval, PT_PARAM_LIST_MAX of them (entry 0: below 2 MiB; entry i, 1..14:
+ * [2^i, 2^(i+1)) MiB; entry 15: from 32 GiB), the table PyTorch's parser
+ * builds (c10 AllocatorConfig).  A list is kept as that table, whatever text
+ * it came from, so two spellings of one table are one value; a table whose
+ * entries are all equal is that number (what PyTorch's integer form means),
+ * so the number stays the canonical spelling.  A list's number is NaN.
+ */
+#define PT_PARAM_LIST_MAX 16
+typedef struct pt_plist {
+  int n;                          /* 0: the value is a number */
+  double v[PT_PARAM_LIST_MAX];
+} pt_plist;
 
 typedef struct pt_params {
   int n;
   struct {
     char name[PT_PARAM_NAME_MAX];
-    double value;
+    double value;                 /* NaN when list.n > 0 */
+    pt_plist list;
   } v[PT_MAX_PARAMS];
 } pt_params;
 
-/* Value of name, or dflt when absent. */
+/* Value of name, or dflt when absent (NaN when it is a list). */
 double pt_params_get(const pt_params *p, const char *name, double dflt);
-/* Set (add or overwrite); PT_ELIMIT when full. */
+/* Set (add or overwrite) a number; PT_ELIMIT when full. */
 int pt_params_set(pt_params *p, const char *name, double value);
+/* Set a list (a list of equal entries is set as that number); PT_ELIMIT when full or longer than PT_PARAM_LIST_MAX. */
+int pt_params_set_list(pt_params *p, const char *name, const pt_plist *list);
+/* The list name holds, or NULL when it is absent or a number. */
+const pt_plist *pt_params_get_list(const pt_params *p, const char *name);
+/* Whether two parameter sets hold the same names and values, in the same order. */
+int pt_params_equal(const pt_params *a, const pt_params *b);
+
+/*
+ * A value's text: a number (decimal, inf) or PyTorch's list form
+ * [BOUNDARY:V,...,>:V] (BOUNDARY a power of two in MiB), read as 2.11 reads
+ * it: the first entry also fills every interval below its own, '>' fills
+ * those after the last boundary given, intervals between two boundaries stay
+ * 0, V must be 0 or a power of two; a list whose intervals are all alike
+ * comes back as that number.  0 with *num or *list (list->n 0 for a
+ * number), or PT_EFORMAT with why (n bytes) saying what is wrong.
+ */
+int pt_param_value_parse(const char *text, double *num /* OUT */, pt_plist *list /* OUT */, char *why, size_t n);
+/* A list as PyTorch's list form, the shortest that builds the same table: "[256:1,512:2,1024:4,>:8]". */
+const char *pt_param_list_format(const pt_plist *list, char *buf, size_t n);
+/* p's i-th value as text pt_param_value_parse reads back exactly: the shortest such decimal, inf, or the list form. */
+const char *pt_params_value_text(const pt_params *p, int i, char *buf, size_t n);
 
 /* ---- policy hooks: optional decisions the mechanism delegates ------------- */
 
@@ -92,10 +130,18 @@ typedef struct pt_mech_param {
   enum pt_param_kind kind;
   double dflt;
   const char *doc;
+  int list;                     /* 1: a list (pt_plist) is also a value, each entry of this kind and range */
 } pt_mech_param;
 
 /* NULL when v is a value mp allows; else what it must be ("an even whole number from 12 to 4096"), in buf. */
 const char *pt_mech_param_violation(const pt_mech_param *mp, double v, char *buf, size_t n);
+/* The same for a list (or a number, when list is NULL or empty). */
+const char *pt_mech_param_violation_list(const pt_mech_param *mp, double v, const pt_plist *list, char *buf, size_t n);
+/*
+ * The table a parameter of mp's kind stands for, PT_PARAM_LIST_MAX entries:
+ * its list, or its number in every entry (the default where p lacks it).
+ */
+void pt_mech_param_table(const pt_mech_param *table, const char *name, const pt_params *p, double out[PT_PARAM_LIST_MAX]);
 /* The value of the table's parameter name in p, or its default. */
 double pt_mech_param_get(const pt_mech_param *table, const char *name, const pt_params *p);
 
