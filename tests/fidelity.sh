@@ -4,8 +4,10 @@
 # capture's PYTORCH_CUDA_ALLOC_CONF and memory cap were (traces/NAME.json),
 # reproduces the number of segments the real allocator created and its peak
 # reserved bytes, exactly; and the expandable policy reproduces the peak
-# mapped bytes and the maps of the expandable_segments:True captures (with
-# roundup, max_split_size_mb, and a GC threshold under a cap too).
+# mapped bytes, the maps and the unmaps of the expandable_segments:True
+# captures (with roundup, max_split_size_mb, and a GC threshold under a cap
+# too, each set as captured); segments given back are compared as the
+# snapshot counts them (segment_free and segment_unmap records).
 # The sim's JSON is parsed (python3's json): each compared key must be there,
 # an integer, and equal to its recorded twin, and the recorded peak must be
 # above 0, so output without the figures (say `{}`) fails.  Skips (77)
@@ -51,7 +53,7 @@ check() { # NAME POLICY [ARGS...]
   out=$("$pt" sim --trace "$top_srcdir/traces/$name.pickle.gz" --policy "$policy" "$@" --json) ||
     { echo "FAIL: $name: sim failed"; fails=$((fails + 1)); return; }
   printf '%s' "$out" | compare "$name ($policy $*)" peak_reserved_bytes observed_peak_reserved_bytes \
-    segments_allocated observed_segment_allocs || fails=$((fails + 1))
+    segments_allocated observed_segment_allocs segment_releases observed_segment_releases || fails=$((fails + 1))
 }
 for n in randn_loop cnn_train transformer_train varlen_infer llm_decode weights_load two_streams; do
   check $n pytorch_native
@@ -63,20 +65,31 @@ check cap_retry_oom pytorch_native --capacity 378702643
 # issue 12's captures (traces/knobs/README.md): the list form of roundup_power2_divisions
 check knobs/rp2_list_decode pytorch_native --set "roundup_power2_divisions=[256:1,512:2,1024:4,>:8]"
 check knobs/rp2_list_infer pytorch_native --set "roundup_power2_divisions=[256:1,512:2,1024:4,>:8]"
-# expandable segments record maps, not segments: compare the peak mapped bytes, and the maps as the
+# expandable segments record maps, not segments: compare the peak mapped bytes, the maps as the
 # snapshot counts them (one segment_map a growth, which the model makes accessible with one cuMemSetAccess)
+# and the unmaps (one segment_unmap a range, however many handles: segment_releases)
 check_maps() { # NAME [ARGS...]
   name=$1; shift
   if out=$("$pt" sim --trace "$top_srcdir/traces/$name.pickle.gz" --policy pytorch_expandable "$@" --json); then
-    printf '%s' "$out" | compare "$name (pytorch_expandable $*), peak mapped bytes and maps" \
-      peak_reserved_bytes observed_peak_reserved_bytes driver_calls.mem_set_access observed_segment_allocs ||
+    printf '%s' "$out" | compare "$name (pytorch_expandable $*), peak mapped bytes, maps and unmaps" \
+      peak_reserved_bytes observed_peak_reserved_bytes driver_calls.mem_set_access observed_segment_allocs \
+      segment_releases observed_segment_releases ||
       fails=$((fails + 1))
   else echo "FAIL: $name: sim failed"; fails=$((fails + 1)); fi
 }
 check_maps expandable
-check_maps knobs/exp_rp2
-check_maps knobs/exp_split
-check_maps knobs/exp_gc_cap --capacity "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["memory_cap_bytes"])' \
-  "$top_srcdir/traces/knobs/exp_gc_cap.json")"
+check_maps knobs/exp_rp2 --set roundup_power2_divisions=4
+check_maps knobs/exp_split --set max_split_size_mb=64
+cap=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["memory_cap_bytes"])' "$top_srcdir/traces/knobs/exp_gc_cap.json")
+check_maps knobs/exp_gc_cap --set garbage_collection_threshold=0.6 --capacity "$cap"
+# ... and the bytes those unmaps gave back: the sum of the snapshot's segment_unmap sizes
+tmpd=$(mktemp -d)
+"$pt" trace import "$top_srcdir/traces/knobs/exp_gc_cap.pickle.gz" -o "$tmpd/t" >/dev/null 2>&1 || { echo "FAIL: import"; fails=$((fails + 1)); }
+want=$(awk '$1 == "U" { s += $3 } END { print s + 0 }' "$tmpd/t")
+got=$("$pt" sim --trace "$tmpd/t" --policy pytorch_expandable --set garbage_collection_threshold=0.6 --capacity "$cap" --json |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["driver_bytes"]["mem_unmap"])')
+rm -rf "$tmpd"
+if [ "$want" -gt 0 ] && [ "$got" = "$want" ]; then echo "ok: knobs/exp_gc_cap: unmapped bytes $got"
+else echo "FAIL: knobs/exp_gc_cap: unmapped bytes model $got, recorded $want"; fails=$((fails + 1)); fi
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]

@@ -228,6 +228,79 @@ static void test_expandable_capacity(void) {
   rig_done(&r);
 }
 
+/* The knobs PyTorch reads with expandable segments, by hand (docs/pytorch-caching-allocator.md, sections 5, 8, 9). */
+static void test_expandable_knobs(void) {
+  rig r;
+  /* roundup_power2_divisions: 57 MiB rounds to 64 MiB in quarters of [32, 64): four 20 MiB pages, not three */
+  rig_init(&r, &pt_mech_expandable, 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  A(&r, 57 * MIB);
+  CU_ASSERT_EQUAL(r.dev.reserved, 60 * MIB);
+  rig_done(&r);
+  rig_init(&r, &pt_mech_expandable, 0);
+  pt_params_set(&r.params, "roundup_power2_divisions", 4);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  uint64_t a = A(&r, 57 * MIB);
+  CU_ASSERT_EQUAL(r.dev.reserved, 80 * MIB);
+  CU_ASSERT_EQUAL(r.ops->addr_of(r.st, A(&r, 16 * MIB)), r.ops->addr_of(r.st, a) + 64 * MIB); /* a took 64 MiB */
+  rig_done(&r);
+  /* ... the list form: [32:1,>:4] leaves [32, 64) MiB at 512-byte rounding, so three pages again */
+  rig_init(&r, &pt_mech_expandable, 0);
+  double num;
+  pt_plist l;
+  char why[100];
+  CU_ASSERT_EQUAL_FATAL(pt_param_value_parse("[32:1,>:4]", &num, &l, why, sizeof why), 0);
+  pt_params_set_list(&r.params, "roundup_power2_divisions", &l);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  A(&r, 57 * MIB);
+  CU_ASSERT_EQUAL(r.dev.reserved, 60 * MIB);
+  A(&r, 100 * MIB); /* [64, 128) MiB in quarters: 112 MiB, so 60 - 57 + 112 = 115 more: six pages */
+  CU_ASSERT_EQUAL(r.dev.reserved, 180 * MIB);
+  rig_done(&r);
+
+  /* max_split_size_mb: a freed 100 MiB block with a live block after it serves a 30 MiB request only without it */
+  for (int with = 0; with < 2; with++) {
+    rig_init(&r, &pt_mech_expandable, 0);
+    if (with) pt_params_set(&r.params, "max_split_size_mb", 64);
+    CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+    uint64_t big = A(&r, 100 * MIB), pin = A(&r, 20 * MIB);
+    (void)pin;
+    CU_ASSERT_EQUAL(r.dev.reserved, 120 * MIB);
+    F(&r, big);
+    uint64_t c = A(&r, 30 * MIB);
+    if (!with) {
+      CU_ASSERT_EQUAL(r.dev.reserved, 120 * MIB); /* carved from the free 100 MiB */
+      CU_ASSERT_EQUAL(r.ops->addr_of(r.st, c), r.ops->addr_of(r.st, big));
+    } else {
+      CU_ASSERT_EQUAL(r.dev.reserved, 160 * MIB); /* refused: the segment grows by 30 MiB, two pages */
+      CU_ASSERT_EQUAL(r.ops->addr_of(r.st, c), r.ops->addr_of(r.st, big) + 120 * MIB);
+      /* a request of 64 MiB or more may take it if it wastes less than max_non_split_rounding_mb (20) */
+      uint64_t d = A(&r, 90 * MIB);
+      CU_ASSERT_EQUAL(r.ops->addr_of(r.st, d), r.ops->addr_of(r.st, big));
+    }
+    rig_done(&r);
+  }
+
+  /* garbage_collection_threshold under a cap frees nothing expandable: the retry's release unmaps, one range a block */
+  rig_init(&r, &pt_mech_expandable, 100 * MIB);
+  pt_params_set(&r.params, "garbage_collection_threshold", 0.1);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  uint64_t x = A(&r, 20 * MIB), y = A(&r, 20 * MIB), z = A(&r, 20 * MIB), w = A(&r, 20 * MIB);
+  (void)y;
+  (void)w;
+  F(&r, x);
+  F(&r, z); /* two free pages, apart: 80 MiB mapped, over 0.1 of the cap */
+  A(&r, 10 * MIB + 1); /* served by x's page: no growth, no collection */
+  CU_ASSERT_EQUAL(CALLS(&r, mem_unmap), 0);
+  CU_ASSERT_EQUAL(r.ctr.collections, 0);
+  A(&r, 40 * MIB); /* 80 + 40 > 100: the retry unmaps z's page (x's is in use), then maps two */
+  CU_ASSERT_EQUAL(r.ctr.alloc_retries, 1);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_unmap), 1);
+  CU_ASSERT_EQUAL(r.ctr.unmap_ranges, 1);
+  CU_ASSERT_EQUAL(r.dev.reserved, 100 * MIB);
+  rig_done(&r);
+}
+
 static void test_expandable_initial(void) {
   rig r;
   uint64_t h, g;
@@ -1210,6 +1283,7 @@ static void test_param_list_text(void) {
 int pt_test_add_mechs(void) {
   CU_pSuite s = CU_add_suite("mechs", NULL, NULL);
   if (s) CU_add_test(s, "parameter values: PyTorch's list form read, written, checked", test_param_list_text);
+  if (s) CU_add_test(s, "expandable: roundup (number and list), max_split_size_mb, a GC threshold under a cap", test_expandable_knobs);
   if (!s) return CU_get_error();
   CU_add_test(s, "driver call log: the counted calls, resolved for a replay", test_log_walk);
   CU_add_test(s, "driver call log: unrepeatable logs refused with the call", test_log_walk_refuses);

@@ -37,7 +37,7 @@ typedef struct sim_args {
   PT_CLI_OPT_STR("policy", 0, "POLICY", sim_args, policy,                                                         \
                  "a Lua policy file, or the name of a bundled one\n"                                              \
                  "(pytorch_native, pytorch_expandable, cuda_async, direct,\n"                                     \
-                 "large_page_threshold, stitch, tunable_caching)"),                                               \
+                 "large_page_threshold, stitch, tunable_caching, tunable_expandable)"),                           \
   PT_CLI_OPT_LIST("set", "NAME=VALUE", sim_args, sets, nsets,                                                     \
                   "override a policy parameter (checked against its range); VALUE a number,\n"                    \
                   "or for roundup_power2_divisions PyTorch's list [BOUNDARY_MIB:N,...,>:N]"),                      \
@@ -531,10 +531,14 @@ static void print_sim(const sim_run *s, double median, double fastest, double sl
     /* counted as the snapshot counts them: a cudaMalloc'd segment, or a range made accessible (an expandable
        segment's growth: one segment_map record, however many handles it maps) */
     uint64_t segs = r->driver_calls[PT_DRV_malloc] + r->driver_calls[PT_DRV_mem_set_access];
-    printf("\nmodel vs recorded: segments %" PRIu64 " / %" PRIu64 ", peak reserved %" PRIu64 " / %" PRIu64 " (%s)\n", segs,
-           r->observed_segment_allocs, r->peak_reserved_bytes, r->observed_peak_reserved_bytes,
-           segs == r->observed_segment_allocs && r->peak_reserved_bytes == r->observed_peak_reserved_bytes ? "match"
-                                                                                                       : "differ");
+    printf("\nmodel vs recorded: segments %" PRIu64 " / %" PRIu64 ", releases %" PRIu64 " / %" PRIu64
+           ", peak reserved %" PRIu64 " / %" PRIu64 " (%s)\n",
+           segs, r->observed_segment_allocs, r->segment_releases, r->observed_segment_releases, r->peak_reserved_bytes,
+           r->observed_peak_reserved_bytes,
+           segs == r->observed_segment_allocs && r->segment_releases == r->observed_segment_releases &&
+                   r->peak_reserved_bytes == r->observed_peak_reserved_bytes
+               ? "match"
+               : "differ");
   }
   printf("replayed %zu records in %.4f s (%.1f M records/s)", s->t.n, median,
          median > 0 ? s->t.n / median / 1e6 : 0.0);

@@ -101,6 +101,7 @@ typedef struct pt_mech_counters {
   uint64_t alloc_retries;       /* requests that freed cached memory and retried */
   uint64_t collections;         /* garbage collections / pool trims run */
   uint64_t cache_hits;          /* requests served without a driver call */
+  uint64_t unmap_ranges;        /* expandable: contiguous ranges unmapped, one a snapshot's segment_unmap */
 } pt_mech_counters;
 
 /* What a mechanism is created with. */
@@ -186,6 +187,39 @@ void pt_mech_set_insert(const pt_mech_env *env, struct pt_bset *s, struct pt_bno
 static inline uint64_t pt_mech_round512(uint64_t bytes) {
   if (bytes > UINT64_MAX - PT_MIN_BLOCK) return 0;
   return bytes < PT_MIN_BLOCK ? PT_MIN_BLOCK : (bytes + PT_MIN_BLOCK - 1) / PT_MIN_BLOCK * PT_MIN_BLOCK;
+}
+
+/*
+ * PyTorch's CUDAAllocatorConfig knobs that the native allocator reads with
+ * and without expandable segments (docs/pytorch-caching-allocator.md): one
+ * declaration, one reading, one rounding, one oversize rule for caching and
+ * expandable alike.
+ */
+#define PT_MECH_UNLIMITED UINT64_MAX
+#define PT_MECH_ALLOC_CONF_PARAMS                                                                                  \
+  {"max_split_size_mb", 20, INFINITY, PT_PARAM_REAL, INFINITY,                                                     \
+   "blocks this large (MiB) are never split; inf = unlimited (PyTorch's default)", 0},                             \
+      {"max_non_split_rounding_mb", 0, INFINITY, PT_PARAM_REAL, 20,                                                \
+       "an unsplittable request may take a cached block up to this much (MiB) larger (default 20)", 0},            \
+      {"garbage_collection_threshold", 0, 1, PT_PARAM_REAL, 0,                                                     \
+       "under a cap, reclaim cached blocks once reserved exceeds this fraction of it (0 = off)", 0},               \
+      {"roundup_power2_divisions", 0, 1 << 20, PT_PARAM_POW2, 0,                                                   \
+       "round sizes up to one of N divisions of their power-of-two interval (0 = off; a power of two), "         \
+       "or a list [BOUNDARY_MIB:N,...,>:N] of N per interval", 1}
+typedef struct pt_mech_alloc_conf {
+  uint64_t max_split;              /* bytes; PT_MECH_UNLIMITED when off */
+  uint64_t max_non_split_rounding; /* bytes */
+  double gc_threshold;             /* fraction of the cap; 0 = off */
+  unsigned rp2[PT_PARAM_LIST_MAX]; /* roundup_power2_divisions per interval; 0/1 = off */
+} pt_mech_alloc_conf;
+/* The knobs from p (checked by pt_mech_create against table, which holds PT_MECH_ALLOC_CONF_PARAMS). */
+void pt_mech_alloc_conf_read(const pt_mech_param *table, const pt_params *p, pt_mech_alloc_conf *out /* OUT */);
+/* round_size: at least 512, a division of its power-of-two interval where rp2 says, else 512-byte multiples. */
+uint64_t pt_mech_round_size(const pt_mech_alloc_conf *k, uint64_t size);
+/* get_free_block's oversize rule: 1 when a free block of block bytes may not serve a rounded request of size. */
+static inline int pt_mech_oversize_refused(const pt_mech_alloc_conf *k, uint64_t size, uint64_t block) {
+  if (size < k->max_split) return block >= k->max_split;
+  return block >= size + k->max_non_split_rounding;
 }
 
 /* A request's size: the policy's round hook (checked: at least the request, not 0), else 512 B rounding.
