@@ -16,7 +16,8 @@
 --   max_split_size_mb (with max_non_split_rounding_mb): a free block at least
 --     that large is refused to a smaller request, and the segment grows instead;
 --   garbage_collection_threshold: accepted, and changes nothing here: the
---     collection frees only unsplit blocks that are not expandable.
+--     collection frees only unsplit blocks that are not expandable;
+--   large_segment_size_mb: the large pool's page size (20 MiB by default).
 return {
   name = "pytorch_expandable",
   doc = "PyTorch's caching allocator with expandable_segments:True (VMM-backed, growable segments)",
@@ -33,6 +34,11 @@ return {
     garbage_collection_threshold = {
       default = 0,
       doc = "accepted as PyTorch accepts it; with expandable segments its collection frees nothing",
+    },
+    large_segment_size_mb = {
+      default = 20,
+      integer = true,
+      doc = "the large pool's page (handle) size in MiB (PyTorch's large_segment_size_mb)",
     },
     roundup_power2_divisions = {
       default = 0,

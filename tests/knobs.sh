@@ -4,7 +4,10 @@
 # brackets do not split), the store (params_json holds the table as an array;
 # a resumed sweep finds the run), best, export (written back in PyTorch's
 # form), tune (each listed table one choice); and refused with one line where
-# malformed.  Exit 77 (SKIP) without python3 or the sqlite3 shell.
+# malformed; and sim --conf: a PYTORCH_CUDA_ALLOC_CONF value simulated as it
+# is (policy, knobs and cap from the string, exact on the captures taken with
+# it; keys the model does not model named), the same run as --policy/--set.
+# Exit 77 (SKIP) without python3 or the sqlite3 shell.
 set -u
 top_srcdir=${top_srcdir:-.}
 top_builddir=${top_builddir:-.}
@@ -71,6 +74,70 @@ grep -q "PYTORCH_CUDA_ALLOC_CONF='roundup_power2_divisions:\[256:1,512:2,1024:4,
   fail "tune: $(cat "$tmp/e")"
 n=$(sqlite3 "$tmp/t.db" "SELECT count(DISTINCT json_extract(params_json, '\$.roundup_power2_divisions')) FROM runs")
 [ "$n" -ge 2 ] || fail "tune tried $n roundup values"
+
+# ---- sim --conf: a PYTORCH_CUDA_ALLOC_CONF value simulated as it is --------------------------------------------
+# compare OUT.json KEY=OTHERKEY...: equal integers in one sim --json
+same() {
+  f=$1; shift
+  python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+def get(k):
+    v = d
+    for p in k.split("."): v = v[p]
+    return v
+bad = ["%s=%r %s=%r" % (a, get(a), b, get(b)) for a, b in (x.split("=") for x in sys.argv[2:]) if get(a) != get(b) or not get(a) and not a.startswith("segment_releases")]
+sys.exit("; ".join(bad)) if bad else None' "$f" "$@"
+}
+knobs=$src/traces/knobs
+# the GC-under-a-cap capture, from its own setting string (the cap from per_process_memory_fraction of the H200):
+# maps, unmaps and peak as recorded
+conf='expandable_segments:True,garbage_collection_threshold:0.6,per_process_memory_fraction:0.003'
+"$pt" sim --trace "$knobs/exp_gc_cap.pickle.gz" --conf "$conf" --json >"$tmp/c1.json" 2>"$tmp/e" || fail "sim --conf exp_gc_cap: $(cat "$tmp/e")"
+same "$tmp/c1.json" peak_reserved_bytes=observed_peak_reserved_bytes driver_calls.mem_set_access=observed_segment_allocs \
+  segment_releases=observed_segment_releases || fail "sim --conf exp_gc_cap against the recording"
+cap=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["memory_cap_bytes"])' "$knobs/exp_gc_cap.json")
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["policy"] == "pytorch_expandable" and d["capacity"] == int(sys.argv[2]), d["capacity"]' \
+  "$tmp/c1.json" "$cap" || fail "sim --conf: policy and cap (the capture's memory_cap_bytes, $cap)"
+# ... the same run as --policy with --set and --capacity
+"$pt" sim --trace "$knobs/exp_gc_cap.pickle.gz" --policy pytorch_expandable --set garbage_collection_threshold=0.6 \
+  --capacity "$cap" --json >"$tmp/c2.json" || fail "sim --policy exp_gc_cap"
+python3 -c '
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+for k in ("params", "peak_reserved_bytes", "driver_calls", "segment_releases", "timeline"):
+    assert a[k] == b[k], k' "$tmp/c1.json" "$tmp/c2.json" || fail "sim --conf differs from --policy/--set"
+# the list form, as captured
+"$pt" sim --trace "$knobs/rp2_list_infer.pickle.gz" --conf "roundup_power2_divisions:[256:1, 512:2,1024:4,>:8]" --json >"$tmp/c3.json" ||
+  fail "sim --conf list"
+same "$tmp/c3.json" peak_reserved_bytes=observed_peak_reserved_bytes segments_allocated=observed_segment_allocs ||
+  fail "sim --conf rp2_list_infer against the recording"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["policy"] == "pytorch_native" and d["params"]["roundup_power2_divisions"][9] == 2' \
+  "$tmp/c3.json" || fail "sim --conf list: policy and table"
+# keys the model does not model are named with what they do; cudaMallocAsync picks cuda_async and ignores native knobs
+"$pt" sim --trace "$tr" --conf "backend:cudaMallocAsync,max_split_size_mb:64,release_lock_on_cudamalloc:True" --json >"$tmp/c4.json" ||
+  fail "sim --conf async"
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["policy"] == "cuda_async", d["policy"]
+f = {x["key"]: x for x in d["conf"]["findings"]}
+assert "ignored" in f["max_split_size_mb"]["message"], f
+assert f["release_lock_on_cudamalloc"]["message"].startswith("not modelled: "), f' "$tmp/c4.json" || fail "sim --conf findings"
+"$pt" sim --trace "$tr" --conf "graph_capture_record_stream_reuse:True" >/dev/null 2>"$tmp/e" || fail "sim --conf graph key"
+grep -q "^sim --conf: warning: graph_capture_record_stream_reuse: not modelled: " "$tmp/e" || fail "not-modelled warning: $(cat "$tmp/e")"
+# refused as PyTorch refuses them: one line naming the key, exit 1; usage errors exit 2
+for bad in 'foo:1' 'roundup_power2_divisions:[256:3]' 'max_split_size_mb:10' 'expandable_segments:true' 'garbage_collection_threshold:1.5'; do
+  "$pt" sim --trace "$tr" --conf "$bad" >"$tmp/o" 2>"$tmp/e"
+  rc=$?
+  [ $rc -eq 1 ] || fail "--conf $bad: exit $rc, not 1"
+  [ "$(wc -l <"$tmp/e")" -eq 1 ] && grep -q "^pagetune: --conf: ${bad%%:*}: " "$tmp/e" || fail "--conf $bad: $(cat "$tmp/e")"
+done
+"$pt" sim --trace "$tr" --conf "max_split_size_mb:64" --policy pytorch_native >/dev/null 2>&1
+[ $? -eq 2 ] || fail "--conf with --policy: not a usage error"
+"$pt" sim --trace "$tr" --conf "per_process_memory_fraction:0.5" --capacity 1G >/dev/null 2>&1
+[ $? -eq 2 ] || fail "--conf's fraction with --capacity: not a usage error"
+"$pt" sim --help | grep -q -- "--conf VALUE" || fail "sim --help lacks --conf"
 
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]

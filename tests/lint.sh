@@ -41,8 +41,8 @@ expect 1 "error: garbage_collection_threshold: 0 is out of range: PyTorch requir
 expect 1 "error: expandable_segments: 'true' is not True or False (capitalised)" "expandable_segments:true"
 expect 1 "error: backend: unknown backend 'async' (native or cudaMallocAsync)" "backend:async"
 expect 1 "error: roundup_power2_divisions: '3' is not a power of two (or a list [64:8,256:4,>:1])" "roundup_power2_divisions:3"
-expect 1 "error: roundup_power2_divisions: list size '63' is not a power of two (MiB) or '>'" "roundup_power2_divisions:[63:8]"
-expect 1 "error: roundup_power2_divisions: divisions '3' for 256 is not a power of two or 0" "roundup_power2_divisions:[256:3]"
+expect 1 "error: roundup_power2_divisions: interval boundary '63' is not a power of two (MiB) or '>'" "roundup_power2_divisions:[63:8]"
+expect 1 "error: roundup_power2_divisions: divisions 3 in '256:3' are not 0 or a power of two" "roundup_power2_divisions:[256:3]"
 expect 1 "error: pinned_num_register_threads: 256: PyTorch requires a power of two, at most 128" "pinned_num_register_threads:256"
 expect 1 "error: per_process_memory_fraction: 1.5 is out of range: PyTorch requires 0 <= x <= 1" \
   "per_process_memory_fraction:1.5"

@@ -1,0 +1,54 @@
+/*
+ * allocconf.h — a PYTORCH_CUDA_ALLOC_CONF value read as PyTorch 2.11 reads
+ * it, once, for every command that takes one: lint checks it, sim --conf
+ * simulates it.  The rules are 2.11's allocator-config parser (c10's
+ * AllocatorConfig / CUDAAllocatorConfig): the string is split into entries
+ * at top-level commas, spaces dropped, each entry KEY:VALUE, each key
+ * checked by its own rule (a list value by pt_param_value_parse, mech.h).
+ * What it finds is data (key, severity, message): errors are what PyTorch
+ * refuses; callers add their own findings (cross-key warnings, notes) to the
+ * same list.  Accepted values are kept, spaces dropped, by key.
+ */
+#ifndef PT_ALLOCCONF_H
+#define PT_ALLOCCONF_H
+
+#define PT_CONF_TORCH "2.11"    /* the one version measured here */
+#define PT_CONF_MAXFIND 64      /* findings kept; past it they are counted */
+#define PT_CONF_VALUE_MAX 256
+
+typedef enum { PT_CONF_ERROR, PT_CONF_WARNING, PT_CONF_NOTE } pt_conf_sev;
+extern const char *const pt_conf_sev_names[]; /* "error", "warning", "note" */
+
+typedef struct pt_conf_finding {
+  char key[48];
+  pt_conf_sev sev;
+  char msg[256];
+} pt_conf_finding;
+
+typedef struct pt_conf {
+  pt_conf_finding f[PT_CONF_MAXFIND];
+  int n, dropped;
+  int errors, warnings;                /* over all findings, kept or dropped */
+  unsigned seen, ok;                   /* bit per key (pt_conf_key): given; given with a value PyTorch accepts */
+  char value[16][PT_CONF_VALUE_MAX];   /* the accepted value of each key, spaces dropped */
+  int async;                           /* backend:cudaMallocAsync */
+  int expandable;                      /* expandable_segments:True */
+  int has_fraction;                    /* per_process_memory_fraction given and accepted */
+  double fraction;
+} pt_conf;
+
+/* The keys 2.11 accepts, by index; -1 for a name it does not. */
+int pt_conf_key(const char *name);
+const char *pt_conf_key_name(int k);
+int pt_conf_nkeys(void);
+/* 1 for a native-allocator knob, which backend:cudaMallocAsync ignores. */
+int pt_conf_key_native(int k);
+
+/* Read conf (var names it in findings about the whole string) into c, zeroed by the caller (its own findings may come first). */
+void pt_conf_read(pt_conf *c, const char *conf, const char *var);
+/* The accepted value of key name, or NULL when not given or refused. */
+const char *pt_conf_value(const pt_conf *c, const char *name);
+/* A finding of the caller's. */
+void pt_conf_add(pt_conf *c, const char *key, pt_conf_sev sev, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+#endif
