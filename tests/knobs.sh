@@ -75,6 +75,15 @@ grep -q "PYTORCH_CUDA_ALLOC_CONF='roundup_power2_divisions:\[256:1,512:2,1024:4,
 n=$(sqlite3 "$tmp/t.db" "SELECT count(DISTINCT json_extract(params_json, '\$.roundup_power2_divisions')) FROM runs")
 [ "$n" -ge 2 ] || fail "tune tried $n roundup values"
 
+# expandable segments take the knobs too: stored, exported beside expandable_segments:True
+"$pt" sweep --db "$tmp/e.db" --trace "$tr" --policy pytorch_expandable --grid max_split_size_mb=64 \
+  --grid "roundup_power2_divisions=$list" >/dev/null 2>"$tmp/e" || fail "sweep expandable: $(cat "$tmp/e")"
+"$pt" export --db "$tmp/e.db" --trace "$tr" --run 1 --format env >"$tmp/env" 2>"$tmp/e" || fail "export expandable: $(cat "$tmp/e")"
+grep -q "^export PYTORCH_CUDA_ALLOC_CONF='expandable_segments:True,max_split_size_mb:64,roundup_power2_divisions:\[256:1,512:2,1024:4,>:8\]'$" \
+  "$tmp/env" || fail "export expandable: $(cat "$tmp/env")"
+"$pt" tune --db "$tmp/te.db" --trace "$tr" --policy tunable_expandable --objective memory --budget 30 --gpu none >"$tmp/o" 2>"$tmp/e" ||
+  fail "tune tunable_expandable: $(cat "$tmp/e")"
+
 # ---- sim --conf: a PYTORCH_CUDA_ALLOC_CONF value simulated as it is --------------------------------------------
 # compare OUT.json KEY=OTHERKEY...: equal integers in one sim --json
 same() {

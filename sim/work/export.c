@@ -445,12 +445,8 @@ static int append(char *dst, size_t n, const char *fmt, ...) {
   return w < 0 || (size_t)w >= n - len ? -1 : 0;
 }
 
-/* Keys a mechanism decides: the merge value's setting is overridden (or removed). */
-static unsigned owned_keys(const char *mech, int library) {
-  unsigned device = 1u << K_BACKEND | 1u << K_EXPANDABLE | 1u << K_MAX_SPLIT | 1u << K_NON_SPLIT | 1u << K_GC | 1u << K_RP2;
-  if (library || strcmp(mech, "expandable")) return device;
-  return 1u << K_BACKEND | 1u << K_EXPANDABLE;
-}
+/* Keys every mechanism's run decides (the expandable one reads the knobs too): a merge value's setting is overridden (or removed). */
+#define OWNED_KEYS (1u << K_BACKEND | 1u << K_EXPANDABLE | 1u << K_MAX_SPLIT | 1u << K_NON_SPLIT | 1u << K_GC | 1u << K_RP2)
 
 static const char *owned_reason(const char *mech, int library, int key) {
   if (library) return "pagetune's allocator replaces PyTorch's, so the tuned run did not use it";
@@ -635,6 +631,8 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
     if (rc < 0) return rc;
   } else if (!strcmp(mech, "expandable")) {
     if (add_item(ex, &nex, K_EXPANDABLE, "True", err) < 0) return PT_EUSAGE;
+    rc = caching_items(p, b, ex, &nex, &gc, err); /* PyTorch reads them with expandable segments too */
+    if (rc < 0) return rc;
     double large = param(p, "large_segment_size_mb", 20);
     if (large != 20)
       note(b, N_APPROX, "large_segment_size_mb %g (the large pool's page size) is not exported: PyTorch 2.11 accepts the key but earlier "
@@ -701,7 +699,7 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
     rc = parse_items(merge, mg, &nmg, err);
     if (rc < 0) return pt_err_prefix(err, rc, "--merge");
   }
-  unsigned owned = owned_keys(mech, b->library);
+  unsigned owned = OWNED_KEYS;
   int used[MAX_ITEMS] = {0};
   for (int i = 0; i < nmg; i++) {
     const item *m = &mg[i], *e = NULL;
@@ -719,10 +717,6 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
     } else if ((owned >> m->key & 1) && !is_default(m)) {
       note(b, N_OVERRIDE, "existing %s:%s removed: %s", name, m->text, owned_reason(mech, b->library, m->key));
       continue;
-    } else if (!strcmp(mech, "expandable") && !b->library && !(owned >> m->key & 1) &&
-               (m->key == K_MAX_SPLIT || m->key == K_NON_SPLIT || m->key == K_GC || m->key == K_RP2)) {
-      note(b, N_NOTE, "existing %s:%s kept: it acts with expandable segments too, but the model's expandable run did not include it", name,
-           m->text);
     }
     if (append(b->conf, sizeof b->conf, "%s%s:%s", b->conf[0] ? "," : "", name, text) < 0) goto toolong;
   }
