@@ -26,7 +26,12 @@ expect() {
 }
 
 # clean strings
-expect 0 "ok: no findings (PyTorch 2.11)" "max_split_size_mb:128,roundup_power2_divisions:[64:8,256:4,>:1]"
+expect 0 "ok: no findings (PyTorch 2.11)" "max_split_size_mb:128"
+# the list form, read as 2.11's code reads it (a boundary B covers [B, 2B) MiB; an interval between two boundaries stays 0)
+expect 0 "note: roundup_power2_divisions: as PyTorch 2.11 reads it: below 128 MiB 8 divisions; [128 MiB, 256 MiB) 512-byte rounding; [256 MiB, 512 MiB) 4 divisions; from 512 MiB 512-byte rounding (each boundary B covers [B, 2B) MiB: the documentation puts it an octave lower)" \
+  "max_split_size_mb:128,roundup_power2_divisions:[64:8,256:4,>:1]"
+expect 0 "note: roundup_power2_divisions: as PyTorch 2.11 reads it: below 512 MiB 512-byte rounding; [512 MiB, 1 GiB) 2 divisions; [1 GiB, 2 GiB) 4 divisions; from 2 GiB 8 divisions (each boundary B covers [B, 2B) MiB: the documentation puts it an octave lower)" \
+  "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]"
 expect 0 "ok: no findings (PyTorch 2.11)" " backend : native , release_lock_on_cudamalloc:True,"
 expect 0 "ok: no findings (PyTorch 2.11)" "roundup_power2_divisions:4,pinned_num_register_threads:8,graph_capture_record_stream_reuse:False"
 expect 0 "ok: no findings (PyTorch 2.11)" ""

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "gpu.h"
+#include "mech.h"
 
 #define LINT_TORCH PT_CONF_TORCH
 #define LINT_MAXENV 4
@@ -55,7 +56,8 @@ const pt_cli_table pt_opts_lint = {
     "           native-allocator knobs under backend:cudaMallocAsync, a key given\n"
     "           twice, both variables set and different\n"
     "  note     worth knowing: per_process_memory_fraction is the cap (in bytes with\n"
-    "           --gpu); expandable segments and memory shared across processes\n"
+    "           --gpu); roundup_power2_divisions' list form interval by interval, as\n"
+    "           the code reads it; expandable segments and memory shared across processes\n"
     "With --env or --from-env both PYTORCH_CUDA_ALLOC_CONF and PYTORCH_ALLOC_CONF\n"
     "are considered; " LINT_TORCH " reads PYTORCH_CUDA_ALLOC_CONF when both are set\n"
     "(measured on the H200), else PYTORCH_ALLOC_CONF, and that one is checked.\n"
@@ -64,10 +66,45 @@ const pt_cli_table pt_opts_lint = {
 
 #define SEEN(s, name) (pt_conf_value((s), (name)) != NULL) /* given, and accepted */
 
+/* 2^i MiB as text: "256 MiB", "2 GiB". */
+static const char *mib_text(int i, char *buf, size_t n) {
+  if (i < 10) snprintf(buf, n, "%u MiB", 1u << i);
+  else snprintf(buf, n, "%u GiB", 1u << (i - 10));
+  return buf;
+}
+
+/*
+ * The list form as 2.11 reads it, interval by interval: its documentation
+ * puts each boundary one octave lower than the code does (entry B covers
+ * [B, 2B) MiB), so the reading is worth saying.
+ */
+static void note_roundup_list(pt_conf *s, const char *v) {
+  double num;
+  pt_plist l;
+  char why[200], msg[256], lo[16], hi[16];
+  if (v[0] != '[' || pt_param_value_parse(v, &num, &l, why, sizeof why) < 0) return;
+  size_t at = (size_t)snprintf(msg, sizeof msg, "as PyTorch %s reads it:", LINT_TORCH);
+  for (int i = 0; i < PT_PARAM_LIST_MAX && at < sizeof msg;) {
+    int j = i;
+    double d = l.n ? l.v[i] : num;
+    while (j + 1 < PT_PARAM_LIST_MAX && (l.n ? l.v[j + 1] : num) == d) j++;
+    char what[32];
+    if (d > 1) snprintf(what, sizeof what, "%.0f divisions", d);
+    else snprintf(what, sizeof what, "512-byte rounding");
+    if (i == 0 && j == PT_PARAM_LIST_MAX - 1) at += (size_t)snprintf(msg + at, sizeof msg - at, " every size %s", what);
+    else if (i == 0) at += (size_t)snprintf(msg + at, sizeof msg - at, " below %s %s", mib_text(j + 1, hi, sizeof hi), what);
+    else if (j == PT_PARAM_LIST_MAX - 1) at += (size_t)snprintf(msg + at, sizeof msg - at, "; from %s %s", mib_text(i, lo, sizeof lo), what);
+    else at += (size_t)snprintf(msg + at, sizeof msg - at, "; [%s, %s) %s", mib_text(i, lo, sizeof lo), mib_text(j + 1, hi, sizeof hi), what);
+    i = j + 1;
+  }
+  pt_conf_add(s, "roundup_power2_divisions", PT_CONF_NOTE, "%s (each boundary B covers [B, 2B) MiB: the documentation puts it an octave lower)", msg);
+}
+
 /* What one key does depending on another: lint's findings beside the reader's. */
 static void lint_conf(pt_conf *s, const char *conf, const char *var, const pt_gpu *gpu) {
   pt_conf_read(s, conf, var);
   /* What one key does depending on another. */
+  if (SEEN(s, "roundup_power2_divisions") && !s->async) note_roundup_list(s, pt_conf_value(s, "roundup_power2_divisions"));
   if (SEEN(s, "garbage_collection_threshold") && !s->has_fraction && !s->async)
     pt_conf_add(s, "garbage_collection_threshold", PT_CONF_WARNING,
         "acts only under a cap: without per_process_memory_fraction here it does nothing unless the program "

@@ -453,7 +453,9 @@ static const char *owned_reason(const char *mech, int library, int key) {
   if (!strcmp(mech, "async_pool")) return key == K_EXPANDABLE || key == K_BACKEND ? "the tuned run used backend:cudaMallocAsync"
                                                                                    : "backend:cudaMallocAsync ignores it (PyTorch warns)";
   if (!strcmp(mech, "direct")) return "the tuned run used no caching (PYTORCH_NO_CUDA_MEMORY_CACHING=1)";
-  if (!strcmp(mech, "expandable")) return "the tuned run used the native allocator with expandable segments";
+  if (!strcmp(mech, "expandable"))
+    return key == K_EXPANDABLE || key == K_BACKEND ? "the tuned run used the native allocator with expandable segments"
+                                                   : "the tuned run used expandable segments with this key at its default";
   return "the tuned run used the native caching allocator without expandable segments, at this key's default";
 }
 
