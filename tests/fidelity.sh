@@ -91,5 +91,28 @@ got=$("$pt" sim --trace "$tmpd/t" --policy pytorch_expandable --set garbage_coll
 rm -rf "$tmpd"
 if [ "$want" -gt 0 ] && [ "$got" = "$want" ]; then echo "ok: knobs/exp_gc_cap: unmapped bytes $got"
 else echo "FAIL: knobs/exp_gc_cap: unmapped bytes model $got, recorded $want"; fails=$((fails + 1)); fi
+# issue 12's captures from their own setting strings: sim --conf with the PYTORCH_CUDA_ALLOC_CONF the sidecar
+# recorded (and its cap, memory_cap_bytes, where it had one): segments as the snapshot counts them (a cudaMalloc or
+# a growth), releases (a cudaFree or an unmapped range) and peak reserved, each equal to its recorded twin
+check_conf() { # NAME
+  side=$top_srcdir/traces/knobs/$1.json
+  set -- "$1" "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["pytorch_cuda_alloc_conf"])' "$side")" \
+    "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["memory_cap_bytes"] or "")' "$side")"
+  if out=$("$pt" sim --trace "$top_srcdir/traces/knobs/$1.pickle.gz" --conf "$2" ${3:+--capacity "$3"} --json 2>/dev/null); then
+    printf '%s' "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+segs = d["driver_calls"]["malloc"] + d["driver_calls"]["mem_set_access"]
+got = (segs, d["segment_releases"], d["peak_reserved_bytes"])
+want = (d["observed_segment_allocs"], d["observed_segment_releases"], d["observed_peak_reserved_bytes"])
+if got != want or not want[2]:
+    sys.exit("FAIL: knobs/%s (sim --conf %r): segments, releases, peak: model %r, recorded %r" % (sys.argv[1], sys.argv[2], got, want))
+print("ok: knobs/%s (sim --conf %r): segments %d, releases %d, peak %d" % ((sys.argv[1], sys.argv[2]) + got))' "$1" "$2" ||
+      fails=$((fails + 1))
+  else echo "FAIL: knobs/$1: sim --conf '$2' failed"; fails=$((fails + 1)); fi
+}
+for n in rp2_list_decode rp2_list_infer exp_rp2 exp_split exp_gc_cap; do
+  check_conf $n
+done
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]
