@@ -254,25 +254,6 @@ void pt_mech_alloc_conf_read(const pt_mech_param *table, const pt_params *p, pt_
   for (int i = 0; i < PT_PARAM_LIST_MAX; i++) out->rp2[i] = (unsigned)rp2[i]; /* 0 or powers of two (checked) */
 }
 
-/* roundup_power2_next_division */
-static uint64_t next_division(uint64_t size, unsigned divisions) {
-  if ((size & (size - 1)) == 0) return size;
-  uint64_t floor2 = UINT64_C(1) << log2_floor(size);
-  uint64_t step = floor2 >> log2_floor(divisions);
-  if (step == 0) return floor2 << 1;
-  uint64_t down = size & ~(step - 1);
-  return down == size ? size : down + step;
-}
-
-uint64_t pt_mech_round_size(const pt_mech_alloc_conf *k, uint64_t size) {
-  if (size < PT_MIN_BLOCK) return PT_MIN_BLOCK;
-  int lg = log2_floor(size), start = 20; /* the intervals start at 1 MiB; entry 0 also holds everything below */
-  int idx = lg > start ? lg - start : 0;
-  unsigned div = k->rp2[idx < PT_PARAM_LIST_MAX ? idx : PT_PARAM_LIST_MAX - 1];
-  if (div > 1 && size > PT_MIN_BLOCK * div) return next_division(size, div);
-  return pt_mech_round512(size);
-}
-
 int pt_mech_check_params(const pt_mech_ops *m, const pt_params *p, pt_err *err) {
   for (const pt_mech_param *mp = m->params; mp && mp->name; mp++) {
     char what[160], text[256];

@@ -214,8 +214,24 @@ typedef struct pt_mech_alloc_conf {
 } pt_mech_alloc_conf;
 /* The knobs from p (checked by pt_mech_create against table, which holds PT_MECH_ALLOC_CONF_PARAMS). */
 void pt_mech_alloc_conf_read(const pt_mech_param *table, const pt_params *p, pt_mech_alloc_conf *out /* OUT */);
-/* round_size: at least 512, a division of its power-of-two interval where rp2 says, else 512-byte multiples. */
-uint64_t pt_mech_round_size(const pt_mech_alloc_conf *k, uint64_t size);
+/* roundup_power2_next_division: size up to the next of `divisions` equal steps of its power-of-two interval. */
+static inline uint64_t pt_mech_next_division(uint64_t size, unsigned divisions) {
+  if ((size & (size - 1)) == 0) return size;
+  uint64_t floor2 = UINT64_C(1) << (63 - __builtin_clzll(size));
+  uint64_t step = floor2 >> (31 - __builtin_clz(divisions));
+  if (step == 0) return floor2 << 1;
+  uint64_t down = size & ~(step - 1);
+  return down == size ? size : down + step;
+}
+/* round_size: at least 512, a division of its power-of-two interval where rp2 says, else 512-byte multiples;
+   0 when that overflows.  (Inline: every request of caching and expandable goes through it.) */
+static inline uint64_t pt_mech_round_size(const pt_mech_alloc_conf *k, uint64_t size) {
+  if (size < PT_MIN_BLOCK) return PT_MIN_BLOCK;
+  int lg = 63 - __builtin_clzll(size), idx = lg > 20 ? lg - 20 : 0; /* intervals from 1 MiB; entry 0 holds all below */
+  unsigned div = k->rp2[idx < PT_PARAM_LIST_MAX ? idx : PT_PARAM_LIST_MAX - 1];
+  if (div > 1 && size > PT_MIN_BLOCK * div) return pt_mech_next_division(size, div);
+  return pt_mech_round512(size);
+}
 /* get_free_block's oversize rule: 1 when a free block of block bytes may not serve a rounded request of size. */
 static inline int pt_mech_oversize_refused(const pt_mech_alloc_conf *k, uint64_t size, uint64_t block) {
   if (size < k->max_split) return block >= k->max_split;
