@@ -424,6 +424,13 @@ static void print_measured_costs(const pt_sim_result *r) {
         sep = ",";
       }
   }
+  fputs("],\"requests_by_live\":[", stdout); /* [fewest live blocks of the bin, requests, us] */
+  sep = "";
+  for (int b = 0; b < PT_LIVE_BINS; b++)
+    if (r->own_live_n[b]) {
+      printf("%s[%" PRIu64 ",%" PRIu64 ",%.4f]", sep, (UINT64_C(1) << b) - 1, r->own_live_n[b], r->own_live_us[b]);
+      sep = ",";
+    }
   printf("],\"failed_calls_us\":%.4f}", r->call_times->failed_us);
 }
 

@@ -131,15 +131,24 @@ typedef struct run {
   const pt_sim_config *live;
   pt_sim_result *out;
   int stop_at_oom;
+  uint64_t nlive;           /* on a device: blocks live, for own_live_* */
 } run;
 
 /* A request on a given device, timed; the observer sees the block outside the timing. */
 /* A request's time (µs, from t0) and the allocator's own part of it (less the driver calls since calls0),
    kept by whether it made driver calls (the books' count was n0 before it). */
 static float live_took(run *r, double t0, double calls0, uint64_t n0, uint64_t bytes) {
-  double us = (pt_clock_s() - t0) * 1e6;
+  double us = (pt_clock_s() - t0) * 1e6, own = us - (r->out->call_times->total_us - calls0);
   int k = 63 - __builtin_clzll(bytes | 1);
-  (r->dev.ncalls != n0 ? r->out->own_call_us : r->out->own_us)[k] += us - (r->out->call_times->total_us - calls0);
+  if (r->dev.ncalls != n0) {
+    r->out->own_call_us[k] += own;
+  } else {
+    r->out->own_us[k] += own;
+    int b = 63 - __builtin_clzll(r->nlive + 1);
+    if (b >= PT_LIVE_BINS) b = PT_LIVE_BINS - 1;
+    r->out->own_live_n[b]++;
+    r->out->own_live_us[b] += own;
+  }
   return (float)us;
 }
 
@@ -148,6 +157,7 @@ static int live_alloc(run *r, const pt_mech_ops *m, void *st, uint64_t bytes, ui
   double calls0 = r->out->call_times->total_us, t0 = pt_clock_s();
   int rc = m->alloc(st, bytes, stream, h);
   r->out->alloc_us[r->out->nalloc_us++] = live_took(r, t0, calls0, n0, bytes);
+  r->nlive += rc == 0;
   if (rc == 0 && r->live->on_alloc) rc = r->live->on_alloc(r->live->observer_ctx, m->addr_of(st, *h), bytes, id);
   return rc;
 }
@@ -159,6 +169,7 @@ static int live_free(run *r, const pt_mech_ops *m, void *st, uint64_t h, uint64_
   double calls0 = r->out->call_times->total_us, t0 = pt_clock_s();
   rc = m->free(st, h);
   r->out->free_us[r->out->nfree_us++] = live_took(r, t0, calls0, n0, bytes);
+  r->nlive -= r->nlive > 0;
   return rc;
 }
 

@@ -103,6 +103,8 @@ typedef struct pt_sim_point {
   uint64_t reserved, allocated;
 } pt_sim_point;
 
+#define PT_LIVE_BINS 16
+
 typedef struct pt_sim_result {
 #define PT_U uint64_t
 #define PT_D double
@@ -129,6 +131,10 @@ typedef struct pt_sim_result {
   pt_call_times *call_times;
   pt_call_sizes *call_sizes; /* the calls those times are of */
   double own_us[PT_SIZE_CLASSES], own_call_us[PT_SIZE_CLASSES]; /* requests without, with driver calls */
+  /* the requests without driver calls again, by how many blocks were live when each was made: bin k holds
+     2^k - 1 up to 2^(k+1) - 2 live blocks (the last bin everything above) */
+  uint64_t own_live_n[PT_LIVE_BINS];
+  double own_live_us[PT_LIVE_BINS];
   double seconds;            /* wall time of the replay itself */
   /* with a GPU description */
   int has_gpu, has_tlb;

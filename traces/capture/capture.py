@@ -883,7 +883,8 @@ KNOB_JOBS = [
      "expandable_segments:True,garbage_collection_threshold:0.6,max_split_size_mb:64", CAP_FRACTION),
 ]
 PEAK_JOBS = [("async_%s_%d" % (w, i), w, "backend:cudaMallocAsync")
-             for w in ("llm_decode", "varlen_infer", "transformer_train", "cnn_train") for i in (1, 2, 3)]
+             for w in ("llm_decode", "varlen_infer", "transformer_train", "cnn_train")
+             for i in range(1, int(os.environ.get("PEAK_RUNS", "3")) + 1)]  # runs of each (they vary)
 
 GC_CONF = "garbage_collection_threshold:0.6,max_split_size_mb:64"
 DEADLINE = [None]  # absolute time after which no new worker starts
