@@ -107,11 +107,22 @@ got = (segs, d["segment_releases"], d["peak_reserved_bytes"])
 want = (d["observed_segment_allocs"], d["observed_segment_releases"], d["observed_peak_reserved_bytes"])
 if got != want or not want[2]:
     sys.exit("FAIL: knobs/%s (sim --conf %r): segments, releases, peak: model %r, recorded %r" % (sys.argv[1], sys.argv[2], got, want))
-print("ok: knobs/%s (sim --conf %r): segments %d, releases %d, peak %d" % ((sys.argv[1], sys.argv[2]) + got))' "$1" "$2" ||
+st = json.load(open(sys.argv[3]))["stats"]  # the allocator'"'"'s own counters, beside the trace
+own = (st["num_device_alloc"], st["num_device_free"], st["reserved_bytes.all.peak"], st["num_alloc_retries"], st["num_ooms"])
+mine = got + (d["alloc_retries"], d["ooms"])
+if own != mine:
+    sys.exit("FAIL: knobs/%s: model %r, the allocator'"'"'s counters (device allocs, frees, peak, retries, OOMs) %r" % (sys.argv[1], mine, own))
+print("ok: knobs/%s (sim --conf %r): segments %d, releases %d, peak %d, retries %d, OOMs %d" % ((sys.argv[1], sys.argv[2]) + mine))' "$1" "$2" "$side" ||
       fails=$((fails + 1))
   else echo "FAIL: knobs/$1: sim --conf '$2' failed"; fails=$((fails + 1)); fi
 }
 for n in rp2_list_decode rp2_list_infer exp_rp2 exp_split exp_gc_cap; do
+  check_conf $n
+done
+# the second capture: workloads whose results depend on the knob (traces/knobs/README.md), each beside the same
+# workload without it or with the closest single value; retries under the cap as the allocator counted them too
+for n in rp2_list_sizes rp2_8_sizes rp2_none_sizes rp2_list_kv rp2_8_kv exp_mix exp_rp2_mix exp_rp2_list_mix \
+  exp_split_mix exp_cap_mix exp_gc_cap_mix exp_gc_split_cap_mix; do
   check_conf $n
 done
 echo "$fails failure(s)"
