@@ -37,11 +37,11 @@ const pt_cli_table pt_opts_tune = {
     "a list-valued knob's choices, such as roundup_power2_divisions tables, are\n"
     "grid values too), and GSL's Nelder-Mead simplex over continuous ones (log\n"
     "scale where declared), from several starts.  Every point is stored in DB; a\n"
-    "run that hits OOM is\n"
-    "out: a start that does is replaced by a point of a coarse grid that does not,\n"
-    "and when every point tried runs out of memory tune says so (exit 1).  Prints\n"
-    "the best point and the Pareto front of predicted allocator time against peak\n"
-    "reserved bytes over the stored runs of this trace and policy that did not.\n",
+    "run that hits OOM is out: a start that does is replaced by a point of a\n"
+    "coarse grid that does not, and when every point tried runs out of memory\n"
+    "tune says so (exit 1).  Prints the best point and the Pareto front of\n"
+    "predicted allocator time against peak reserved bytes over the stored runs\n"
+    "of this trace and policy that did not.\n",
     tune_opts, sizeof(pt_wb_args), &pt_wb_defaults, 0};
 
 typedef struct tune_ctx {
