@@ -550,10 +550,9 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
                (unsigned long long)in->device_total_bytes);
           continue;
         }
-        if (p->v[i].list.n) /* the library's conf is NAME=NUMBER items */
-          return pt_err_set(err, PT_EUSAGE, "export: %s is a list; pagetune's allocator library takes numbers only", nm);
-        char v[48];
-        fmt_param(v, sizeof v, p->v[i].value);
+        char v[256];
+        if (p->v[i].list.n) pt_param_list_format(&p->v[i].list, v, sizeof v); /* PyTorch's form; the library reads it */
+        else fmt_param(v, sizeof v, p->v[i].value);
         if (append(b->lib_conf, sizeof b->lib_conf, ",%s=%s", nm, v) < 0) goto toolong;
       }
     if (in->has_hooks && !resolved && append(b->lib_conf, sizeof b->lib_conf, ",hooks=policy") < 0) goto toolong;
