@@ -67,7 +67,8 @@ static const pt_cli_opt sim_opts[] = {
                    "an error, exit 1); backend:cudaMallocAsync picks cuda_async,\n"
                    "expandable_segments:True pytorch_expandable, else pytorch_native; its\n"
                    "knobs are set (--set may follow); per_process_memory_fraction is the\n"
-                   "cap, a fraction of --gpu's memory (default h200's). Keys the model does\n"
+                   "cap, a fraction of --gpu's memory (default h200's; not with --capacity,\n"
+                   "which gives a cap otherwise). Keys the model does\n"
                    "not model are named, each with what it does, as notes (stderr; \"conf\"\n"
                    "in --json)"),
     PT_CLI_OPT_FLAG("json", sim_args, json, "one JSON object, with the timeline"),
