@@ -142,6 +142,9 @@ for bad in 'foo:1' 'roundup_power2_divisions:[256:3]' 'max_split_size_mb:10' 'ex
   [ $rc -eq 1 ] || fail "--conf $bad: exit $rc, not 1"
   [ "$(wc -l <"$tmp/e")" -eq 1 ] && grep -q "^pagetune: --conf: ${bad%%:*}: " "$tmp/e" || fail "--conf $bad: $(cat "$tmp/e")"
 done
+long="roundup_power2_divisions:[1:2$(i=1; while [ $i -lt 70 ]; do printf ',%d:2' $((1 << (i % 15))); i=$((i + 1)); done)]"
+"$pt" sim --trace "$tr" --conf "$long" >/dev/null 2>"$tmp/e"
+[ $? -eq 1 ] && grep -q "longer than 255 bytes" "$tmp/e" || fail "a value too long for sim: $(cat "$tmp/e")"
 "$pt" sim --trace "$tr" --conf "max_split_size_mb:64" --policy pytorch_native >/dev/null 2>&1
 [ $? -eq 2 ] || fail "--conf with --policy: not a usage error"
 "$pt" sim --trace "$tr" --conf "per_process_memory_fraction:0.5" --capacity 1G >/dev/null 2>&1

@@ -179,7 +179,12 @@ void pt_conf_read(pt_conf *s, const char *conf, const char *var) {
         s->seen |= 1u << k;
         int before = s->errors;
         keys[k].check(s, p, colon + 1);
-        if (s->errors == before) {
+        if (s->errors == before && strlen(colon + 1) >= sizeof s->value[k]) {
+          s->toolong |= 1u << k; /* PyTorch may take it; pagetune keeps no such value */
+          s->ok &= ~(1u << k);
+          pt_conf_add(s, p, PT_CONF_WARNING, "a value of %zu bytes: pagetune reads at most %d", strlen(colon + 1),
+                      PT_CONF_VALUE_MAX - 1);
+        } else if (s->errors == before) {
           s->ok |= 1u << k;
           snprintf(s->value[k], sizeof s->value[k], "%s", colon + 1);
         } else {

@@ -30,6 +30,7 @@ typedef struct pt_conf {
   int n, dropped;
   int errors, warnings;                /* over all findings, kept or dropped */
   unsigned seen, ok;                   /* bit per key (pt_conf_key): given; given with a value PyTorch accepts */
+  unsigned toolong;                    /* ... accepted, but longer than PT_CONF_VALUE_MAX - 1 bytes: not kept */
   char value[16][PT_CONF_VALUE_MAX];   /* the accepted value of each key, spaces dropped */
   int async;                           /* backend:cudaMallocAsync */
   int expandable;                      /* expandable_segments:True */

@@ -208,6 +208,10 @@ static int conf_setup(const sim_args *a, const pt_gpu *gpu, pt_conf *c, const ch
     if (c->f[i].sev == PT_CONF_ERROR)
       return pt_err_set(err, PT_EFORMAT, "--conf: %s: %s%s", c->f[i].key, c->f[i].msg,
                         c->errors > 1 ? " (one of several errors: 'pagetune lint' lists them)" : "");
+  for (int k = 0; k < pt_conf_nkeys(); k++)
+    if (c->toolong >> k & 1u)
+      return pt_err_set(err, PT_EFORMAT, "--conf: %s: a value longer than %d bytes, which sim does not read", pt_conf_key_name(k),
+                        PT_CONF_VALUE_MAX - 1);
   *policy = c->async ? "cuda_async" : c->expandable ? "pytorch_expandable" : "pytorch_native";
   *n = 0;
   if (c->async && c->expandable)
