@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "mech.h"
 
 const char *const pt_conf_sev_names[] = {"error", "warning", "note"};
@@ -26,6 +27,18 @@ void pt_conf_add(pt_conf *s, const char *key, pt_conf_sev sev, const char *fmt, 
   va_start(ap, fmt);
   vsnprintf(f->msg, sizeof f->msg, fmt, ap);
   va_end(ap);
+}
+
+void pt_conf_findings_json(FILE *f, const pt_conf *c) {
+  fputc('[', f);
+  for (int i = 0; i < c->n; i++) {
+    fputs(i ? ",{\"key\":" : "{\"key\":", f);
+    pt_json_str(f, c->f[i].key);
+    fprintf(f, ",\"severity\":\"%s\",\"message\":", pt_conf_sev_names[c->f[i].sev]);
+    pt_json_str(f, c->f[i].msg);
+    fputc('}', f);
+  }
+  fputc(']', f);
 }
 
 /* ---- values ---------------------------------------------------------------- */

@@ -12,6 +12,8 @@
 #ifndef PT_ALLOCCONF_H
 #define PT_ALLOCCONF_H
 
+#include <stdio.h>
+
 #define PT_CONF_TORCH "2.11"    /* the one version measured here */
 #define PT_CONF_MAXFIND 64      /* findings kept; past it they are counted */
 #define PT_CONF_VALUE_MAX 256
@@ -51,5 +53,8 @@ void pt_conf_read(pt_conf *c, const char *conf, const char *var);
 const char *pt_conf_value(const pt_conf *c, const char *name);
 /* A finding of the caller's. */
 void pt_conf_add(pt_conf *c, const char *key, pt_conf_sev sev, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* The kept findings as a JSON array of {key, severity, message}. */
+void pt_conf_findings_json(FILE *f, const pt_conf *c);
 
 #endif

@@ -160,15 +160,9 @@ static void print_json(const pt_conf *s, const char *var, const char *conf, int 
   pt_json_str(stdout, var);
   fputs(",\"value\":", stdout);
   pt_json_str(stdout, conf);
-  printf(",\"errors\":%d,\"warnings\":%d,\"findings\":[", errors, warnings);
-  for (int i = 0; i < s->n; i++) {
-    fputs(i ? ",{\"key\":" : "{\"key\":", stdout);
-    pt_json_str(stdout, s->f[i].key);
-    printf(",\"severity\":\"%s\",\"message\":", pt_conf_sev_names[s->f[i].sev]);
-    pt_json_str(stdout, s->f[i].msg);
-    fputc('}', stdout);
-  }
-  printf("],\"findings_not_shown\":%d}\n", s->dropped);
+  printf(",\"errors\":%d,\"warnings\":%d,\"findings\":", errors, warnings);
+  pt_conf_findings_json(stdout, s);
+  printf(",\"findings_not_shown\":%d}\n", s->dropped);
 }
 
 int pt_cmd_lint(void *args, char **pos, int npos, pt_err *err) {

@@ -259,15 +259,9 @@ static int conf_setup(const sim_args *a, const pt_gpu *gpu, pt_conf *c, const ch
 static void conf_print_json(const pt_conf *c, const char *conf) {
   fputs(",\"conf\":{\"value\":", stdout);
   pt_json_str(stdout, conf);
-  printf(",\"torch_version\":\"%s\",\"findings\":[", PT_CONF_TORCH);
-  for (int i = 0; i < c->n; i++) {
-    fputs(i ? ",{\"key\":" : "{\"key\":", stdout);
-    pt_json_str(stdout, c->f[i].key);
-    printf(",\"severity\":\"%s\",\"message\":", pt_conf_sev_names[c->f[i].sev]);
-    pt_json_str(stdout, c->f[i].msg);
-    putchar('}');
-  }
-  fputs("]}", stdout);
+  printf(",\"torch_version\":\"%s\",\"findings\":", PT_CONF_TORCH);
+  pt_conf_findings_json(stdout, c);
+  putchar('}');
 }
 
 /*
