@@ -29,6 +29,22 @@ void pt_conf_add(pt_conf *s, const char *key, pt_conf_sev sev, const char *fmt, 
   va_end(ap);
 }
 
+/* Text the user gave, on a terminal: control characters become '?', so a finding stays one line. */
+static void put_safe(FILE *f, const char *t) {
+  for (; *t; t++) fputc((unsigned char)*t < 0x20 || *t == 0x7f ? '?' : *t, f);
+}
+
+void pt_conf_findings_text(FILE *f, const char *prefix, const pt_conf *c) {
+  for (int i = 0; i < c->n; i++) {
+    fprintf(f, "%s%s: ", prefix, pt_conf_sev_names[c->f[i].sev]);
+    put_safe(f, c->f[i].key);
+    fputs(": ", f);
+    put_safe(f, c->f[i].msg);
+    fputc('\n', f);
+  }
+  if (c->dropped) fprintf(f, "%snote: -: %d more findings not shown\n", prefix, c->dropped);
+}
+
 void pt_conf_findings_json(FILE *f, const pt_conf *c) {
   fputc('[', f);
   for (int i = 0; i < c->n; i++) {

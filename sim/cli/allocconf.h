@@ -54,6 +54,8 @@ const char *pt_conf_value(const pt_conf *c, const char *name);
 /* A finding of the caller's. */
 void pt_conf_add(pt_conf *c, const char *key, pt_conf_sev sev, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* The kept findings, one a line "PREFIXSEVERITY: KEY: message" (control characters as '?'), then how many were not kept. */
+void pt_conf_findings_text(FILE *f, const char *prefix, const pt_conf *c);
 /* The kept findings as a JSON array of {key, severity, message}. */
 void pt_conf_findings_json(FILE *f, const pt_conf *c);
 

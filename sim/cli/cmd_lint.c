@@ -138,20 +138,8 @@ static void lint_conf(pt_conf *s, const char *conf, const char *var, const pt_gp
   }
 }
 
-/* Text the user gave, on a terminal: control characters become '?', so a finding stays one line. */
-static void put_safe(const char *t) {
-  for (; *t; t++) putchar((unsigned char)*t < 0x20 || *t == 0x7f ? '?' : *t);
-}
-
 static void print_text(const pt_conf *s) {
-  for (int i = 0; i < s->n; i++) {
-    printf("%s: ", pt_conf_sev_names[s->f[i].sev]);
-    put_safe(s->f[i].key);
-    fputs(": ", stdout);
-    put_safe(s->f[i].msg);
-    putchar('\n');
-  }
-  if (s->dropped) printf("note: -: %d more findings not shown\n", s->dropped);
+  pt_conf_findings_text(stdout, "", s);
   if (!s->n) printf("ok: no findings (PyTorch %s)\n", LINT_TORCH);
 }
 

@@ -691,9 +691,7 @@ static int run_sim(const sim_args *a, int on_gpu, pt_err *err) {
     conf_sets = calloc(8, sizeof *conf_sets);
     if (!s.conf || !conf_sets) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
     if (rc == 0) rc = conf_setup(a, gpu_name ? &gpu : &conf_gpu, s.conf, &policy, &s.capacity, conf_sets, &nconf, err);
-    if (rc == 0 && !a->json)
-      for (int i = 0; i < s.conf->n; i++)
-        fprintf(stderr, "sim --conf: %s: %s: %s\n", pt_conf_sev_names[s.conf->f[i].sev], s.conf->f[i].key, s.conf->f[i].msg);
+    if (rc == 0 && !a->json) pt_conf_findings_text(stderr, "sim --conf: ", s.conf);
   }
   if (rc == 0) rc = pt_wb_policy_file(policy, pbuf, sizeof pbuf, err);
   if (rc == 0) rc = pt_policy_load(pbuf, NULL, err, &s.pol);
