@@ -43,7 +43,7 @@
  *     guessed from its size (a multiple of 20 MiB: large), that of a plain
  *     one likewise (2 MiB: small).
  *
- * Policy hooks: round replaces 512 B rounding; segment_size gives the least
+ * Policy hooks: round replaces round_size; segment_size gives the least
  * bytes a growth maps for a request (PyTorch: the request itself);
  * should_collect, asked before the segment grows, runs a release when it
  * says so (PyTorch's own garbage collection never unmaps expandable pages,
