@@ -686,6 +686,78 @@ static void test_async_capacity(void) {
 }
 
 /* One pool for every stream: completed frees are reused across streams. */
+/*
+ * Frees the GPU has not passed yet (free_lag: they stay pending for that many
+ * later requests).  The H200 probe (traces/capture/async_probe, `probe
+ * pending`: a kernel keeps stream 0 busy while the requests are made): a
+ * pending free is reused by a request of its size or smaller (P1, P3), two
+ * adjacent pending frees merge (P2), but a pending free does not merge with
+ * the free space next to it that the GPU has seen (P5: 24 MiB pending at the
+ * start of a 32 MiB chunk, then 28 MiB goes past it, a second chunk; with the
+ * stream idle, 28 MiB goes at 0 in the one chunk).
+ */
+static void test_async_pending(void) {
+  for (int lag = 0; lag < 2; lag++) {
+    rig r;
+    rig_init(&r, &pt_mech_async_pool, 0);
+    CU_ASSERT_EQUAL(pt_params_set(&r.params, "release_threshold", ASYNC_UINT64_MAX_THRESHOLD), 0);
+    if (lag) CU_ASSERT_EQUAL(pt_params_set(&r.params, "free_lag", 1000), 0);
+    CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+    /* P5 */
+    uint64_t keep = A(&r, MIB), base = AT(&r, keep, 0);
+    uint64_t x = A(&r, 24 * MIB);
+    CU_ASSERT_EQUAL(AT(&r, x, base), MIB);
+    F(&r, x);
+    uint64_t y = A(&r, 28 * MIB);
+    CU_ASSERT_EQUAL(AT(&r, y, base), lag ? 25 * MIB : MIB);
+    CU_ASSERT_EQUAL(r.dev.reserved, lag ? 64 * MIB : 32 * MIB);
+    /* P1, P3: the pending 24 MiB (lag) serves requests of its size or smaller */
+    uint64_t z = A(&r, 20 * MIB);
+    if (lag) CU_ASSERT_EQUAL(AT(&r, z, base), MIB);
+    /* P2: two adjacent pending frees merge and serve their sum */
+    uint64_t p = A(&r, 8 * MIB), q = A(&r, 8 * MIB), k2 = A(&r, 4 * MIB);
+    uint64_t pa = AT(&r, p, base);
+    CU_ASSERT_EQUAL(AT(&r, q, base), pa + 8 * MIB);
+    F(&r, p);
+    F(&r, q);
+    uint64_t w = A(&r, 16 * MIB);
+    CU_ASSERT_EQUAL(AT(&r, w, base), pa);
+    F(&r, w);
+    F(&r, k2);
+    F(&r, z);
+    F(&r, y);
+    F(&r, keep); /* nothing allocated: a synchronisation point, every free seen complete */
+    uint64_t all = A(&r, 60 * MIB); /* the whole heap is one free block again */
+    CU_ASSERT_EQUAL(AT(&r, all, base), 0);
+    F(&r, all);
+    rig_done(&r);
+  }
+}
+
+/* A pending free is seen complete free_lag requests later, then merges with its free neighbours. */
+static void test_async_pending_completes(void) {
+  rig r;
+  rig_init(&r, &pt_mech_async_pool, 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "release_threshold", ASYNC_UINT64_MAX_THRESHOLD), 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "free_lag", 2), 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  uint64_t keep = A(&r, MIB), base = AT(&r, keep, 0);
+  uint64_t x = A(&r, 24 * MIB);
+  F(&r, x);
+  uint64_t s1 = A(&r, 512 * 1024); /* one request later: still pending, so it comes from x's block */
+  CU_ASSERT_EQUAL(AT(&r, s1, base), MIB);
+  uint64_t s2 = A(&r, 512 * 1024); /* two: x's remainder is seen complete first and merges with the top */
+  CU_ASSERT_EQUAL(AT(&r, s2, base), MIB + 512 * 1024);
+  uint64_t y = A(&r, 28 * MIB); /* fits in the merged free space of the first chunk */
+  CU_ASSERT_EQUAL(AT(&r, y, base), 2 * MIB);
+  CU_ASSERT_EQUAL(r.dev.reserved, 32 * MIB);
+  F(&r, y);
+  F(&r, s1);
+  F(&r, s2);
+  F(&r, keep);
+  rig_done(&r);
+}
+
 static void test_async_streams(void) {
   rig r;
   uint64_t h;
@@ -1290,6 +1362,8 @@ int pt_test_add_mechs(void) {
   CU_add_test(s, "driver call log: two live allocations at one model address", test_log_walk_same_address);
   CU_add_test(s, "driver call log: a page mapped at two addresses (stitch)", test_log_walk_alias);
   CU_add_test(s, "driver call log: VMM segments from before the trace refused, saying so", test_log_walk_initial_vmm);
+  CU_add_test(s, "async_pool: pending frees (free_lag) reused, merged with pending neighbours only", test_async_pending);
+  CU_add_test(s, "async_pool: a pending free completes free_lag requests later and merges", test_async_pending_completes);
   CU_add_test(s, "direct: one cudaMalloc/cudaFree a request, 512 B rounding", test_direct_counts);
   CU_add_test(s, "direct: initial segments held until their blocks go", test_direct_initial);
   CU_add_test(s, "direct: cap frees idle segments, retries once, then OOM", test_direct_capacity);

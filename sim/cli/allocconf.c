@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
 #include "json.h"
 #include "mech.h"
 
@@ -225,4 +226,70 @@ void pt_conf_read(pt_conf *s, const char *conf, const char *var) {
     p += n + 1;
   }
   free(buf);
+}
+
+/* ---- what the model makes of it ------------------------------------------------ */
+
+/* The knobs the caching and expandable mechanisms take, under PyTorch's names. */
+static const char *const model_knobs[] = {"max_split_size_mb", "max_non_split_rounding_mb", "garbage_collection_threshold",
+                                          "roundup_power2_divisions"};
+
+/* What a key the model does not model does, and whether the results may differ for it. */
+static const struct {
+  const char *key, *what;
+  int matters;
+} unmodelled[] = {
+    {"release_lock_on_cudamalloc", "releases the allocator's lock around cudaMalloc: concurrency, not the memory the model counts", 0},
+    {"pinned_use_cuda_host_register", "pinned host memory (cudaHostRegister), not device memory: nothing to model", 0},
+    {"pinned_num_register_threads", "threads registering pinned host memory: nothing to model", 0},
+    {"pinned_use_background_threads", "pinned host memory's background threads: nothing to model", 0},
+    {"pinned_reserve_segment_size_mb", "a pinned host memory reserve: not device memory, nothing to model", 0},
+    {"graph_capture_record_stream_reuse",
+     "reuse of record_stream blocks during CUDA graph capture: the model replays no graph capture; a trace captured "
+     "with graphs may differ", 1},
+};
+
+int pt_conf_model_of(pt_conf *c, const char *what, pt_conf_model *out, pt_err *err) {
+  memset(out, 0, sizeof *out);
+  for (int i = 0; i < c->n; i++)
+    if (c->f[i].sev == PT_CONF_ERROR)
+      return pt_err_set(err, PT_EFORMAT, "%s: %s: %s%s", what, c->f[i].key, c->f[i].msg,
+                        c->errors > 1 ? " (one of several errors: 'pagetune lint' lists them)" : "");
+  for (int k = 0; k < NKEYS; k++)
+    if (c->toolong >> k & 1u)
+      return pt_err_set(err, PT_EFORMAT, "%s: %s: a value longer than %d bytes, which pagetune does not read", what, keys[k].name,
+                        PT_CONF_VALUE_MAX - 1);
+  out->policy = c->async ? "cuda_async" : c->expandable ? "pytorch_expandable" : "pytorch_native";
+  if (c->async && c->expandable) {
+    pt_conf_add(c, "expandable_segments", PT_CONF_NOTE, "ignored under backend:cudaMallocAsync, as PyTorch ignores it");
+    out->ignored |= 1u << pt_conf_key("expandable_segments");
+  }
+  for (size_t k = 0; k < sizeof model_knobs / sizeof model_knobs[0]; k++) {
+    const char *v = pt_conf_value(c, model_knobs[k]);
+    if (!v) continue;
+    if (c->async) {
+      pt_conf_add(c, model_knobs[k], PT_CONF_NOTE, "ignored: backend:cudaMallocAsync has no such knob (PyTorch ignores it)");
+      out->ignored |= 1u << pt_conf_key(model_knobs[k]);
+      continue;
+    }
+    snprintf(out->sets[out->nsets++], sizeof out->sets[0], "%s=%s", model_knobs[k], v);
+  }
+  const char *seg = pt_conf_value(c, "large_segment_size_mb");
+  if (seg && c->expandable && !c->async) {
+    snprintf(out->sets[out->nsets++], sizeof out->sets[0], "large_segment_size_mb=%s", seg);
+  } else if (seg) {
+    pt_conf_add(c, "large_segment_size_mb", PT_CONF_WARNING,
+                "not modelled%s: it sets the 20 MiB segment of requests between 1 and 10 MiB (and the minimum of "
+                "max_split_size_mb); the model keeps 20 MiB, so results may differ",
+                c->async ? " (and ignored by cudaMallocAsync)" : " without expandable segments");
+    out->unmodelled |= 1u << pt_conf_key("large_segment_size_mb");
+  }
+  for (size_t k = 0; k < sizeof unmodelled / sizeof unmodelled[0]; k++)
+    if (pt_conf_value(c, unmodelled[k].key)) {
+      pt_conf_add(c, unmodelled[k].key, unmodelled[k].matters ? PT_CONF_WARNING : PT_CONF_NOTE, "not modelled: %s",
+                  unmodelled[k].what);
+      if (unmodelled[k].matters) out->unmodelled |= 1u << pt_conf_key(unmodelled[k].key);
+      else out->ignored |= 1u << pt_conf_key(unmodelled[k].key);
+    }
+  return 0;
 }

@@ -54,6 +54,29 @@ const char *pt_conf_value(const pt_conf *c, const char *name);
 /* A finding of the caller's. */
 void pt_conf_add(pt_conf *c, const char *key, pt_conf_sev sev, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/*
+ * What a read conf means to the model: the bundled policy that models it
+ * (backend:cudaMallocAsync: cuda_async; expandable_segments:True:
+ * pytorch_expandable; else pytorch_native) and the NAME=VALUE assignments of
+ * its knobs on that policy (the list form too; large_segment_size_mb under
+ * expandable segments).  Each other key given is a finding: a note where it
+ * changes nothing the model runs (ignored: a lock, host memory, a native
+ * knob under cudaMallocAsync; its bit in *ignored), a warning where it
+ * would and the model does not model it (its bit in *unmodelled).
+ * per_process_memory_fraction is the caller's (a cap needs the device).
+ * PT_EFORMAT, one line naming the key, where PyTorch refuses the value or
+ * pagetune did not keep it (too long); its message starts with what.
+ */
+#define PT_CONF_SETS 8
+typedef struct pt_conf_model {
+  const char *policy;
+  char sets[PT_CONF_SETS][64 + PT_CONF_VALUE_MAX];
+  int nsets;
+  unsigned ignored, unmodelled;
+} pt_conf_model;
+struct pt_err;
+int pt_conf_model_of(pt_conf *c, const char *what, pt_conf_model *out /* OUT */, struct pt_err *err);
+
 /* The kept findings, one a line "PREFIXSEVERITY: KEY: message" (control characters as '?'), then how many were not kept. */
 void pt_conf_findings_text(FILE *f, const char *prefix, const pt_conf *c);
 /* The kept findings as a JSON array of {key, severity, message}. */

@@ -177,67 +177,14 @@ typedef struct sim_run {
 
 /* ---- sim --conf ------------------------------------------------------------------------- */
 
-/* The knobs the caching and expandable mechanisms take, under PyTorch's names. */
-static const char *const conf_knobs[] = {"max_split_size_mb", "max_non_split_rounding_mb", "garbage_collection_threshold",
-                                         "roundup_power2_divisions"};
-
-/* What a key the model does not model does, and whether the results may differ for it. */
-static const struct {
-  const char *key, *what;
-  int matters;
-} conf_unmodelled[] = {
-    {"release_lock_on_cudamalloc", "releases the allocator's lock around cudaMalloc: concurrency, not the memory the model counts", 0},
-    {"pinned_use_cuda_host_register", "pinned host memory (cudaHostRegister), not device memory: nothing to model", 0},
-    {"pinned_num_register_threads", "threads registering pinned host memory: nothing to model", 0},
-    {"pinned_use_background_threads", "pinned host memory's background threads: nothing to model", 0},
-    {"pinned_reserve_segment_size_mb", "a pinned host memory reserve: not device memory, nothing to model", 0},
-    {"graph_capture_record_stream_reuse",
-     "reuse of record_stream blocks during CUDA graph capture: the model replays no graph capture; a trace captured "
-     "with graphs may differ", 1},
-};
-
 /*
- * Read a->conf: the policy it means into *policy, the cap into *capacity, its knobs as --set
- * assignments (sets, n of them), and a note for each key the model does not take; PT_EFORMAT when
- * PyTorch refuses the value (the first error, one line).
+ * Read a->conf: the policy it means into m (pt_conf_model_of: its knobs as assignments, a finding for
+ * each other key), the cap into *capacity; PT_EFORMAT when PyTorch refuses the value (one line).
  */
-static int conf_setup(const sim_args *a, const pt_gpu *gpu, pt_conf *c, const char **policy, uint64_t *capacity,
-                      char sets[][PT_PARAM_NAME_MAX + PT_CONF_VALUE_MAX], int *n, pt_err *err) {
+static int conf_setup(const sim_args *a, const pt_gpu *gpu, pt_conf *c, pt_conf_model *m, uint64_t *capacity, pt_err *err) {
   pt_conf_read(c, a->conf, "--conf");
-  for (int i = 0; i < c->n; i++)
-    if (c->f[i].sev == PT_CONF_ERROR)
-      return pt_err_set(err, PT_EFORMAT, "--conf: %s: %s%s", c->f[i].key, c->f[i].msg,
-                        c->errors > 1 ? " (one of several errors: 'pagetune lint' lists them)" : "");
-  for (int k = 0; k < pt_conf_nkeys(); k++)
-    if (c->toolong >> k & 1u)
-      return pt_err_set(err, PT_EFORMAT, "--conf: %s: a value longer than %d bytes, which sim does not read", pt_conf_key_name(k),
-                        PT_CONF_VALUE_MAX - 1);
-  *policy = c->async ? "cuda_async" : c->expandable ? "pytorch_expandable" : "pytorch_native";
-  *n = 0;
-  if (c->async && c->expandable)
-    pt_conf_add(c, "expandable_segments", PT_CONF_NOTE, "ignored under backend:cudaMallocAsync, as PyTorch ignores it");
-  for (size_t k = 0; k < sizeof conf_knobs / sizeof conf_knobs[0]; k++) {
-    const char *v = pt_conf_value(c, conf_knobs[k]);
-    if (!v) continue;
-    if (c->async) {
-      pt_conf_add(c, conf_knobs[k], PT_CONF_NOTE, "ignored: backend:cudaMallocAsync has no such knob (PyTorch ignores it)");
-      continue;
-    }
-    snprintf(sets[(*n)++], PT_PARAM_NAME_MAX + PT_CONF_VALUE_MAX, "%s=%s", conf_knobs[k], v);
-  }
-  const char *seg = pt_conf_value(c, "large_segment_size_mb");
-  if (seg && c->expandable && !c->async) {
-    snprintf(sets[(*n)++], PT_PARAM_NAME_MAX + PT_CONF_VALUE_MAX, "large_segment_size_mb=%s", seg);
-  } else if (seg) {
-    pt_conf_add(c, "large_segment_size_mb", PT_CONF_WARNING,
-                "not modelled%s: it sets the 20 MiB segment of requests between 1 and 10 MiB (and the minimum of "
-                "max_split_size_mb); the model keeps 20 MiB, so results may differ",
-                c->async ? " (and ignored by cudaMallocAsync)" : " without expandable segments");
-  }
-  for (size_t k = 0; k < sizeof conf_unmodelled / sizeof conf_unmodelled[0]; k++)
-    if (pt_conf_value(c, conf_unmodelled[k].key))
-      pt_conf_add(c, conf_unmodelled[k].key, conf_unmodelled[k].matters ? PT_CONF_WARNING : PT_CONF_NOTE, "not modelled: %s",
-                  conf_unmodelled[k].what);
+  int rc = pt_conf_model_of(c, "--conf", m, err);
+  if (rc < 0) return rc;
   if (c->has_fraction) {
     if (a->capacity) return pt_cli_usage(err, "--capacity and --conf's per_process_memory_fraction both set the cap: give one");
     if (c->fraction < 1.0) { /* 1.0: no cap, as in PyTorch */
@@ -683,21 +630,21 @@ static int run_sim(const sim_args *a, int on_gpu, pt_err *err) {
   int rc = 0;
   if (gpu_name && (rc = pt_gpu_load(gpu_name, err, &gpu)) < 0) return rc;
   const char *policy = a->policy;
-  char (*conf_sets)[PT_PARAM_NAME_MAX + PT_CONF_VALUE_MAX] = NULL;
-  int nconf = 0;
+  pt_conf_model *m = NULL;
   if (a->conf) { /* the device whose memory a fraction is of: --gpu's, else the H200 the traces were captured on */
     if (!gpu_name && (rc = pt_gpu_load_named("h200", err, &conf_gpu)) < 0) return rc;
     s.conf = calloc(1, sizeof *s.conf);
-    conf_sets = calloc(8, sizeof *conf_sets);
-    if (!s.conf || !conf_sets) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
-    if (rc == 0) rc = conf_setup(a, gpu_name ? &gpu : &conf_gpu, s.conf, &policy, &s.capacity, conf_sets, &nconf, err);
+    m = calloc(1, sizeof *m);
+    if (!s.conf || !m) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
+    if (rc == 0) rc = conf_setup(a, gpu_name ? &gpu : &conf_gpu, s.conf, m, &s.capacity, err);
+    if (rc == 0) policy = m->policy;
     if (rc == 0 && !a->json) pt_conf_findings_text(stderr, "sim --conf: ", s.conf);
   }
   if (rc == 0) rc = pt_wb_policy_file(policy, pbuf, sizeof pbuf, err);
   if (rc == 0) rc = pt_policy_load(pbuf, NULL, err, &s.pol);
-  for (int i = 0; rc == 0 && i < nconf; i++) /* PyTorch accepted it: one the policy refuses is the model's limit */
-    if (pt_policy_set(s.pol, conf_sets[i], err) < 0) rc = pt_err_prefix(err, PT_EFORMAT, "--conf");
-  free(conf_sets);
+  for (int i = 0; m && rc == 0 && i < m->nsets; i++) /* PyTorch accepted it: one the policy refuses is the model's limit */
+    if (pt_policy_set(s.pol, m->sets[i], err) < 0) rc = pt_err_prefix(err, PT_EFORMAT, "--conf");
+  free(m);
   for (int i = 0; rc == 0 && i < a->nsets; i++)
     if (pt_policy_set(s.pol, a->sets[i], err) < 0) rc = PT_EUSAGE; /* a bad --set is bad usage: exit 2 */
   if (rc < 0) {

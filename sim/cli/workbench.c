@@ -17,8 +17,7 @@
 #include "mech.h"
 #include "tracestats.h"
 
-const pt_wb_args pt_wb_defaults = {
-    .db = PT_WB_DEFAULT_DB, .objective = {.text = "time", .kind = PT_OBJ_TIME}, .budget = 60, .seed = 1};
+const pt_wb_args pt_wb_defaults = PT_WB_DEFAULTS;
 
 
 int pt_wb_policy_file(const char *arg, char *buf, size_t n, pt_err *err) {
@@ -138,6 +137,18 @@ int pt_wb_run(const pt_wb_env *env, const pt_wb_trace *tr, pt_policy *pol, int64
   if (!*run_id && (rc = pt_store_put_run(env->db, &key, PT_GIT_REVISION, res, err, run_id)) == 0) *stored = 1;
   if (rc < 0) pt_sim_result_free(res);
   return rc;
+}
+
+const pt_store_run *pt_wb_find_like(const pt_store_run *rows, size_t n, const char *params_json, const pt_store_run *like) {
+  const char *engines[] = {like->engine_version, PT_WB_ENGINE_VERSION};
+  for (int e = 0; e < 2; e++)
+    for (size_t i = 0; i < n; i++) {
+      const pt_store_run *r = &rows[i];
+      if (!strcmp(r->params_json, params_json) && r->capacity == like->capacity && !strcmp(r->gpu, like->gpu) &&
+          !strcmp(r->engine_version, engines[e]))
+        return r;
+    }
+  return NULL;
 }
 
 pt_report_run pt_wb_report_run(const pt_store_run *r) {
