@@ -8,17 +8,9 @@
 # is (policy, knobs and cap from the string, exact on the captures taken with
 # it; keys the model does not model named), the same run as --policy/--set.
 # Exit 77 (SKIP) without python3 or the sqlite3 shell.
-set -u
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
-command -v python3 >/dev/null 2>&1 || { echo "knobs: python3 missing: skip"; exit 77; }
-command -v sqlite3 >/dev/null 2>&1 || { echo "knobs: sqlite3 shell missing: skip"; exit 77; }
-pt=$(cd "$top_builddir" && pwd)/pagetune
-src=$(cd "$top_srcdir" && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "${top_srcdir:-.}/tests/wb_setup.sh"
+command -v sqlite3 >/dev/null 2>&1 || { echo "SKIP: the sqlite3 shell is missing"; exit 77; }
+src=$top_srcdir
 tr=$src/traces/varlen_infer.pickle.gz
 list='[256:1,512:2,1024:4,>:8]'
 same='[128:1,256:1,512:2,1024:4,>:8]' # another spelling of the same table
@@ -151,5 +143,4 @@ long="roundup_power2_divisions:[1:2$(i=1; while [ $i -lt 70 ]; do printf ',%d:2'
 [ $? -eq 2 ] || fail "--conf's fraction with --capacity: not a usage error"
 "$pt" sim --help | grep -q -- "--conf VALUE" || fail "sim --help lacks --conf"
 
-echo "$fails failure(s)"
-[ "$fails" -eq 0 ]
+done_ok knobs
