@@ -99,7 +99,18 @@ bad 1 --trace "$trace" --baseline "nonsense_key:1" --max-peak-ratio 1
 grep -q "nonsense_key" "$tmp/err" || fail "unknown conf key not named"
 [ "$(grep -o -- "--baseline 'nonsense_key:1'" "$tmp/err" | wc -l)" -eq 1 ] || { fail "the conf named more than once"; cat "$tmp/err"; }
 bad 1 --trace "$trace" --baseline "max_split_size_mb:1" --max-peak-ratio 1 # below PyTorch's 20
-bad 1 --trace "$trace" --baseline "expandable_segments:True,max_split_size_mb:64" --max-peak-ratio 1
+bad 1 --trace "$trace" --baseline "graph_capture_record_stream_reuse:True" --max-peak-ratio 1 # would change the run; not modelled
+grep -q "graph_capture_record_stream_reuse is not modelled" "$tmp/err" || { fail "an unmodelled key that matters: not refused by name"; cat "$tmp/err"; }
+# the knobs with expandable segments and the list form are modelled: a baseline of each is simulated as sim --conf runs it
+for conf in "expandable_segments:True,max_split_size_mb:64" "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]"; do
+  chk --run 3 --baseline "$conf" --max-peak-ratio 100 --json >"$tmp/k.json" 2>"$tmp/err" || { fail "baseline $conf"; cat "$tmp/err"; }
+  "$pt" sim --trace "$trace" --conf "$conf" --capacity 600M --json >"$tmp/ks.json" 2>/dev/null || fail "sim --conf $conf" # run 3's cap
+  python3 -c '
+import json, sys
+d, s = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert d["baseline"]["policy"] == s["policy"] and d["baseline"]["peak_reserved_bytes"] == s["peak_reserved_bytes"], (d["baseline"], s["policy"], s["peak_reserved_bytes"])' \
+    "$tmp/k.json" "$tmp/ks.json" || fail "baseline $conf disagrees with sim --conf"
+done
 bad 1 --trace "$trace" --run 999 --baseline "" --max-peak-ratio 1
 bad 1 --trace nope --baseline "" --max-peak-ratio 1
 "$pt" sweep --db "$tmp/nogpu.db" --trace "$trace" --policy cuda_async --gpu none >/dev/null 2>&1 || fail "sweep --gpu none"

@@ -4,7 +4,7 @@
 # its continuation lines), run in order in a folder where ./pagetune and traces/ are
 # this build's, each must exit 0; the walk keeps every step (import, lint, sweep,
 # report, diff, check, export) and what its comments claim (run 3 is the settings
-# run today, run 6 the recommended one) holds.
+# run today, run 9 the recommended one) holds.
 . "${top_srcdir:-.}/tests/wb_setup.sh"
 abs() { (cd "$1" && pwd); }
 ln -s "$(abs "$top_builddir")/pagetune" "$tmp/pagetune"
@@ -60,11 +60,12 @@ p = runs[3]["params"]
 assert runs[3]["policy"] == "pytorch_native" and p["max_split_size_mb"] == 128 and abs(p["garbage_collection_threshold"] - 0.6) < 1e-12, runs[3]
 assert sorted(r for r in runs if runs[r]["policy"] == "pytorch_native") == [1, 2, 3, 4], runs
 (rec,) = d["recommendations"]
-assert rec["run"] == 6 and runs[6]["ooms"] == 0, rec
+assert sorted(r for r in runs if runs[r]["policy"] == "pytorch_expandable") == [5, 6, 7, 8], runs
+assert rec["run"] == 9 and runs[9]["ooms"] == 0, rec
 assert runs[rec["baseline_run"]]["params"]["max_split_size_mb"] is None, rec
 PY
 grep -q "^RECOMMENDED SETTINGS" out3 && [ -s my.html ] || fail "report: no recommendation, or no page"
-grep -q "^A: run 3: pytorch_native" out4 && grep -q "^B: run 6: " out4 || fail "diff: not runs 3 and 6"
+grep -q "^A: run 3: pytorch_native" out4 && grep -q "^B: run 9: " out4 || fail "diff: not runs 3 and 9"
 grep -q "^PASS peak reserved" out5 && grep -q "^PASS predicted time" out5 || fail "check: not two PASS lines"
 grep -q "^baseline: .* run 3$" out5 || fail "check: the baseline is not run 3"
 grep -q "^export PAGETUNE_ALLOC_CONF=\|^export PYTORCH_ALLOC_CONF=" out6 || fail "export: nothing to paste"

@@ -14,6 +14,7 @@
 #include <config.h>
 
 #include "cli.h"
+#include "allocconf.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -81,52 +82,33 @@ const pt_cli_table pt_opts_check = {
 
 /* ---- the baseline: a conf as a bundled policy ------------------------------------------ */
 
-/* The knobs of PyTorch's caching allocator that pytorch_native declares as parameters. */
-static const char *const native_knobs[] = {"max_split_size_mb", "max_non_split_rounding_mb",
-                                           "garbage_collection_threshold", "roundup_power2_divisions"};
-
-static int is_native_knob(const char *name) {
-  for (size_t i = 0; i < sizeof native_knobs / sizeof native_knobs[0]; i++)
-    if (!strcmp(name, native_knobs[i])) return 1;
-  return 0;
-}
-
 /*
- * The bundled policy that models conf (*policy, a static name) and the
- * assignments to make on it (set).  Keys that do not change what the model
- * sees (release_lock_on_cudamalloc, pinned_*; native knobs under
- * cudaMallocAsync, which PyTorch ignores there) are named in notes.  A knob
- * the modelling policy cannot take is refused: a baseline that silently drops
- * one would be another setting than the one deployed.
+ * The bundled policy that models conf and the assignments to make on it
+ * (pt_conf_model_of, what sim --conf reads too).  Keys that do not change
+ * what the model sees (release_lock_on_cudamalloc, pinned_*; native knobs
+ * under cudaMallocAsync, which PyTorch ignores there) are named in notes;
+ * per_process_memory_fraction too, since the baseline runs under the
+ * compared run's cap.  A key the model does not model but that would change
+ * the run is refused: a baseline that silently drops one would be another
+ * setting than the one deployed.
  */
-static int conf_policy(const char *conf, const char **policy, pt_params *set, char *notes, size_t nn, pt_err *err) {
-  pt_params p;
-  char backend[32];
+static int conf_policy(const char *conf, pt_conf_model *m, char *notes, size_t nn, pt_err *err) {
+  char what[256];
+  snprintf(what, sizeof what, "--baseline '%.200s'", conf);
   notes[0] = 0;
-  set->n = 0;
-  int rc = pt_export_parse_conf(conf, &p, backend, sizeof backend, err);
-  if (rc < 0) return pt_err_prefix(err, PT_EFORMAT, "--baseline '%.200s'", conf);
-  int async = !strcmp(backend, "cudaMallocAsync");
-  int expandable = pt_params_get(&p, "expandable_segments", 0) != 0;
-  *policy = async ? "cuda_async" : expandable ? "pytorch_expandable" : "pytorch_native";
+  pt_conf *c = calloc(1, sizeof *c);
+  if (!c) return pt_err_set(err, PT_ENOMEM, "out of memory");
+  pt_conf_read(c, conf, "--baseline");
+  int rc = pt_conf_model_of(c, what, m, err);
+  if (rc == 0 && pt_conf_value(c, "per_process_memory_fraction")) m->ignored |= 1u << pt_conf_key("per_process_memory_fraction");
+  for (int k = 0; rc == 0 && k < pt_conf_nkeys(); k++)
+    if (m->unmodelled >> k & 1u)
+      rc = pt_err_set(err, PT_EFORMAT, "%s: %s is not modelled by %s", what, pt_conf_key_name(k), m->policy);
   size_t len = 0;
-  for (int i = 0; i < p.n; i++) {
-    const char *k = p.v[i].name;
-    if (!strcmp(k, "expandable_segments")) continue;
-    if (!strncmp(k, "roundup_power2_divisions.", 25) && !async)
-      return pt_err_set(err, PT_EFORMAT, "--baseline '%.200s': roundup_power2_divisions as a list that differs per "
-                                         "interval is not modelled by %s", conf, *policy);
-    if (is_native_knob(k) && !async && expandable)
-      return pt_err_set(err, PT_EFORMAT, "--baseline '%.200s': %s with expandable_segments:True is not modelled "
-                                         "(pytorch_expandable keeps PyTorch's other knobs at their defaults)", conf, k);
-    if (is_native_knob(k) && !async) {
-      pt_params_set(set, k, p.v[i].value);
-      continue;
-    }
-    if (len < nn)
-      len += (size_t)snprintf(notes + len, nn - len, "%s%s", len ? ", " : "", k);
-  }
-  return 0;
+  for (int k = 0; rc == 0 && k < pt_conf_nkeys(); k++)
+    if ((m->ignored >> k & 1u) && len < nn) len += (size_t)snprintf(notes + len, nn - len, "%s%s", len ? ", " : "", pt_conf_key_name(k));
+  free(c);
+  return rc;
 }
 
 /* ---- the two runs ------------------------------------------------------------------------ */
@@ -192,17 +174,14 @@ static int load_trace(check_state *s, pt_trace_data *td, pt_err *err) {
 
 static int find_baseline(check_state *s, pt_err *err) {
   const pt_store_run *c = s->cand;
-  pt_params set;
-  int rc = conf_policy(s->a->baseline, &s->bpolicy, &set, s->ignored, sizeof s->ignored, err);
+  pt_conf_model m;
+  int rc = conf_policy(s->a->baseline, &m, s->ignored, sizeof s->ignored, err);
   if (rc < 0) return rc; /* its message names --baseline */
+  s->bpolicy = m.policy;
   char buf[4096];
   rc = pt_wb_policy_file(s->bpolicy, buf, sizeof buf, err);
   if (rc == 0) rc = pt_policy_load(buf, NULL, err, &s->bpol);
-  for (int i = 0; rc == 0 && i < set.n; i++) {
-    char as[PT_PARAM_NAME_MAX + 40];
-    snprintf(as, sizeof as, "%s=%.17g", set.v[i].name, set.v[i].value);
-    rc = pt_policy_set(s->bpol, as, err);
-  }
+  for (int i = 0; rc == 0 && i < m.nsets; i++) rc = pt_policy_set(s->bpol, m.sets[i], err);
   if (rc < 0) return pt_err_prefix(err, rc, "--baseline '%.200s'", s->a->baseline);
   if ((rc = pt_wb_gpu(c->gpu[0] ? c->gpu : "none", &s->gpu, &s->gpup, err)) < 0)
     return pt_err_prefix(err, rc, "run %" PRId64 "'s GPU description '%s'", c->id, c->gpu);

@@ -261,8 +261,8 @@ int pt_wb_export_of_policy(pt_policy *pol, const pt_params *params, uint64_t cap
     for (int i = 0; rc == 0 && out->has_hooks && i < out->params.n; i++) /* the run's values of the policy's own parameters */
       for (int k = 0; k < pt_policy_nparams(pol); k++)
         if (!strcmp(pt_policy_param_at(pol, k)->name, out->params.v[i].name)) {
-          char as[PT_PARAM_NAME_MAX + 40];
-          snprintf(as, sizeof as, "%s=%.17g", out->params.v[i].name, out->params.v[i].value);
+          char as[PT_PARAM_NAME_MAX + 300], v[256];
+          snprintf(as, sizeof as, "%s=%s", out->params.v[i].name, pt_params_value_text(&out->params, i, v, sizeof v));
           if ((rc = pt_policy_set(pol, as, err)) < 0) rc = pt_err_prefix(err, rc, "%s: run %" PRId64, "export", run_id);
         }
     if (rc == 0 && out->has_hooks) {

@@ -204,6 +204,7 @@ static int observe(pt_trace_data *t) {
     const pt_event *e = &t->ev[i];
     if (e->kind == PT_EV_SEG_ALLOC) t->hints[t->nhints++] = (pt_addr_hint){e->addr, e->bytes};
     if (e->kind == PT_EV_SEG_ALLOC || e->kind == PT_EV_SEG_MAP) t->observed_segment_allocs++;
+    if (e->kind == PT_EV_SEG_FREE || e->kind == PT_EV_SEG_UNMAP) t->observed_segment_releases++;
     pt_trace_track_reserved(e, &reserved);
     if (reserved > peak) peak = reserved;
   }
@@ -341,6 +342,7 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   run r = {0};
   out->observed_segment_allocs = t->observed_segment_allocs;
   out->observed_peak_reserved_bytes = t->observed_peak_reserved_bytes;
+  out->observed_segment_releases = t->observed_segment_releases;
   size_t nhints = cfg->invent_addresses ? 0 : cfg->given_addresses ? cfg->nmalloc_hints : t->nhints;
   const pt_addr_hint *hints = cfg->given_addresses ? cfg->malloc_hints : t->hints;
   r.handles = malloc((t->nallocs ? t->nallocs : 1) * sizeof *r.handles);
@@ -437,6 +439,7 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   out->final_reserved_bytes = r.dev.reserved;
   memcpy(out->driver_calls, r.dev.calls, sizeof out->driver_calls);
   memcpy(out->driver_bytes, r.dev.call_bytes, sizeof out->driver_bytes);
+  out->segment_releases = r.dev.calls[PT_DRV_free] + r.counters.unmap_ranges;
   out->addresses_followed = pt_model_dev_on_path(&r.model);
   out->timeline = r.points;
   out->ntimeline = r.npoints;
@@ -564,6 +567,8 @@ void pt_sim_print_json_members(FILE *f, const pt_sim_result *r, int with_timelin
   fputc(',', f);
   pt_sim_print_calls_json(f, "driver_bytes", r->driver_bytes);
   fprintf(f, ",\"addresses_followed\":%s", r->addresses_followed ? "true" : "false");
+  fprintf(f, ",\"segment_releases\":%" PRIu64 ",\"observed_segment_releases\":%" PRIu64, r->segment_releases,
+          r->observed_segment_releases);
   if (r->has_gpu) fprintf(f, ",\"predicted_alloc_us\":%.6g", r->predicted_alloc_us);
   else fputs(",\"predicted_alloc_us\":null", f); /* never predicted: no GPU description */
   if (r->has_gpu && r->mmu) { /* stored runs keep no page-table detail */

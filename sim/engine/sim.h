@@ -34,6 +34,7 @@ typedef struct pt_trace_data {
   pt_addr_hint *hints;      /* its cudaMalloc results (segment_alloc), in order */
   size_t nhints;
   uint64_t observed_segment_allocs, observed_peak_reserved_bytes;
+  uint64_t observed_segment_releases; /* its segment_free and segment_unmap records */
 } pt_trace_data;
 
 int pt_trace_load(const char *path, const pt_trace_opts *opts, pt_err *err, pt_trace_data *out /* OUT */);
@@ -115,6 +116,9 @@ typedef struct pt_sim_result {
   uint64_t driver_calls[PT_DRV_NCALLS];
   uint64_t driver_bytes[PT_DRV_NCALLS];
   int addresses_followed;    /* the model stayed on the recorded segment addresses */
+  /* memory given back, counted as a snapshot counts it: a cudaFree (segment_free) or an expandable range unmapped
+     (segment_unmap, however many handles); not stored (the store keeps the driver calls) */
+  uint64_t segment_releases, observed_segment_releases;
   pt_sim_point *timeline;
   size_t ntimeline;
   /* requests and frees by size class, with and without driver calls: what bookkeeping is priced by */

@@ -594,14 +594,14 @@ static int place(async_state *st, uint64_t size, ablock **out) {
 
 static const pt_mech_param async_params[] = {
     {"release_threshold", 0, MAX_THRESHOLD, PT_PARAM_WHOLE, 0,
-     "bytes the pool keeps at a synchronisation point (cudaMemPoolAttrReleaseThreshold); default 0 as CUDA's default pool"},
+     "bytes the pool keeps at a synchronisation point (cudaMemPoolAttrReleaseThreshold); default 0 as CUDA's default pool", 0},
     {"trim_every_free", 0, 1, PT_PARAM_FLAG, 0,
-     "1: every free is a synchronisation point; 0 (default): only a free that leaves the pool unused"},
+     "1: every free is a synchronisation point; 0 (default): only a free that leaves the pool unused", 0},
     {"chunk_mb", 2, 1024, PT_PARAM_EVEN, 32,
-     "MiB of backing the pool adds, maps and moves at a time, a multiple of 2; default 32, measured on the H200"},
+     "MiB of backing the pool adds, maps and moves at a time, a multiple of 2; default 32, measured on the H200", 0},
     {"free_lag", 0, 1e9, PT_PARAM_WHOLE, 0,
-     "requests a free stays pending on the GPU (reused, merged only with pending frees); 0 (default): seen complete at once"},
-    {NULL, 0, 0, PT_PARAM_REAL, 0, NULL}};
+     "requests a free stays pending on the GPU (reused, merged only with pending frees); 0 (default): seen complete at once", 0},
+    {NULL, 0, 0, PT_PARAM_REAL, 0, NULL, 0}};
 
 static int async_create(const pt_mech_env *env, void **state) {
   double thr = pt_mech_param_get(async_params, "release_threshold", env->params);

@@ -110,6 +110,11 @@ static int put_member(void *ctx, const pt_pj_member *m) {
     fmt_value(num, sizeof num, m->num);
     sb_puts(b, num);
     break;
+  case PT_PJ_ARRAY: { /* a list knob (mech.h), in PyTorch's list form */
+    char list[256];
+    sb_puts(b, pt_param_list_format(&m->list, list, sizeof list));
+    break;
+  }
   }
   return 0;
 }

@@ -81,17 +81,10 @@ static double from_space(const pt_tune_param *p, double x) {
   return v;
 }
 
-static int same_point(const pt_params *a, const pt_params *b) {
-  if (a->n != b->n) return 0;
-  for (int i = 0; i < a->n; i++)
-    if (a->v[i].value != b->v[i].value || strcmp(a->v[i].name, b->v[i].name)) return 0;
-  return 1;
-}
-
 /* Evaluate s->point (memoised); returns the objective, HUGE_VAL once stopped. */
 static double evaluate(search *s) {
   for (int i = 0; i < s->nseen; i++)
-    if (same_point(&s->seen[i], &s->point)) return s->seen_value[i];
+    if (pt_params_equal(&s->seen[i], &s->point)) return s->seen_value[i];
   if (s->rc < 0 || s->evaluations >= s->budget) return HUGE_VAL;
   double v;
   int rc = s->eval(s->ctx, &s->point, &v, s->err);
@@ -183,6 +176,12 @@ out:
   gsl_vector_free(step);
 }
 
+/* Choice c of p into point: a number or a list. */
+static void set_choice(pt_params *point, const pt_tune_param *p, int c) {
+  if (p->choice_lists && p->choice_lists[c].n) pt_params_set_list(point, p->name, &p->choice_lists[c]);
+  else pt_params_set(point, p->name, p->choices[c]);
+}
+
 /* Recurse over grid parameters; at each full grid point run the starts. */
 static void grid(search *s, int i, const pt_tune_opts *o, gsl_rng *rng) {
   if (s->rc < 0 || s->evaluations >= s->budget) return;
@@ -210,7 +209,7 @@ static void grid(search *s, int i, const pt_tune_opts *o, gsl_rng *rng) {
     return;
   }
   for (int c = 0; c < p->nchoices; c++) {
-    pt_params_set(&s->point, p->name, p->choices[c]);
+    set_choice(&s->point, p, c);
     grid(s, i + 1, o, rng);
   }
 }
@@ -250,7 +249,8 @@ int pt_tune(const pt_tune_param *params, int nparams, const pt_tune_opts *opts, 
       }
       s->cont[s->ncont++] = i;
     }
-    pt_params_set(&s->point, p->name, p->nchoices > 0 ? p->choices[0] : p->dflt);
+    if (p->nchoices > 0) set_choice(&s->point, p, 0);
+    else pt_params_set(&s->point, p->name, p->dflt);
   }
   gsl_rng *rng = rc == 0 ? gsl_rng_alloc(gsl_rng_mt19937) : NULL;
   if (rc == 0 && !rng) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
