@@ -122,6 +122,7 @@ python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["policy"] == "cuda_async", d["policy"]
+assert d["params"]["release_threshold"] == 1125899906842624, d["params"]  # PyTorch sets UINT64_MAX
 f = {x["key"]: x for x in d["conf"]["findings"]}
 assert "ignored" in f["max_split_size_mb"]["message"], f
 assert f["release_lock_on_cudamalloc"]["message"].startswith("not modelled: "), f' "$tmp/c4.json" || fail "sim --conf findings"

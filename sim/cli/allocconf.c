@@ -260,6 +260,8 @@ int pt_conf_model_of(pt_conf *c, const char *what, pt_conf_model *out, pt_err *e
       return pt_err_set(err, PT_EFORMAT, "%s: %s: a value longer than %d bytes, which pagetune does not read", what, keys[k].name,
                         PT_CONF_VALUE_MAX - 1);
   out->policy = c->async ? "cuda_async" : c->expandable ? "pytorch_expandable" : "pytorch_native";
+  if (c->async) /* PyTorch's backend sets the pool's release threshold to UINT64_MAX (cuda_async's 2^50: never) */
+    snprintf(out->sets[out->nsets++], sizeof out->sets[0], "release_threshold=1125899906842624");
   if (c->async && c->expandable) {
     pt_conf_add(c, "expandable_segments", PT_CONF_NOTE, "ignored under backend:cudaMallocAsync, as PyTorch ignores it");
     out->ignored |= 1u << pt_conf_key("expandable_segments");
