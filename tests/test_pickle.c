@@ -228,10 +228,10 @@ static void test_protocol2(void) {
   pt_pickle *p = parse_ok(p2_bytes, sizeof p2_bytes);
   CU_ASSERT_PTR_NOT_NULL_FATAL(p);
   check_base(pt_pickle_root(p), 12);
-  /* BINUNICODE strings are zero-copy: they point into the input */
+  /* strings are copies: the input may go once the parse returns */
   const pt_pyobj *name = pt_py_get(pt_pickle_root(p), "name");
-  CU_ASSERT(name->u.s.ptr > (const char *)p2_bytes &&
-            name->u.s.ptr < (const char *)p2_bytes + sizeof p2_bytes);
+  CU_ASSERT(name->u.s.ptr < (const char *)p2_bytes ||
+            name->u.s.ptr >= (const char *)p2_bytes + sizeof p2_bytes);
   pt_pickle_free(p);
 }
 
@@ -255,7 +255,7 @@ static void test_protocol0_text(void) {
   check_base(pt_pickle_root(p), 12);
   pt_pickle_free(p);
 
-  /* STRING escapes as PyBytes_DecodeEscape reads them; zero-copy without one */
+  /* STRING escapes as PyBytes_DecodeEscape reads them */
   static const uint8_t s1[] = "(S'a\\nb\\x41\\101\\'\\q\\\\'\nS\"plain\"\nS''\nl.";
   p = parse_ok(s1, sizeof s1 - 1);
   CU_ASSERT_PTR_NOT_NULL_FATAL(p);
@@ -263,7 +263,6 @@ static void test_protocol0_text(void) {
   CU_ASSERT_FATAL(is_type(l, PT_PY_LIST, 3));
   CU_ASSERT(pt_py_is_str(pt_py_index(l, 0), "a\nbAA'\\q\\"));
   CU_ASSERT(pt_py_is_str(pt_py_index(l, 1), "plain"));
-  CU_ASSERT(pt_py_index(l, 1)->u.s.ptr == (const char *)s1 + 25);
   CU_ASSERT(pt_py_is_str(pt_py_index(l, 2), ""));
   pt_pickle_free(p);
 

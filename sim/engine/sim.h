@@ -34,6 +34,7 @@ typedef struct pt_trace_data {
   pt_addr_hint *hints;      /* its cudaMalloc results (segment_alloc), in order */
   size_t nhints;
   uint64_t observed_segment_allocs, observed_peak_reserved_bytes;
+  pt_frames frames;         /* what the records' stack ids name (none: stripped, or never recorded) */
 } pt_trace_data;
 
 int pt_trace_load(const char *path, const pt_trace_opts *opts, pt_err *err, pt_trace_data *out /* OUT */);
