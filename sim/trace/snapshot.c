@@ -26,8 +26,14 @@ typedef struct snap_state {
   pt_event *ev;
   uint32_t *src;    /* trace index each record came from, or SRC_STATE */
   size_t len, cap, pos;
-  int device;
 } snap_state;
+
+/* What next() hands out: the initial state, then the events. */
+typedef struct snap_reader {
+  snap_state part[2];
+  int cur;          /* the part next() reads */
+  int device;
+} snap_reader;
 
 static int snapshot_probe(const uint8_t *head, size_t len) {
   return len >= 2 && head[0] == 0x80 && head[1] >= 2 && head[1] <= 5; /* PROTO n */
@@ -367,7 +373,7 @@ static void conv_free(conv *c) {
 
 static int snapshot_open(pt_trace *t, const pt_trace_opts *opts, pt_err *err) {
   pt_pickle *pk = NULL;
-  snap_state *st = calloc(1, sizeof *st);
+  snap_reader *st = calloc(1, sizeof *st);
   if (!st) return pt_err_set(err, PT_ENOMEM, "out of memory");
   pt_trace_set_state(t, st);
   reading r = {.t = t, .want = opts->device, .stacks = !opts->strip_frames};
@@ -411,15 +417,9 @@ static int snapshot_open(pt_trace *t, const pt_trace_opts *opts, pt_err *err) {
   settings_text(pt_py_get(root, "allocator_settings"), info->settings, sizeof info->settings);
 
   if ((rc = initial_segments(c, segments, err)) < 0) goto out;
-  /* initial state first, then the events */
-  snap_state *ev = c->st;
-  for (size_t i = 0; i < ev->len; i++)
-    if ((rc = push(&c->init, &ev->ev[i], ev->src[i])) < 0) goto out;
-  st->ev = c->init.ev;
-  st->src = c->init.src;
-  st->len = c->init.len;
-  st->cap = c->init.cap;
-  c->init = (snap_state){0};
+  st->part[0] = c->init; /* initial state first, then the events */
+  st->part[1] = *c->st;
+  c->init = *c->st = (snap_state){0};
   rc = 0;
 out:
   if (rc == PT_ENOMEM) pt_err_set(err, PT_ENOMEM, "out of memory");
@@ -436,25 +436,30 @@ out:
 
 static int snapshot_next(pt_trace *t, pt_event *ev, pt_err *err) {
   (void)err; /* converted at open: nothing can fail here */
-  snap_state *st = pt_trace_state(t);
+  snap_reader *r = pt_trace_state(t);
+  if (r->cur == 0 && r->part[0].pos == r->part[0].len) r->cur = 1;
+  snap_state *st = &r->part[r->cur];
   if (st->pos == st->len) return 0;
   *ev = st->ev[st->pos++];
   return 1;
 }
 
 static void snapshot_position(pt_trace *t, char *buf, size_t n) {
-  snap_state *st = pt_trace_state(t);
+  snap_reader *r = pt_trace_state(t);
+  const snap_state *st = &r->part[r->cur];
   uint32_t src = st->pos ? st->src[st->pos - 1] : SRC_STATE;
   if (src == SRC_STATE) snprintf(buf, n, "segments");
-  else snprintf(buf, n, "device_traces[%d][%u]", st->device, src);
+  else snprintf(buf, n, "device_traces[%d][%u]", r->device, src);
 }
 
 static void snapshot_close(pt_trace *t) {
-  snap_state *st = pt_trace_state(t);
-  if (!st) return;
-  free(st->ev);
-  free(st->src);
-  free(st);
+  snap_reader *r = pt_trace_state(t);
+  if (!r) return;
+  for (int i = 0; i < 2; i++) {
+    free(r->part[i].ev);
+    free(r->part[i].src);
+  }
+  free(r);
 }
 
 const pt_trace_format pt_snapshot_format = {
