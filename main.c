@@ -52,6 +52,8 @@ static const pt_cli_cmd commands[] = {
     {"lint", "check a PYTORCH_CUDA_ALLOC_CONF value against PyTorch 2.11", pt_cmd_lint, &pt_opts_lint, NULL},
     {"policies", "the policies it can find: mechanism, parameters, hooks, doc", pt_cmd_policies, &pt_opts_policies, NULL},
     {"diff", "two runs side by side, and where their timelines part", pt_cmd_diff, &pt_opts_diff, NULL},
+    {"explain", "why memory is wasted at the peak: free space, the blocks that pin it, their frames",
+     pt_cmd_explain, &pt_opts_explain, NULL},
     {0}};
 
 static void print_help(FILE *f) {
