@@ -4,17 +4,8 @@
 # 18 MiB of a 20 MiB segment at the 42 MiB peak) and a real capture without
 # frames; the figures add up, agree with sim, and bad input is refused.
 # Skips (77) without python3 (the JSON is read with it).
-set -u
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
-pt=$top_builddir/pagetune
-command -v python3 >/dev/null 2>&1 || { echo "python3 not found: skipped"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "${top_srcdir:-.}/tests/py_setup.sh"
 snap=$top_srcdir/tests/data/frames.pickle
-MiB=1048576
 
 # text: the largest waste first, its block's frames, the summary last
 "$pt" explain --trace "$snap" >"$tmp/out" 2>"$tmp/err" || fail "explain: $(cat "$tmp/err")"

@@ -5,15 +5,7 @@
 # frames survive import as +frame/+stack/+at lines, read back the same;
 # --strip-frames leaves none of them and no source path, and the records the
 # same.  Skips (77) without python3.
-set -u
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
-pt=$top_builddir/pagetune
-command -v python3 >/dev/null 2>&1 || { echo "python3 not found: skipped"; exit 77; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "${top_srcdir:-.}/tests/py_setup.sh"
 
 # The bomb: 3 allocations, then entries the importer drops (free_requested),
 # 400 MB of them inflated, about 1 MB gzip'd.
