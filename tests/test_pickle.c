@@ -948,6 +948,20 @@ static void test_stream_items(void) {
   CU_ASSERT_EQUAL(pt_py_len(l), N);
   CU_ASSERT(is_int(pt_py_get(pt_py_index(l, N - 1), "addr"), (int64_t)N - 1));
   pt_pickle_free(p);
+  /* the memo limit counts the entries kept: streamed with the first pass, the few fetched again */
+  pt_pickle_limits lim = {.max_memo = 100};
+  for (int rewind = 0; rewind < 2; rewind++) {
+    memset(&c, 0, sizeof c);
+    c.buf = w.b;
+    c.len = w.len;
+    pt_pickle_source ls = {.read = sc_read, .rewind = rewind ? sc_rewind : NULL, .ctx = &c,
+                           .stream_key = "device_traces", .item = sc_item, .item_ctx = &c};
+    pt_err le = {{0}};
+    rc = pt_pickle_parse_stream(&ls, "s.pkl", &lim, &le, &p);
+    CU_ASSERT_EQUAL(rc, rewind ? 0 : PT_ELIMIT);
+    if (!rewind) CU_ASSERT_PTR_NOT_NULL(strstr(le.msg, "memo larger than the limit of 100"));
+    pt_pickle_free(p);
+  }
   /* an error from the callback stops the parse with it */
   memset(&c, 0, sizeof c);
   c.buf = w.b;

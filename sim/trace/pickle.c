@@ -461,16 +461,16 @@ static int build_seq(unpickler *u, pt_pyt t, size_t from) {
 static int memo_put(unpickler *u, uint64_t key) {
   int rc = u->scanning ? 0 : avail(u, 1);
   if (rc) return rc;
-  rc = ks_add(&u->defined, key);
+  rc = ks_add(&u->defined, key); /* a bit a key: what MEMOIZE counts */
   if (rc < 0) return nomem(u);
-  if (rc == 1 && u->defined.n > u->lim.max_memo)
-    return fail(u, PT_ELIMIT, u->op, "memo larger than the limit of %zu entries",
-                u->lim.max_memo);
   if (u->scanning) return 0;
   if (u->fetched && !ks_has(u->fetched, key)) { /* no later GET: nothing to keep */
     pt_u64map_del(&u->memo, key);
     return 0;
   }
+  if (!pt_u64map_get(&u->memo, key) && u->memo.len >= u->lim.max_memo) /* the entries kept */
+    return fail(u, PT_ELIMIT, u->op, "memo larger than the limit of %zu entries",
+                u->lim.max_memo);
   pt_pyobj *v = u->stack[u->sp - 1];
   v->flags |= F_PINNED;
   if (pt_u64map_put(&u->memo, key, (uint64_t)(uintptr_t)v) < 0) return nomem(u);

@@ -53,7 +53,7 @@ typedef struct pt_pickle pt_pickle;
 typedef struct pt_pickle_limits {
   size_t max_stack;    /* values on the stack at once (default 1<<20) */
   size_t max_marks;    /* open MARKs at once (default 1<<16) */
-  size_t max_memo;     /* memo entries (default 1<<26) */
+  size_t max_memo;     /* memo entries kept (default 1<<26; streaming keeps only those fetched again) */
   size_t max_str;      /* bytes of one str/bytes value (default 1<<30) */
   size_t max_bytes;    /* bytes of values held at once, memo included (default 1<<33) */
 } pt_pickle_limits;
