@@ -22,9 +22,12 @@ for mb in "$@"; do
     else
       status="failed: $(tail -1 "$out.err")"
     fi
-    read -r rss secs <"$out.time" || { rss=?; secs=?; }
+    read -r rss secs <<EOT
+$(tail -1 "$out.time")
+EOT
+    case $rss in *[!0-9]*|"") rss=0 ;; esac
     printf '%-40s %8s MB input  peak RSS %6s MB  %7s s  %s\n' "$(basename "$src")" \
-      "$(( $(wc -c <"$src") / 1000000 ))" "$(( ${rss%%[!0-9]*} / 1024 ))" "$secs" "$status"
+      "$(( $(wc -c <"$src") / 1000000 ))" "$((rss / 1024))" "$secs" "$status"
     rm -f "$out" "$out.time" "$out.err"
   done
 done

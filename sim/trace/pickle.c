@@ -1392,6 +1392,8 @@ const pt_pyobj *pt_pickle_root(const pt_pickle *p) { return p ? p->root : NULL; 
 
 size_t pt_pickle_peak_bytes(const pt_pickle *p) { return p ? p->peak : 0; }
 
+int pt_py_lives(const pt_pyobj *o) { return o && (o->flags & F_PINNED); }
+
 size_t pt_py_streamed(const pt_pyobj *l) {
   return l && l->type == PT_PY_LIST && (l->flags & F_STREAMED) ? l->u.seq.cap : 0;
 }

@@ -97,6 +97,9 @@ typedef struct pt_pickle_source {
 int pt_pickle_parse_stream(const pt_pickle_source *src, const char *name,
                            const pt_pickle_limits *lim, pt_err *err,
                            pt_pickle **out /* OUT */);
+/* 1 when o lives until pt_pickle_free (memo entries a later GET fetches, shared
+   values), so its address may key a cache; a streamed item's own values may not. */
+int pt_py_lives(const pt_pyobj *o);
 /* Items a streamed list handed to item() (0 for any other value). */
 size_t pt_py_streamed(const pt_pyobj *list);
 /* Most bytes of values the parse held at once (for measurements). */

@@ -127,6 +127,7 @@ typedef struct conv {
   uint64_t next_id;
   int dev;
   pt_frames *frames;    /* the trace's, shared by every device's conversion */
+  pt_u64map *known;     /* frame dicts that live to the end -> their frame id: PyTorch shares them */
   int stacks;           /* frames wanted (no --strip-frames) */
 } conv;
 
@@ -149,12 +150,20 @@ static int stack_of(conv *c, const pt_pyobj *frames, uint32_t *sid) {
     const char *file, *name;
     size_t fl, nl;
     int64_t line = 0;
+    int lives = pt_py_lives(f);
+    uint64_t *k = lives ? pt_u64map_get(c->known, (uint64_t)(uintptr_t)f) : NULL;
+    if (k) {
+      fids[n++] = (uint32_t)*k;
+      continue;
+    }
     if (!f || f->type != PT_PY_DICT || str_of(pt_py_get(f, "filename"), &file, &fl) < 0 ||
         str_of(pt_py_get(f, "name"), &name, &nl) < 0)
       continue;
     (void)get_int(f, "line", &line);
     if (line < 0 || line > UINT32_MAX) line = 0;
-    if (pt_frames_intern_frame(c->frames, file, fl, name, nl, (uint32_t)line, &fids[n]) < 0) return PT_ENOMEM;
+    if (pt_frames_intern_frame(c->frames, file, fl, name, nl, (uint32_t)line, &fids[n]) < 0 ||
+        (lives && pt_u64map_put(c->known, (uint64_t)(uintptr_t)f, fids[n]) < 0))
+      return PT_ENOMEM;
     n++;
   }
   return pt_frames_intern_stack(c->frames, fids, n, sid);
@@ -297,6 +306,7 @@ typedef struct reading {
   size_t ndev;
   int want;         /* -1: every device, picked at the end */
   int stacks;
+  pt_u64map known;  /* conv.known */
 } reading;
 
 static long read_input(void *ctx, void *buf, size_t n, pt_err *err) {
@@ -325,6 +335,7 @@ static int device_of(reading *r, size_t d, conv **out) {
     (*out)->next_id = 1;
     (*out)->dev = (int)d;
     (*out)->frames = pt_trace_frames_mut(r->t);
+    (*out)->known = &r->known;
     (*out)->stacks = r->stacks;
   }
   return 0;
@@ -430,6 +441,7 @@ out:
   }
   free(r.dev);
   free(r.out);
+  pt_u64map_free(&r.known);
   pt_pickle_free(pk);
   return rc;
 }
