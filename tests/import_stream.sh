@@ -74,6 +74,11 @@ grep -q 'project' "$tmp/s.trace" && fail "--strip-frames: a source path left"
 grep -v '^+' "$tmp/f.trace" | cmp -s - "$tmp/s.trace" || fail "--strip-frames: the records differ"
 "$pt" trace import "$tmp/f.trace" -o "$tmp/s2.trace" --strip-frames >/dev/null && cmp -s "$tmp/s.trace" "$tmp/s2.trace" ||
   fail "--strip-frames on a native trace"
+# from a pipe (cannot be read twice: one pass, every memo entry kept), the same trace
+cat "$snap" | "$pt" trace import /dev/stdin -o "$tmp/p.trace" >/dev/null && cmp -s "$tmp/f.trace" "$tmp/p.trace" ||
+  fail "import from a pipe"
+gzip -c "$snap" | "$pt" trace import /dev/stdin -o "$tmp/pz.trace" >/dev/null && cmp -s "$tmp/f.trace" "$tmp/pz.trace" ||
+  fail "import from a gzip'd pipe"
 # escaped text: a space and a percent sign in a name come back as they went
 printf 'pagetune-trace 1\n+frame 1 7 a%%20b%%25 /x%%0Ay.py\n+stack 1 1\n+at 1\na 1 512 0x0 1\nend 1\n' >"$tmp/e.trace"
 "$pt" trace import "$tmp/e.trace" -o "$tmp/e2.trace" >/dev/null && grep -q '^+frame 1 7 a%20b%25 /x%0Ay.py$' "$tmp/e2.trace" ||

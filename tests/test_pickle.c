@@ -877,7 +877,7 @@ typedef struct stream_ctx {
   const uint8_t *buf;
   size_t len, pos;
   size_t items, bad, fail_at;
-  int rewinds;
+  int rewinds, pipe; /* pipe: rewind fails, as gzrewind does on a pipe */
 } stream_ctx;
 
 static long sc_read(void *ctx, void *buf, size_t n, pt_err *err) {
@@ -891,8 +891,8 @@ static long sc_read(void *ctx, void *buf, size_t n, pt_err *err) {
 }
 
 static int sc_rewind(void *ctx, pt_err *err) {
-  (void)err;
   stream_ctx *c = ctx;
+  if (c->pipe) return pt_err_set(err, PT_EIO, "a pipe");
   c->pos = 0;
   c->rewinds++;
   return 0;
@@ -912,10 +912,12 @@ static int sc_item(void *ctx, size_t list, size_t index, const pt_pyobj *e, pt_e
   return 0;
 }
 
+/* rewind: 0 none, 1 one that works, 2 one that fails (a pipe) */
 static pt_pickle *stream(const pbuf *w, stream_ctx *c, int rewind, int *rc) {
   memset(c, 0, sizeof *c);
   c->buf = w->b;
   c->len = w->len;
+  c->pipe = rewind == 2;
   pt_pickle_source src = {.read = sc_read, .rewind = rewind ? sc_rewind : NULL, .ctx = c,
                           .stream_key = "device_traces", .item = sc_item, .item_ctx = c};
   pt_err e = {{0}};
@@ -930,12 +932,12 @@ static void test_stream_items(void) {
   pbuf w = snapshot_stream(N);
   stream_ctx c;
   int rc;
-  for (int rewind = 0; rewind < 2; rewind++) {
+  for (int rewind = 0; rewind < 3; rewind++) {
     pt_pickle *p = stream(&w, &c, rewind, &rc);
     CU_ASSERT_EQUAL(rc, 0);
     CU_ASSERT_EQUAL(c.items, N);
     CU_ASSERT_EQUAL(c.bad, 0);
-    CU_ASSERT_EQUAL(c.rewinds, rewind);
+    CU_ASSERT_EQUAL(c.rewinds, rewind == 1 ? 2 : 0); /* one to ask, one after the first pass */
     const pt_pyobj *dt = pt_py_get(pt_pickle_root(p), "device_traces");
     CU_ASSERT_EQUAL(pt_py_len(dt), 1);
     CU_ASSERT_EQUAL(pt_py_streamed(pt_py_index(dt, 0)), N);

@@ -1348,18 +1348,16 @@ int pt_pickle_parse_stream(const pt_pickle_source *src, const char *name,
 
   int rc = 0;
   keyset fetched = {0};
-  if (src->stream_key && src->item && src->rewind) { /* the first pass: which keys a GET fetches */
-    pt_err scratch;
+  pt_err scratch;
+  /* the first pass, where the input can be read twice (a first rewind says so): which keys a GET fetches */
+  if (src->stream_key && src->item && src->rewind && src->rewind(src->ctx, &scratch) == 0) {
     u.scanning = true;
     u.fetched = &fetched;
     u.err = &scratch;
     if ((rc = unpickler_init(&u)) == 0) rc = run(&u);
-    if (rc == PT_ENOMEM) {
-      rc = pt_err_set(err, PT_ENOMEM, "%s: out of memory", name);
-    } else if ((rc = src->rewind(src->ctx, &scratch)) < 0) {
-      u.fetched = NULL; /* cannot read it twice: keep every memo entry */
-      rc = 0;
-    }
+    if (rc == PT_ENOMEM) rc = pt_err_set(err, PT_ENOMEM, "%s: out of memory", name);
+    else if ((rc = src->rewind(src->ctx, err)) < 0) rc = pt_err_prefix(err, rc, "%s", name);
+    else rc = 0;
     unpickler_done(&u);
     u.scanning = false;
     u.err = err;

@@ -157,12 +157,10 @@ long pt_trace_read(pt_trace *t, void *buf, size_t n, pt_err *err) {
 }
 
 int pt_trace_rewind(pt_trace *t, pt_err *err) {
+  if (t->gz && gzrewind(t->gz) != 0) /* a pipe: nothing changed, the input reads on */
+    return pt_err_set(err, PT_EIO, "cannot read the input twice (a pipe?)");
+  t->mem_pos = 0;
   t->peek_len = t->peek_pos = 0; /* the first bytes come again from the input */
-  if (!t->gz) {
-    t->mem_pos = 0;
-    return 0;
-  }
-  if (gzrewind(t->gz) != 0) return pt_err_set(err, PT_EIO, "cannot read the input twice (a pipe?)");
   return 0;
 }
 

@@ -125,7 +125,7 @@ void pt_trace_track_reserved(const pt_event *ev, uint64_t *reserved);
 
 /* Read up to n bytes of the (decompressed) input; returns bytes read or <0. */
 long pt_trace_read(pt_trace *t, void *buf, size_t n, pt_err *err);
-/* Start the input again from its first byte (a pipe cannot: PT_EIO). */
+/* Start the input again from its first byte (a pipe cannot: PT_EIO, and the input reads on). */
 int pt_trace_rewind(pt_trace *t, pt_err *err);
 pt_trace_info *pt_trace_info_mut(pt_trace *t);
 pt_frames *pt_trace_frames_mut(pt_trace *t);
