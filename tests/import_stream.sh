@@ -58,6 +58,16 @@ rc=$?
   fail "2 GiB string: $(cat "$tmp/err")"
 [ ! -e "$tmp/str.trace" ] || fail "2 GiB string: output left behind"
 
+# a device past the 4096 a trace may name: one line, exit 1
+python3 -c '
+import pickle, sys
+e = {"action": "alloc", "addr": 4096, "size": 512, "stream": 0, "time_us": 1, "frames": []}
+pickle.dump({"segments": [], "device_traces": [[] for _ in range(5000)] + [[e]]}, open(sys.argv[1], "wb"), protocol=4)
+' "$tmp/dev.pickle"
+"$pt" trace import "$tmp/dev.pickle" -o "$tmp/dev.trace" >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc -eq 1 ] && grep -q 'device_traces\[5000\]: past the 4096 devices' "$tmp/err" || fail "device 5000: exit $rc, $(cat "$tmp/err")"
+
 # Frames: imported, read back the same, stripped
 snap=$top_srcdir/tests/data/frames.pickle
 "$pt" trace import "$snap" -o "$tmp/f.trace" >/dev/null || fail "import $snap"

@@ -420,6 +420,10 @@ static int snapshot_open(pt_trace *t, const pt_trace_opts *opts, pt_err *err) {
     rc = pt_err_set(err, PT_ENOMEM, "out of memory");
     goto out;
   }
+  if (!c) {
+    rc = pt_err_set(err, PT_ELIMIT, "device_traces[%d]: past the 4096 devices a trace may name", st->device);
+    goto out;
+  }
   pt_trace_info *info = pt_trace_info_mut(t);
   info->version = PT_TRACE_VERSION;
   info->device = st->device;
