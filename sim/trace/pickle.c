@@ -727,6 +727,13 @@ static int hexval(int c) {
   return -1;
 }
 
+/* A failed decode: its output buffer (held bytes) given back, rc passed on. */
+static int drop_str(unpickler *u, char *out, size_t held, int rc) {
+  unhold(u->p, held);
+  free(out);
+  return rc;
+}
+
 /* STRING: a quoted Python bytes literal body with backslash escapes, decoded
  * the way CPython's PyBytes_DecodeEscape does. */
 static int op_string(unpickler *u) {
@@ -749,7 +756,7 @@ static int op_string(unpickler *u) {
       *o++ = c;
       continue;
     }
-    if (s == end) return fail(u, PT_EFORMAT, u->op, "STRING: trailing backslash");
+    if (s == end) return drop_str(u, out, n, fail(u, PT_EFORMAT, u->op, "STRING: trailing backslash"));
     c = *s++;
     switch (c) {
     case '\\': *o++ = '\\'; break;
@@ -765,7 +772,7 @@ static int op_string(unpickler *u) {
     case 'x': {
       int h = s < end ? hexval((unsigned char)s[0]) : -1;
       int l = s + 1 < end ? hexval((unsigned char)s[1]) : -1;
-      if (h < 0 || l < 0) return fail(u, PT_EFORMAT, u->op, "STRING: invalid \\x escape");
+      if (h < 0 || l < 0) return drop_str(u, out, n, fail(u, PT_EFORMAT, u->op, "STRING: invalid \\x escape"));
       *o++ = (char)(h << 4 | l);
       s += 2;
       break;
@@ -841,18 +848,18 @@ static int op_unicode(unpickler *u) {
     s++;
     o--; /* the escaping backslash */
     if (end - s < digits)
-      return fail(u, PT_EFORMAT, u->op, "UNICODE: truncated \\%c escape", digits == 4 ? 'u' : 'U');
+      return drop_str(u, out, 2 * n, fail(u, PT_EFORMAT, u->op, "UNICODE: truncated \\%c escape", digits == 4 ? 'u' : 'U'));
     uint32_t cp = 0;
     for (int i = 0; i < digits; i++) {
       int h = hexval((unsigned char)*s++);
       if (h < 0)
-        return fail(u, PT_EFORMAT, u->op, "UNICODE: bad hex digit in \\%c escape",
-                    digits == 4 ? 'u' : 'U');
+        return drop_str(u, out, 2 * n, fail(u, PT_EFORMAT, u->op, "UNICODE: bad hex digit in \\%c escape",
+                    digits == 4 ? 'u' : 'U'));
       cp = cp << 4 | (uint32_t)h;
     }
     if (cp > 0x10ffff)
-      return fail(u, PT_EFORMAT, u->op, "UNICODE: code point 0x%lx out of range",
-                  (unsigned long)cp);
+      return drop_str(u, out, 2 * n, fail(u, PT_EFORMAT, u->op, "UNICODE: code point 0x%lx out of range",
+                  (unsigned long)cp));
     o = put_utf8(o, cp);
   }
   size_t m = (size_t)(o - out);
