@@ -10,8 +10,9 @@
  * recurses over the value tree, so hostile nesting or memo cycles cost heap,
  * never C stack.
  *
- * The input is read through a window (a few MiB at most, whatever the
- * file's size); strings are copied out of it.  Streaming (pickle.h) frees
+ * The input is read through a window (64 KiB, grown to at most 64 MiB for
+ * a long FRAME or text line, whatever the file's size); strings are copied
+ * out of it.  Streaming (pickle.h) frees
  * each item of the streamed lists once it has been handed over.
  */
 #include "pickle.h"
@@ -29,7 +30,7 @@
 #define DEFAULT_MAX_MEMO ((size_t)1 << 26)
 #define DEFAULT_MAX_STR ((size_t)1 << 30)
 #define DEFAULT_MAX_BYTES ((size_t)1 << 33)
-#define WIN_MIN ((size_t)1 << 20)  /* the input window */
+#define WIN_MIN ((size_t)64 << 10) /* the input window, to begin with */
 #define WIN_MAX ((size_t)64 << 20) /* a FRAME or text line may grow it this far */
 
 /* ---- opcodes -------------------------------------------------------------- */
