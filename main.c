@@ -53,6 +53,8 @@ static const pt_cli_cmd commands[] = {
     {"policies", "the policies it can find: mechanism, parameters, hooks, doc", pt_cmd_policies, &pt_opts_policies, NULL},
     {"diff", "two runs side by side, and where their timelines part", pt_cmd_diff, &pt_opts_diff, NULL},
     {"check", "for CI: fail when a change's peak or predicted time is worse than allowed", pt_cmd_check, &pt_opts_check, NULL},
+    {"explain", "why memory is wasted at the peak: free space, the blocks that pin it, their frames",
+     pt_cmd_explain, &pt_opts_explain, NULL},
     {0}};
 
 static void print_help(FILE *f) {

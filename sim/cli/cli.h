@@ -28,5 +28,6 @@ PT_CLI_DECLARE(lint);                                 /* cmd_lint.c */
 PT_CLI_DECLARE(policies);                             /* cmd_policies.c */
 PT_CLI_DECLARE(diff);                                 /* cmd_diff.c */
 PT_CLI_DECLARE(check);                                /* cmd_check.c */
+PT_CLI_DECLARE(explain);                              /* cmd_explain.c */
 
 #endif

@@ -16,7 +16,7 @@
 
 /* What the trace commands' options set. */
 typedef struct trace_args {
-  int json, have_kind, have_seed;
+  int json, have_kind, have_seed, strip_frames;
   unsigned long device, seed, steps;
   const char *output;
   pt_gen_kind kind;
@@ -52,17 +52,22 @@ const pt_cli_table pt_opts_trace_stats = {
 static const pt_cli_opt import_opts[] = {
     OPT_OUTPUT("the trace to write (required)"),
     OPT_DEVICE,
+    PT_CLI_OPT_FLAG("strip-frames", trace_args, strip_frames,
+                    "keep no stack frames (source paths, function names, lines): a trace to share"),
     PT_CLI_OPT_FLAG("json", trace_args, json, "print the new trace's stats as one JSON object"),
     PT_CLI_END};
 const pt_cli_table pt_opts_trace_import = {
-    "usage: pagetune trace import SRC -o DST [--device N] [--json]\n"
+    "usage: pagetune trace import SRC -o DST [--device N] [--strip-frames] [--json]\n"
     "\n"
     "Convert SRC, a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot;\n"
     "pickle, plain or gzip'd), into a pagetune trace DST (gzip'd when DST ends\n"
     "in .gz).  The pickle is read as data only: opcodes that import or call\n"
     "are refused, nothing is executed.  Frees are free_completed entries;\n"
-    "segments alive before recording become the initial state.  DST appears\n"
-    "only when the whole import succeeded.\n",
+    "segments alive before recording become the initial state.  The input is\n"
+    "streamed: memory holds the records and the distinct stack frames, not\n"
+    "the file.  Each allocation's stack frames (recorded with context=\"alloc\"\n"
+    "or \"all\") are kept, each distinct frame and stack once, for\n"
+    "`pagetune explain`.  DST appears only when the whole import succeeded.\n",
     import_opts, sizeof(trace_args), &defaults, 1};
 
 static const pt_cli_opt gen_opts[] = {
@@ -85,7 +90,8 @@ const pt_cli_table pt_opts_trace_gen = {
     gen_opts, sizeof(trace_args), &defaults, 0};
 
 static pt_trace_opts open_opts(const trace_args *a) {
-  return (pt_trace_opts){.device = a->device == ULONG_MAX ? -1 : (int)a->device};
+  return (pt_trace_opts){.device = a->device == ULONG_MAX ? -1 : (int)a->device,
+                         .strip_frames = a->strip_frames};
 }
 
 /*
@@ -142,6 +148,7 @@ int pt_cmd_trace_import(void *args, char **pos, int npos, pt_err *err) {
     pt_trace_close(t);
     return rc;
   }
+  if (!a->strip_frames) pt_trace_writer_set_frames(w, pt_trace_frames(t));
   pt_event ev;
   uint64_t n = 0;
   while ((rc = pt_trace_next(t, &ev, err)) > 0) {

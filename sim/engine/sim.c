@@ -69,6 +69,7 @@ int pt_trace_load(const char *path, const pt_trace_opts *opts, pt_err *err, pt_t
   if (rc == 0 && observe(out) < 0) rc = pt_err_set(err, PT_ENOMEM, "%s: out of memory", path);
   if (rc < 0) goto fail;
   out->info = *pt_trace_get_info(t);
+  pt_trace_take_frames(t, &out->frames);
   pt_trace_close(t);
   return 0;
 fail:
@@ -78,6 +79,7 @@ fail:
 }
 
 void pt_trace_data_free(pt_trace_data *t) {
+  pt_frames_free(&t->frames);
   free(t->hints);
   free(t->ev);
   free(t->path);

@@ -35,6 +35,7 @@ typedef struct pt_trace_data {
   size_t nhints;
   uint64_t observed_segment_allocs, observed_peak_reserved_bytes;
   uint64_t observed_segment_releases; /* its segment_free and segment_unmap records */
+  pt_frames frames;         /* what the records' stack ids name (none: stripped, or never recorded) */
 } pt_trace_data;
 
 int pt_trace_load(const char *path, const pt_trace_opts *opts, pt_err *err, pt_trace_data *out /* OUT */);

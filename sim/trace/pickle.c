@@ -6,8 +6,14 @@
  * only the opcodes that build plain data (protocols 0–5) and refuses every
  * other one with its name and byte offset.  The input is untrusted: every
  * length, index and stack access is checked before use, the limits in
- * pt_pickle_limits bound the work stacks, and nothing recurses over the value
- * tree, so hostile nesting or memo cycles cost heap, never C stack.
+ * pt_pickle_limits bound the work stacks and the bytes held, and nothing
+ * recurses over the value tree, so hostile nesting or memo cycles cost heap,
+ * never C stack.
+ *
+ * The input is read through a window (64 KiB, grown to at most 64 MiB for
+ * a long FRAME or text line, whatever the file's size); strings are copied
+ * out of it.  Streaming (pickle.h) frees
+ * each item of the streamed lists once it has been handed over.
  */
 #include "pickle.h"
 
@@ -17,9 +23,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "u64map.h"
+
 #define DEFAULT_MAX_STACK ((size_t)1 << 20)
 #define DEFAULT_MAX_MARKS ((size_t)1 << 16)
 #define DEFAULT_MAX_MEMO ((size_t)1 << 26)
+#define DEFAULT_MAX_STR ((size_t)1 << 30)
+#define DEFAULT_MAX_BYTES ((size_t)1 << 33)
+#define WIN_MIN ((size_t)64 << 10) /* the input window, to begin with */
+#define WIN_MAX ((size_t)64 << 20) /* a FRAME or text line may grow it this far */
 
 /* ---- opcodes -------------------------------------------------------------- */
 
@@ -74,6 +86,35 @@ static const char *const opnames[256] = {
   [OP_NEXT_BUFFER] = "NEXT_BUFFER", [OP_READONLY_BUFFER] = "READONLY_BUFFER",
 };
 
+/* ---- values ----------------------------------------------------------------
+ *
+ * Value headers come from slabs with a free list; a container's array and a
+ * string's bytes are malloc'd apart and owned by their header.  flags:
+ * LIVE (the slot is in use), PINNED (never freed before the end: shared
+ * singletons and small ints, memo entries a later GET may fetch, values put
+ * on the stack twice by DUP), OWNED (s.ptr was malloc'd), STREAMED (a list
+ * whose items go to the item callback).  Freeing a streamed item walks what
+ * it holds with an explicit stack and stops at pinned values: outside the
+ * memo and DUP nothing is reachable twice, so what it reaches is its own.
+ */
+#define F_LIVE 1u
+#define F_PINNED 2u
+#define F_OWNED 4u
+#define F_STREAMED 8u
+#define SLAB_OBJS 4096
+
+typedef struct slab {
+  struct slab *next;
+  pt_pyobj obj[SLAB_OBJS];
+} slab;
+
+struct pt_pickle {
+  slab *slabs;
+  pt_pyobj *spare;     /* free headers, linked through u.seq.items */
+  size_t held, peak;   /* bytes of values held (headers, arrays, strings) */
+  pt_pyobj *root;
+};
+
 static const char *type_name(pt_pyt t) {
   switch (t) {
   case PT_PY_NONE: return "None";
@@ -90,103 +131,48 @@ static const char *type_name(pt_pyt t) {
   return "?";
 }
 
-/* ---- arena ----------------------------------------------------------------
- *
- * Every value, container array and decoded string lives in a list of chunks
- * handed out by bumping an offset; pt_pickle_free releases the list, so no
- * per-value free exists and nothing ever walks the (possibly cyclic) tree.
- * Chunk sizes double up to ARENA_MAX_CHUNK; an allocation larger than half a
- * chunk gets a chunk of its own, linked behind the current one so the space
- * left in the current chunk is not abandoned.  A container array that is the
- * last allocation of the current chunk grows in place (arena_extend); any
- * other growth copies, and since capacities double, the abandoned copies add
- * up to less than the final array.
- */
-#define ARENA_ALIGN ((size_t)_Alignof(max_align_t))
-#define ARENA_MIN_CHUNK ((size_t)64 << 10)
-#define ARENA_MAX_CHUNK ((size_t)4 << 20)
+/* The memo's keys: a bitmap for keys up to twice the count plus KEY_SLACK
+ * (Python numbers them 0, 1, 2, ...), a hash set beyond, so a hostile
+ * PUT 0xffffffff costs one entry, not half a gigabyte. */
+#define KEY_SLACK ((size_t)8192)
 
-typedef struct chunk {
-  struct chunk *next;
-  size_t size, used; /* bytes of data[] */
-  max_align_t data[];
-} chunk;
+typedef struct keyset {
+  uint8_t *bits;
+  size_t nbytes, n; /* n: keys held */
+  pt_u64map big;
+} keyset;
 
-typedef struct arena {
-  chunk *head;      /* current chunk: bumps happen here */
-  size_t next_size; /* size of the next ordinary chunk */
-} arena;
-
-static size_t align_up(size_t n) { return (n + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1); }
-
-static void *arena_alloc(arena *a, size_t n) {
-  if (n > SIZE_MAX / 2) return NULL;
-  n = n ? align_up(n) : ARENA_ALIGN;
-  chunk *c = a->head;
-  if (c && c->size - c->used >= n) {
-    void *p = (char *)c->data + c->used;
-    c->used += n;
-    return p;
-  }
-  bool own = n > a->next_size / 2;
-  size_t size = own ? n : a->next_size;
-  c = malloc(offsetof(chunk, data) + size);
-  if (!c) return NULL;
-  c->size = size;
-  c->used = n;
-  if (own && a->head) { /* keep bumping in the current chunk */
-    c->next = a->head->next;
-    a->head->next = c;
-  } else {
-    c->next = a->head;
-    a->head = c;
-    if (!own && a->next_size < ARENA_MAX_CHUNK) a->next_size *= 2;
-  }
-  return c->data;
+static int ks_has(keyset *k, uint64_t key) {
+  if (key / 8 < k->nbytes && (k->bits[key / 8] >> (key & 7) & 1)) return 1;
+  return k->big.len && pt_u64map_get(&k->big, key) != NULL; /* put before the bitmap grew */
 }
 
-/* Grow the allocation p (old bytes) to new bytes in place if it is the last
- * one in the current chunk and the chunk has room. */
-static bool arena_extend(arena *a, void *p, size_t old, size_t new) {
-  chunk *c = a->head;
-  if (!c || !p || new > SIZE_MAX / 2) return false;
-  old = align_up(old);
-  new = align_up(new);
-  if ((uintptr_t)p + old != (uintptr_t)c->data + c->used) return false;
-  if (new - old > c->size - c->used) return false;
-  c->used += new - old;
-  return true;
-}
-
-static void arena_free(arena *a) {
-  chunk *c = a->head;
-  while (c) {
-    chunk *next = c->next;
-    free(c);
-    c = next;
+/* Add key: 1 when new, 0 when already there, PT_ENOMEM. */
+static int ks_add(keyset *k, uint64_t key) {
+  if (ks_has(k, key)) return 0;
+  if (key / 8 >= k->nbytes && key < 2 * (uint64_t)k->n + KEY_SLACK) {
+    size_t nb = k->nbytes ? k->nbytes : KEY_SLACK / 8;
+    while (nb <= key / 8) nb *= 2;
+    uint8_t *b = realloc(k->bits, nb);
+    if (!b) return PT_ENOMEM;
+    memset(b + k->nbytes, 0, nb - k->nbytes);
+    k->bits = b;
+    k->nbytes = nb;
   }
-  a->head = NULL;
+  if (key / 8 < k->nbytes) {
+    k->bits[key / 8] |= (uint8_t)(1u << (key & 7));
+  } else if (pt_u64map_put(&k->big, key, 1) < 0) {
+    return PT_ENOMEM;
+  }
+  k->n++;
+  return 1;
 }
 
-/* ---- the handle and the machine that fills it ------------------------------ */
-
-struct pt_pickle {
-  arena mem;
-  pt_pyobj *root;
-};
-
-/* The memo.  Python numbers its entries 0, 1, 2, ... so they live in a dense
- * array indexed by key.  A pickle may also PUT at any index (0xffffffff takes
- * six bytes), so a key is only let grow the dense array when it is within
- * twice the entry count plus DENSE_SLACK; other keys go to a small hash table
- * (linear probing, Fibonacci hash).  Memory thus stays proportional to the
- * number of entries, and a key lives in one of the two places, never both. */
-#define DENSE_SLACK ((size_t)1024)
-
-typedef struct memo_slot {
-  uint64_t key;
-  pt_pyobj *val; /* NULL: slot empty (values are never NULL) */
-} memo_slot;
+static void ks_free(keyset *k) {
+  free(k->bits);
+  pt_u64map_free(&k->big);
+  memset(k, 0, sizeof *k);
+}
 
 /* Ints in [SMALL_INT_MIN, SMALL_INT_MAX) are shared, as CPython shares them:
  * snapshots hold millions of stream numbers, flags and line numbers. */
@@ -197,10 +183,14 @@ typedef struct memo_slot {
  * _pickle.c does: marks[] holds stack heights, and the top mark is a fence
  * that ordinary opcodes may not pop through. */
 typedef struct unpickler {
-  const uint8_t *buf;
-  size_t len, pos;
-  size_t op;        /* offset of the opcode being run, for messages */
-  const char *name; /* for messages */
+  const pt_pickle_source *src;
+  uint8_t *buf;      /* the window: input bytes [base, base + len) */
+  size_t cap, len, pos;
+  size_t base;       /* input offset of buf[0] */
+  bool eof;
+  size_t op;         /* offset of the opcode being run, for messages */
+  uint8_t opc;       /* that opcode */
+  const char *name;  /* for messages */
   pt_err *err;
   pt_pickle *p;
   pt_pickle_limits lim;
@@ -208,12 +198,14 @@ typedef struct unpickler {
   size_t sp, stack_cap;
   size_t *marks;
   size_t nmarks, marks_cap;
-  size_t memo_n;     /* entries in dense and sparse together */
-  pt_pyobj **dense;  /* dense[k]: entry k, or NULL */
-  size_t dense_cap;
-  memo_slot *sparse; /* keys >= dense_cap */
-  size_t sparse_cap, sparse_n; /* sparse_cap is 0 or a power of two */
-  unsigned sparse_bits;        /* log2(sparse_cap) */
+  pt_pyobj **work;   /* freeing's explicit stack */
+  size_t work_cap;
+  /* the memo: keys defined so far (their count is what MEMOIZE uses), the
+     values kept (key -> pointer), and which keys a later GET fetches */
+  keyset defined;
+  pt_u64map memo;
+  keyset *fetched;   /* from the first pass; NULL: keep every entry */
+  bool scanning;     /* the first pass: opcodes read, no values built */
   pt_pyobj *none, *yes, *no; /* shared singletons, as in Python */
   pt_pyobj *small[SMALL_INT_MAX - SMALL_INT_MIN]; /* small ints, shared once made */
 } unpickler;
@@ -232,7 +224,113 @@ static int fail(unpickler *u, int code, size_t off, const char *fmt, ...) {
 
 static int nomem(unpickler *u) { return fail(u, PT_ENOMEM, u->op, "out of memory"); }
 
-static const char *opname(unpickler *u) { return opnames[u->buf[u->op]]; }
+static size_t here(const unpickler *u) { return u->base + u->pos; }
+
+static const char *opname(unpickler *u) {
+  const char *n = opnames[u->opc];
+  return n ? n : "?";
+}
+
+/* Count n bytes held (or, negative, given back); past the budget: an error. */
+static int hold(unpickler *u, size_t n) {
+  pt_pickle *p = u->p;
+  if (n > u->lim.max_bytes - p->held)
+    return fail(u, PT_ELIMIT, u->op, "more than the limit of %zu bytes of values held at once",
+                u->lim.max_bytes);
+  p->held += n;
+  if (p->held > p->peak) p->peak = p->held;
+  return 0;
+}
+
+static void unhold(pt_pickle *p, size_t n) { p->held -= n < p->held ? n : p->held; }
+
+static pt_pyobj *new_obj(unpickler *u, pt_pyt t) {
+  pt_pickle *p = u->p;
+  if (!p->spare) {
+    if (hold(u, sizeof(slab)) < 0) return NULL;
+    slab *s = malloc(sizeof *s);
+    if (!s) return NULL;
+    s->next = p->slabs;
+    p->slabs = s;
+    for (size_t i = 0; i < SLAB_OBJS; i++) {
+      s->obj[i].flags = 0;
+      s->obj[i].u.seq.items = (pt_pyobj **)p->spare;
+      p->spare = &s->obj[i];
+    }
+  }
+  pt_pyobj *o = p->spare;
+  p->spare = (pt_pyobj *)o->u.seq.items;
+  memset(o, 0, sizeof *o);
+  o->type = t;
+  o->flags = F_LIVE;
+  return o;
+}
+
+/* What o owns, given back; o itself stays. */
+static void release_parts(pt_pickle *p, pt_pyobj *o) {
+  switch (o->type) {
+  case PT_PY_STR:
+  case PT_PY_BYTES:
+    if (o->flags & F_OWNED) {
+      unhold(p, o->u.s.len);
+      free((void *)o->u.s.ptr);
+    }
+    break;
+  case PT_PY_LIST:
+  case PT_PY_TUPLE:
+  case PT_PY_SET:
+    if (!(o->flags & F_STREAMED)) unhold(p, o->u.seq.cap * sizeof(pt_pyobj *));
+    free(o->u.seq.items);
+    break;
+  case PT_PY_DICT:
+    unhold(p, o->u.dict.cap * 2 * sizeof(pt_pyobj *));
+    free(o->u.dict.kv);
+    break;
+  default: break;
+  }
+}
+
+static void put_back(pt_pickle *p, pt_pyobj *o) {
+  o->flags = 0;
+  o->u.seq.items = (pt_pyobj **)p->spare;
+  p->spare = o;
+}
+
+static int work_push(unpickler *u, size_t *n, pt_pyobj *o) {
+  if (*n == u->work_cap) {
+    size_t nc = u->work_cap ? u->work_cap * 2 : 256;
+    pt_pyobj **w = realloc(u->work, nc * sizeof *w);
+    if (!w) return PT_ENOMEM;
+    u->work = w;
+    u->work_cap = nc;
+  }
+  u->work[(*n)++] = o;
+  return 0;
+}
+
+/* Free o and what only it holds (see "values" above). */
+static int free_tree(unpickler *u, pt_pyobj *o) {
+  size_t n = 0;
+  if (work_push(u, &n, o) < 0) return nomem(u);
+  while (n) {
+    pt_pyobj *x = u->work[--n];
+    if (x->flags & F_PINNED) continue;
+    size_t k = 0;
+    pt_pyobj **kids = NULL;
+    if (x->type == PT_PY_LIST || x->type == PT_PY_TUPLE || x->type == PT_PY_SET) {
+      kids = x->flags & F_STREAMED ? NULL : x->u.seq.items;
+      k = x->flags & F_STREAMED ? 0 : x->u.seq.len;
+    } else if (x->type == PT_PY_DICT) {
+      kids = x->u.dict.kv;
+      k = 2 * x->u.dict.len;
+    }
+    for (size_t i = 0; i < k; i++)
+      if (!(kids[i]->flags & F_PINNED) && work_push(u, &n, kids[i]) < 0) return nomem(u);
+    release_parts(u->p, x);
+    put_back(u->p, x);
+  }
+  return 0;
+}
 
 /* Room for want more entries of elsize bytes in a malloc'd array of *cap. */
 static void *grow(void *arr, size_t *cap, size_t want, size_t elsize) {
@@ -277,15 +375,6 @@ static int pop_mark(unpickler *u, size_t *m) {
   return 0;
 }
 
-static pt_pyobj *new_obj(unpickler *u, pt_pyt t) {
-  pt_pyobj *o = arena_alloc(&u->p->mem, sizeof *o);
-  if (o) {
-    memset(o, 0, sizeof *o);
-    o->type = t;
-  }
-  return o;
-}
-
 static int push_new(unpickler *u, pt_pyt t, pt_pyobj **o /* OUT */) {
   *o = new_obj(u, t);
   if (!*o) return nomem(u);
@@ -298,22 +387,39 @@ static int push_int(unpickler *u, int64_t v) {
   pt_pyobj *o = new_obj(u, PT_PY_INT);
   if (!o) return nomem(u);
   o->u.i = v;
-  if (cached) *cached = o;
+  if (cached) {
+    o->flags |= F_PINNED;
+    *cached = o;
+  }
   return push(u, o);
 }
 
-static int push_str(unpickler *u, pt_pyt t, const void *s, size_t n) {
-  pt_pyobj *o;
-  int rc = push_new(u, t, &o);
-  if (!rc) {
-    o->u.s.ptr = s;
-    o->u.s.len = n;
+/* A str/bytes value taking s (malloc'd, n bytes; NULL when n is 0). */
+static int push_owned(unpickler *u, pt_pyt t, char *s, size_t n) {
+  pt_pyobj *o = new_obj(u, t);
+  if (!o) {
+    free(s);
+    return nomem(u);
   }
-  return rc;
+  o->u.s.ptr = s ? s : "";
+  o->u.s.len = n;
+  if (s) o->flags |= F_OWNED;
+  return push(u, o);
 }
 
-/* Make room for add more entries (per pointers each) in the arena array
- * *items that holds len of *cap. */
+/* A copy of s[0..n) as a new str/bytes value. */
+static int push_copy(unpickler *u, pt_pyt t, const void *s, size_t n) {
+  if (!n) return push_owned(u, t, NULL, 0);
+  int rc = hold(u, n);
+  if (rc) return rc;
+  char *c = malloc(n);
+  if (!c) return nomem(u);
+  memcpy(c, s, n);
+  return push_owned(u, t, c, n);
+}
+
+/* Make room for add more entries (per pointers each) in the array *items
+ * that holds len of *cap. */
 static int arr_reserve(unpickler *u, pt_pyobj ***items, size_t *cap, size_t len, size_t add,
                        size_t per) {
   if (add > SIZE_MAX - len) return nomem(u);
@@ -326,13 +432,10 @@ static int arr_reserve(unpickler *u, pt_pyobj ***items, size_t *cap, size_t len,
   }
   size_t el = per * sizeof(pt_pyobj *);
   if (n > SIZE_MAX / 2 / el) return nomem(u);
-  if (arena_extend(&u->p->mem, *items, *cap * el, n * el)) {
-    *cap = n;
-    return 0;
-  }
-  pt_pyobj **q = arena_alloc(&u->p->mem, n * el);
+  int rc = hold(u, (n - *cap) * el);
+  if (rc) return rc;
+  pt_pyobj **q = realloc(*items, n * el);
   if (!q) return nomem(u);
-  if (len) memcpy(q, *items, len * el);
   *items = q;
   *cap = n;
   return 0;
@@ -343,109 +446,82 @@ static int build_seq(unpickler *u, pt_pyt t, size_t from) {
   size_t n = u->sp - from;
   pt_pyobj *o = new_obj(u, t);
   if (!o) return nomem(u);
-  if (n) {
-    o->u.seq.items = arena_alloc(&u->p->mem, n * sizeof(pt_pyobj *));
-    if (!o->u.seq.items) return nomem(u);
-    memcpy(o->u.seq.items, u->stack + from, n * sizeof(pt_pyobj *));
+  int rc = arr_reserve(u, &o->u.seq.items, &o->u.seq.cap, 0, n, 1);
+  if (rc) {
+    put_back(u->p, o);
+    return rc;
   }
-  o->u.seq.len = o->u.seq.cap = n;
+  if (n) memcpy(o->u.seq.items, u->stack + from, n * sizeof(pt_pyobj *));
+  o->u.seq.len = n;
   u->sp = from;
   return push(u, o);
 }
 
 /* ---- memo ------------------------------------------------------------------ */
 
-/* The slot of key in a table of cap = 1 << bits slots, or the empty slot
- * where it would go (the load stays at most 1/2, so one exists). */
-static memo_slot *sparse_find(memo_slot *t, size_t cap, unsigned bits, uint64_t key) {
-  size_t mask = cap - 1;
-  for (size_t i = (size_t)((key * 0x9E3779B97F4A7C15ull) >> (64 - bits));; i = (i + 1) & mask)
-    if (!t[i].val || t[i].key == key) return &t[i];
-}
-
-/* Rebuild the sparse table with ncap slots, moving keys below dense_cap
- * into the dense array. */
-static int sparse_rebuild(unpickler *u, size_t ncap) {
-  if (ncap > SIZE_MAX / sizeof(memo_slot)) return nomem(u);
-  memo_slot *nt = calloc(ncap, sizeof *nt);
-  if (!nt) return nomem(u);
-  unsigned bits = 0;
-  while (((size_t)1 << bits) < ncap) bits++;
-  size_t n = 0;
-  for (size_t i = 0; i < u->sparse_cap; i++) {
-    memo_slot sl = u->sparse[i];
-    if (!sl.val) continue;
-    if (sl.key < u->dense_cap) {
-      u->dense[sl.key] = sl.val;
-    } else {
-      *sparse_find(nt, ncap, bits, sl.key) = sl;
-      n++;
-    }
-  }
-  free(u->sparse);
-  u->sparse = nt;
-  u->sparse_cap = ncap;
-  u->sparse_bits = bits;
-  u->sparse_n = n;
-  return 0;
-}
-
-/* The slot that holds key: a dense entry or a sparse value, NULL if absent. */
-static pt_pyobj **memo_slot_of(unpickler *u, uint64_t key) {
-  if (key < u->dense_cap) return &u->dense[key];
-  if (!u->sparse_n) return NULL;
-  memo_slot *sl = sparse_find(u->sparse, u->sparse_cap, u->sparse_bits, key);
-  return sl->val ? &sl->val : NULL;
-}
-
 static int memo_put(unpickler *u, uint64_t key) {
-  int rc = avail(u, 1);
+  int rc = u->scanning ? 0 : avail(u, 1);
   if (rc) return rc;
-  pt_pyobj *v = u->stack[u->sp - 1], **at = memo_slot_of(u, key);
-  if (at && *at) { /* Python lets a PUT overwrite */
-    *at = v;
+  rc = ks_add(&u->defined, key); /* a bit a key: what MEMOIZE counts */
+  if (rc < 0) return nomem(u);
+  if (u->scanning) return 0;
+  if (u->fetched && !ks_has(u->fetched, key)) { /* no later GET: nothing to keep */
+    pt_u64map_del(&u->memo, key);
     return 0;
   }
-  if (u->memo_n >= u->lim.max_memo)
+  if (!pt_u64map_get(&u->memo, key) && u->memo.len >= u->lim.max_memo) /* the entries kept */
     return fail(u, PT_ELIMIT, u->op, "memo larger than the limit of %zu entries",
                 u->lim.max_memo);
-  if (key >= u->dense_cap && key < 2 * (uint64_t)u->memo_n + DENSE_SLACK) {
-    size_t ncap = u->dense_cap ? u->dense_cap : DENSE_SLACK;
-    while (ncap <= key) ncap *= 2; /* key < 2 * memo_n + 1024: no overflow */
-    size_t ocap = u->dense_cap;
-    pt_pyobj **d = grow(u->dense, &u->dense_cap, ncap, sizeof *d);
-    if (!d) return nomem(u);
-    memset(d + ocap, 0, (u->dense_cap - ocap) * sizeof *d);
-    u->dense = d;
-    if (u->sparse_n && (rc = sparse_rebuild(u, u->sparse_cap))) return rc;
-  }
-  if (key < u->dense_cap) {
-    u->dense[key] = v;
-  } else {
-    if (u->sparse_n + 1 > u->sparse_cap / 2 && /* keep the load at most 1/2 */
-        (rc = sparse_rebuild(u, u->sparse_cap ? u->sparse_cap * 2 : 64)))
-      return rc;
-    memo_slot *sl = sparse_find(u->sparse, u->sparse_cap, u->sparse_bits, key);
-    sl->key = key;
-    sl->val = v;
-    u->sparse_n++;
-  }
-  u->memo_n++;
+  pt_pyobj *v = u->stack[u->sp - 1];
+  v->flags |= F_PINNED;
+  if (pt_u64map_put(&u->memo, key, (uint64_t)(uintptr_t)v) < 0) return nomem(u);
   return 0;
 }
 
 static int memo_get(unpickler *u, uint64_t key) {
-  pt_pyobj **at = memo_slot_of(u, key);
-  if (!at || !*at)
+  if (u->scanning) return ks_add(u->fetched, key) < 0 ? nomem(u) : 0;
+  uint64_t *at = pt_u64map_get(&u->memo, key);
+  if (!at)
     return fail(u, PT_EFORMAT, u->op, "%s: memo key %llu not found", opname(u),
                 (unsigned long long)key);
-  return push(u, *at);
+  return push(u, (pt_pyobj *)(uintptr_t)*at);
 }
 
-/* ---- reading arguments ------------------------------------------------------ */
+/* ---- reading the input ------------------------------------------------------ */
+
+/* Read more input into the window, keeping [pos, len) and making room for at
+ * least want bytes past pos (growing the window up to WIN_MAX).  Returns the
+ * bytes now available from pos. */
+static int fill(unpickler *u, size_t want, size_t *have /* OUT */) {
+  if (u->pos) { /* slide what is left to the front */
+    memmove(u->buf, u->buf + u->pos, u->len - u->pos);
+    u->base += u->pos;
+    u->len -= u->pos;
+    u->pos = 0;
+  }
+  if (want > u->cap && u->cap < WIN_MAX) {
+    size_t nc = u->cap;
+    while (nc < want && nc < WIN_MAX) nc *= 2;
+    uint8_t *b = realloc(u->buf, nc);
+    if (!b) return nomem(u);
+    u->buf = b;
+    u->cap = nc;
+  }
+  while (!u->eof && u->len < want && u->len < u->cap) {
+    long r = u->src->read(u->src->ctx, u->buf + u->len, u->cap - u->len, u->err);
+    if (r < 0) return (int)r;
+    if (r == 0) u->eof = true;
+    u->len += (size_t)r;
+  }
+  *have = u->len;
+  return 0;
+}
 
 static int need(unpickler *u, uint64_t n) {
   size_t left = u->len - u->pos;
+  if (n <= left) return 0;
+  int rc = fill(u, n, &left);
+  if (rc) return rc;
   if (n <= left) return 0;
   return fail(u, PT_EFORMAT, u->op, "truncated: %s needs %llu more bytes, %zu left", opname(u),
               (unsigned long long)n, left);
@@ -475,16 +551,111 @@ static int arg_i32(unpickler *u, int64_t *v /* OUT */) {
 }
 
 /* A protocol-0 text argument: the bytes up to the next newline, which is
- * consumed and not included. */
+ * consumed and not included.  Valid until the next read. */
 static int arg_line(unpickler *u, const char **s /* OUT */, size_t *n /* OUT */) {
-  const uint8_t *start = u->buf + u->pos;
-  const uint8_t *nl = memchr(start, '\n', u->len - u->pos);
-  if (!nl)
-    return fail(u, PT_EFORMAT, u->op, "truncated: %s argument has no terminating newline",
-                opname(u));
-  *s = (const char *)start;
-  *n = (size_t)(nl - start);
-  u->pos += *n + 1;
+  size_t from = 0;
+  for (;;) {
+    const uint8_t *start = u->buf + u->pos;
+    const uint8_t *nl = memchr(start + from, '\n', u->len - u->pos - from);
+    if (nl) {
+      *s = (const char *)start;
+      *n = (size_t)(nl - start);
+      u->pos += *n + 1;
+      return 0;
+    }
+    size_t have = u->len - u->pos, now;
+    if (u->eof || have >= WIN_MAX)
+      return fail(u, PT_EFORMAT, u->op, u->eof ? "truncated: %s argument has no terminating newline"
+                                               : "%s argument longer than the limit of 64 MiB",
+                  opname(u));
+    from = have;
+    int rc = fill(u, have + WIN_MIN, &now);
+    if (rc) return rc;
+  }
+}
+
+/* Skip up to n input bytes; *got is how many there were. */
+static int skip(unpickler *u, uint64_t n, uint64_t *got /* OUT */) {
+  *got = 0;
+  while (*got < n) {
+    size_t left = u->len - u->pos;
+    if (!left) {
+      int rc = fill(u, WIN_MIN, &left);
+      if (rc) return rc;
+      if (!left) break;
+    }
+    size_t k = n - *got < left ? (size_t)(n - *got) : left;
+    u->pos += k;
+    *got += k;
+  }
+  return 0;
+}
+
+/* The n bytes of a counted string, copied into *out (malloc'd; NULL when n
+ * is 0), or skipped while scanning.  A string past max_str is an error, and
+ * so is one the input ends inside (told the way need() tells it). */
+static int arg_bytes(unpickler *u, uint64_t n, char **out /* OUT */) {
+  *out = NULL;
+  if (u->scanning || n > u->lim.max_str) {
+    uint64_t got;
+    int rc = skip(u, n, &got);
+    if (rc) return rc;
+    if (got < n)
+      return fail(u, PT_EFORMAT, u->op, "truncated: %s needs %llu more bytes, %llu left", opname(u),
+                  (unsigned long long)n, (unsigned long long)got);
+    if (!u->scanning)
+      return fail(u, PT_ELIMIT, u->op, "%s of %llu bytes: longer than the limit of %zu", opname(u),
+                  (unsigned long long)n, u->lim.max_str);
+    return 0;
+  }
+  if (!n) return 0;
+  if (n <= u->cap) { /* fits the window: the common case */
+    int rc = need(u, n);
+    if (rc) return rc;
+    if ((rc = hold(u, (size_t)n))) return rc;
+    if (!(*out = malloc((size_t)n))) return nomem(u);
+    memcpy(*out, u->buf + u->pos, (size_t)n);
+    u->pos += (size_t)n;
+    return 0;
+  }
+  /* larger than the window: read straight into a buffer that grows as bytes come */
+  size_t cap = 0, got = 0;
+  char *b = NULL;
+  int rc = 0;
+  while (got < n) {
+    size_t left = u->len - u->pos;
+    if (!left) {
+      if ((rc = fill(u, WIN_MIN, &left))) break;
+      if (!left) {
+        rc = fail(u, PT_EFORMAT, u->op, "truncated: %s needs %llu more bytes, %zu left", opname(u),
+                  (unsigned long long)n, got);
+        break;
+      }
+    }
+    size_t k = n - got < left ? (size_t)(n - got) : left;
+    if (got + k > cap) {
+      size_t nc = cap ? cap : WIN_MIN;
+      while (nc < got + k) nc *= 2;
+      if (nc > n) nc = (size_t)n;
+      if ((rc = hold(u, nc - cap))) break;
+      char *nb = realloc(b, nc);
+      if (!nb) {
+        rc = nomem(u);
+        break;
+      }
+      b = nb;
+      cap = nc;
+    }
+    memcpy(b + got, u->buf + u->pos, k);
+    u->pos += k;
+    got += k;
+  }
+  if (rc) {
+    unhold(u->p, cap);
+    free(b);
+    return rc;
+  }
+  *out = b;
   return 0;
 }
 
@@ -557,9 +728,15 @@ static int hexval(int c) {
   return -1;
 }
 
+/* A failed decode: its output buffer (held bytes) given back, rc passed on. */
+static int drop_str(unpickler *u, char *out, size_t held, int rc) {
+  unhold(u->p, held);
+  free(out);
+  return rc;
+}
+
 /* STRING: a quoted Python bytes literal body with backslash escapes, decoded
- * the way CPython's PyBytes_DecodeEscape does.  Zero-copy when there is no
- * backslash. */
+ * the way CPython's PyBytes_DecodeEscape does. */
 static int op_string(unpickler *u) {
   const char *s;
   size_t n;
@@ -569,8 +746,9 @@ static int op_string(unpickler *u) {
     return fail(u, PT_EFORMAT, u->op, "STRING argument must be quoted");
   s++;
   n -= 2;
-  if (!memchr(s, '\\', n)) return push_str(u, PT_PY_STR, s, n);
-  char *out = arena_alloc(&u->p->mem, n), *o = out;
+  if (!memchr(s, '\\', n)) return push_copy(u, PT_PY_STR, s, n);
+  if ((rc = hold(u, n))) return rc;
+  char *out = malloc(n ? n : 1), *o = out;
   if (!out) return nomem(u);
   const char *end = s + n;
   while (s < end) {
@@ -579,7 +757,7 @@ static int op_string(unpickler *u) {
       *o++ = c;
       continue;
     }
-    if (s == end) return fail(u, PT_EFORMAT, u->op, "STRING: trailing backslash");
+    if (s == end) return drop_str(u, out, n, fail(u, PT_EFORMAT, u->op, "STRING: trailing backslash"));
     c = *s++;
     switch (c) {
     case '\\': *o++ = '\\'; break;
@@ -595,7 +773,7 @@ static int op_string(unpickler *u) {
     case 'x': {
       int h = s < end ? hexval((unsigned char)s[0]) : -1;
       int l = s + 1 < end ? hexval((unsigned char)s[1]) : -1;
-      if (h < 0 || l < 0) return fail(u, PT_EFORMAT, u->op, "STRING: invalid \\x escape");
+      if (h < 0 || l < 0) return drop_str(u, out, n, fail(u, PT_EFORMAT, u->op, "STRING: invalid \\x escape"));
       *o++ = (char)(h << 4 | l);
       s += 2;
       break;
@@ -612,7 +790,9 @@ static int op_string(unpickler *u) {
       }
     }
   }
-  return push_str(u, PT_PY_STR, out, (size_t)(o - out));
+  size_t m = (size_t)(o - out);
+  unhold(u->p, n - m);
+  return push_owned(u, PT_PY_STR, out, m);
 }
 
 static char *put_utf8(char *o, uint32_t cp) {
@@ -636,8 +816,7 @@ static char *put_utf8(char *o, uint32_t cp) {
 
 /* UNICODE: raw-unicode-escape text — bytes are Latin-1 code points, and
  * \uXXXX / \UXXXXXXXX escapes count only after an odd run of backslashes.
- * Decoded to UTF-8 in the arena (at most 2 output bytes per input byte);
- * zero-copy when the text is plain ASCII. */
+ * Decoded to UTF-8 (at most 2 output bytes per input byte). */
 static int op_unicode(unpickler *u) {
   const char *s;
   size_t n;
@@ -646,9 +825,10 @@ static int op_unicode(unpickler *u) {
   bool plain = true;
   for (size_t i = 0; i < n && plain; i++)
     plain = s[i] != '\\' && !(s[i] & 0x80);
-  if (plain) return push_str(u, PT_PY_STR, s, n);
+  if (plain) return push_copy(u, PT_PY_STR, s, n);
   if (n > SIZE_MAX / 4) return nomem(u);
-  char *out = arena_alloc(&u->p->mem, 2 * n), *o = out;
+  if ((rc = hold(u, 2 * n))) return rc;
+  char *out = malloc(2 * n), *o = out;
   if (!out) return nomem(u);
   const char *end = s + n;
   while (s < end) {
@@ -669,21 +849,23 @@ static int op_unicode(unpickler *u) {
     s++;
     o--; /* the escaping backslash */
     if (end - s < digits)
-      return fail(u, PT_EFORMAT, u->op, "UNICODE: truncated \\%c escape", digits == 4 ? 'u' : 'U');
+      return drop_str(u, out, 2 * n, fail(u, PT_EFORMAT, u->op, "UNICODE: truncated \\%c escape", digits == 4 ? 'u' : 'U'));
     uint32_t cp = 0;
     for (int i = 0; i < digits; i++) {
       int h = hexval((unsigned char)*s++);
       if (h < 0)
-        return fail(u, PT_EFORMAT, u->op, "UNICODE: bad hex digit in \\%c escape",
-                    digits == 4 ? 'u' : 'U');
+        return drop_str(u, out, 2 * n, fail(u, PT_EFORMAT, u->op, "UNICODE: bad hex digit in \\%c escape",
+                    digits == 4 ? 'u' : 'U'));
       cp = cp << 4 | (uint32_t)h;
     }
     if (cp > 0x10ffff)
-      return fail(u, PT_EFORMAT, u->op, "UNICODE: code point 0x%lx out of range",
-                  (unsigned long)cp);
+      return drop_str(u, out, 2 * n, fail(u, PT_EFORMAT, u->op, "UNICODE: code point 0x%lx out of range",
+                  (unsigned long)cp));
     o = put_utf8(o, cp);
   }
-  return push_str(u, PT_PY_STR, out, (size_t)(o - out));
+  size_t m = (size_t)(o - out);
+  unhold(u->p, 2 * n - m);
+  return push_owned(u, PT_PY_STR, out, m);
 }
 
 static int op_float(unpickler *u) {
@@ -706,31 +888,85 @@ static int op_float(unpickler *u) {
 }
 
 /* A length-prefixed string or bytes: lenbytes-byte little-endian length
- * (unsigned, or signed when sgn), then the bytes, referenced in place. */
+ * (unsigned, or signed when sgn), then the bytes, copied. */
 static int op_counted(unpickler *u, size_t lenbytes, bool sgn, pt_pyt t) {
   uint64_t n;
+  char *s;
   int rc = arg_u(u, lenbytes, &n);
   if (rc) return rc;
   if (sgn && (n & 0x80000000u))
     return fail(u, PT_EFORMAT, u->op, "%s: negative length", opname(u));
-  if ((rc = need(u, n))) return rc;
-  const uint8_t *p = u->buf + u->pos;
-  u->pos += (size_t)n;
-  return push_str(u, t, p, (size_t)n);
+  if ((rc = arg_bytes(u, n, &s))) return rc;
+  return u->scanning ? 0 : push_owned(u, t, s, (size_t)n);
 }
 
 static int op_long(unpickler *u, size_t lenbytes) {
   uint64_t n = 0;
   int64_t v = 0;
+  char *s;
   int rc = arg_u(u, lenbytes, &n);
   if (rc) return rc;
   if (lenbytes == 4 && (n & 0x80000000u))
     return fail(u, PT_EFORMAT, u->op, "LONG4: negative length");
-  if ((rc = need(u, n))) return rc;
-  const uint8_t *p = u->buf + u->pos;
-  u->pos += (size_t)n;
-  if ((rc = long_bytes(u, p, (size_t)n, &v))) return rc;
-  return push_int(u, v);
+  if ((rc = arg_bytes(u, n, &s))) return rc;
+  if (u->scanning) return 0;
+  rc = long_bytes(u, (const uint8_t *)s, (size_t)n, &v);
+  unhold(u->p, (size_t)n);
+  free(s);
+  return rc ? rc : push_int(u, v);
+}
+
+/* Is the value at stack position q the list under src->stream_key in the
+ * top-level dict, being built?  Python's pickler writes a dict of several
+ * keys as MARK key value ... SETITEMS, so the stack then reads: the dict at
+ * 0, a MARK (height 1), key, value, ..., the key, the list at q. */
+static bool outer_list(const unpickler *u, size_t q, size_t fence_below) {
+  return q >= 2 && fence_below == 1 && (q - 1) % 2 == 1 && u->stack[q]->type == PT_PY_LIST &&
+         u->stack[0]->type == PT_PY_DICT && pt_py_is_str(u->stack[q - 1], u->src->stream_key);
+}
+
+/*
+ * Is the list at stack position `at` one of the streamed lists, an item of
+ * the outer list?  Either the outer list's items sit above a MARK of their
+ * own (MARK item item ... APPENDS) or the list sits right above it (item
+ * APPEND).  Its index in the outer list goes to *index.
+ */
+static bool streamed_list(unpickler *u, size_t at, size_t *index /* OUT */) {
+  if (!u->src->stream_key || !u->src->item || !u->nmarks) return false;
+  size_t h = u->marks[u->nmarks - 1];
+  if (h >= 1 && h <= at && u->nmarks >= 2 && outer_list(u, h - 1, u->marks[u->nmarks - 2])) {
+    *index = u->stack[h - 1]->u.seq.len + (at - h);
+    return true;
+  }
+  if (at >= 1 && h <= at - 1 && outer_list(u, at - 1, h)) {
+    *index = u->stack[at - 1]->u.seq.len;
+    return true;
+  }
+  return false;
+}
+
+/* Hand stack[from..sp) to the item callback as items of the streamed list l,
+ * free each, and pop them. */
+static int stream_items(unpickler *u, pt_pyobj *l, size_t list, size_t from) {
+  if (!(l->flags & F_STREAMED)) {
+    if (l->u.seq.len)
+      return fail(u, PT_EFORMAT, u->op, "a streamed list already holds %zu items", l->u.seq.len);
+    unhold(u->p, l->u.seq.cap * sizeof(pt_pyobj *));
+    free(l->u.seq.items);
+    l->u.seq.items = NULL;
+    l->u.seq.cap = 0; /* counts the items streamed */
+    l->flags |= F_STREAMED;
+  }
+  for (size_t i = from; i < u->sp; i++) {
+    int rc = u->src->item(u->src->item_ctx, list, l->u.seq.cap++, u->stack[i], u->err);
+    if (rc < 0) return rc;
+  }
+  for (size_t i = from; i < u->sp; i++) {
+    int rc = free_tree(u, u->stack[i]);
+    if (rc < 0) return rc;
+  }
+  u->sp = from;
+  return 0;
 }
 
 /* APPENDS, ADDITEMS, SETITEMS: the values above the top mark go into the
@@ -743,10 +979,11 @@ static int op_extend(unpickler *u, pt_pyt want) {
     return fail(u, PT_EFORMAT, u->op, "stack underflow: %s has no %s below its MARK",
                 opname(u), type_name(want));
   pt_pyobj *c = u->stack[m - 1];
-  size_t n = u->sp - m;
+  size_t n = u->sp - m, list;
   if (c->type != want)
     return fail(u, PT_EFORMAT, u->op, "%s into a %s, not a %s", opname(u), type_name(c->type),
                 type_name(want));
+  if (want == PT_PY_LIST && streamed_list(u, m - 1, &list)) return stream_items(u, c, list, m);
   if (want == PT_PY_DICT) {
     if (n % 2)
       return fail(u, PT_EFORMAT, u->op, "SETITEMS with an odd number of values (%zu)", n);
@@ -770,20 +1007,21 @@ static int op_dict(unpickler *u) {
   if (n % 2) return fail(u, PT_EFORMAT, u->op, "DICT with an odd number of values (%zu)", n);
   pt_pyobj *o = new_obj(u, PT_PY_DICT);
   if (!o) return nomem(u);
-  if (n) {
-    o->u.dict.kv = arena_alloc(&u->p->mem, n * sizeof(pt_pyobj *));
-    if (!o->u.dict.kv) return nomem(u);
-    memcpy(o->u.dict.kv, u->stack + m, n * sizeof(pt_pyobj *));
+  if ((rc = arr_reserve(u, &o->u.dict.kv, &o->u.dict.cap, 0, n / 2, 2))) {
+    put_back(u->p, o);
+    return rc;
   }
-  o->u.dict.len = o->u.dict.cap = n / 2;
+  if (n) memcpy(o->u.dict.kv, u->stack + m, n * sizeof(pt_pyobj *));
+  o->u.dict.len = n / 2;
   u->sp = m;
   return push(u, o);
 }
 
 /* Run one opcode; *done is set by STOP. */
 static int step(unpickler *u, bool *done) {
-  uint8_t c = u->buf[u->pos++];
+  uint8_t c = u->opc = u->buf[u->pos++];
   uint64_t x = 0;
+  size_t list;
   int64_t v = 0;
   int rc = 0;
   pt_pyobj *o;
@@ -792,12 +1030,15 @@ static int step(unpickler *u, bool *done) {
     if ((rc = arg_u(u, 1, &x))) return rc;
     if (x > 5) return fail(u, PT_EFORMAT, u->op, "unsupported pickle protocol %u", (unsigned)x);
     return 0;
-  case OP_FRAME: /* frames only group opcodes; check the length and go on */
+  case OP_FRAME: { /* frames only group opcodes; check the length (as far as WIN_MAX) and go on */
     if ((rc = arg_u(u, 8, &x))) return rc;
-    if (x > u->len - u->pos)
+    size_t have = u->len - u->pos;
+    if (x > have && (rc = fill(u, x < WIN_MAX ? (size_t)x : WIN_MAX, &have))) return rc;
+    if (x > have && u->eof)
       return fail(u, PT_EFORMAT, u->op, "truncated: FRAME of %llu bytes, %zu left",
-                  (unsigned long long)x, u->len - u->pos);
+                  (unsigned long long)x, have);
     return 0;
+  }
   case OP_STOP:
     if (u->nmarks) return fail(u, PT_EFORMAT, u->op, "STOP with a MARK still open");
     if (u->sp != 1)
@@ -830,8 +1071,9 @@ static int step(unpickler *u, bool *done) {
     u->sp = m;
     return 0;
   }
-  case OP_DUP:
+  case OP_DUP: /* a value held twice is never freed before the end */
     if ((rc = avail(u, 1))) return rc;
+    u->stack[u->sp - 1]->flags |= F_PINNED;
     return push(u, u->stack[u->sp - 1]);
   case OP_NONE: return push(u, u->none);
   case OP_NEWTRUE: return push(u, u->yes);
@@ -909,6 +1151,7 @@ static int step(unpickler *u, bool *done) {
     o = u->stack[u->sp - 2];
     if (o->type != PT_PY_LIST)
       return fail(u, PT_EFORMAT, u->op, "APPEND to a %s, not a list", type_name(o->type));
+    if (streamed_list(u, u->sp - 2, &list)) return stream_items(u, o, list, u->sp - 1);
     if ((rc = arr_reserve(u, &o->u.seq.items, &o->u.seq.cap, o->u.seq.len, 1, 1))) return rc;
     o->u.seq.items[o->u.seq.len++] = u->stack[--u->sp];
     return 0;
@@ -935,7 +1178,7 @@ static int step(unpickler *u, bool *done) {
   case OP_LONG_BINPUT:
     if ((rc = arg_u(u, 4, &x))) return rc;
     return memo_put(u, x);
-  case OP_MEMOIZE: return memo_put(u, u->memo_n);
+  case OP_MEMOIZE: return memo_put(u, u->defined.n);
   case OP_GET:
     if ((rc = text_index(u, &x))) return rc;
     return memo_get(u, x);
@@ -970,7 +1213,97 @@ static int step(unpickler *u, bool *done) {
   }
 }
 
+/* The first pass: the opcodes' arguments read and skipped, nothing built;
+ * only which memo keys are defined and which a GET fetches.  It stops at the
+ * first opcode it cannot read; the second pass then fails there, after every
+ * GET this pass saw. */
+static int scan(unpickler *u, uint8_t c, bool *done) {
+  uint64_t x;
+  const char *s;
+  size_t n;
+  int64_t v;
+  switch (c) {
+  case OP_PROTO:
+  case OP_BININT1: return arg_u(u, 1, &x);
+  case OP_BININT2: return arg_u(u, 2, &x);
+  case OP_BININT: return arg_u(u, 4, &x);
+  case OP_FRAME:
+  case OP_BINFLOAT: return arg_u(u, 8, &x);
+  case OP_STOP: *done = true; return 0;
+  case OP_INT:
+  case OP_LONG:
+  case OP_FLOAT:
+  case OP_STRING:
+  case OP_UNICODE: return arg_line(u, &s, &n);
+  case OP_LONG1: return op_long(u, 1);
+  case OP_LONG4: return op_long(u, 4);
+  case OP_BINSTRING:
+  case OP_BINUNICODE:
+  case OP_BINBYTES: return op_counted(u, 4, c == OP_BINSTRING, PT_PY_STR);
+  case OP_SHORT_BINSTRING:
+  case OP_SHORT_BINUNICODE:
+  case OP_SHORT_BINBYTES: return op_counted(u, 1, false, PT_PY_STR);
+  case OP_BINUNICODE8:
+  case OP_BINBYTES8:
+  case OP_BYTEARRAY8: return op_counted(u, 8, false, PT_PY_STR);
+  case OP_PUT: return text_index(u, &x) ? PT_EFORMAT : memo_put(u, x);
+  case OP_BINPUT: return arg_u(u, 1, &x) ? PT_EFORMAT : memo_put(u, x);
+  case OP_LONG_BINPUT: return arg_u(u, 4, &x) ? PT_EFORMAT : memo_put(u, x);
+  case OP_MEMOIZE: return memo_put(u, u->defined.n);
+  case OP_GET: return text_index(u, &x) ? PT_EFORMAT : memo_get(u, x);
+  case OP_BINGET: return arg_u(u, 1, &x) ? PT_EFORMAT : memo_get(u, x);
+  case OP_LONG_BINGET: return arg_u(u, 4, &x) ? PT_EFORMAT : memo_get(u, x);
+  case OP_MARK: case OP_EMPTY_TUPLE: case OP_POP: case OP_POP_MARK: case OP_DUP:
+  case OP_NONE: case OP_NEWTRUE: case OP_NEWFALSE: case OP_EMPTY_LIST: case OP_APPEND:
+  case OP_DICT: case OP_APPENDS: case OP_LIST: case OP_SETITEM: case OP_TUPLE:
+  case OP_SETITEMS: case OP_EMPTY_DICT: case OP_TUPLE1: case OP_TUPLE2: case OP_TUPLE3:
+  case OP_EMPTY_SET: case OP_ADDITEMS: case OP_FROZENSET:
+    return 0;
+  default:
+    (void)v;
+    return PT_EFORMAT; /* forbidden or unknown: the second pass says which */
+  }
+}
+
+/* Run opcodes from the start of the input to STOP (or the first error). */
+static int run(unpickler *u) {
+  bool done = false;
+  int rc = 0;
+  while (!rc && !done) {
+    if (u->pos >= u->len) {
+      size_t have;
+      if ((rc = fill(u, 1, &have))) break;
+      if (!have) {
+        rc = fail(u, PT_EFORMAT, here(u), "truncated: input ends without STOP");
+        break;
+      }
+    }
+    u->op = here(u);
+    if (u->scanning) {
+      u->opc = u->buf[u->pos++];
+      rc = scan(u, u->opc, &done);
+    } else {
+      rc = step(u, &done);
+    }
+  }
+  return rc;
+}
+
 /* ---- public API -------------------------------------------------------------- */
+
+typedef struct mem_src {
+  const uint8_t *buf;
+  size_t len, pos;
+} mem_src;
+
+static long mem_read(void *ctx, void *buf, size_t n, pt_err *err) {
+  (void)err;
+  mem_src *m = ctx;
+  if (n > m->len - m->pos) n = m->len - m->pos;
+  if (n) memcpy(buf, m->buf + m->pos, n);
+  m->pos += n;
+  return (long)n;
+}
 
 int pt_pickle_parse(const uint8_t *buf, size_t len, const char *name,
                     const pt_pickle_limits *lim, pt_err *err, pt_pickle **out /* OUT */) {
@@ -978,40 +1311,81 @@ int pt_pickle_parse(const uint8_t *buf, size_t len, const char *name,
   if (!out) return pt_err_set(err, PT_EUSAGE, "%s: no place for the result", name);
   *out = NULL;
   if (!buf && len) return pt_err_set(err, PT_EUSAGE, "%s: no input buffer", name);
+  mem_src m = {buf, len, 0};
+  pt_pickle_source src = {.read = mem_read, .ctx = &m};
+  return pt_pickle_parse_stream(&src, name, lim, err, out);
+}
+
+static void unpickler_done(unpickler *u) {
+  free(u->buf);
+  free(u->stack);
+  free(u->marks);
+  free(u->work);
+  ks_free(&u->defined);
+  pt_u64map_free(&u->memo);
+  u->buf = NULL;
+  u->stack = u->work = NULL;
+  u->marks = NULL;
+}
+
+static int unpickler_init(unpickler *u) {
+  u->cap = WIN_MIN;
+  u->buf = malloc(u->cap);
+  return u->buf ? 0 : nomem(u);
+}
+
+int pt_pickle_parse_stream(const pt_pickle_source *src, const char *name,
+                           const pt_pickle_limits *lim, pt_err *err, pt_pickle **out /* OUT */) {
+  if (!name) name = "pickle";
+  if (!out) return pt_err_set(err, PT_EUSAGE, "%s: no place for the result", name);
+  *out = NULL;
+  if (!src || !src->read) return pt_err_set(err, PT_EUSAGE, "%s: no input", name);
   unpickler u;
   memset(&u, 0, sizeof u);
-  u.buf = buf;
-  u.len = len;
+  u.src = src;
   u.name = name;
   u.err = err;
   if (lim) u.lim = *lim;
   if (!u.lim.max_stack) u.lim.max_stack = DEFAULT_MAX_STACK;
   if (!u.lim.max_marks) u.lim.max_marks = DEFAULT_MAX_MARKS;
   if (!u.lim.max_memo) u.lim.max_memo = DEFAULT_MAX_MEMO;
+  if (!u.lim.max_str) u.lim.max_str = DEFAULT_MAX_STR;
+  if (!u.lim.max_bytes) u.lim.max_bytes = DEFAULT_MAX_BYTES;
   u.p = calloc(1, sizeof *u.p);
   if (!u.p) return pt_err_set(err, PT_ENOMEM, "%s: out of memory", name);
-  u.p->mem.next_size = ARENA_MIN_CHUNK;
 
   int rc = 0;
-  if (!(u.none = new_obj(&u, PT_PY_NONE)) || !(u.yes = new_obj(&u, PT_PY_BOOL)) ||
-      !(u.no = new_obj(&u, PT_PY_BOOL))) {
-    rc = nomem(&u);
-  } else {
-    u.yes->u.i = 1;
-    bool done = false;
-    while (!rc && !done) {
-      if (u.pos >= u.len) {
-        rc = fail(&u, PT_EFORMAT, u.len, "truncated: input ends without STOP");
-        break;
-      }
-      u.op = u.pos;
-      rc = step(&u, &done);
-    }
+  keyset fetched = {0};
+  pt_err scratch;
+  /* the first pass, where the input can be read twice (a first rewind says so): which keys a GET fetches */
+  if (src->stream_key && src->item && src->rewind && src->rewind(src->ctx, &scratch) == 0) {
+    u.scanning = true;
+    u.fetched = &fetched;
+    u.err = &scratch;
+    if ((rc = unpickler_init(&u)) == 0) rc = run(&u);
+    if (rc == PT_ENOMEM) rc = pt_err_set(err, PT_ENOMEM, "%s: out of memory", name);
+    else if ((rc = src->rewind(src->ctx, err)) < 0) rc = pt_err_prefix(err, rc, "%s", name);
+    else rc = 0;
+    unpickler_done(&u);
+    u.scanning = false;
+    u.err = err;
+    u.pos = u.len = u.base = 0;
+    u.eof = false;
+    memset(&u.defined, 0, sizeof u.defined);
   }
-  free(u.stack);
-  free(u.marks);
-  free(u.dense);
-  free(u.sparse);
+  if (rc == 0) rc = unpickler_init(&u);
+  if (rc == 0 && (!(u.none = new_obj(&u, PT_PY_NONE)) || !(u.yes = new_obj(&u, PT_PY_BOOL)) ||
+                  !(u.no = new_obj(&u, PT_PY_BOOL)))) {
+    rc = nomem(&u);
+  } else if (rc == 0) {
+    u.none->flags |= F_PINNED;
+    u.yes->flags |= F_PINNED;
+    u.no->flags |= F_PINNED;
+    u.yes->u.i = 1;
+    rc = run(&u);
+  }
+  unpickler_done(&u);
+  ks_free(&fetched);
   if (rc) {
     pt_pickle_free(u.p);
     return rc;
@@ -1022,9 +1396,22 @@ int pt_pickle_parse(const uint8_t *buf, size_t len, const char *name,
 
 const pt_pyobj *pt_pickle_root(const pt_pickle *p) { return p ? p->root : NULL; }
 
+size_t pt_pickle_peak_bytes(const pt_pickle *p) { return p ? p->peak : 0; }
+
+int pt_py_lives(const pt_pyobj *o) { return o && (o->flags & F_PINNED); }
+
+size_t pt_py_streamed(const pt_pyobj *l) {
+  return l && l->type == PT_PY_LIST && (l->flags & F_STREAMED) ? l->u.seq.cap : 0;
+}
+
 void pt_pickle_free(pt_pickle *p) {
   if (!p) return;
-  arena_free(&p->mem);
+  for (slab *s = p->slabs, *next; s; s = next) {
+    next = s->next;
+    for (size_t i = 0; i < SLAB_OBJS; i++)
+      if (s->obj[i].flags & F_LIVE) release_parts(p, &s->obj[i]);
+    free(s);
+  }
   free(p);
 }
 
@@ -1042,7 +1429,8 @@ const pt_pyobj *pt_py_get(const pt_pyobj *dict, const char *key) {
 }
 
 const pt_pyobj *pt_py_index(const pt_pyobj *seq, size_t i) {
-  if (!seq || (seq->type != PT_PY_LIST && seq->type != PT_PY_TUPLE)) return NULL;
+  if (!seq || (seq->type != PT_PY_LIST && seq->type != PT_PY_TUPLE) || (seq->flags & F_STREAMED))
+    return NULL;
   return i < seq->u.seq.len ? seq->u.seq.items[i] : NULL;
 }
 
@@ -1051,7 +1439,7 @@ size_t pt_py_len(const pt_pyobj *o) {
   switch (o->type) {
   case PT_PY_LIST:
   case PT_PY_TUPLE:
-  case PT_PY_SET: return o->u.seq.len;
+  case PT_PY_SET: return o->flags & F_STREAMED ? 0 : o->u.seq.len;
   case PT_PY_DICT: return o->u.dict.len;
   default: return 0;
   }

@@ -1,11 +1,13 @@
 /*
  * snapshot.c — PyTorch memory snapshots as a trace source (see snapshot.h).
  *
- * The whole pickle is read (decompressed by the trace layer), parsed by the
- * data-only unpickler, and converted at open into an array of records: the
- * initial state first, then the events in trace order.  Each record keeps
- * the index of the trace entry it came from, so a later check can name
- * "device_traces[D][I]".
+ * The pickle is streamed (decompressed by the trace layer) through the
+ * data-only unpickler: each entry of device_traces[D] is converted as it is
+ * read and then freed, so memory holds the records, the distinct frames and
+ * what the pickle's memo must keep, never the file.  The records are
+ * gathered at open into an array: the initial state first (found only by the
+ * end), then the events in trace order.  Each record keeps the index of the
+ * trace entry it came from, so a later check can name "device_traces[D][I]".
  */
 #include "snapshot.h"
 
@@ -16,15 +18,22 @@
 #include "pickle.h"
 #include "u64map.h"
 
-#define SNAPSHOT_MAX_BYTES (UINT64_C(1) << 33) /* 8 GiB of pickle */
-#define SRC_STATE UINT32_MAX                   /* record from `segments`, not the trace */
+#define SRC_STATE UINT32_MAX  /* record from `segments`, not the trace */
+#define FRAME_TEXT_MAX 4096   /* longer file or function names are cut there */
+#define STACK_MAX 256         /* frames kept of one stack, innermost first */
 
 typedef struct snap_state {
   pt_event *ev;
   uint32_t *src;    /* trace index each record came from, or SRC_STATE */
   size_t len, cap, pos;
-  int device;
 } snap_state;
+
+/* What next() hands out: the initial state, then the events. */
+typedef struct snap_reader {
+  snap_state part[2];
+  int cur;          /* the part next() reads */
+  int device;
+} snap_reader;
 
 static int snapshot_probe(const uint8_t *head, size_t len) {
   return len >= 2 && head[0] == 0x80 && head[1] >= 2 && head[1] <= 5; /* PROTO n */
@@ -94,26 +103,6 @@ static void settings_text(const pt_pyobj *set, char *buf, size_t n) {
     if (buf[i] == '\n' || buf[i] == '\r') buf[i] = ' ';
 }
 
-/* Pick the device: the one asked for, else the only one with events. */
-static int pick_device(const pt_pyobj *traces, int want, pt_err *err) {
-  size_t ndev = pt_py_len(traces);
-  if (want >= 0) {
-    if ((size_t)want >= ndev)
-      return pt_err_set(err, PT_EFORMAT, "device_traces: no device %d (snapshot has %zu)", want, ndev);
-    return want;
-  }
-  int found = -1;
-  for (size_t d = 0; d < ndev; d++) {
-    if (pt_py_len(pt_py_index(traces, d)) == 0) continue;
-    if (found >= 0)
-      return pt_err_set(err, PT_EUSAGE,
-                        "device_traces: devices %d and %zu both have events; pick one with --device N",
-                        found, d);
-    found = (int)d;
-  }
-  return found >= 0 ? found : 0;
-}
-
 enum act { ACT_SKIP, ACT_ALLOC, ACT_FREE, ACT_SEG_ALLOC, ACT_SEG_FREE, ACT_MAP, ACT_UNMAP, ACT_OOM };
 
 static enum act action_of(const pt_pyobj *a) {
@@ -137,7 +126,48 @@ typedef struct conv {
   pt_u64map live, segs;
   uint64_t next_id;
   int dev;
+  pt_frames *frames;    /* the trace's, shared by every device's conversion */
+  pt_u64map *known;     /* frame dicts that live to the end -> their frame id: PyTorch shares them */
+  int stacks;           /* frames wanted (no --strip-frames) */
 } conv;
+
+static int str_of(const pt_pyobj *o, const char **s, size_t *n) {
+  if (!o || o->type != PT_PY_STR) return -1;
+  *s = o->u.s.ptr;
+  *n = o->u.s.len > FRAME_TEXT_MAX ? FRAME_TEXT_MAX : o->u.s.len;
+  return 0;
+}
+
+/* The stack id of a `frames` list ({filename, line, name} dicts, innermost
+ * first); 0 when there is none.  Frames of another shape are skipped. */
+static int stack_of(conv *c, const pt_pyobj *frames, uint32_t *sid) {
+  uint32_t fids[STACK_MAX];
+  size_t n = 0, len = pt_py_len(frames);
+  *sid = 0;
+  if (!c->stacks) return 0;
+  for (size_t i = 0; i < len && n < STACK_MAX; i++) {
+    const pt_pyobj *f = pt_py_index(frames, i);
+    const char *file, *name;
+    size_t fl, nl;
+    int64_t line = 0;
+    int lives = pt_py_lives(f);
+    uint64_t *k = lives ? pt_u64map_get(c->known, (uint64_t)(uintptr_t)f) : NULL;
+    if (k) {
+      fids[n++] = (uint32_t)*k;
+      continue;
+    }
+    if (!f || f->type != PT_PY_DICT || str_of(pt_py_get(f, "filename"), &file, &fl) < 0 ||
+        str_of(pt_py_get(f, "name"), &name, &nl) < 0)
+      continue;
+    (void)get_int(f, "line", &line);
+    if (line < 0 || line > UINT32_MAX) line = 0;
+    if (pt_frames_intern_frame(c->frames, file, fl, name, nl, (uint32_t)line, &fids[n]) < 0 ||
+        (lives && pt_u64map_put(c->known, (uint64_t)(uintptr_t)f, fids[n]) < 0))
+      return PT_ENOMEM;
+    n++;
+  }
+  return pt_frames_intern_stack(c->frames, fids, n, sid);
+}
 
 static int convert_entry(conv *c, const pt_pyobj *e, uint32_t idx, pt_err *err) {
   const pt_pyobj *act = pt_py_get(e, "action");
@@ -164,6 +194,7 @@ static int convert_entry(conv *c, const pt_pyobj *e, uint32_t idx, pt_err *err) 
     ev.kind = PT_EV_ALLOC;
     ev.id = c->next_id++;
     ev.flags = PT_EVF_HAS_ADDR;
+    if (stack_of(c, pt_py_get(e, "frames"), &ev.stack) < 0) return PT_ENOMEM;
     if (pt_u64map_put(&c->live, ev.addr, ev.id) < 0) return PT_ENOMEM;
     break;
   case ACT_FREE:
@@ -215,7 +246,8 @@ static int initial_blocks(conv *c, const pt_pyobj *blocks, size_t seg, uint64_t 
     if (get_int(b, "requested_size", &req) == 0 && req >= 0 && req <= size) size = req;
     pt_event in = {.kind = PT_EV_INIT_ALLOC, .id = c->next_id++, .bytes = (uint64_t)size,
                    .addr = (uint64_t)addr, .stream = stream, .flags = PT_EVF_HAS_ADDR};
-    if (push(&c->init, &in, SRC_STATE) < 0) return PT_ENOMEM;
+    if (stack_of(c, pt_py_get(b, "frames"), &in.stack) < 0 || push(&c->init, &in, SRC_STATE) < 0)
+      return PT_ENOMEM;
   }
   return 0;
 }
@@ -347,18 +379,101 @@ static int initial_segments(conv *c, const pt_pyobj *segments, pt_err *err) {
   return rc;
 }
 
+/* The conversions, one per device seen (or only the one asked for). */
+typedef struct reading {
+  pt_trace *t;
+  conv *dev;
+  snap_state *out;  /* each device's records */
+  size_t ndev;
+  int want;         /* -1: every device, picked at the end */
+  int stacks;
+  pt_u64map known;  /* conv.known */
+} reading;
+
+static long read_input(void *ctx, void *buf, size_t n, pt_err *err) {
+  return pt_trace_read(((reading *)ctx)->t, buf, n, err);
+}
+
+static int rewind_input(void *ctx, pt_err *err) { return pt_trace_rewind(((reading *)ctx)->t, err); }
+
+static int device_of(reading *r, size_t d, conv **out) {
+  *out = NULL;
+  if (d > 4096) return 0; /* no such device: counted by the unpickler, never converted */
+  if (r->want >= 0 && d != (size_t)r->want) return 0;
+  if (d >= r->ndev) {
+    conv *nc = realloc(r->dev, (d + 1) * sizeof *nc);
+    snap_state *ns = nc ? realloc(r->out, (d + 1) * sizeof *ns) : NULL;
+    if (nc) r->dev = nc;
+    if (!ns) return PT_ENOMEM;
+    r->out = ns;
+    memset(r->dev + r->ndev, 0, (d + 1 - r->ndev) * sizeof *nc);
+    memset(r->out + r->ndev, 0, (d + 1 - r->ndev) * sizeof *ns);
+    r->ndev = d + 1;
+  }
+  *out = &r->dev[d];
+  if (!(*out)->st) {
+    (*out)->st = &r->out[d];
+    (*out)->next_id = 1;
+    (*out)->dev = (int)d;
+    (*out)->frames = pt_trace_frames_mut(r->t);
+    (*out)->known = &r->known;
+    (*out)->stacks = r->stacks;
+  }
+  return 0;
+}
+
+/* One entry of device_traces[d], as the unpickler reads it. */
+static int on_entry(void *ctx, size_t d, size_t i, const pt_pyobj *e, pt_err *err) {
+  reading *r = ctx;
+  conv *c;
+  if (device_of(r, d, &c) < 0) return pt_err_set(err, PT_ENOMEM, "out of memory");
+  if (!c) return 0;
+  if (i >= SRC_STATE) return pt_err_set(err, PT_ELIMIT, "device_traces[%zu]: too many entries", d);
+  if (!e || e->type != PT_PY_DICT)
+    return pt_err_set(err, PT_EFORMAT, "device_traces[%zu][%zu]: not a dict", d, i);
+  int rc = convert_entry(c, e, (uint32_t)i, err);
+  return rc == PT_ENOMEM ? pt_err_set(err, PT_ENOMEM, "out of memory") : rc;
+}
+
+/* Pick the device: the one asked for, else the only one with entries. */
+static int pick_device(const pt_pyobj *traces, int want, pt_err *err) {
+  size_t ndev = pt_py_len(traces);
+  if (want >= 0) {
+    if ((size_t)want >= ndev)
+      return pt_err_set(err, PT_EFORMAT, "device_traces: no device %d (snapshot has %zu)", want, ndev);
+    return want;
+  }
+  int found = -1;
+  for (size_t d = 0; d < ndev; d++) {
+    const pt_pyobj *l = pt_py_index(traces, d);
+    if (!pt_py_streamed(l) && !pt_py_len(l)) continue;
+    if (found >= 0)
+      return pt_err_set(err, PT_EUSAGE,
+                        "device_traces: devices %d and %zu both have events; pick one with --device N",
+                        found, d);
+    found = (int)d;
+  }
+  return found >= 0 ? found : 0;
+}
+
+static void conv_free(conv *c) {
+  free(c->init.ev);
+  free(c->init.src);
+  pt_u64map_free(&c->live);
+  pt_u64map_free(&c->segs);
+}
+
 static int snapshot_open(pt_trace *t, const pt_trace_opts *opts, pt_err *err) {
-  uint8_t *buf = NULL;
-  size_t len = 0;
   pt_pickle *pk = NULL;
-  snap_state *st = calloc(1, sizeof *st);
+  snap_reader *st = calloc(1, sizeof *st);
   if (!st) return pt_err_set(err, PT_ENOMEM, "out of memory");
   pt_trace_set_state(t, st);
-  conv c = {.st = st, .next_id = 1};
-  int rc = pt_trace_slurp(t, SNAPSHOT_MAX_BYTES, err, &buf, &len);
-  if (rc < 0) goto out;
+  reading r = {.t = t, .want = opts->device, .stacks = !opts->strip_frames};
+  conv *c = NULL;
   /* pickle errors are "NAME: byte N: ..."; the trace layer adds NAME itself */
-  rc = pt_pickle_parse(buf, len, "", NULL, err, &pk);
+  pt_pickle_source src = {.read = read_input, .rewind = rewind_input, .ctx = &r,
+                          .stream_key = "device_traces", .item = on_entry, .item_ctx = &r};
+  int rc = pt_pickle_parse_stream(&src, "", NULL, err, &pk);
   if (rc < 0) {
     if (err && !strncmp(err->msg, ": ", 2)) memmove(err->msg, err->msg + 2, strlen(err->msg + 2) + 1);
     goto out;
@@ -373,78 +488,75 @@ static int snapshot_open(pt_trace *t, const pt_trace_opts *opts, pt_err *err) {
     goto out;
   }
   if ((rc = pick_device(traces, opts->device, err)) < 0) goto out;
-  c.dev = st->device = rc;
+  st->device = rc;
+  const pt_pyobj *dt = pt_py_index(traces, (size_t)st->device);
+  if (pt_py_len(dt)) { /* entries the unpickler could not stream (not as Python's pickler writes them) */
+    for (size_t i = 0; i < pt_py_len(dt) && rc >= 0; i++) rc = on_entry(&r, (size_t)st->device, i, pt_py_index(dt, i), err);
+    if (rc < 0) goto out;
+  } else if (dt && dt->type != PT_PY_LIST) {
+    rc = pt_err_set(err, PT_EFORMAT, "device_traces[%d]: not a list", st->device);
+    goto out;
+  }
+  if ((rc = device_of(&r, (size_t)st->device, &c)) < 0) {
+    rc = pt_err_set(err, PT_ENOMEM, "out of memory");
+    goto out;
+  }
+  if (!c) {
+    rc = pt_err_set(err, PT_ELIMIT, "device_traces[%d]: past the 4096 devices a trace may name", st->device);
+    goto out;
+  }
   pt_trace_info *info = pt_trace_info_mut(t);
   info->version = PT_TRACE_VERSION;
-  info->device = c.dev;
+  info->device = st->device;
   snprintf(info->source, sizeof info->source, "pytorch-snapshot");
   snprintf(info->tool, sizeof info->tool, "torch.cuda.memory._dump_snapshot");
   settings_text(pt_py_get(root, "allocator_settings"), info->settings, sizeof info->settings);
 
-  const pt_pyobj *dt = pt_py_index(traces, (size_t)c.dev);
-  size_t n = pt_py_len(dt);
-  if (n >= SRC_STATE) {
-    rc = pt_err_set(err, PT_ELIMIT, "device_traces[%d]: too many entries", c.dev);
-    goto out;
-  }
-  if (n && dt->type != PT_PY_LIST) {
-    rc = pt_err_set(err, PT_EFORMAT, "device_traces[%d]: not a list", c.dev);
-    goto out;
-  }
-  for (size_t i = 0; i < n; i++) {
-    const pt_pyobj *e = pt_py_index(dt, i);
-    if (!e || e->type != PT_PY_DICT) {
-      rc = pt_err_set(err, PT_EFORMAT, "device_traces[%d][%zu]: not a dict", c.dev, i);
-      goto out;
-    }
-    if ((rc = convert_entry(&c, e, (uint32_t)i, err)) < 0) goto out;
-  }
-  if ((rc = initial_segments(&c, segments, err)) < 0) goto out;
-  /* initial state first, then the events */
-  size_t ninit = c.init.len;
-  for (size_t i = 0; i < st->len; i++)
-    if ((rc = push(&c.init, &st->ev[i], st->src[i])) < 0) goto out;
-  free(st->ev);
-  free(st->src);
-  st->ev = c.init.ev;
-  st->src = c.init.src;
-  st->len = c.init.len;
-  st->cap = c.init.cap;
-  c.init = (snap_state){0};
-  (void)ninit;
+  if ((rc = initial_segments(c, segments, err)) < 0) goto out;
+  st->part[0] = c->init; /* initial state first, then the events */
+  st->part[1] = *c->st;
+  c->init = *c->st = (snap_state){0};
   rc = 0;
 out:
   if (rc == PT_ENOMEM) pt_err_set(err, PT_ENOMEM, "out of memory");
-  free(c.init.ev);
-  free(c.init.src);
-  pt_u64map_free(&c.live);
-  pt_u64map_free(&c.segs);
+  for (size_t d = 0; d < r.ndev; d++) {
+    conv_free(&r.dev[d]);
+    free(r.out[d].ev);
+    free(r.out[d].src);
+  }
+  free(r.dev);
+  free(r.out);
+  pt_u64map_free(&r.known);
   pt_pickle_free(pk);
-  free(buf);
   return rc;
 }
 
 static int snapshot_next(pt_trace *t, pt_event *ev, pt_err *err) {
   (void)err; /* converted at open: nothing can fail here */
-  snap_state *st = pt_trace_state(t);
+  snap_reader *r = pt_trace_state(t);
+  if (r->cur == 0 && r->part[0].pos == r->part[0].len) r->cur = 1;
+  snap_state *st = &r->part[r->cur];
   if (st->pos == st->len) return 0;
   *ev = st->ev[st->pos++];
   return 1;
 }
 
 static void snapshot_position(pt_trace *t, char *buf, size_t n) {
-  snap_state *st = pt_trace_state(t);
+  snap_reader *r = pt_trace_state(t);
+  const snap_state *st = &r->part[r->cur];
   uint32_t src = st->pos ? st->src[st->pos - 1] : SRC_STATE;
   if (src == SRC_STATE) snprintf(buf, n, "segments");
-  else snprintf(buf, n, "device_traces[%d][%u]", st->device, src);
+  else snprintf(buf, n, "device_traces[%d][%u]", r->device, src);
 }
 
 static void snapshot_close(pt_trace *t) {
-  snap_state *st = pt_trace_state(t);
-  if (!st) return;
-  free(st->ev);
-  free(st->src);
-  free(st);
+  snap_reader *r = pt_trace_state(t);
+  if (!r) return;
+  for (int i = 0; i < 2; i++) {
+    free(r->part[i].ev);
+    free(r->part[i].src);
+  }
+  free(r);
 }
 
 const pt_trace_format pt_snapshot_format = {

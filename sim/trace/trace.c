@@ -121,6 +121,7 @@ struct pt_trace {
   pt_trace_info info;
   id_table ids;
   int seen_events;         /* a non-initial record has been yielded */
+  pt_frames frames;        /* what records' stack ids name */
 };
 
 static const pt_trace_format pt_native_format;
@@ -155,39 +156,21 @@ long pt_trace_read(pt_trace *t, void *buf, size_t n, pt_err *err) {
   return (long)got;
 }
 
-int pt_trace_slurp(pt_trace *t, size_t max, pt_err *err, uint8_t **out, size_t *outlen) {
-  size_t cap = 1 << 16, len = 0;
-  uint8_t *buf = malloc(cap);
-  if (!buf) return pt_err_set(err, PT_ENOMEM, "out of memory");
-  for (;;) {
-    if (len == cap) {
-      if (cap >= max) {
-        free(buf);
-        return pt_err_set(err, PT_ELIMIT, "input larger than %zu bytes", max);
-      }
-      size_t ncap = cap * 2 > max ? max : cap * 2;
-      uint8_t *nb = realloc(buf, ncap);
-      if (!nb) {
-        free(buf);
-        return pt_err_set(err, PT_ENOMEM, "out of memory");
-      }
-      buf = nb;
-      cap = ncap;
-    }
-    long r = pt_trace_read(t, buf + len, cap - len, err);
-    if (r < 0) {
-      free(buf);
-      return (int)r;
-    }
-    if (r == 0) break;
-    len += (size_t)r;
-  }
-  *out = buf;
-  *outlen = len;
+int pt_trace_rewind(pt_trace *t, pt_err *err) {
+  if (t->gz && gzrewind(t->gz) != 0) /* a pipe: nothing changed, the input reads on */
+    return pt_err_set(err, PT_EIO, "cannot read the input twice (a pipe?)");
+  t->mem_pos = 0;
+  t->peek_len = t->peek_pos = 0; /* the first bytes come again from the input */
   return 0;
 }
 
 pt_trace_info *pt_trace_info_mut(pt_trace *t) { return &t->info; }
+pt_frames *pt_trace_frames_mut(pt_trace *t) { return &t->frames; }
+const pt_frames *pt_trace_frames(const pt_trace *t) { return &t->frames; }
+void pt_trace_take_frames(pt_trace *t, pt_frames *out) {
+  *out = t->frames;
+  memset(&t->frames, 0, sizeof t->frames);
+}
 const pt_trace_info *pt_trace_get_info(const pt_trace *t) { return &t->info; }
 const char *pt_trace_format_name(const pt_trace *t) { return t->fmt ? t->fmt->name : "?"; }
 void *pt_trace_state(pt_trace *t) { return t->state; }
@@ -198,6 +181,7 @@ void pt_trace_close(pt_trace *t) {
   if (t->fmt && t->fmt->close) t->fmt->close(t);
   if (t->gz) gzclose(t->gz);
   ids_free(&t->ids);
+  pt_frames_free(&t->frames);
   free(t->name);
   free(t);
 }
@@ -377,6 +361,7 @@ typedef struct native_state {
   uint64_t records;    /* records returned so far */
   int ended;           /* the "end" line was read */
   int pending;         /* [ps, pe) is a line put back, to be returned next */
+  uint32_t at;         /* a +at line's stack, for the next record */
   const char *ps, *pe;
   int (*record)(const char *s, const char *e, pt_event *ev, pt_err *err); /* the file's version's parser */
 } native_state;
@@ -635,6 +620,78 @@ static int native_record_v1(const char *s, const char *e, pt_event *ev, pt_err *
   return 1;
 }
 
+/* One escaped text field (frames.h) of a +frame line, decoded in place into *f. */
+static int text_field(const char **p, const char *e, char **f, size_t *n, const char *what, pt_err *err) {
+  const char *q = skip_blank(*p, e), *start = q;
+  while (q < e && *q != ' ' && *q != '\t') q++;
+  if (q == start) return pt_err_set(err, PT_EFORMAT, "missing field %s", what);
+  *f = (char *)start; /* the line lives in the reader's own buffer */
+  long len = pt_frames_unescape(*f, (size_t)(q - start));
+  if (len < 0) return pt_err_set(err, PT_EFORMAT, "bad %%XX escape in field %s", what);
+  *n = (size_t)len;
+  *p = q;
+  return 0;
+}
+
+/*
+ * Extension lines (traces/FORMAT.md): `+frame FID LINE NAME FILE`,
+ * `+stack SID FID...` and `+at SID`, numbered in order from 1; any other
+ * tag is skipped, as the format's rule says.
+ */
+static int native_extension(pt_trace *t, native_state *st, const char *s, const char *e, pt_err *err) {
+  const char *p = s + 1, *k = p;
+  while (p < e && *p != ' ' && *p != '\t') p++;
+  size_t klen = (size_t)(p - k);
+  pt_frames *fr = &t->frames;
+  uint64_t id, v;
+  int rc;
+  if (klen == 5 && !memcmp(k, "frame", 5)) {
+    char *name, *file;
+    size_t nn, fn;
+    uint32_t got;
+    if ((rc = parse_u64(&p, e, "frame id", &id, err)) < 0 || (rc = parse_u64(&p, e, "line", &v, err)) < 0 ||
+        (rc = text_field(&p, e, &name, &nn, "name", err)) < 0 ||
+        (rc = text_field(&p, e, &file, &fn, "file", err)) < 0)
+      return rc;
+    if (!at_end(p, e)) return pt_err_set(err, PT_EFORMAT, "extra fields after +frame");
+    if (id != fr->nframes + 1)
+      return pt_err_set(err, PT_EFORMAT, "+frame %llu out of order (expected %zu)", (unsigned long long)id,
+                        fr->nframes + 1);
+    if (v > UINT32_MAX) return pt_err_set(err, PT_EFORMAT, "line number out of range");
+    if (pt_frames_intern_frame(fr, file, fn, name, nn, (uint32_t)v, &got) < 0)
+      return pt_err_set(err, PT_ENOMEM, "out of memory");
+    if (got != id) return pt_err_set(err, PT_EFORMAT, "+frame %llu repeats frame %u", (unsigned long long)id, got);
+    return 0;
+  }
+  if (klen == 5 && !memcmp(k, "stack", 5)) {
+    uint32_t fids[256], got;
+    size_t n = 0;
+    if ((rc = parse_u64(&p, e, "stack id", &id, err)) < 0) return rc;
+    while (!at_end(p, e)) {
+      if ((rc = parse_u64(&p, e, "frame id", &v, err)) < 0) return rc;
+      if (!v || v > fr->nframes) return pt_err_set(err, PT_EFORMAT, "+stack names frame %llu, not defined", (unsigned long long)v);
+      if (n == sizeof fids / sizeof fids[0]) return pt_err_set(err, PT_ELIMIT, "+stack of more than 256 frames");
+      fids[n++] = (uint32_t)v;
+    }
+    if (!n) return pt_err_set(err, PT_EFORMAT, "+stack without frames");
+    if (id != fr->nstacks + 1)
+      return pt_err_set(err, PT_EFORMAT, "+stack %llu out of order (expected %zu)", (unsigned long long)id,
+                        fr->nstacks + 1);
+    if (pt_frames_intern_stack(fr, fids, n, &got) < 0) return pt_err_set(err, PT_ENOMEM, "out of memory");
+    if (got != id) return pt_err_set(err, PT_EFORMAT, "+stack %llu repeats stack %u", (unsigned long long)id, got);
+    return 0;
+  }
+  if (klen == 2 && !memcmp(k, "at", 2)) {
+    if ((rc = parse_u64(&p, e, "stack id", &id, err)) < 0) return rc;
+    if (!at_end(p, e)) return pt_err_set(err, PT_EFORMAT, "extra fields after +at");
+    if (!id || id > fr->nstacks) return pt_err_set(err, PT_EFORMAT, "+at names stack %llu, not defined", (unsigned long long)id);
+    if (st->at) return pt_err_set(err, PT_EFORMAT, "two +at lines for one record");
+    st->at = (uint32_t)id;
+    return 0;
+  }
+  return 0; /* a tag this build does not know */
+}
+
 static int native_next(pt_trace *t, pt_event *ev, pt_err *err) {
   native_state *st = pt_trace_state(t);
   const char *s, *e;
@@ -650,6 +707,7 @@ static int native_next(pt_trace *t, pt_event *ev, pt_err *err) {
       uint64_t n;
       if (parse_u64(&p, e, "count", &n, err) < 0 || !at_end(p, e))
         return pt_err_set(err, PT_EFORMAT, "line %llu: bad end line", (unsigned long long)st->line);
+      if (st->at) return pt_err_set(err, PT_EFORMAT, "line %llu: +at before the end line", (unsigned long long)st->line);
       if (n != st->records)
         return pt_err_set(err, PT_EFORMAT, "line %llu: end line says %llu records, file has %llu",
                           (unsigned long long)st->line, (unsigned long long)n,
@@ -660,9 +718,20 @@ static int native_next(pt_trace *t, pt_event *ev, pt_err *err) {
     if (*s == '@')
       return pt_err_set(err, PT_EFORMAT, "line %llu: header field after the first record",
                         (unsigned long long)st->line);
-    if (*s == '+') continue; /* an extension line: no version this build reads defines one */
+    if (*s == '+') { /* an extension line: frames are read, other tags skipped */
+      if ((rc = native_extension(t, st, s, e, err)) < 0)
+        return pt_err_prefix(err, rc, "line %llu", (unsigned long long)st->line);
+      continue;
+    }
     rc = st->record(s, e, ev, err);
     if (rc < 0) return pt_err_prefix(err, rc, "line %llu", (unsigned long long)st->line);
+    if (st->at) {
+      if (ev->kind != PT_EV_ALLOC && ev->kind != PT_EV_INIT_ALLOC)
+        return pt_err_set(err, PT_EFORMAT, "line %llu: +at before a '%c' record, not an allocation",
+                          (unsigned long long)st->line, ev->kind);
+      ev->stack = st->at;
+      st->at = 0;
+    }
     st->records++;
     return 1;
   }
@@ -695,6 +764,11 @@ struct pt_trace_writer {
   gzFile gz;
   char *path, *tmp;
   uint64_t records;
+  /* frames: the source table, and the id each source frame / stack was written as (0: not yet) */
+  const pt_frames *frames;
+  uint32_t *frame_out, *stack_out;
+  size_t frame_cap, stack_cap; /* source ids they cover */
+  uint32_t nframes_out, nstacks_out;
   size_t len;
   char buf[WBUF];
 };
@@ -806,7 +880,81 @@ int pt_trace_writer_open(const char *path, const pt_trace_info *info, pt_err *er
   return 0;
 }
 
+void pt_trace_writer_set_frames(pt_trace_writer *w, const pt_frames *f) { w->frames = f; }
+
+/* Room for n more bytes in the buffer. */
+static int wroom(pt_trace_writer *w, size_t n, pt_err *err) {
+  return w->len + n > WBUF ? wflush(w, err) : 0;
+}
+
+/* Grow *out (ids by source id, 0: not written) to cover source ids up to n: a reader's table
+   grows as it reads. */
+static int out_ids(uint32_t **out, size_t *cap, size_t n) {
+  if (n < *cap) return 0;
+  uint32_t *o = realloc(*out, (n + 1) * sizeof *o);
+  if (!o) return PT_ENOMEM;
+  memset(o + *cap, 0, (n + 1 - *cap) * sizeof *o);
+  *out = o;
+  *cap = n + 1;
+  return 0;
+}
+
+/* The lines ev's stack needs (its frames and itself, the first time) and its +at line.  Ids
+   are renumbered in the order written, so a file's ids count from 1 whatever the source's were. */
+static int wstack(pt_trace_writer *w, uint32_t sid, pt_err *err) {
+  const pt_frames *f = w->frames;
+  const uint32_t *fids;
+  size_t n = pt_frames_stack(f, sid, &fids);
+  if (!n) return pt_err_set(err, PT_EFORMAT, "%s: stack %u unknown", w->path, sid);
+  if (out_ids(&w->stack_out, &w->stack_cap, f->nstacks) < 0 || out_ids(&w->frame_out, &w->frame_cap, f->nframes) < 0)
+    return pt_err_set(err, PT_ENOMEM, "%s: out of memory", w->path);
+  if (!w->stack_out[sid]) {
+    for (size_t i = 0; i < n; i++) {
+      if (w->frame_out[fids[i]]) continue;
+      const pt_frame *fr = pt_frames_frame(f, fids[i]);
+      size_t fl = strlen(fr->file), nl = strlen(fr->name);
+      if (3 * (fl + nl) + 64 > PT_TRACE_MAX_LINE) return pt_err_set(err, PT_ELIMIT, "%s: frame text too long", w->path);
+      if (wroom(w, 3 * (fl + nl) + 64, err) < 0) return PT_EIO;
+      char *p = w->buf + w->len;
+      memcpy(p, "+frame ", 7);
+      p = put_u64(p + 7, ++w->nframes_out);
+      *p++ = ' ';
+      p = put_u64(p, fr->line);
+      *p++ = ' ';
+      p += pt_frames_escape(fr->name, nl, p);
+      *p++ = ' ';
+      p += pt_frames_escape(fr->file, fl, p);
+      *p++ = '\n';
+      w->len = (size_t)(p - w->buf);
+      w->frame_out[fids[i]] = w->nframes_out;
+    }
+    if (n > 256) return pt_err_set(err, PT_ELIMIT, "%s: a stack of more than 256 frames", w->path);
+    if (wroom(w, 32 + 12 * n, err) < 0) return PT_EIO;
+    char *p = w->buf + w->len;
+    memcpy(p, "+stack ", 7);
+    p = put_u64(p + 7, ++w->nstacks_out);
+    for (size_t i = 0; i < n; i++) {
+      *p++ = ' ';
+      p = put_u64(p, w->frame_out[fids[i]]);
+    }
+    *p++ = '\n';
+    w->len = (size_t)(p - w->buf);
+    w->stack_out[sid] = w->nstacks_out;
+  }
+  if (wroom(w, 32, err) < 0) return PT_EIO;
+  char *p = w->buf + w->len;
+  memcpy(p, "+at ", 4);
+  p = put_u64(p + 4, w->stack_out[sid]);
+  *p++ = '\n';
+  w->len = (size_t)(p - w->buf);
+  return 0;
+}
+
 int pt_trace_writer_put(pt_trace_writer *w, const pt_event *ev, pt_err *err) {
+  int src;
+  if (ev->stack && w->frames && (ev->kind == PT_EV_ALLOC || ev->kind == PT_EV_INIT_ALLOC) &&
+      (src = wstack(w, ev->stack, err)) < 0)
+    return src;
   if (w->len + 160 > WBUF && wflush(w, err) < 0) return PT_EIO;
   char *p = w->buf + w->len;
   *p++ = (char)ev->kind;
@@ -872,6 +1020,8 @@ int pt_trace_writer_commit(pt_trace_writer *w, pt_err *err) {
     pt_trace_writer_abort(w);
     return rc;
   }
+  free(w->frame_out);
+  free(w->stack_out);
   free(w->tmp);
   free(w->path);
   free(w);
@@ -882,6 +1032,8 @@ void pt_trace_writer_abort(pt_trace_writer *w) {
   if (!w) return;
   if (w->gz) gzclose(w->gz);
   unlink(w->tmp);
+  free(w->frame_out);
+  free(w->stack_out);
   free(w->tmp);
   free(w->path);
   free(w);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "frames.h"
 
 /*
  * The versioning rule (traces/FORMAT.md, "Versions"; the store follows the
@@ -63,6 +64,7 @@ typedef struct pt_event {
   int64_t time_us;  /* capture time, microseconds */
   uint8_t kind;     /* pt_ev_kind */
   uint8_t flags;    /* PT_SEGF_* / PT_EVF_* */
+  uint32_t stack;   /* ALLOC, INIT_ALLOC: where it was allocated (pt_trace_frames); 0 unknown */
 } pt_event;
 
 /* What the header says about a trace. */
@@ -76,6 +78,7 @@ typedef struct pt_trace_info {
 
 typedef struct pt_trace_opts {
   int device;            /* snapshot device to read; -1: the only one with events */
+  int strip_frames;      /* keep no stack frames (pt_event.stack stays 0) */
 } pt_trace_opts;
 
 typedef struct pt_trace pt_trace;
@@ -104,6 +107,10 @@ int pt_trace_open_mem(const void *buf, size_t len, const char *name,
                       const pt_trace_opts *opts, pt_err *err, pt_trace **out /* OUT */);
 int pt_trace_next(pt_trace *t, pt_event *ev /* OUT */, pt_err *err);
 const pt_trace_info *pt_trace_get_info(const pt_trace *t);
+/* The frames the records' stack ids name: complete once the last record is read. */
+const pt_frames *pt_trace_frames(const pt_trace *t);
+/* Move the frames to *out (the reader keeps none). */
+void pt_trace_take_frames(pt_trace *t, pt_frames *out /* OUT */);
 const char *pt_trace_format_name(const pt_trace *t);
 void pt_trace_close(pt_trace *t);
 
@@ -118,10 +125,10 @@ void pt_trace_track_reserved(const pt_event *ev, uint64_t *reserved);
 
 /* Read up to n bytes of the (decompressed) input; returns bytes read or <0. */
 long pt_trace_read(pt_trace *t, void *buf, size_t n, pt_err *err);
-/* Read the whole remaining input into one malloc'd buffer (limit: max bytes). */
-int pt_trace_slurp(pt_trace *t, size_t max, pt_err *err, uint8_t **buf /* OUT */,
-                   size_t *len /* OUT */);
+/* Start the input again from its first byte (a pipe cannot: PT_EIO, and the input reads on). */
+int pt_trace_rewind(pt_trace *t, pt_err *err);
 pt_trace_info *pt_trace_info_mut(pt_trace *t);
+pt_frames *pt_trace_frames_mut(pt_trace *t);
 void *pt_trace_state(pt_trace *t);          /* format's private state */
 void pt_trace_set_state(pt_trace *t, void *state);
 
@@ -136,6 +143,8 @@ typedef struct pt_trace_writer pt_trace_writer;
  */
 int pt_trace_writer_open(const char *path, const pt_trace_info *info, pt_err *err,
                          pt_trace_writer **out /* OUT */);
+/* The table the events' stack ids name; without one (or with stack 0) no frames are written. */
+void pt_trace_writer_set_frames(pt_trace_writer *w, const pt_frames *f);
 int pt_trace_writer_put(pt_trace_writer *w, const pt_event *ev, pt_err *err);
 int pt_trace_writer_commit(pt_trace_writer *w, pt_err *err);  /* frees w */
 void pt_trace_writer_abort(pt_trace_writer *w);               /* frees w */

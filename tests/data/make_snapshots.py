@@ -92,9 +92,66 @@ def expandable_hole():
           entry("segment_unmap", X + 60 * MiB, 20 * MiB, 0, 4)]
     segs = [segment(X, 60 * MiB, [], expandable=True), segment(X + 80 * MiB, 40 * MiB, [], expandable=True)]
     return {"segments": segs, "device_traces": [tr], "allocator_settings": {"expandable_segments": True}}
+_frames = {}
+
+
+def frame(filename, line, name):
+    """One frame dict, shared by every entry that names it, as PyTorch's
+    symbolizer shares them (so the pickle refers back to it through the memo)."""
+    return _frames.setdefault((filename, line, name), {"filename": filename, "line": line, "name": name})
+
+
+def with_frames():
+    """A snapshot recorded with stack frames (context="all"): a 2 MiB weight
+    loaded first pins an otherwise free 20 MiB segment when a 19 MiB request
+    needs a second one; a 4 KiB buffer pins the small pool's 2 MiB segment.
+    At the peak (42 MiB reserved): 18 MiB free in the first segment (held by
+    the weight), 2 MiB - 4 KiB in the small one, 1 MiB inside the 19 MiB block."""
+    S1, S2, SM = 0x7f1000000000, 0x7f1002000000, 0x7f1004000000
+    main_f = frame("/home/user/project/train.py", 88, "<module>")
+    load = [frame("/home/user/project/model.py", 42, "load_weights"),
+            frame("/home/user/project/train.py", 12, "setup"), main_f]
+    fwd = [frame("/home/user/project/model.py", 97, "forward"),
+           frame("/home/user/project/train.py", 30, "step"), main_f]
+    big = [frame("/home/user/project/model.py", 120, "attention"),
+           frame("/home/user/project/model.py", 97, "forward"),
+           frame("/home/user/project/train.py", 30, "step"), main_f]
+    small = [frame("/home/user/project/data.py", 7, "collate"),
+             frame("/home/user/project/train.py", 28, "step"), main_f]
+
+    def e(action, addr, size, t, frames):
+        d = entry(action, addr, size, 0, t)
+        d["frames"] = list(frames)
+        return d
+    tr = [
+        e("segment_alloc", S1, 20 * MiB, 1, load),
+        e("alloc", S1, 2 * MiB, 2, load),
+        e("alloc", S1 + 2 * MiB, 16 * MiB, 3, fwd),
+        e("free_requested", S1 + 2 * MiB, 16 * MiB, 4, fwd),
+        e("free_completed", S1 + 2 * MiB, 16 * MiB, 4, fwd),
+        e("segment_alloc", SM, 2 * MiB, 5, small),
+        e("alloc", SM, 4096, 6, small),
+        e("segment_alloc", S2, 20 * MiB, 7, big),
+        e("alloc", S2, 19 * MiB, 8, big),
+        e("free_requested", S2, 19 * MiB, 9, big),
+        e("free_completed", S2, 19 * MiB, 9, big),
+    ]
+    segs = [segment(S1, 20 * MiB, [block(S1, 2 * MiB, 2 * MiB, "active_allocated"),
+                                   block(S1 + 2 * MiB, 18 * MiB, 0, "inactive")]),
+            segment(SM, 2 * MiB, [block(SM, 4096, 4096, "active_allocated"),
+                                  block(SM + 4096, 2 * MiB - 4096, 0, "inactive")], kind="small"),
+            segment(S2, 20 * MiB, [block(S2, 20 * MiB, 0, "inactive")])]
+    for sg in segs:
+        for b in sg["blocks"]:
+            b["frames"] = list(load if b["address"] == S1 and b["state"] != "inactive" else
+                               small if b["address"] == SM and b["state"] != "inactive" else [])
+    return {"segments": segs, "device_traces": [tr],
+            "allocator_settings": {"expandable_segments": False}}
 
 
 def main():
+    with open("frames.pickle", "wb") as f:
+        pickle.dump(with_frames(), f, protocol=4)
     with open("synthetic_snapshot.pickle", "wb") as f:
         pickle.dump(synthetic(), f, protocol=4)
     with gzip.GzipFile("synthetic_snapshot.pickle.gz", "wb", mtime=0) as f:
