@@ -529,17 +529,19 @@ static void test_views(void) {
        B (200, 300)  smallest                 -> best memory, on the front
        C (150, 350)  neither beats it         -> on the front
        D (250, 350)  B is faster and smaller  -> dominated
+       E (50, 100)   ran out of memory        -> in neither view (schema 3), though it beats them all
      and on a second trace one run without GPU figures: best memory only, no front. */
-  struct { const char *params; double us; uint64_t peak; } v[] = {
-    {"{\"r\":\"A\"}", 100, 400}, {"{\"r\":\"B\"}", 200, 300}, {"{\"r\":\"C\"}", 150, 350},
-    {"{\"r\":\"D\"}", 250, 350}};
-  int64_t ids[4];
+  struct { const char *params; double us; uint64_t peak; uint64_t ooms; } v[] = {
+    {"{\"r\":\"A\"}", 100, 400, 0}, {"{\"r\":\"B\"}", 200, 300, 0}, {"{\"r\":\"C\"}", 150, 350, 0},
+    {"{\"r\":\"D\"}", 250, 350, 0}, {"{\"r\":\"E\"}", 50, 100, 1}};
+  int64_t ids[5];
   pt_err err;
-  for (int i = 0; i < 4; i++) {
+  for (int i = 0; i < 5; i++) {
     pt_sim_result r;
     fill_result(&r, 1, NULL, 0);
     r.predicted_alloc_us = v[i].us;
     r.peak_reserved_bytes = v[i].peak;
+    r.ooms = v[i].ooms;
     pt_store_run_key k = {t, p, v[i].params, 0, "h200", "0.1.0"};
     CU_ASSERT_EQUAL_FATAL(pt_store_put_run(s, &k, NULL, &r, &err, &ids[i]), 0);
   }
@@ -547,6 +549,7 @@ static void test_views(void) {
   fill_result(&r, 1, NULL, 0);
   r.has_gpu = 0;
   r.peak_reserved_bytes = 5;
+  r.ooms = 0;
   pt_store_run_key k = {t2, p, NULL, 0, NULL, "0.1.0"};
   int64_t nogpu;
   CU_ASSERT_EQUAL_FATAL(pt_store_put_run(s, &k, NULL, &r, &err, &nogpu), 0);
@@ -566,7 +569,7 @@ static void test_views(void) {
   snprintf(sql, sizeof sql, "SELECT count(*) FROM pareto WHERE run_id IN (%lld, %lld, %lld)", (long long)ids[0],
            (long long)ids[1], (long long)ids[2]);
   CU_ASSERT_EQUAL(raw_int(path, sql), 3);
-  CU_ASSERT_EQUAL(raw_int(path, "SELECT count(*) FROM run_summary"), 5);
+  CU_ASSERT_EQUAL(raw_int(path, "SELECT count(*) FROM run_summary"), 6);
   snprintf(sql, sizeof sql, "SELECT driver_calls FROM run_summary WHERE run_id = %lld", (long long)ids[0]);
   long long calls = 0;
   for (int i = 0; i < PT_DRV_NCALLS; i++) calls += (long long)r.driver_calls[i];

@@ -208,6 +208,37 @@ static const char pt_store_schema_v2[] =
   ") WITHOUT ROWID;\n";
 
 /*
+ * Schema version 3: best_per_trace and pareto leave out runs that ran out of
+ * memory (ooms > 0).  Such a run's peak is what the model held before the
+ * request it could not serve, so it looks small without being a setting
+ * anyone can use; best, report and export already passed them over.
+ * Views hold no rows, so dropping and recreating them loses nothing.
+ */
+static const char pt_store_schema_v3[] =
+  "DROP VIEW best_per_trace;\n"
+  "DROP VIEW pareto;\n"
+  "CREATE VIEW best_per_trace AS\n"
+  "  SELECT objective, trace_id, trace, run_id, policy, params_json, capacity, gpu,\n"
+  "    peak_reserved_bytes, predicted_alloc_us\n"
+  "  FROM (SELECT 'memory' AS objective, *, row_number() OVER (PARTITION BY trace_id\n"
+  "          ORDER BY peak_reserved_bytes, predicted_alloc_us IS NULL, predicted_alloc_us, run_id) AS place\n"
+  "        FROM run_summary WHERE ooms = 0\n"
+  "        UNION ALL\n"
+  "        SELECT 'time' AS objective, *, row_number() OVER (PARTITION BY trace_id\n"
+  "          ORDER BY predicted_alloc_us, peak_reserved_bytes, run_id) AS place\n"
+  "        FROM run_summary WHERE predicted_alloc_us IS NOT NULL AND ooms = 0)\n"
+  "  WHERE place = 1;\n"
+  "CREATE VIEW pareto AS\n"
+  "  SELECT a.* FROM run_summary a\n"
+  "  WHERE a.predicted_alloc_us IS NOT NULL AND a.ooms = 0 AND NOT EXISTS (\n"
+  "    SELECT 1 FROM runs rb JOIN results b ON b.run_id = rb.id\n"
+  "    WHERE rb.trace_id = a.trace_id AND b.predicted_alloc_us IS NOT NULL AND b.ooms = 0\n"
+  "      AND b.predicted_alloc_us <= a.predicted_alloc_us\n"
+  "      AND b.peak_reserved_bytes <= a.peak_reserved_bytes\n"
+  "      AND (b.predicted_alloc_us < a.predicted_alloc_us\n"
+  "           OR b.peak_reserved_bytes < a.peak_reserved_bytes));\n";
+
+/*
  * Migration steps, the store's readers of older versions (the rule is above
  * PT_STORE_SCHEMA_VERSION in store.h): step i takes user_version i to i + 1.
  * The steps from the version found run in one transaction with the
@@ -219,6 +250,7 @@ static const char pt_store_schema_v2[] =
 static const char *const pt_store_migrations[] = {
   pt_store_schema_v1,   /* 0 -> 1 */
   pt_store_schema_v2,   /* 1 -> 2 */
+  pt_store_schema_v3,   /* 2 -> 3 */
 };
 _Static_assert(sizeof pt_store_migrations / sizeof pt_store_migrations[0] == PT_STORE_SCHEMA_VERSION,
                "one migration step per schema version");

@@ -54,7 +54,7 @@
  * PT_STORE_READ_VERSION on as it is, without migrating it: the steps since
  * only added tables, and a read of a table the file lacks finds nothing.
  */
-#define PT_STORE_SCHEMA_VERSION 2       /* PRAGMA user_version this build writes */
+#define PT_STORE_SCHEMA_VERSION 3       /* PRAGMA user_version this build writes */
 #define PT_STORE_READ_VERSION 1         /* the oldest version a read-only open reads as it is */
 #define PT_STORE_APPLICATION_ID 1347699778 /* PRAGMA application_id: 0x50544442, "PTDB" */
 
