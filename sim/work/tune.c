@@ -215,6 +215,82 @@ static void grid(search *s, int i, const pt_tune_opts *o, gsl_rng *rng) {
   }
 }
 
+/* The points the search opens with (pt_tune_prefetch), at most max, into pts; their count. */
+typedef struct openings {
+  pt_params *pts;
+  int n, max;
+} openings;
+
+static void open_add(const search *s, openings *op) {
+  for (int i = 0; i < op->n; i++)
+    if (same_point(&op->pts[i], &s->point)) return;
+  if (op->n < op->max) op->pts[op->n++] = s->point;
+}
+
+static void open_at(search *s, const double *x, openings *op) {
+  for (int k = 0; k < s->ncont; k++) {
+    const pt_tune_param *p = &s->params[s->cont[k]];
+    pt_params_set(&s->point, p->name, from_space(p, x[k]));
+  }
+  open_add(s, op);
+}
+
+/* grid()'s walk without evaluating: each start (drawn from rng as grid draws them), and the
+   vertices gsl_multimin_fminimizer_set evaluates first (x0, then x0 plus each step). */
+static void open_grid(search *s, int i, const pt_tune_opts *o, gsl_rng *rng, openings *op) {
+  if (op->n >= op->max) return;
+  if (i == s->nparams) {
+    if (!s->ncont) {
+      open_add(s, op);
+      return;
+    }
+    for (int start = 0; start < o->starts && op->n < op->max; start++) {
+      double x0[PT_MAX_PARAMS], x[PT_MAX_PARAMS];
+      for (int k = 0; k < s->ncont; k++) {
+        const pt_tune_param *p = &s->params[s->cont[k]];
+        double lo = to_space(p, p->lo), hi = to_space(p, p->hi);
+        x0[k] = start == 0 ? to_space(p, p->dflt) : lo + (hi - lo) * gsl_rng_uniform(rng);
+        if (!isfinite(x0[k])) x0[k] = (lo + hi) / 2;
+      }
+      open_at(s, x0, op);
+      for (int k = 0; k < s->ncont; k++) {
+        const pt_tune_param *p = &s->params[s->cont[k]];
+        memcpy(x, x0, sizeof x0);
+        x[k] += (to_space(p, p->hi) - to_space(p, p->lo)) / 4;
+        open_at(s, x, op);
+      }
+    }
+    return;
+  }
+  const pt_tune_param *p = &s->params[i];
+  if (p->nchoices <= 0) {
+    open_grid(s, i + 1, o, rng, op);
+    return;
+  }
+  for (int c = 0; c < p->nchoices; c++) {
+    pt_params_set(&s->point, p->name, p->choices[c]);
+    open_grid(s, i + 1, o, rng, op);
+  }
+}
+
+/* Hand the opening points to o->prefetch; s->point is as it was after. */
+static int prefetch(search *s, const pt_tune_opts *o) {
+  openings op = {calloc((size_t)o->budget, sizeof(pt_params)), 0, o->budget};
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  pt_params at = s->point;
+  int rc = 0;
+  if (!op.pts || !rng) rc = pt_err_set(s->err, PT_ENOMEM, "out of memory");
+  if (rc == 0) {
+    gsl_rng_set(rng, o->seed);
+    open_grid(s, 0, o, rng, &op);
+    rc = o->prefetch(s->ctx, op.pts, op.n, s->err);
+  }
+  s->point = at;
+  if (rng) gsl_rng_free(rng);
+  free(op.pts);
+  return rc;
+}
+
 int pt_tune(const pt_tune_param *params, int nparams, const pt_tune_opts *opts, pt_tune_eval eval, void *ctx,
             pt_err *err, pt_tune_result *out) {
   memset(out, 0, sizeof *out);
@@ -224,6 +300,7 @@ int pt_tune(const pt_tune_param *params, int nparams, const pt_tune_opts *opts, 
     if (opts->budget > 0) o.budget = opts->budget;
     if (opts->starts > 0) o.starts = opts->starts;
     o.seed = opts->seed;
+    o.prefetch = opts->prefetch;
   }
   if (nparams > PT_MAX_PARAMS) return pt_err_set(err, PT_ELIMIT, "too many parameters (%d)", nparams);
   search *s = calloc(1, sizeof *s); /* large (the memo), so on the heap */
@@ -254,6 +331,7 @@ int pt_tune(const pt_tune_param *params, int nparams, const pt_tune_opts *opts, 
   }
   gsl_rng *rng = rc == 0 ? gsl_rng_alloc(gsl_rng_mt19937) : NULL;
   if (rc == 0 && !rng) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
+  if (rc == 0 && o.prefetch) rc = prefetch(s, &o);
   if (rc == 0) {
     gsl_rng_set(rng, o.seed);
     grid(s, 0, &o, rng);

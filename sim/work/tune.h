@@ -35,10 +35,21 @@ typedef struct pt_tune_param {
 /* Evaluate one point: 0 with *value (lower is better), or a negative PT_E* (stops the search). */
 typedef int (*pt_tune_eval)(void *ctx, const pt_params *point, double *value, pt_err *err);
 
+/*
+ * Told, before the search, the points it opens with (at each grid point, in
+ * order: every start and its first simplex; with nothing continuous, the grid
+ * point itself), as many as the budget, in the order the search would reach
+ * them; it may evaluate them side by side (tune -j N).  The search then asks
+ * eval for every point as it would without it, so what it spends its budget
+ * on, and its result, do not depend on what prefetch did.
+ */
+typedef int (*pt_tune_prefetch)(void *ctx, const pt_params *points, int n, pt_err *err);
+
 typedef struct pt_tune_opts {
   int budget;                /* most evaluations in all (default 60) */
   int starts;                /* Nelder–Mead starts per grid point (default 3) */
   unsigned long seed;        /* for the random starts */
+  pt_tune_prefetch prefetch; /* NULL: none */
 } pt_tune_opts;
 
 typedef struct pt_tune_result {
