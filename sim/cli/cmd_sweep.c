@@ -317,5 +317,5 @@ int pt_cmd_sweep(void *args, char **pos, int npos, pt_err *err) {
     if (pt_farm_launched(l, &f, &e) == 0) pt_farm_stop(&f), pt_farm_free(&f);
     return rc;
   }
-  return sweep_main(a, NULL, err);
+  return rc < 0 ? rc : sweep_main(a, NULL, err);
 }

@@ -357,5 +357,5 @@ int pt_cmd_tune(void *args, char **pos, int npos, pt_err *err) {
     if (pt_farm_launched(l, &f, &e) == 0) pt_farm_stop(&f), pt_farm_free(&f);
     return rc;
   }
-  return tune_main(a, NULL, err);
+  return rc < 0 ? rc : tune_main(a, NULL, err);
 }

@@ -36,9 +36,9 @@ int pt_farm_check_env(const char *prog, pt_err *err) {
     const char *v = getenv(vars[i]);
     if (v && atol(v) > 1)
       return pt_err_set(err, PT_EUSAGE,
-                        "%s: started by an MPI launcher as one of %ld processes (%s), but %s does not use MPI: "
+                        "started by an MPI launcher as one of %ld processes (%s), but %s does not use MPI: "
                         "each would run the whole command alone; run pagetune-mpi under the launcher%s",
-                        prog, atol(v), vars[i], prog,
+                        atol(v), vars[i], prog,
 #ifdef HAVE_MPI
                         ""
 #else
