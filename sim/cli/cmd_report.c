@@ -51,6 +51,28 @@ static void rename_trace(pt_store_run *r) {
   memcpy(r->trace, named, sizeof named);
 }
 
+static int by_name_hash(const void *x, const void *y) {
+  const pt_store_run *a = *(const pt_store_run *const *)x, *b = *(const pt_store_run *const *)y;
+  int c = strcmp(a->trace, b->trace);
+  return c ? c : strcmp(a->trace_hash, b->trace_hash);
+}
+
+/* Every run whose trace name another stored trace has too, renamed (rename_trace); sorted, so a store of 10^5 runs
+   takes n log n, not n^2. */
+static int rename_clashes(pt_store_run *rows, size_t n, pt_err *err) {
+  pt_store_run **p = malloc((n ? n : 1) * sizeof *p);
+  if (!p) return pt_err_set(err, PT_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) p[i] = &rows[i];
+  qsort(p, n, sizeof *p, by_name_hash);
+  for (size_t i = 0, e; i < n; i = e) {
+    for (e = i + 1; e < n && !strcmp(p[e]->trace, p[i]->trace);) e++;
+    if (strcmp(p[i]->trace_hash, p[e - 1]->trace_hash)) /* sorted by hash within the name: two hashes */
+      for (size_t j = i; j < e; j++) rename_trace(p[j]);
+  }
+  free(p);
+  return 0;
+}
+
 int pt_cmd_report(void *args, char **pos, int npos, pt_err *err) {
   const pt_wb_args *a = args;
   if (a->ntraces > 1) return pt_cli_usage(err, "takes at most one --trace");
@@ -70,14 +92,7 @@ int pt_cmd_report(void *args, char **pos, int npos, pt_err *err) {
     rc = pt_err_set(err, PT_ENOTFOUND, "%s: no run of trace '%s' stored", a->db, a->traces[0]);
   if (rc == 0) rc = pt_store_confirmations(db, trace, err, &cs, &nc);
   /* two traces stored under one name are two traces: each such name gets its content-hash prefix */
-  char *clash = rc == 0 ? calloc(n ? n : 1, 1) : NULL;
-  if (rc == 0 && !clash) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
-  for (size_t i = 0; rc == 0 && i < n; i++)
-    for (size_t j = 0; j < n && !clash[i]; j++)
-      clash[i] = !strcmp(rows[j].trace, rows[i].trace) && strcmp(rows[j].trace_hash, rows[i].trace_hash);
-  for (size_t i = 0; rc == 0 && i < n; i++)
-    if (clash[i]) rename_trace(&rows[i]);
-  free(clash);
+  if (rc == 0) rc = rename_clashes(rows, n, err);
   if (rc == 0 && !(rc_ = calloc(nc ? nc : 1, sizeof *rc_))) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
   for (size_t i = 0; rc == 0 && i < nc; i++) {
     const pt_store_confirmation *c = &cs[i];
@@ -89,11 +104,15 @@ int pt_cmd_report(void *args, char **pos, int npos, pt_err *err) {
   pt_report_run *rr = rc == 0 ? calloc(n ? n : 1, sizeof *rr) : NULL;
   pt_sim_point **tl = rc == 0 ? calloc(n ? n : 1, sizeof *tl) : NULL;
   if (rc == 0 && (!rr || !tl)) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
-  for (size_t i = 0; rc == 0 && i < n; i++) {
-    rr[i] = pt_wb_report_run(&rows[i]);
-    if (a->html) rc = pt_store_timeline(db, rows[i].id, err, &tl[i], &rr[i].ntimeline);
+  for (size_t i = 0; rc == 0 && i < n; i++) rr[i] = pt_wb_report_run(&rows[i]);
+  char *shown = rc == 0 && a->html ? malloc(n ? n : 1) : NULL; /* the runs whose timelines the page draws */
+  if (rc == 0 && a->html && (!shown || pt_report_html_shown(rr, n, shown) < 0))
+    rc = pt_err_set(err, PT_ENOMEM, "out of memory");
+  for (size_t i = 0; rc == 0 && a->html && i < n; i++) {
+    if (shown[i]) rc = pt_store_timeline(db, rows[i].id, err, &tl[i], &rr[i].ntimeline);
     rr[i].timeline = tl[i];
   }
+  free(shown);
   pt_store_close(db);
   if (rc == 0) rc = a->json ? pt_report_json(stdout, rr, n, rc_, nc, err) : pt_report_text(stdout, rr, n, rc_, nc, err);
   if (rc == 0 && a->html) rc = write_html(a->html, rr, n, rc_, nc, err);

@@ -23,6 +23,7 @@
 
 #include "json.h"
 #include "paramjson.h"
+#include "u64map.h"
 
 #define MIB 1048576.0
 #define GIB 1073741824.0
@@ -270,6 +271,36 @@ static int prepare(const pt_report_run *runs, size_t n, int **front, groups *g, 
     return pt_err_set(err, rc, "report: %s", rc == PT_EUSAGE ? "no runs array" : "out of memory");
   }
   return 0;
+}
+
+/* The runs of group p[0..m) the page shows (sorts p by peak reserved): all of a small group; of a larger one the
+   PT_REPORT_HTML_RUNS least peak reserved, and as many of its front. */
+static void shown_of(const pt_report_run *runs, const pt_report_run **p, size_t m, const int *front, char *shown) {
+  qsort(p, m, sizeof *p, cmp_reserved);
+  size_t on = 0;
+  for (size_t j = 0; j < m; j++) {
+    int f = front[p[j] - runs];
+    shown[p[j] - runs] = m <= PT_REPORT_HTML_RUNS || j < PT_REPORT_HTML_RUNS || (f && on < PT_REPORT_HTML_RUNS);
+    on += f;
+  }
+}
+
+int pt_report_html_shown(const pt_report_run *runs, size_t n, char *shown) {
+  int *front = NULL;
+  groups g = {0};
+  pt_err err;
+  if (n && prepare(runs, n, &front, &g, &err) < 0) return PT_ENOMEM;
+  int rc = 0;
+  for (size_t k = 0; k < g.ng && rc == 0; k++) {
+    size_t m;
+    const pt_report_run **p = group_runs(runs, &g, k, &m);
+    if (p) shown_of(runs, p, m, front, shown);
+    else rc = PT_ENOMEM;
+    free(p);
+  }
+  free(front);
+  groups_free(&g);
+  return rc;
 }
 
 /* ---- text ----------------------------------------------------------------------- */
@@ -1018,7 +1049,8 @@ static int pareto_svg(FILE *f, const pt_report_run *runs, const pt_report_run **
     double t = p[j]->predicted_alloc_us / 1000;
     cx[j] = isfinite(t) ? ax_map(&x, t) : sx + 4;
     cy[j] = ax_map(&y, (double)p[j]->peak_reserved_bytes / unit);
-    taken[nt++] = (box){cx[j] - 6, cy[j] - 6, cx[j] + 6, cy[j] + 6};
+    if (m <= PT_REPORT_HTML_RUNS || front[p[j] - runs]) /* a large cloud: labels keep off the front's points only */
+      taken[nt++] = (box){cx[j] - 6, cy[j] - 6, cx[j] + 6, cy[j] + 6};
   }
   for (size_t j = 0; j + 1 < ns; j++) { /* labels keep off the staircase too */
     double x0 = ax_map(&x, stair[j]->predicted_alloc_us / 1000), x1 = ax_map(&x, stair[j + 1]->predicted_alloc_us / 1000);
@@ -1027,20 +1059,32 @@ static int pareto_svg(FILE *f, const pt_report_run *runs, const pt_report_run **
     taken[nt++] = (box){x0, y0 - 2, x1, y0 + 2};
     taken[nt++] = (box){x1 - 2, y0 < y1 ? y0 : y1, x1 + 2, y0 < y1 ? y1 : y0};
   }
+  pt_u64map drawn = {0}; /* of a large cloud, one point of each kind a half pixel: the rest would draw over it */
   for (int pass = 0; pass < 2; pass++)
     for (size_t j = 0; j < m; j++) {
       int on = front[p[j] - runs];
       if (on != pass) continue;
+      if (m > PT_REPORT_HTML_RUNS) {
+        uint64_t at = (uint64_t)lround(cx[j] * 2) << 33 | (uint64_t)lround(cy[j] * 2) << 1 | (uint64_t)on;
+        if (pt_u64map_get(&drawn, at)) continue;
+        if (pt_u64map_put(&drawn, at, 1) < 0) {
+          pt_u64map_free(&drawn);
+          free(cx), free(taken), free(stair);
+          return PT_ENOMEM;
+        }
+      }
       fprintf(f, "<circle class=\"pt%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"%s\"><title>", on ? " on" : "", cx[j], cy[j],
               on ? "6" : "4.5");
       html_text(f, p[j]->policy, 0);
       fprintf(f, " #%" PRId64 "</title></circle>\n", p[j]->id);
     }
   box area = {4, PA_T - 2, PA_W - 4, PA_B + 2};
+  size_t labels = 0; /* of a large trace, the first PA_MAX_LABELS of its front (its runs can tie by the thousand) */
   for (int pass = 1; pass >= 0; pass--) /* front labels get the first pick of places */
     for (size_t j = 0; j < m; j++) {
       int on = front[p[j] - runs];
-      if (on != pass || (!on && m > PA_MAX_LABELS)) continue;
+      if (on != pass || (!on && m > PA_MAX_LABELS) || (m > PT_REPORT_HTML_RUNS && labels >= PA_MAX_LABELS)) continue;
+      labels++;
       const char *name = str_or(p[j]->policy, "");
       size_t len = utf8_len(name);
       if (len > 28) len = 28;
@@ -1057,6 +1101,7 @@ static int pareto_svg(FILE *f, const pt_report_run *runs, const pt_report_run **
       fprintf(f, "%s</text>\n", id);
     }
   fputs("</svg></figure>\n", f);
+  pt_u64map_free(&drawn);
   free(cx);
   free(taken);
   free(stair);
@@ -1186,7 +1231,7 @@ static void confirms_html(FILE *f, const char *trace, const pt_report_confirm *c
 }
 
 static int trace_html(FILE *f, const pt_report_run *runs, const pt_report_run **p, size_t m, const int *front,
-                      pt_sim_point *buf, const pt_report_confirm *confirms, size_t nconfirms) {
+                      char *shown, pt_sim_point *buf, const pt_report_confirm *confirms, size_t nconfirms) {
   /* headline facts: events, least memory, fastest predicted (among runs that did not run out of memory) */
   tl_scale s = {0};
   const pt_report_run *least = NULL, *fastest = NULL;
@@ -1235,14 +1280,31 @@ static int trace_html(FILE *f, const pt_report_run *runs, const pt_report_run **
   }
   fputs("</p>\n", f);
 
-  fputs("<h3>Reserved and allocated memory over the trace</h3>\n<div class=\"grid\">\n", f);
-  for (size_t j = 0; j < m; j++) timeline_svg(f, p[j], &s, buf);
+  const pt_report_run **q = malloc((m ? m : 1) * sizeof *q); /* the runs shown, by peak reserved */
+  if (!q) return PT_ENOMEM;
+  memcpy(q, p, m * sizeof *p);
+  shown_of(runs, q, m, front, shown);
+  size_t nq = 0;
+  for (size_t j = 0; j < m; j++)
+    if (shown[q[j] - runs]) q[nq++] = q[j];
+  fputs("<h3>Reserved and allocated memory over the trace</h3>\n", f);
+  if (nq < m)
+    fprintf(f, "<p class=\"facts\">The %zu runs of least peak reserved memory and the front: %zu of %zu runs "
+               "(all are on the plot below; <code>pagetune report --json</code> lists every one).</p>\n", nq, nq, m);
+  fputs("<div class=\"grid\">\n", f);
+  for (size_t j = 0; j < m; j++)
+    if (shown[p[j] - runs]) timeline_svg(f, p[j], &s, buf);
   fputs("</div>\n<h3>Predicted allocator time against peak reserved memory</h3>\n", f);
   int rc = pareto_svg(f, runs, p, m, front);
-  if (rc < 0) return rc;
+  if (rc < 0) {
+    free(q);
+    return rc;
+  }
   fputs("<h3>Runs, by peak reserved memory</h3>\n", f);
+  table_html(f, runs, q, nq, front);
+  if (nq < m) fprintf(f, "<p class=\"facts\">%zu more runs: <code>pagetune report --json</code>.</p>\n", m - nq);
+  free(q);
   qsort(p, m, sizeof *p, cmp_reserved);
-  table_html(f, runs, p, m, front);
   confirms_html(f, trace_of(p[0]), confirms, nconfirms);
   fputs("</section>\n", f);
   return 0;
@@ -1256,7 +1318,10 @@ int pt_report_html(FILE *f, const char *title, const pt_report_run *runs, size_t
   int rc = n ? prepare(runs, n, &front, &g, err) : 0;
   if (rc < 0) return rc;
   pt_sim_point *buf = malloc(PT_REPORT_MAX_POINTS * sizeof *buf);
-  if (!buf) {
+  char *shown = malloc(n ? n : 1);
+  if (!buf || !shown) {
+    free(buf);
+    free(shown);
     free(front);
     groups_free(&g);
     return pt_err_set(err, PT_ENOMEM, "report: out of memory");
@@ -1280,7 +1345,7 @@ int pt_report_html(FILE *f, const char *title, const pt_report_run *runs, size_t
       rc = PT_ENOMEM;
       break;
     }
-    rc = trace_html(f, runs, p, m, front, buf, confirms, nconfirms);
+    rc = trace_html(f, runs, p, m, front, shown, buf, confirms, nconfirms);
     free(p);
   }
   if (rc == 0) {
@@ -1296,6 +1361,7 @@ int pt_report_html(FILE *f, const char *title, const pt_report_run *runs, size_t
     pt_err_set(err, rc, "report: out of memory");
   }
   free(buf);
+  free(shown);
   free(front);
   groups_free(&g);
   return rc;

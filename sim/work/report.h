@@ -58,6 +58,7 @@ typedef struct pt_report_confirm {
 
 #define PT_REPORT_MAX_POINTS 600  /* a timeline is drawn with at most this many points */
 #define PT_REPORT_COLUMNS 100     /* the text table fits this many columns */
+#define PT_REPORT_HTML_RUNS 100   /* past this many runs of a trace, the page's timelines and table are a selection */
 
 /*
  * The Pareto front of each trace (runs grouped by trace name): on_front[i] = 1
@@ -85,12 +86,22 @@ int pt_report_text(FILE *f, const pt_report_run *runs, size_t n, const pt_report
 
 /*
  * One HTML page titled title (NULL: "pagetune report"): per trace a section
- * with an <svg class="timeline" data-run="ID"> for every run (runs without a
+ * with an <svg class="timeline" data-run="ID"> for every run shown
+ * (pt_report_html_shown; a note says how many are not) (runs without a
  * timeline get an empty frame that says so), one <svg class="pareto">, and
  * the table of runs, and the trace's confirmations as a table.  Timelines are drawn on scales shared by the trace's
  * runs, downsampled to PT_REPORT_MAX_POINTS keeping each bucket's maxima.
  * 0, or PT_ENOMEM, or PT_EIO (a write to f failed) with err saying so.
  */
+/*
+ * Which runs the page draws a timeline and a table row for (shown[i] 1): every
+ * run of a trace of at most PT_REPORT_HTML_RUNS runs; of a larger trace the
+ * PT_REPORT_HTML_RUNS of least peak reserved and up to as many on its Pareto
+ * front (the plot has every run).  So a store of 10^5 runs makes a page of a
+ * few MB, and the caller reads only these runs' timelines.  0 or PT_ENOMEM.
+ */
+int pt_report_html_shown(const pt_report_run *runs, size_t n, char *shown /* OUT, n entries */);
+
 int pt_report_html(FILE *f, const char *title, const pt_report_run *runs, size_t n, const pt_report_confirm *confirms,
                    size_t nconfirms, pt_err *err);
 
