@@ -430,7 +430,7 @@ int pt_farm_procs(int n, pt_farm_work *w, pt_farm *f, pt_err *err) {
     f->out = NULL;
     return pt_err_set(err, PT_ENOMEM, "out of memory");
   }
-  *f = (pt_farm){&procs_ops, p, 0, 2, f->out, 0, 0};
+  *f = (pt_farm){&procs_ops, p, 0, 4, f->out, 0, 0};
   fflush(NULL); /* nothing buffered is written twice */
   int rc = 0;
   for (int i = 0; i < n && rc == 0; i++) {
@@ -490,7 +490,7 @@ int pt_farm_launched(const pt_farm_launcher *l, pt_farm *f, pt_err *err) {
   f->ops = l->ops;
   f->st = l->st;
   f->nworkers = n;
-  f->depth = 2;
+  f->depth = 4;
   return 0;
 }
 
