@@ -10,20 +10,8 @@
 #    and exits 1, a rerun completes it;
 #  - bad -j, --timeline and --broadcast-traces without MPI are bad usage.
 # Skips (77) without the sqlite3 shell.
-set -u
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
-command -v sqlite3 >/dev/null 2>&1 || { echo "sqlite3 shell missing: skip"; exit 77; }
-pt="$top_builddir/pagetune"
-export PAGETUNE_POLICY_DIR="$top_srcdir/policies" PAGETUNE_GPU_DIR="$top_srcdir/sim/gpus"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-q() { sqlite3 -cmd ".timeout 5000" "$1" "$2" 2>/dev/null || echo 0; }
-tr1="$top_srcdir/traces/weights_load.pickle.gz"
-tr2="$top_srcdir/traces/randn_loop.pickle.gz"
-gc=$(awk 'BEGIN { for (i = 0; i < 20; i++) printf "%s%.4f", (i ? "," : ""), i * 0.05 }')
+. "${top_srcdir:-.}/tests/farm_setup.sh"
+gc=$(values 20 0.05)
 sweep() { # 2 traces x 2 policies x 20 x 4 = 320 runs
   db=$1
   shift
@@ -70,7 +58,7 @@ cmp -s "$tmp/t1.out" "$tmp/t3.out" || { fail "tune -j 3 printed other than tune 
 cmp -s "$tmp/t1.dump" "$tmp/t3.dump" || fail "tune -j 3 stored other runs than tune -j 1"
 
 # SIGKILL to the sweep's whole process group mid-sweep (writer and workers), rerun
-big=$(awk 'BEGIN { for (i = 0; i < 50; i++) printf "%s%.4f", (i ? "," : ""), i * 0.0198 }')
+big=$(values 50 0.0198)
 splits=32,64,128,256,512,1024,2048,4096
 ksweep() { # (EXEC=exec: the sweep replaces the shell) 2 policies x 50 x 8 x 4 = 3200 runs of the largest bundled trace (a few seconds)
   ${EXEC:-} "$pt" sweep --db "$tmp/kill.db" --trace "$top_srcdir/traces/llm_decode.pickle.gz" --policy tunable_caching \
@@ -81,25 +69,10 @@ setsid sh -c "exec \"\$0\" sweep --db '$tmp/kill.db' --trace '$top_srcdir/traces
   --policy tunable_caching --policy pytorch_native --grid 'garbage_collection_threshold=$big' \
   --grid 'max_split_size_mb=$splits' --grid roundup_power2_divisions=0,1,2,4 --capacity 64M -j 3" "$pt" >/dev/null 2>&1 &
 pid=$!
-tries=0
-while [ "$(q "$tmp/kill.db" 'SELECT count(*) FROM runs')" -lt 1 ] && [ "$tries" -lt 600 ] && kill -0 "$pid" 2>/dev/null; do
-  sleep 0.05
-  tries=$((tries + 1))
-done
-kill -9 "-$pid" 2>/dev/null
-wait "$pid" 2>/dev/null
-tries=0
-while kill -0 "-$pid" 2>/dev/null && [ "$tries" -lt 200 ]; do sleep 0.05; tries=$((tries + 1)); done
-kill -0 "-$pid" 2>/dev/null && fail "processes of the killed sweep are still there"
-before=$(q "$tmp/kill.db" 'SELECT count(*) FROM runs')
-echo "killed after $before of 3200 runs"
-[ "$before" -gt 0 ] && [ "$before" -lt 3200 ] || fail "the kill did not land mid-sweep ($before of 3200 stored)"
+kill_mid "$pid" "$tmp/kill.db" 3200
 ksweep -j 3 --json >"$tmp/k.out" 2>/dev/null || fail "the sweep after the kill failed"
 grep -q "\"skipped\":$before" "$tmp/k.out" || fail "the rerun did not skip the $before stored runs: $(cat "$tmp/k.out")"
-[ "$(q "$tmp/kill.db" 'SELECT count(*) FROM runs')" = 3200 ] || fail "$(q "$tmp/kill.db" 'SELECT count(*) FROM runs') runs after the rerun, wanted 3200"
-[ "$(q "$tmp/kill.db" 'SELECT count(DISTINCT policy_id || params_json) FROM runs')" = 3200 ] || fail "a run stored twice"
-[ "$(q "$tmp/kill.db" 'SELECT count(*) FROM results')" = 3200 ] || fail "runs without results"
-[ "$(q "$tmp/kill.db" 'PRAGMA integrity_check')" = ok ] || fail "integrity_check after the kill"
+stored_once "$tmp/kill.db" 3200
 
 # one worker killed: the sweep names it and fails; what was stored stays; a rerun completes
 rm -f "$tmp/kill.db"*
@@ -119,9 +92,7 @@ rc=$?
 grep -q 'worker process [0-9]* (pid [0-9]*) died: signal 9' "$tmp/w.err" || fail "the lost worker is not named: $(tail -n 1 "$tmp/w.err")"
 kept=$(q "$tmp/kill.db" 'SELECT count(*) FROM runs')
 ksweep -j 2 --json >"$tmp/w.out" 2>/dev/null || fail "the rerun after a lost worker failed"
-[ "$(q "$tmp/kill.db" 'SELECT count(DISTINCT policy_id || params_json) FROM runs')" = 3200 ] &&
-  [ "$(q "$tmp/kill.db" 'SELECT count(*) FROM runs')" = 3200 ] ||
-  fail "after a lost worker and a rerun: $(q "$tmp/kill.db" 'SELECT count(*) FROM runs') runs"
+stored_once "$tmp/kill.db" 3200
 echo "a worker killed: $kept runs kept, the rerun completed"
 
 # bad usage

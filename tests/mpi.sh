@@ -10,28 +10,15 @@
 #  - the plain pagetune as one of several launched processes refuses (exit 2).
 # Skips (77) without pagetune-mpi (configure --with-mpi), mpirun or sqlite3.
 # As root (CI), Open MPI needs OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM): set here.
-set -u
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
-pt="$top_builddir/pagetune"
+. "${top_srcdir:-.}/tests/farm_setup.sh"
 ptm="$top_builddir/pagetune-mpi"
 MPIRUN=${MPIRUN:-mpirun}
 [ -x "$ptm" ] || { echo "no pagetune-mpi (configure --with-mpi): skip"; exit 77; }
 command -v "$MPIRUN" >/dev/null 2>&1 || { echo "no mpirun: skip"; exit 77; }
-command -v sqlite3 >/dev/null 2>&1 || { echo "sqlite3 shell missing: skip"; exit 77; }
-command -v setsid >/dev/null 2>&1 || { echo "setsid missing: skip"; exit 77; }
-export PAGETUNE_POLICY_DIR="$top_srcdir/policies" PAGETUNE_GPU_DIR="$top_srcdir/sim/gpus"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none # containers refuse CMA; shared memory without it
 mpi() { "$MPIRUN" --oversubscribe "$@"; }
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-q() { sqlite3 -cmd ".timeout 5000" "$1" "$2" 2>/dev/null || echo 0; }
-tr1="$top_srcdir/traces/weights_load.pickle.gz"
-tr2="$top_srcdir/traces/randn_loop.pickle.gz"
-gc=$(awk 'BEGIN { for (i = 0; i < 50; i++) printf "%s%.4f", (i ? "," : ""), i * 0.0198 }')
+gc=$(values 50 0.0198)
 args() { # 2 traces x 50 x 4 x 5 = 2000 cheap runs
   echo --trace "$tr1" --trace "$tr2" --policy tunable_caching --grid "garbage_collection_threshold=$gc" \
     --grid max_split_size_mb=64,128,256,512 --grid roundup_power2_divisions=0,1,2,4,8 --capacity 64M
@@ -56,33 +43,17 @@ mpi -n 3 "$ptm" sweep --db "$tmp/bc.db" $(args) --broadcast-traces >/dev/null 2>
 sh "$top_srcdir/tests/store_dump.sh" "$tmp/bc.db" | cmp -s - "$tmp/alone.dump" || fail "--broadcast-traces stored other rows"
 
 # kill -9 mpirun's process group mid-sweep, wait for every rank, rerun
-big=$(awk 'BEGIN { for (i = 0; i < 50; i++) printf "%s%.4f", (i ? "," : ""), i * 0.0198 }')
 kargs="--trace $top_srcdir/traces/llm_decode.pickle.gz --policy tunable_caching --policy pytorch_native
-  --grid garbage_collection_threshold=$big --grid max_split_size_mb=32,64,128,256,512,1024,2048,4096
+  --grid garbage_collection_threshold=$gc --grid max_split_size_mb=32,64,128,256,512,1024,2048,4096
   --grid roundup_power2_divisions=0,1,2,4 --capacity 64M" # 3200 runs of the largest bundled trace
 # shellcheck disable=SC2086
 setsid "$MPIRUN" --oversubscribe -n 4 "$ptm" sweep --db "$tmp/kill.db" $kargs >/dev/null 2>&1 &
 pid=$!
-tries=0
-while [ "$(q "$tmp/kill.db" 'SELECT count(*) FROM runs')" -lt 1 ] && [ "$tries" -lt 1200 ] && kill -0 "$pid" 2>/dev/null; do
-  sleep 0.05
-  tries=$((tries + 1))
-done
-kill -9 "-$pid" 2>/dev/null
-wait "$pid" 2>/dev/null
-tries=0 # every rank gone: none is left in the group
-while kill -0 "-$pid" 2>/dev/null && [ "$tries" -lt 400 ]; do sleep 0.05; tries=$((tries + 1)); done
-kill -0 "-$pid" 2>/dev/null && fail "ranks of the killed job are still running"
-before=$(q "$tmp/kill.db" 'SELECT count(*) FROM runs')
-echo "killed after $before of 3200 runs"
-[ "$before" -gt 0 ] && [ "$before" -lt 3200 ] || fail "the kill did not land mid-sweep ($before of 3200 stored)"
+kill_mid "$pid" "$tmp/kill.db" 3200
 # shellcheck disable=SC2086
 mpi -n 4 "$ptm" sweep --db "$tmp/kill.db" $kargs --json >"$tmp/k.out" 2>/dev/null || fail "the rerun after the kill failed"
 grep -q "\"skipped\":$before" "$tmp/k.out" || fail "the rerun did not skip the $before stored runs: $(cat "$tmp/k.out")"
-[ "$(q "$tmp/kill.db" 'SELECT count(*) FROM runs')" = 3200 ] || fail "$(q "$tmp/kill.db" 'SELECT count(*) FROM runs') runs, wanted 3200"
-[ "$(q "$tmp/kill.db" 'SELECT count(DISTINCT policy_id || params_json) FROM runs')" = 3200 ] || fail "a run stored twice"
-[ "$(q "$tmp/kill.db" 'SELECT count(*) FROM results')" = 3200 ] || fail "runs without results"
-[ "$(q "$tmp/kill.db" 'PRAGMA integrity_check')" = ok ] || fail "integrity_check after the kill"
+stored_once "$tmp/kill.db" 3200
 
 # tune on 3 ranks = tune alone
 "$pt" tune --db "$tmp/t1.db" --trace "$tr2" --policy tunable_caching --budget 30 --capacity 64M \

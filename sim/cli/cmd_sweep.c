@@ -247,17 +247,15 @@ static int sweep(sweep_state *s, const pt_farm_launcher *l, pt_err *err) {
     return rc;
   }
   if (a->jobs <= 1) return sweep_here(s, err);
-  pt_farm_work w = {.env = s->env, .ntraces = s->ntr, .pols = s->pols, .npols = s->npol};
-  w.env.db = NULL;
-  const char *noop = getenv("PAGETUNE_NOOP_ENGINE");
-  w.noop = noop && !strcmp(noop, "1");
-  if (!(w.traces = calloc((size_t)s->ntr, sizeof *w.traces))) return pt_err_set(err, PT_ENOMEM, "out of memory");
-  for (int i = 0; i < s->ntr; i++) w.traces[i] = s->trs[i].t;
+  pt_trace_data *ts = calloc((size_t)s->ntr, sizeof *ts);
+  if (!ts) return pt_err_set(err, PT_ENOMEM, "out of memory");
+  for (int i = 0; i < s->ntr; i++) ts[i] = s->trs[i].t;
+  pt_farm_work w = pt_farm_work_of(&s->env, ts, s->ntr, s->pols, s->npol);
   pt_farm f;
   int rc = pt_farm_procs((int)a->jobs, &w, &f, err);
   if (rc == 0) rc = sweep_farm(s, &f, err);
   pt_farm_procs_end(&f);
-  free(w.traces);
+  free(ts);
   return rc;
 }
 
@@ -301,21 +299,7 @@ static int sweep_main(const pt_wb_args *a, const pt_farm_launcher *l, pt_err *er
 
 int pt_cmd_sweep(void *args, char **pos, int npos, pt_err *err) {
   const pt_wb_args *a = args;
-  const pt_farm_launcher *l = pt_farm_get_launcher();
-  int tl = a->timeline ? a->timeline : PT_WB_TL_THIN;
-  if (l && l->rank > 0) return pt_farm_worker_main(a, tl, l, err);
-  int rc = pt_farm_check_env("pagetune", err);
-  if (rc == 0 && (!a->ntraces || !a->npolicies)) rc = pt_cli_usage(err, "needs at least one --trace and one --policy");
-  if (rc == 0 && l && a->jobs > 1) rc = pt_cli_usage(err, "-j applies without MPI: under a launcher the other ranks are the workers");
-  if (rc == 0 && !l && a->broadcast_traces) rc = pt_cli_usage(err, "--broadcast-traces applies under MPI only (pagetune-mpi with more than one rank)");
-  if (l) { /* the workers wait for the traces, then for jobs: both always come */
-    pt_err e;
-    int b = a->broadcast_traces ? pt_farm_broadcast_traces(a, l, rc < 0 ? &e : err) : 0;
-    if (rc == 0) rc = b;
-    if (rc == 0) rc = sweep_main(a, l, err);
-    pt_farm f;
-    if (pt_farm_launched(l, &f, &e) == 0) pt_farm_stop(&f), pt_farm_free(&f);
-    return rc;
-  }
-  return rc < 0 ? rc : sweep_main(a, NULL, err);
+  return pt_farm_command(a, a->timeline ? a->timeline : PT_WB_TL_THIN,
+                         !a->ntraces || !a->npolicies ? "needs at least one --trace and one --policy" : NULL, sweep_main,
+                         err);
 }

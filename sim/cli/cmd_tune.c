@@ -296,10 +296,7 @@ static int tune(const pt_wb_args *a, tune_ctx *c, pt_err *err) {
 /* The search with the runs made here, or by -j N worker processes or a launcher's ranks. */
 static int tune_with(const pt_wb_args *a, tune_ctx *c, const pt_farm_launcher *l, pt_err *err) {
   pt_farm f;
-  pt_farm_work w = {.env = *c->env, .traces = &c->tr->t, .ntraces = 1, .pols = &c->pol, .npols = 1};
-  w.env.db = NULL;
-  const char *noop = getenv("PAGETUNE_NOOP_ENGINE");
-  w.noop = noop && !strcmp(noop, "1");
+  pt_farm_work w = pt_farm_work_of(c->env, &c->tr->t, 1, &c->pol, 1);
   int rc;
   if (l) rc = pt_farm_launched(l, &f, err);
   else if (a->jobs > 1) rc = pt_farm_procs((int)a->jobs, &w, &f, err);
@@ -341,21 +338,7 @@ static int tune_main(const pt_wb_args *a, const pt_farm_launcher *l, pt_err *err
 
 int pt_cmd_tune(void *args, char **pos, int npos, pt_err *err) {
   const pt_wb_args *a = args;
-  const pt_farm_launcher *l = pt_farm_get_launcher();
-  int tl = a->timeline ? a->timeline : PT_WB_TL_FULL;
-  if (l && l->rank > 0) return pt_farm_worker_main(a, tl, l, err);
-  int rc = pt_farm_check_env("pagetune", err);
-  if (rc == 0 && (a->ntraces != 1 || a->npolicies != 1)) rc = pt_cli_usage(err, "needs exactly one --trace and one --policy");
-  if (rc == 0 && l && a->jobs > 1) rc = pt_cli_usage(err, "-j applies without MPI: under a launcher the other ranks are the workers");
-  if (rc == 0 && !l && a->broadcast_traces) rc = pt_cli_usage(err, "--broadcast-traces applies under MPI only (pagetune-mpi with more than one rank)");
-  if (l) { /* the workers wait for the traces, then for jobs: both always come */
-    pt_err e;
-    int b = a->broadcast_traces ? pt_farm_broadcast_traces(a, l, rc < 0 ? &e : err) : 0;
-    if (rc == 0) rc = b;
-    if (rc == 0) rc = tune_main(a, l, err);
-    pt_farm f;
-    if (pt_farm_launched(l, &f, &e) == 0) pt_farm_stop(&f), pt_farm_free(&f);
-    return rc;
-  }
-  return rc < 0 ? rc : tune_main(a, NULL, err);
+  return pt_farm_command(a, a->timeline ? a->timeline : PT_WB_TL_FULL,
+                         a->ntraces != 1 || a->npolicies != 1 ? "needs exactly one --trace and one --policy" : NULL,
+                         tune_main, err);
 }

@@ -22,6 +22,7 @@
 #endif
 
 #include "file.h"
+#include "opts.h"
 #include "policy.h"
 
 static const pt_farm_launcher *launcher; /* set once by main (farm.h) */
@@ -77,36 +78,31 @@ typedef struct msg_res {
   char err[PT_ERRMSG_MAX];
 } msg_res;
 
-static void res_to_msg(const pt_sim_result *r, msg_res *m) {
-#define PT_X(t, f, h) m->f = r->f;
-  PT_SIM_STATS_FIELDS(PT_X)
-#undef PT_X
-  memcpy(m->driver_calls, r->driver_calls, sizeof m->driver_calls);
-  memcpy(m->driver_bytes, r->driver_bytes, sizeof m->driver_bytes);
-  m->addresses_followed = r->addresses_followed;
-  m->has_gpu = r->has_gpu;
-  m->has_tlb = r->has_tlb;
-  m->seconds = r->seconds;
-  m->predicted_alloc_us = r->predicted_alloc_us;
-  m->predicted_translation_us = r->predicted_translation_us;
-  m->ntimeline = r->ntimeline;
+/* What a message carries of a result, copied either way (dst and src: a msg_res and a pt_sim_result). */
+#define PT_FARM_COPY(dst, src)                                                  \
+  do {                                                                          \
+    PT_SIM_STATS_FIELDS(PT_FARM_COPY_FIELD)                                     \
+    memcpy((dst)->driver_calls, (src)->driver_calls, sizeof (dst)->driver_calls); \
+    memcpy((dst)->driver_bytes, (src)->driver_bytes, sizeof (dst)->driver_bytes); \
+    (dst)->addresses_followed = (src)->addresses_followed;                      \
+    (dst)->has_gpu = (src)->has_gpu;                                            \
+    (dst)->has_tlb = (src)->has_tlb;                                            \
+    (dst)->seconds = (src)->seconds;                                            \
+    (dst)->predicted_alloc_us = (src)->predicted_alloc_us;                      \
+    (dst)->predicted_translation_us = (src)->predicted_translation_us;          \
+  } while (0)
+#define PT_FARM_COPY_FIELD(t, f, h) (dst_)->f = (src_)->f;
+
+static void res_to_msg(const pt_sim_result *src_, msg_res *dst_) {
+  PT_FARM_COPY(dst_, src_);
+  dst_->ntimeline = src_->ntimeline;
 }
 
-static void msg_to_res(const msg_res *m, const pt_sim_point *pts, pt_sim_result *r) {
-  memset(r, 0, sizeof *r);
-#define PT_X(t, f, h) r->f = m->f;
-  PT_SIM_STATS_FIELDS(PT_X)
-#undef PT_X
-  memcpy(r->driver_calls, m->driver_calls, sizeof r->driver_calls);
-  memcpy(r->driver_bytes, m->driver_bytes, sizeof r->driver_bytes);
-  r->addresses_followed = m->addresses_followed;
-  r->has_gpu = m->has_gpu;
-  r->has_tlb = m->has_tlb;
-  r->seconds = m->seconds;
-  r->predicted_alloc_us = m->predicted_alloc_us;
-  r->predicted_translation_us = m->predicted_translation_us;
-  r->timeline = (pt_sim_point *)pts; /* borrowed from the message: never freed through r */
-  r->ntimeline = (size_t)m->ntimeline;
+static void msg_to_res(const msg_res *src_, const pt_sim_point *pts, pt_sim_result *dst_) {
+  memset(dst_, 0, sizeof *dst_);
+  PT_FARM_COPY(dst_, src_);
+  dst_->timeline = (pt_sim_point *)pts; /* borrowed from the message: never freed through it */
+  dst_->ntimeline = (size_t)src_->ntimeline;
 }
 
 int pt_farm_assign(pt_policy *pol, const char *assign, pt_err *err) {
@@ -578,8 +574,7 @@ int pt_farm_worker_main(const pt_wb_args *a, int timeline, const pt_farm_launche
     if (paths[i][0]) remove(paths[i]);
   if (dir[0]) rmdir(dir);
   if (rc < 0) pt_err_prefix(&lerr, rc, "rank %d", l->rank);
-  const char *noop = getenv("PAGETUNE_NOOP_ENGINE");
-  w.noop = noop && !strcmp(noop, "1");
+  w.noop = pt_farm_work_of(&w.env, NULL, 0, NULL, 0).noop;
   int r = pt_farm_serve(l->ops, l->st, &w, rc, &lerr);
   for (int i = 0; i < w.npols; i++) pt_policy_free(w.pols[i]);
   for (int i = 0; i < w.ntraces; i++) pt_trace_data_free(&w.traces[i]);
@@ -587,4 +582,31 @@ int pt_farm_worker_main(const pt_wb_args *a, int timeline, const pt_farm_launche
   free(w.traces);
   free(paths);
   return r < 0 ? pt_err_set(err, r, "rank %d: the writer (rank 0) cannot be reached", l->rank) : 0;
+}
+
+pt_farm_work pt_farm_work_of(const pt_wb_env *env, pt_trace_data *traces, int ntraces, pt_policy **pols, int npols) {
+  pt_farm_work w = {*env, traces, ntraces, pols, npols, 0};
+  w.env.db = NULL;
+  const char *noop = getenv("PAGETUNE_NOOP_ENGINE");
+  w.noop = noop && !strcmp(noop, "1");
+  return w;
+}
+
+int pt_farm_command(const pt_wb_args *a, int timeline, const char *usage, pt_farm_main run, pt_err *err) {
+  const pt_farm_launcher *l = pt_farm_get_launcher();
+  if (l && l->rank > 0) return pt_farm_worker_main(a, timeline, l, err);
+  int rc = pt_farm_check_env("pagetune", err);
+  if (rc == 0 && usage) rc = pt_cli_usage(err, "%s", usage);
+  if (rc == 0 && l && a->jobs > 1)
+    rc = pt_cli_usage(err, "-j applies without MPI: under a launcher the other ranks are the workers");
+  if (rc == 0 && !l && a->broadcast_traces)
+    rc = pt_cli_usage(err, "--broadcast-traces applies under MPI only (pagetune-mpi with more than one rank)");
+  if (!l) return rc < 0 ? rc : run(a, NULL, err);
+  pt_err e; /* the workers wait for the traces, then for jobs: both always come */
+  int b = a->broadcast_traces ? pt_farm_broadcast_traces(a, l, rc < 0 ? &e : err) : 0;
+  if (rc == 0) rc = b;
+  if (rc == 0) rc = run(a, l, err);
+  pt_farm f;
+  if (pt_farm_launched(l, &f, &e) == 0) pt_farm_stop(&f), pt_farm_free(&f);
+  return rc;
 }

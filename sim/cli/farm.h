@@ -126,6 +126,21 @@ int pt_farm_serve(const pt_farm_ops *ops, void *st, pt_farm_work *w, int hello_r
 int pt_farm_procs(int n, pt_farm_work *w, pt_farm *f /* OUT */, pt_err *err);
 void pt_farm_procs_end(pt_farm *f);
 
+/* What workers hold for env's runs (the store left out), the no-op engine as PAGETUNE_NOOP_ENGINE says. */
+pt_farm_work pt_farm_work_of(const pt_wb_env *env, pt_trace_data *traces, int ntraces, pt_policy **pols, int npols);
+
+/*
+ * A workbench command that hands runs out (sweep, tune), as every process
+ * runs it: a launcher's worker rank serves (pt_farm_worker_main, with the
+ * command's timeline); the writer checks the usage (the command's own
+ * message, NULL when its arguments are right; -j under a launcher,
+ * --broadcast-traces without one; a launched plain pagetune), broadcasts the
+ * traces when asked, runs run(a, launcher or NULL), and under a launcher stops
+ * the workers whatever happened, so no rank waits.
+ */
+typedef int (*pt_farm_main)(const pt_wb_args *a, const pt_farm_launcher *l, pt_err *err);
+int pt_farm_command(const pt_wb_args *a, int timeline, const char *usage, pt_farm_main run, pt_err *err);
+
 /* A launcher's writer side (rank 0) over its size-1 workers, into *f; free with pt_farm_free. */
 int pt_farm_launched(const pt_farm_launcher *l, pt_farm *f /* OUT */, pt_err *err);
 void pt_farm_free(pt_farm *f);
