@@ -9,7 +9,8 @@
 #  - --broadcast-traces (rank 0 sends the trace) gives the same rows;
 #  - the plain pagetune as one of several launched processes refuses (exit 2).
 # Skips (77) without pagetune-mpi (configure --with-mpi), mpirun or sqlite3.
-# As root (CI), Open MPI needs OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM): set here.
+# As root (CI), Open MPI needs OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM): set here; the sanitizer
+# build gets tests/openmpi.supp (LeakSanitizer: what Open MPI leaves at MPI_Finalize).
 . "${top_srcdir:-.}/tests/farm_setup.sh"
 ptm="$top_builddir/pagetune-mpi"
 MPIRUN=${MPIRUN:-mpirun}
@@ -17,6 +18,10 @@ MPIRUN=${MPIRUN:-mpirun}
 command -v "$MPIRUN" >/dev/null 2>&1 || { echo "no mpirun: skip"; exit 77; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none # containers refuse CMA; shared memory without it
+if [ -n "${SAN_FLAGS:-}" ]; then # the sanitizer build: Open MPI's own leaks suppressed, by library (openmpi.supp)
+  export OMPI_MCA_mca_base_component_disable_dlclose=1 ASAN_OPTIONS=fast_unwind_on_malloc=0
+  export LSAN_OPTIONS="suppressions=$top_srcdir/tests/openmpi.supp:print_suppressions=0"
+fi
 mpi() { "$MPIRUN" --oversubscribe "$@"; }
 gc=$(values 50 0.0198)
 args() { # 2 traces x 50 x 4 x 5 = 2000 cheap runs
