@@ -75,6 +75,7 @@ mpi -n 2 "$pt" sweep --db "$tmp/plain.db" --trace "$tr1" --policy direct >/dev/n
 rc=$?
 [ "$rc" -ne 0 ] && grep -q 'run pagetune-mpi' "$tmp/plain.err" && [ ! -e "$tmp/plain.db" ] ||
   fail "plain pagetune under mpirun: exit $rc, $(head -n 1 "$tmp/plain.err")"
+command -v ldd >/dev/null 2>&1 && ldd "$pt" | grep -q libmpi && fail "pagetune links libmpi (only pagetune-mpi may)"
 "$ptm" --version | grep -q '^mpi: yes' || fail "pagetune-mpi --version: $("$ptm" --version | grep mpi)"
 "$pt" --version | grep -q '^mpi: in pagetune-mpi' || fail "pagetune --version: $("$pt" --version | grep mpi)"
 
