@@ -188,8 +188,9 @@ static int sweep_next(void *ctx, pt_farm_job *job, pt_err *err) {
 #define SWEEP_COMMIT_S 0.5
 
 /* A run a worker made: stored by the writer, under the key its values make here. */
-static int sweep_done(void *ctx, uint64_t tag, const pt_sim_result *res, pt_err *err) {
+static int sweep_done(void *ctx, uint64_t tag, int failed, const pt_sim_result *res, const pt_err *why, pt_err *err) {
   sweep_state *s = ctx;
+  if (failed < 0) return pt_err_set(err, failed, "%s", why->msg); /* as a sweep alone stops at a failed run */
   if (tag >= s->njobs) return pt_err_set(err, PT_EFORMAT, "a result of no job (%" PRIu64 ")", tag);
   const sweep_job *j = &s->jobs[tag];
   char what[200], pj[PT_PARAMS_JSON_MAX];

@@ -56,7 +56,9 @@ const pt_cli_table pt_opts_tune = {
 /* A point's run made by a worker, kept until the search asks for it (tune -j N). */
 typedef struct tune_made {
   char assign[PT_MAX_PARAMS * (PT_PARAM_NAME_MAX + 32)];
-  int have;          /* res holds the result */
+  int have;          /* res holds the result, or (rc < 0) the run failed: said if the search asks for it */
+  int rc;
+  pt_err why;
   pt_sim_result res; /* its own copy of the timeline */
 } tune_made;
 
@@ -93,10 +95,16 @@ static int made_next(void *ctx, pt_farm_job *job, pt_err *err) {
   return 1;
 }
 
-static int made_done(void *ctx, uint64_t tag, const pt_sim_result *res, pt_err *err) {
+static int made_done(void *ctx, uint64_t tag, int failed, const pt_sim_result *res, const pt_err *why, pt_err *err) {
   tune_ctx *c = ctx;
   if (tag >= (uint64_t)c->nmade || c->made[tag].have) return pt_err_set(err, PT_EFORMAT, "a result of no job");
   tune_made *m = &c->made[tag];
+  if (failed < 0) { /* a point made ahead may be one the search never reaches: its failure waits until asked for */
+    m->have = 1;
+    m->rc = failed;
+    m->why = *why;
+    return 0;
+  }
   m->res = *res;
   m->res.timeline = NULL;
   if (res->ntimeline && !(m->res.timeline = malloc(res->ntimeline * sizeof *res->timeline)))
@@ -145,6 +153,7 @@ static int tune_made_result(tune_ctx *c, const pt_params *point, pt_err *err, pt
     if ((rc = pt_farm_pump(c->farm, made_next, made_done, c, err)) < 0) return rc;
   }
   if (!c->made[i].have) return pt_err_set(err, PT_EIO, "tune: no result came back for %s", assign);
+  if (c->made[i].rc < 0) return pt_err_set(err, c->made[i].rc, "%s", c->made[i].why.msg);
   *res = c->made[i].res;
   c->made[i].have = 0; /* the timeline is now *res's; asked for again (past the memo), the point is made again */
   c->made[i].assign[0] = 0;
@@ -308,7 +317,7 @@ static int tune_with(const pt_wb_args *a, tune_ctx *c, const pt_farm_launcher *l
   if (l) pt_farm_free(&f);
   else pt_farm_procs_end(&f);
   for (int i = 0; i < c->nmade; i++)
-    if (c->made[i].have) pt_sim_result_free(&c->made[i].res);
+    if (c->made[i].have && c->made[i].rc == 0) pt_sim_result_free(&c->made[i].res);
   free(c->made);
   return rc;
 }

@@ -206,12 +206,14 @@ int pt_farm_pump(pt_farm *f, pt_farm_next next, pt_farm_done done, void *ctx, pt
       if ((r = as_result(buf, len, w, f, &m, &e)) == 0) {
         f->out[w]--;
         f->nout--;
-        if (m->rc < 0) {
-          r = pt_err_set(&e, m->rc, "%s", m->err);
+        pt_err why = {{0}};
+        if (m->rc < 0) { /* the run failed on the worker: done decides whether that stops the farm */
+          pt_err_set(&why, m->rc, "%s", m->err);
+          r = done(ctx, m->tag, m->rc, NULL, &why, &e);
         } else {
           pt_sim_result res;
           msg_to_res(m, (const pt_sim_point *)(m + 1), &res);
-          r = done(ctx, m->tag, &res, &e);
+          r = done(ctx, m->tag, 0, &res, &why, &e);
         }
       }
       free(buf);

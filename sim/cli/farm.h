@@ -84,16 +84,17 @@ typedef struct pt_farm_job {
 
 /* The next job into *job (1), or none left (0); the assignment text must live until the next call. */
 typedef int (*pt_farm_next)(void *ctx, pt_farm_job *job /* OUT */, pt_err *err);
-/* A job's result (res is freed by the farm after the call). */
-typedef int (*pt_farm_done)(void *ctx, uint64_t tag, const pt_sim_result *res, pt_err *err);
+/* A job's result (rc 0: res, freed by the farm after the call), or its failure on the worker (rc < 0, res NULL,
+   why its message); a negative return stops the handing out. */
+typedef int (*pt_farm_done)(void *ctx, uint64_t tag, int rc, const pt_sim_result *res, const pt_err *why, pt_err *err);
 
 /* Apply assignment lines to pol (the writer, for a run's key; the worker, for its run). */
 int pt_farm_assign(pt_policy *pol, const char *assign, pt_err *err);
 
 /*
  * Hand out next()'s jobs, up to depth per worker, and give every result to
- * done(), until next() has none left and none is out.  The first failure (a
- * run that failed on a worker, a worker gone, done's) stops the handing out;
+ * done(), until next() has none left and none is out.  The first failure (one
+ * done returns, a worker gone) stops the handing out;
  * the jobs still out are waited for and their results given to done, so
  * nothing finished is lost; then it is returned.
  */
