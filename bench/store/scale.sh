@@ -4,12 +4,13 @@
 # tunable_caching and pytorch_native, 50 x 8 x 6 grid values, at two
 # capacities: 12 x 2 x 2400 x 2 = 115200 runs, thin timelines (sweep's
 # default).  Then best, report (text, JSON, --html) and export on it, timed.
-#   sh bench/store/scale.sh [DB] [JOBS]      (default /tmp/pagetune-scale.db, 2)
+#   sh bench/store/scale.sh [DB] [JOBS]      (default $TMPDIR/pagetune-scale.db, 2; the page beside it)
 # Prints one "name seconds" line per step.
 set -eu
 here=$(cd "$(dirname "$0")/../.." && pwd)
 pt=${PAGETUNE:-$here/pagetune}
-db=${1:-/tmp/pagetune-scale.db}
+db=${1:-${TMPDIR:-/tmp}/pagetune-scale.db}
+html=${db%.db}.html
 jobs=${2:-2}
 export PAGETUNE_POLICY_DIR="$here/policies" PAGETUNE_GPU_DIR="$here/sim/gpus"
 gc=$(awk 'BEGIN { for (i = 0; i < 50; i++) printf "%s%.4f", (i ? "," : ""), i * 0.0198 }')
@@ -39,5 +40,5 @@ t export "$pt" export --db "$db" --trace llm_decode.pickle.gz --objective weight
 t report_trace "$pt" report --db "$db" --trace llm_decode.pickle.gz
 t report "$pt" report --db "$db"
 t report_json "$pt" report --db "$db" --json
-t report_html "$pt" report --db "$db" --html /tmp/pagetune-scale.html
-echo "html_bytes $(stat -c %s /tmp/pagetune-scale.html)"
+t report_html "$pt" report --db "$db" --html "$html"
+echo "html_bytes $(stat -c %s "$html")"
