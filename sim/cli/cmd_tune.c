@@ -32,8 +32,8 @@ static const pt_cli_opt tune_opts[] = {
     PT_CLI_OPT_ULONG("seed", "S", pt_wb_args, seed, 0, ULONG_MAX, NULL, "seed of the random starts (default 1)"),
     PT_WB_OPT_TIMELINE("default full"),
     PT_WB_OPT_JOBS("N worker processes simulate, this one stores (default 1: it does both):\n"
-                   "the search's opening points (each start and its first simplex) side by\n"
-                   "side; the same points, result and stored runs as -j 1"),
+                   "each start's simplex is run ahead side by side, then the search takes what\n"
+                   "it asks for; the same points, result and stored runs as -j 1"),
     PT_WB_OPT_BROADCAST,
     PT_WB_OPT_JSON("one JSON object: the best point and the Pareto front"),
     PT_CLI_END};
@@ -126,17 +126,22 @@ static int made_room(tune_ctx *c, int n, pt_err *err) {
   return 0;
 }
 
-/* The search's opening points, made by the workers side by side. */
-static int tune_prefetch(void *ctx, const pt_params *points, int n, pt_err *err) {
+/* Points the search's chains wait for (tune.h), made by the workers side by side, and their values. */
+static int tune_prefetch(void *ctx, const pt_params *points, int n, double *values, pt_err *err) {
   tune_ctx *c = ctx;
-  int rc = made_room(c, n, err);
+  int rc = made_room(c, n, err), first = c->nmade;
   for (int i = 0; rc == 0 && i < n; i++) {
     tune_made *m = &c->made[c->nmade];
     memset(m, 0, sizeof *m);
     if (point_assign(&points[i], m->assign, sizeof m->assign) < 0) return pt_err_set(err, PT_ELIMIT, "a point too long");
     c->nmade++;
   }
-  return rc == 0 ? pt_farm_pump(c->farm, made_next, made_done, c, err) : rc;
+  if (rc == 0) rc = pt_farm_pump(c->farm, made_next, made_done, c, err);
+  for (int i = 0; rc == 0 && i < n; i++) {
+    const tune_made *m = &c->made[first + i];
+    values[i] = m->have && m->rc == 0 ? pt_objective_value(&c->obj, &m->res) : NAN;
+  }
+  return rc;
 }
 
 /* The workers' result for the point the policy is set to (made now if it was not made ahead), taken out of c->made. */
@@ -268,7 +273,8 @@ static int tune(const pt_wb_args *a, tune_ctx *c, pt_err *err) {
   }
   if (!ntp) return pt_err_set(err, PT_EUSAGE, "%s declares no range or choices to tune", pt_policy_path(c->pol));
   int rc;
-  pt_tune_opts o = {.budget = (int)a->budget, .starts = 3, .seed = a->seed, .prefetch = c->farm ? tune_prefetch : NULL};
+  pt_tune_opts o = {.budget = (int)a->budget, .starts = 3, .seed = a->seed, .prefetch = c->farm ? tune_prefetch : NULL,
+                    .parallel = c->farm ? c->farm->nworkers : 0};
   pt_tune_result best;
   if ((rc = pt_tune(tp, ntp, &o, tune_eval, c, err, &best)) == PT_ENOTFOUND && c->oom == c->evaluated)
     return pt_err_set(err, PT_ENOTFOUND,
