@@ -12,12 +12,16 @@
 
 static int calls;
 
+static double bowl_at(const pt_params *p) {
+  double x = pt_params_get(p, "x", NAN), y = pt_params_get(p, "y", NAN), z = pt_params_get(p, "z", NAN);
+  return (x - 3) * (x - 3) + (log10(y) - 2) * (log10(y) - 2) + (z == 4 ? 0 : 1);
+}
+
 static int bowl(void *ctx, const pt_params *p, double *value, pt_err *err) {
   (void)ctx;
   (void)err;
   calls++;
-  double x = pt_params_get(p, "x", NAN), y = pt_params_get(p, "y", NAN), z = pt_params_get(p, "z", NAN);
-  *value = (x - 3) * (x - 3) + (log10(y) - 2) * (log10(y) - 2) + (z == 4 ? 0 : 1);
+  *value = bowl_at(p);
   return 0;
 }
 
@@ -64,9 +68,7 @@ typedef struct trail {
 } trail;
 
 static double holed(const pt_params *p) {
-  double x = pt_params_get(p, "x", NAN), y = pt_params_get(p, "y", NAN), z = pt_params_get(p, "z", NAN);
-  if (x > 6) return HUGE_VAL; /* out of memory, say */
-  return (x - 3) * (x - 3) + (log10(y) - 2) * (log10(y) - 2) + (z == 4 ? 0 : 1);
+  return pt_params_get(p, "x", NAN) > 6 ? HUGE_VAL : bowl_at(p); /* x > 6: out of memory, say */
 }
 
 static int same_params(const pt_params *a, const pt_params *b) {
