@@ -51,7 +51,10 @@ const pt_cli_table pt_opts_tune = {
     "out: a start that does is replaced by a point of a coarse grid that does not,\n"
     "and when every point tried runs out of memory tune says so (exit 1).  Prints\n"
     "the best point and the Pareto front of predicted allocator time against peak\n"
-    "reserved bytes over the stored runs of this trace and policy that did not.\n",
+    "reserved bytes over the stored runs of this trace and policy that did not.\n"
+    "\n"
+    "Environment: PAGETUNE_NOOP_ENGINE=1 makes workers answer without simulating\n"
+    "(zero results), to measure what the writer alone can store: a scratch DB only.\n",
     tune_opts, sizeof(pt_wb_args), &pt_wb_defaults, 0};
 
 /* A point's run made by a worker, kept until the search asks for it (tune -j N). */
