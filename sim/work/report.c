@@ -1289,8 +1289,9 @@ static int trace_html(FILE *f, const pt_report_run *runs, const pt_report_run **
     if (shown[q[j] - runs]) q[nq++] = q[j];
   fputs("<h3>Reserved and allocated memory over the trace</h3>\n", f);
   if (nq < m)
-    fprintf(f, "<p class=\"facts\">The %zu runs of least peak reserved memory and the front: %zu of %zu runs "
-               "(all are on the plot below; <code>pagetune report --json</code> lists every one).</p>\n", nq, nq, m);
+    fprintf(f, "<p class=\"facts\">%zu of %zu runs: the %d of least peak reserved memory and up to %d of the "
+               "Pareto front (every run is on the plot below; <code>pagetune report --json</code> lists them "
+               "all).</p>\n", nq, m, PT_REPORT_HTML_RUNS, PT_REPORT_HTML_RUNS);
   fputs("<div class=\"grid\">\n", f);
   for (size_t j = 0; j < m; j++)
     if (shown[p[j] - runs]) timeline_svg(f, p[j], &s, buf);
