@@ -66,6 +66,7 @@ static const pt_cli_cmd commands[] = {
     {"lint", "check a PYTORCH_CUDA_ALLOC_CONF value against PyTorch 2.11", pt_cmd_lint, &pt_opts_lint, NULL},
     {"policies", "the policies it can find: mechanism, parameters, hooks, doc", pt_cmd_policies, &pt_opts_policies, NULL},
     {"diff", "two runs side by side, and where their timelines part", pt_cmd_diff, &pt_opts_diff, NULL},
+    {"check", "for CI: fail when a change's peak or predicted time is worse than allowed", pt_cmd_check, &pt_opts_check, NULL},
     {0}};
 
 static void print_help(FILE *f) {

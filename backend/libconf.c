@@ -14,6 +14,7 @@
 #define ENV_NAME "PAGETUNE_ALLOC_CONF"
 #define MAX_ITEMS (PT_MAX_PARAMS + 8) /* the parameters, and mechanism, policy, capacity, hooks, ... */
 #define VALUE_MAX 64                  /* a value's text, at most */
+#define LIST_MAX 256                  /* a list value's text, at most */
 
 /* Where a conf string came from, for messages: a file's JSON string, or the environment. */
 typedef struct where {
@@ -52,12 +53,22 @@ static int is_blank(char c) { return c == ' ' || c == '\t'; }
 
 static int same(const char *s, size_t n, const char *word) { return strlen(word) == n && !memcmp(s, word, n); }
 
-/* s[0..len) split at ',' into trimmed name SEP value items; names [A-Za-z0-9_.], each once. */
+/* The first ',' of s[pos..len) outside brackets (a list value's commas are its own), or NULL. */
+static const char *next_comma(const char *s, size_t pos, size_t len) {
+  for (int depth = 0; pos < len; pos++) {
+    if (s[pos] == '[') depth++;
+    else if (s[pos] == ']' && depth) depth--;
+    else if (s[pos] == ',' && !depth) return s + pos;
+  }
+  return NULL;
+}
+
+/* s[0..len) split at ',' (outside brackets) into trimmed name SEP value items; names [A-Za-z0-9_.], each once. */
 static int split(const char *s, size_t len, char sep, const where *w, items *it, pt_err *err) {
   it->n = 0;
   if (memchr(s, 0, len)) return conf_fail(w, (size_t)((const char *)memchr(s, 0, len) - s), err, PT_EFORMAT, "a NUL character");
   for (size_t pos = 0;;) {
-    const char *comma = memchr(s + pos, ',', len - pos);
+    const char *comma = next_comma(s, pos, len);
     size_t e = comma ? (size_t)(comma - s) : len, b = pos, z = e;
     while (b < z && is_blank(s[b])) b++;
     while (z > b && is_blank(s[z - 1])) z--;
@@ -157,11 +168,22 @@ static int set_param(const item *i, const where *w, pt_libconf *out, pt_err *err
     return conf_fail(w, i->off, err, PT_EFORMAT, "%s has no parameter %.*s (it has: %s)", out->mech->name, (int)i->nlen, i->name,
                      param_names(out->mech, names, sizeof names));
   }
+  char name[PT_PARAM_NAME_MAX];
+  snprintf(name, sizeof name, "%.*s", (int)i->nlen, i->name);
+  if (i->vlen && i->val[0] == '[') { /* a list value (mech.h), PyTorch's form; the mechanism checks where it may be one */
+    char t[LIST_MAX + 1], why[200];
+    double num;
+    pt_plist l;
+    if (i->vlen > LIST_MAX) return conf_fail(w, i->voff, err, PT_EFORMAT, "%s: the list is longer than %d bytes", name, LIST_MAX);
+    memcpy(t, i->val, i->vlen);
+    t[i->vlen] = 0;
+    if (pt_param_value_parse(t, &num, &l, why, sizeof why) < 0) return conf_fail(w, i->voff, err, PT_EFORMAT, "%s: %s", name, why);
+    int rc = l.n ? pt_params_set_list(&out->params, name, &l) : pt_params_set(&out->params, name, num);
+    return rc < 0 ? conf_fail(w, i->off, err, PT_ELIMIT, "more than %d parameters", PT_MAX_PARAMS) : 0;
+  }
   double d = 0;
   int rc = item_number(i, w, &d, err);
   if (rc < 0) return rc;
-  char name[PT_PARAM_NAME_MAX];
-  snprintf(name, sizeof name, "%.*s", (int)i->nlen, i->name);
   if (!strcmp(name, "device_total_bytes")) {
     uint64_t t = d >= 0 && d < 18446744073709551616.0 ? (uint64_t)d : 0; /* in range first: the cast is defined */
     if (!(d >= 0 && d < 18446744073709551616.0) || (double)t != d)
@@ -471,7 +493,10 @@ int pt_libconf_to_conf_string(const pt_libconf *c, char *buf, size_t n) {
   append(buf, n, &at, "mechanism=%s", c->mech->name);
   if (c->policy[0]) append(buf, n, &at, ",policy=%s", c->policy);
   if (c->capacity) append(buf, n, &at, ",capacity=%llu", (unsigned long long)c->capacity);
-  for (int i = 0; i < c->params.n; i++) append(buf, n, &at, ",%s=%.17g", c->params.v[i].name, c->params.v[i].value);
+  for (int i = 0; i < c->params.n; i++) {
+    char v[256];
+    append(buf, n, &at, ",%s=%s", c->params.v[i].name, pt_params_value_text(&c->params, i, v, sizeof v));
+  }
   if (c->tables.round.n || c->tables.segment_size.n) append(buf, n, &at, ",hooks=tables");
   return at >= n ? PT_ELIMIT : 0;
 }

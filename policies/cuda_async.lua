@@ -36,5 +36,12 @@ return {
       integer = true,
       doc = "MiB of backing the driver adds at a time (measured on the H200; the driver's, not a setting)",
     },
+    free_lag = {
+      default = 0,
+      integer = true,
+      doc = "later requests a free stays pending on the GPU (reused, merged only with pending frees); "
+        .. "0: every free seen complete at once (the GPU keeps up). The GPU's lag, not a setting: "
+        .. "sweep it to see the spread a real run can fall in",
+    },
   },
 }

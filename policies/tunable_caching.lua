@@ -11,7 +11,10 @@
 --     default here is the top of that range.  For the unlimited baseline use
 --     pytorch_native.lua.
 --   roundup_power2_divisions: PyTorch wants a power of two; 0 means off
---     (its default) — an exporter leaves the key out then.
+--     (its default) — an exporter leaves the key out then.  Or the list
+--     form, divisions per power-of-two size interval: the tuner tries each
+--     listed table as one choice (docs/model.md), here PyTorch's documented
+--     example and two that round small or large sizes only.
 -- max_non_split_rounding_mb stays at PyTorch's 20 (the mechanism's default).
 return {
   name = "tunable_caching",
@@ -33,9 +36,10 @@ return {
     },
     roundup_power2_divisions = {
       default = 0,
-      choices = {0, 1, 2, 4, 8, 16},
+      choices = {0, 1, 2, 4, 8, 16, "[256:1,512:2,1024:4,>:8]", "[64:8,>:1]", "[256:1,>:4]"},
       integer = true,
-      doc = "round sizes up to one of N divisions of their power-of-two interval; 0 = off",
+      doc = "round sizes up to one of N divisions of their power-of-two interval; 0 = off; "
+        .. "or N per interval, [BOUNDARY_MIB:N,...,>:N]",
     },
   },
 }

@@ -21,6 +21,9 @@ assert g["free_after"] == g["free_before"], (g["free_before"], g["free_after"])
 assert c["fed_model_calls_equal"], (c["driver_calls"], c["fed_model_driver_calls"])
 assert c["fed_model_peak_reserved_bytes"] == c["peak_reserved_bytes"], c
 assert c["peak_reserved_bytes"] >= 23068672, c  # the initial segments are held from the start
+mc = g["measured_costs"]  # the requests without calls, by size and again by live blocks ([fewest live, n, us])
+assert sum(r[1] for r in mc["requests_by_live"]) == sum(r[0] for r in mc["requests"]), mc
+assert abs(sum(r[2] for r in mc["requests_by_live"]) - sum(r[2] for r in mc["requests"])) < 1e-3 * len(mc["requests"]) + 1e-2, mc
 print("ok: randn_loop %s: peak %d (driver saw %d), calls %s" % (sys.argv[2], c["peak_reserved_bytes"],
       c["driver_peak_used_bytes"], {k: v for k, v in c["driver_calls"].items() if v}))
 PY

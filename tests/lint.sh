@@ -26,7 +26,12 @@ expect() {
 }
 
 # clean strings
-expect 0 "ok: no findings (PyTorch 2.11)" "max_split_size_mb:128,roundup_power2_divisions:[64:8,256:4,>:1]"
+expect 0 "ok: no findings (PyTorch 2.11)" "max_split_size_mb:128"
+# the list form, read as 2.11's code reads it (a boundary B covers [B, 2B) MiB; an interval between two boundaries stays 0)
+expect 0 "note: roundup_power2_divisions: as PyTorch 2.11 reads it: below 128 MiB 8 divisions; [128 MiB, 256 MiB) 512-byte rounding; [256 MiB, 512 MiB) 4 divisions; from 512 MiB 512-byte rounding (each boundary B covers [B, 2B) MiB: the documentation puts it an octave lower)" \
+  "max_split_size_mb:128,roundup_power2_divisions:[64:8,256:4,>:1]"
+expect 0 "note: roundup_power2_divisions: as PyTorch 2.11 reads it: below 512 MiB 512-byte rounding; [512 MiB, 1 GiB) 2 divisions; [1 GiB, 2 GiB) 4 divisions; from 2 GiB 8 divisions (each boundary B covers [B, 2B) MiB: the documentation puts it an octave lower)" \
+  "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]"
 expect 0 "ok: no findings (PyTorch 2.11)" " backend : native , release_lock_on_cudamalloc:True,"
 expect 0 "ok: no findings (PyTorch 2.11)" "roundup_power2_divisions:4,pinned_num_register_threads:8,graph_capture_record_stream_reuse:False"
 expect 0 "ok: no findings (PyTorch 2.11)" ""
@@ -41,8 +46,8 @@ expect 1 "error: garbage_collection_threshold: 0 is out of range: PyTorch requir
 expect 1 "error: expandable_segments: 'true' is not True or False (capitalised)" "expandable_segments:true"
 expect 1 "error: backend: unknown backend 'async' (native or cudaMallocAsync)" "backend:async"
 expect 1 "error: roundup_power2_divisions: '3' is not a power of two (or a list [64:8,256:4,>:1])" "roundup_power2_divisions:3"
-expect 1 "error: roundup_power2_divisions: list size '63' is not a power of two (MiB) or '>'" "roundup_power2_divisions:[63:8]"
-expect 1 "error: roundup_power2_divisions: divisions '3' for 256 is not a power of two or 0" "roundup_power2_divisions:[256:3]"
+expect 1 "error: roundup_power2_divisions: interval boundary '63' is not a power of two (MiB) or '>'" "roundup_power2_divisions:[63:8]"
+expect 1 "error: roundup_power2_divisions: divisions 3 in '256:3' are not 0 or a power of two" "roundup_power2_divisions:[256:3]"
 expect 1 "error: pinned_num_register_threads: 256: PyTorch requires a power of two, at most 128" "pinned_num_register_threads:256"
 expect 1 "error: per_process_memory_fraction: 1.5 is out of range: PyTorch requires 0 <= x <= 1" \
   "per_process_memory_fraction:1.5"

@@ -43,7 +43,7 @@ assert g["source"] == "policy" and g["default"] == 0 and g["range"] == [0, 0.99]
 m = ps["max_split_size_mb"]
 assert m["default"] == 4096 and m["range"] == [20, 4096] and m["scale"] == "log", m
 r = ps["roundup_power2_divisions"]
-assert r["kind"] == "pow2" and r["choices"] == [0, 1, 2, 4, 8, 16], r
+assert r["kind"] == "pow2" and r["list"] and r["choices"] == [0, 1, 2, 4, 8, 16, "[256:1,512:2,1024:4,>:8]", "[64:8,>:1]", "[256:1,>:4]"], r
 n = ps["max_non_split_rounding_mb"]  # the mechanism's, undeclared by the policy
 assert n["source"] == "mechanism" and n["default"] == 20 and n["range"] == [0, None] and not n["tunable"], n
 assert by["pytorch_native"]["params"][0]["default"] is None  # inf as null

@@ -58,25 +58,46 @@ def stats(snap, device=None):
         elif a == "oom":
             events.append(("oom", size, stream, t))
     segments = [s for s in snap.get("segments", []) if s.get("device", 0) == device]
-    starts = sorted(s["address"] for s in snap.get("segments", []))
+    # expandable: the mapped ranges at the end, the trace's maps taken out and unmaps put back, latest first
+    mapped = []  # [lo, hi, stream], disjoint
+
+    def cut(lo, hi):
+        out = []
+        for a, b, st in mapped:
+            if b <= lo or a >= hi:
+                out.append([a, b, st])
+                continue
+            if a < lo:
+                out.append([a, lo, st])
+            if b > hi:
+                out.append([hi, b, st])
+        mapped[:] = out
+
     for s in segments:
         for b in s.get("blocks", []):
             if b["state"] in ("active_allocated", "active_pending_free") and b["address"] not in live:
                 req = b.get("requested_size", b["size"])
                 init_allocs.append(req if 0 <= req <= b["size"] else b["size"])
+        if s.get("is_expandable"):
+            cut(s["address"], s["address"] + s["total_size"])
+            mapped.append([s["address"], s["address"] + s["total_size"], s.get("stream", 0)])
+            continue
         if s["address"] in segs:
             continue
-        size = s["total_size"]
-        if s.get("is_expandable"):
-            lo = s["address"]
-            hi = min([a for a in starts if a > lo], default=1 << 64)
-            for ev in events:
-                if ev[0] in ("segment_map", "segment_unmap") and lo <= ev[4] < hi:
-                    size += -ev[1] if ev[0] == "segment_map" else ev[1]
-            if size <= 0:
-                continue
-        if size:
-            init_segs.append(size)
+        if s["total_size"]:
+            init_segs.append(s["total_size"])
+    for ev in reversed(events):
+        if ev[0] in ("segment_map", "segment_unmap"):
+            cut(ev[4], ev[4] + ev[1])
+            if ev[0] == "segment_unmap":
+                mapped.append([ev[4], ev[4] + ev[1], ev[2]])
+    runs = []  # touching ranges of one stream are one initial segment
+    for a, b, st in sorted(mapped):
+        if runs and runs[-1][1] == a and runs[-1][2] == st:
+            runs[-1][1] = b
+        else:
+            runs.append([a, b, st])
+    init_segs += [b - a for a, b, st in runs]
     out = dict(allocs=0, frees=0, streams=0, distinct_sizes=0, peak_live_bytes=0,
                bytes_allocated_total=0, initial_segments=len(init_segs),
                initial_reserved_bytes=sum(init_segs), initial_allocs=len(init_allocs),

@@ -173,6 +173,50 @@ static void test_roundup_power2(void) {
   pt_mech_caching.destroy(f.st);
 }
 
+/*
+ * The list form, as PyTorch 2.11 reads [256:1,512:2,1024:4,>:8]: entries 0..8
+ * (everything below 512 MiB) 1 division, so 512-byte rounding only; [512 MiB,
+ * 1 GiB) halves; [1, 2) GiB quarters; from 2 GiB eighths.  Sizes by hand.
+ */
+static void test_roundup_power2_list(void) {
+  fixture f;
+  setup(&f, 0);
+  double num;
+  pt_plist l;
+  char why[200];
+  CU_ASSERT_EQUAL_FATAL(pt_param_value_parse("[256:1,512:2,1024:4,>:8]", &num, &l, why, sizeof why), 0);
+  CU_ASSERT_EQUAL_FATAL(pt_params_set_list(&f.params, "roundup_power2_divisions", &l), 0);
+  create(&f);
+  struct {
+    uint64_t bytes, want;
+  } cases[] = {
+      {300 * MiB + 1, 300 * MiB + 512},           /* [256, 512) MiB: 1 division */
+      {100 * MiB + 7, 100 * MiB + 512},           /* below 256 MiB: the first entry's 1 */
+      {600 * MiB, 768 * MiB},                     /* [512 MiB, 1 GiB) in halves */
+      {513 * MiB, 768 * MiB},
+      {1229 * MiB, 1280 * MiB},                   /* [1, 2) GiB in quarters */
+      {2560 * MiB + 1, 2816 * MiB},               /* from 2 GiB in eighths: 256 MiB steps */
+      {2560 * MiB, 2560 * MiB},                   /* on a division: stays */
+      {4096 * MiB, 4096 * MiB},                   /* a power of two stays */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    uint64_t h = alloc(&f, cases[i].bytes, 0);
+    CU_ASSERT_EQUAL(size_of(h), cases[i].want);
+    pt_mech_caching.free(f.st, h);
+  }
+  pt_mech_caching.destroy(f.st);
+  /* the closest single value, 8, rounds the first two differently: 320 MiB and 104 MiB */
+  setup(&f, 0);
+  pt_params_set(&f.params, "roundup_power2_divisions", 8);
+  create(&f);
+  uint64_t a = alloc(&f, 300 * MiB + 1, 0), b = alloc(&f, 100 * MiB + 7, 0);
+  CU_ASSERT_EQUAL(size_of(a), 320 * MiB);
+  CU_ASSERT_EQUAL(size_of(b), 104 * MiB);
+  pt_mech_caching.free(f.st, a);
+  pt_mech_caching.free(f.st, b);
+  pt_mech_caching.destroy(f.st);
+}
+
 static void test_max_split(void) {
   fixture f;
   setup(&f, 0);
@@ -475,6 +519,7 @@ int pt_test_add_caching(void) {
   CU_add_test(s, "large block not split when 1 MiB or less remains", test_no_split_small_rest);
   CU_add_test(s, "best fit: lowest address among equals, per stream", test_best_fit_by_address_and_stream);
   CU_add_test(s, "roundup_power2_divisions", test_roundup_power2);
+  CU_add_test(s, "roundup_power2_divisions, list form [256:1,512:2,1024:4,>:8]", test_roundup_power2_list);
   CU_add_test(s, "max_split_size_mb and max_non_split_rounding", test_max_split);
   CU_add_test(s, "capacity: free cached and retry, then OOM", test_capacity_retry_and_oom);
   CU_add_test(s, "bad parameters refused", test_bad_params);

@@ -59,9 +59,19 @@ static void test_grid(void) {
   CU_ASSERT_EQUAL(pt_grid_add(g, many), 0);
   strcat(many, ",1");
   CU_ASSERT_EQUAL(pt_grid_add(g, many), -1); /* 65 values */
-  char longv[80] = "v=";
-  memset(longv + 2, '9', 64);
-  CU_ASSERT_EQUAL(pt_grid_add(g, longv), -1); /* a value of 64 bytes */
+  char longv[PT_GRID_VALUE_MAX + 16] = "v=";
+  memset(longv + 2, '9', PT_GRID_VALUE_MAX);
+  CU_ASSERT_EQUAL(pt_grid_add(g, longv), -1); /* a value of PT_GRID_VALUE_MAX bytes */
+  /* a list value is one value: commas inside brackets do not split */
+  CU_ASSERT_EQUAL_FATAL(pt_grid_add(g, "roundup_power2_divisions=4,[256:1,512:2,1024:4,>:8],[64:8,>:1],8"), 0);
+  const pt_grid_axis *ax = &g->axis[g->n - 1];
+  CU_ASSERT_EQUAL(ax->n, 4);
+  CU_ASSERT_STRING_EQUAL(ax->values[0], "4");
+  CU_ASSERT_STRING_EQUAL(ax->values[1], "[256:1,512:2,1024:4,>:8]");
+  CU_ASSERT_STRING_EQUAL(ax->values[2], "[64:8,>:1]");
+  CU_ASSERT_STRING_EQUAL(ax->values[3], "8");
+  const char *unbalanced[] = {"r=[256:1,4", "r=256:1],4", "r=[[1:2]]", "r=4,"};
+  for (size_t i = 0; i < sizeof unbalanced / sizeof unbalanced[0]; i++) CU_ASSERT_EQUAL(pt_grid_add(g, unbalanced[i]), -1);
   while (g->n < PT_GRID_AXES) CU_ASSERT_EQUAL_FATAL(pt_grid_add(g, "y=1"), 0);
   CU_ASSERT_EQUAL(pt_grid_add(g, "z=1"), -1); /* a ninth axis */
   free(g);

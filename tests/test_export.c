@@ -591,11 +591,10 @@ static void test_parse_conf(void) {
   /* the list form, PyTorch 2.11's reading: [64:8,256:4,>:1] -> 0..6 = 8, 7 = 0, 8 = 4, 9..15 = 1 */
   CU_ASSERT_EQUAL_FATAL(pt_export_parse_conf("roundup_power2_divisions:[64:8,256:4,>:1]", &p, NULL, 0, &err), 0);
   const unsigned want[16] = {8, 8, 8, 8, 8, 8, 8, 0, 4, 1, 1, 1, 1, 1, 1, 1};
-  for (int i = 0; i < 16; i++) {
-    char name[48];
-    snprintf(name, sizeof name, "roundup_power2_divisions.%d", i);
-    CU_ASSERT_EQUAL(pt_params_get(&p, name, -1), want[i]);
-  }
+  const pt_plist *got = pt_params_get_list(&p, "roundup_power2_divisions");
+  CU_ASSERT_FATAL(got != NULL);
+  CU_ASSERT_EQUAL(got->n, 16);
+  for (int i = 0; i < 16; i++) CU_ASSERT_EQUAL(got->v[i], want[i]);
   CU_ASSERT_EQUAL(pt_export_parse_conf("roundup_power2_divisions:[1:4,>:4]", &p, NULL, 0, &err), 0);
   CU_ASSERT_EQUAL(pt_params_get(&p, "roundup_power2_divisions", 0), 4); /* uniform list = the integer form */
   CU_ASSERT_EQUAL(pt_export_parse_conf("", &p, backend, sizeof backend, &err), 0);
@@ -676,12 +675,19 @@ static void test_merge(void) {
   CU_ASSERT_EQUAL(pt_export_conf(&as, "max_split_size_mb:128,pinned_num_register_threads:4", conf, sizeof conf, notes, sizeof notes, &err), 0);
   CU_ASSERT_STRING_EQUAL(conf, "pinned_num_register_threads:4,backend:cudaMallocAsync");
   CU_ASSERT_PTR_NOT_NULL(strstr(notes, "override: existing max_split_size_mb:128 removed: backend:cudaMallocAsync ignores it"));
-  /* expandable: caching knobs kept, with a note that the model did not include them */
+  /* expandable: the knobs are the run's too (the model reads them with expandable segments): one at its default is removed */
   pt_export_input ex = {.policy = "e", .mechanism = "expandable", .run_id = -1};
   CU_ASSERT_EQUAL(pt_export_conf(&ex, "roundup_power2_divisions:[64:8,>:1],backend:cudaMallocAsync", conf, sizeof conf, notes, sizeof notes, &err), 0);
-  CU_ASSERT_STRING_EQUAL(conf, "roundup_power2_divisions:[64:8,>:1],expandable_segments:True");
+  CU_ASSERT_STRING_EQUAL(conf, "expandable_segments:True");
   CU_ASSERT_PTR_NOT_NULL(strstr(notes, "override: existing backend:cudaMallocAsync removed"));
-  CU_ASSERT_PTR_NOT_NULL(strstr(notes, "note: existing roundup_power2_divisions:[64:8,>:1] kept"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(notes, "override: existing roundup_power2_divisions:[64:8,>:1] removed: the tuned run used expandable "
+                                       "segments with this key at its default"));
+  /* ... and one the run set replaces the merge's */
+  pt_params exk = {0};
+  pt_params_set(&exk, "max_split_size_mb", 64);
+  ex.params = &exk;
+  CU_ASSERT_EQUAL(pt_export_conf(&ex, "max_split_size_mb:128", conf, sizeof conf, notes, sizeof notes, &err), 0);
+  CU_ASSERT_STRING_EQUAL(conf, "max_split_size_mb:64,expandable_segments:True");
   /* merge into nothing-to-set still writes the (empty) value, so the image's old one is replaced */
   pt_export_input lib = {.policy = "s", .mechanism = "stitch", .run_id = -1};
   int rc;

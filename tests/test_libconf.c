@@ -186,6 +186,20 @@ static void test_conf_string(void) {
   CU_ASSERT_EQUAL(c.device_total_bytes, UINT64_C(150109880320));
   CU_ASSERT_EQUAL(pt_libconf_from_conf_string("mechanism=stitch,stitch_min_bytes=2097152,policy=stitch", &c, &err), 0);
   CU_ASSERT_EQUAL(pt_libconf_from_conf_string("mechanism=caching,max_split_size_mb=inf", &c, &err), 0);
+  /* a list value, its commas its own; written back the same way */
+  CU_ASSERT_EQUAL_FATAL(pt_libconf_from_conf_string("mechanism=caching,roundup_power2_divisions=[256:1,512:2,1024:4,>:8],max_split_size_mb=64",
+                                                    &c, &err), 0);
+  const pt_plist *l = pt_params_get_list(&c.params, "roundup_power2_divisions");
+  CU_ASSERT_FATAL(l != NULL);
+  CU_ASSERT(l->v[8] == 1 && l->v[9] == 2 && l->v[10] == 4 && l->v[15] == 8);
+  CU_ASSERT_EQUAL(pt_params_get(&c.params, "max_split_size_mb", 0), 64);
+  char back[512];
+  CU_ASSERT_EQUAL(pt_libconf_to_conf_string(&c, back, sizeof back), 0);
+  CU_ASSERT_STRING_EQUAL(back, "mechanism=caching,roundup_power2_divisions=[256:1,512:2,1024:4,>:8],max_split_size_mb=64");
+  CU_ASSERT_EQUAL(pt_libconf_from_conf_string("mechanism=caching,roundup_power2_divisions=[256:3]", &c, &err), PT_EFORMAT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "roundup_power2_divisions: divisions 3"));
+  CU_ASSERT_EQUAL(pt_libconf_from_conf_string("mechanism=stitch,max_stitched=[1:2,>:4]", &c, &err), PT_EFORMAT); /* a number knob */
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "max_stitched must be a number, not a list"));
 
   static const struct {
     const char *conf, *msg;

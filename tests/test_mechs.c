@@ -228,6 +228,79 @@ static void test_expandable_capacity(void) {
   rig_done(&r);
 }
 
+/* The knobs PyTorch reads with expandable segments, by hand (docs/pytorch-caching-allocator.md, sections 5, 8, 9). */
+static void test_expandable_knobs(void) {
+  rig r;
+  /* roundup_power2_divisions: 57 MiB rounds to 64 MiB in quarters of [32, 64): four 20 MiB pages, not three */
+  rig_init(&r, &pt_mech_expandable, 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  A(&r, 57 * MIB);
+  CU_ASSERT_EQUAL(r.dev.reserved, 60 * MIB);
+  rig_done(&r);
+  rig_init(&r, &pt_mech_expandable, 0);
+  pt_params_set(&r.params, "roundup_power2_divisions", 4);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  uint64_t a = A(&r, 57 * MIB);
+  CU_ASSERT_EQUAL(r.dev.reserved, 80 * MIB);
+  CU_ASSERT_EQUAL(r.ops->addr_of(r.st, A(&r, 16 * MIB)), r.ops->addr_of(r.st, a) + 64 * MIB); /* a took 64 MiB */
+  rig_done(&r);
+  /* ... the list form: [32:1,>:4] leaves [32, 64) MiB at 512-byte rounding, so three pages again */
+  rig_init(&r, &pt_mech_expandable, 0);
+  double num;
+  pt_plist l;
+  char why[100];
+  CU_ASSERT_EQUAL_FATAL(pt_param_value_parse("[32:1,>:4]", &num, &l, why, sizeof why), 0);
+  pt_params_set_list(&r.params, "roundup_power2_divisions", &l);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  A(&r, 57 * MIB);
+  CU_ASSERT_EQUAL(r.dev.reserved, 60 * MIB);
+  A(&r, 100 * MIB); /* [64, 128) MiB in quarters: 112 MiB, so 60 - 57 + 112 = 115 more: six pages */
+  CU_ASSERT_EQUAL(r.dev.reserved, 180 * MIB);
+  rig_done(&r);
+
+  /* max_split_size_mb: a freed 100 MiB block with a live block after it serves a 30 MiB request only without it */
+  for (int with = 0; with < 2; with++) {
+    rig_init(&r, &pt_mech_expandable, 0);
+    if (with) pt_params_set(&r.params, "max_split_size_mb", 64);
+    CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+    uint64_t big = A(&r, 100 * MIB), pin = A(&r, 20 * MIB);
+    (void)pin;
+    CU_ASSERT_EQUAL(r.dev.reserved, 120 * MIB);
+    F(&r, big);
+    uint64_t c = A(&r, 30 * MIB);
+    if (!with) {
+      CU_ASSERT_EQUAL(r.dev.reserved, 120 * MIB); /* carved from the free 100 MiB */
+      CU_ASSERT_EQUAL(r.ops->addr_of(r.st, c), r.ops->addr_of(r.st, big));
+    } else {
+      CU_ASSERT_EQUAL(r.dev.reserved, 160 * MIB); /* refused: the segment grows by 30 MiB, two pages */
+      CU_ASSERT_EQUAL(r.ops->addr_of(r.st, c), r.ops->addr_of(r.st, big) + 120 * MIB);
+      /* a request of 64 MiB or more may take it if it wastes less than max_non_split_rounding_mb (20) */
+      uint64_t d = A(&r, 90 * MIB);
+      CU_ASSERT_EQUAL(r.ops->addr_of(r.st, d), r.ops->addr_of(r.st, big));
+    }
+    rig_done(&r);
+  }
+
+  /* garbage_collection_threshold under a cap frees nothing expandable: the retry's release unmaps, one range a block */
+  rig_init(&r, &pt_mech_expandable, 100 * MIB);
+  pt_params_set(&r.params, "garbage_collection_threshold", 0.1);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  uint64_t x = A(&r, 20 * MIB), y = A(&r, 20 * MIB), z = A(&r, 20 * MIB), w = A(&r, 20 * MIB);
+  (void)y;
+  (void)w;
+  F(&r, x);
+  F(&r, z); /* two free pages, apart: 80 MiB mapped, over 0.1 of the cap */
+  A(&r, 10 * MIB + 1); /* served by x's page: no growth, no collection */
+  CU_ASSERT_EQUAL(CALLS(&r, mem_unmap), 0);
+  CU_ASSERT_EQUAL(r.ctr.collections, 0);
+  A(&r, 40 * MIB); /* 80 + 40 > 100: the retry unmaps z's page (x's is in use), then maps two */
+  CU_ASSERT_EQUAL(r.ctr.alloc_retries, 1);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_unmap), 1);
+  CU_ASSERT_EQUAL(r.ctr.unmap_ranges, 1);
+  CU_ASSERT_EQUAL(r.dev.reserved, 100 * MIB);
+  rig_done(&r);
+}
+
 static void test_expandable_initial(void) {
   rig r;
   uint64_t h, g;
@@ -613,6 +686,78 @@ static void test_async_capacity(void) {
 }
 
 /* One pool for every stream: completed frees are reused across streams. */
+/*
+ * Frees the GPU has not passed yet (free_lag: they stay pending for that many
+ * later requests).  The H200 probe (traces/capture/async_probe, `probe
+ * pending`: a kernel keeps stream 0 busy while the requests are made): a
+ * pending free is reused by a request of its size or smaller (P1, P3), two
+ * adjacent pending frees merge (P2), but a pending free does not merge with
+ * the free space next to it that the GPU has seen (P5: 24 MiB pending at the
+ * start of a 32 MiB chunk, then 28 MiB goes past it, a second chunk; with the
+ * stream idle, 28 MiB goes at 0 in the one chunk).
+ */
+static void test_async_pending(void) {
+  for (int lag = 0; lag < 2; lag++) {
+    rig r;
+    rig_init(&r, &pt_mech_async_pool, 0);
+    CU_ASSERT_EQUAL(pt_params_set(&r.params, "release_threshold", ASYNC_UINT64_MAX_THRESHOLD), 0);
+    if (lag) CU_ASSERT_EQUAL(pt_params_set(&r.params, "free_lag", 1000), 0);
+    CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+    /* P5 */
+    uint64_t keep = A(&r, MIB), base = AT(&r, keep, 0);
+    uint64_t x = A(&r, 24 * MIB);
+    CU_ASSERT_EQUAL(AT(&r, x, base), MIB);
+    F(&r, x);
+    uint64_t y = A(&r, 28 * MIB);
+    CU_ASSERT_EQUAL(AT(&r, y, base), lag ? 25 * MIB : MIB);
+    CU_ASSERT_EQUAL(r.dev.reserved, lag ? 64 * MIB : 32 * MIB);
+    /* P1, P3: the pending 24 MiB (lag) serves requests of its size or smaller */
+    uint64_t z = A(&r, 20 * MIB);
+    if (lag) CU_ASSERT_EQUAL(AT(&r, z, base), MIB);
+    /* P2: two adjacent pending frees merge and serve their sum */
+    uint64_t p = A(&r, 8 * MIB), q = A(&r, 8 * MIB), k2 = A(&r, 4 * MIB);
+    uint64_t pa = AT(&r, p, base);
+    CU_ASSERT_EQUAL(AT(&r, q, base), pa + 8 * MIB);
+    F(&r, p);
+    F(&r, q);
+    uint64_t w = A(&r, 16 * MIB);
+    CU_ASSERT_EQUAL(AT(&r, w, base), pa);
+    F(&r, w);
+    F(&r, k2);
+    F(&r, z);
+    F(&r, y);
+    F(&r, keep); /* nothing allocated: a synchronisation point, every free seen complete */
+    uint64_t all = A(&r, 60 * MIB); /* the whole heap is one free block again */
+    CU_ASSERT_EQUAL(AT(&r, all, base), 0);
+    F(&r, all);
+    rig_done(&r);
+  }
+}
+
+/* A pending free is seen complete free_lag requests later, then merges with its free neighbours. */
+static void test_async_pending_completes(void) {
+  rig r;
+  rig_init(&r, &pt_mech_async_pool, 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "release_threshold", ASYNC_UINT64_MAX_THRESHOLD), 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "free_lag", 2), 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  uint64_t keep = A(&r, MIB), base = AT(&r, keep, 0);
+  uint64_t x = A(&r, 24 * MIB);
+  F(&r, x);
+  uint64_t s1 = A(&r, 512 * 1024); /* one request later: still pending, so it comes from x's block */
+  CU_ASSERT_EQUAL(AT(&r, s1, base), MIB);
+  uint64_t s2 = A(&r, 512 * 1024); /* two: x's remainder is seen complete first and merges with the top */
+  CU_ASSERT_EQUAL(AT(&r, s2, base), MIB + 512 * 1024);
+  uint64_t y = A(&r, 28 * MIB); /* fits in the merged free space of the first chunk */
+  CU_ASSERT_EQUAL(AT(&r, y, base), 2 * MIB);
+  CU_ASSERT_EQUAL(r.dev.reserved, 32 * MIB);
+  F(&r, y);
+  F(&r, s1);
+  F(&r, s2);
+  F(&r, keep);
+  rig_done(&r);
+}
+
 static void test_async_streams(void) {
   rig r;
   uint64_t h;
@@ -1152,14 +1297,73 @@ static void test_params(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(r.err.msg, "caching: roundup_power2_divisions must be 0 or a power of two"));
 }
 
+/* A list value's text, read as PyTorch 2.11 reads it, and written back as the shortest list that builds the same table. */
+static void test_param_list_text(void) {
+  struct {
+    const char *text;
+    double want[PT_PARAM_LIST_MAX];
+    const char *back;
+  } ok[] = {
+      {"[256:1,512:2,1024:4,>:8]", {1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 4, 8, 8, 8, 8, 8}, "[256:1,512:2,1024:4,>:8]"},
+      /* a gap between two boundaries stays 0, written out */
+      {"[64:8,256:4,>:1]", {8, 8, 8, 8, 8, 8, 8, 0, 4, 1, 1, 1, 1, 1, 1, 1}, "[64:8,128:0,256:4,>:1]"},
+      /* a leading '>' leaves entry 0 at 0 */
+      {"[>:4]", {0, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4}, "[1:0,>:4]"},
+      /* boundaries past 32 GiB are the last interval's */
+      {"[1:2,65536:8]", {2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8}, "[1:2,2:0,4:0,8:0,16:0,32:0,64:0,128:0,256:0,512:0,1024:0,2048:0,4096:0,8192:0,16384:0,>:8]"},
+  };
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+    double num;
+    pt_plist l, l2;
+    char why[200], buf[300];
+    CU_ASSERT_EQUAL_FATAL(pt_param_value_parse(ok[i].text, &num, &l, why, sizeof why), 0);
+    CU_ASSERT_EQUAL_FATAL(l.n, PT_PARAM_LIST_MAX);
+    for (int k = 0; k < PT_PARAM_LIST_MAX; k++) CU_ASSERT_EQUAL(l.v[k], ok[i].want[k]);
+    CU_ASSERT_STRING_EQUAL(pt_param_list_format(&l, buf, sizeof buf), ok[i].back);
+    CU_ASSERT_EQUAL(pt_param_value_parse(buf, &num, &l2, why, sizeof why), 0); /* round trip */
+    CU_ASSERT_EQUAL(memcmp(l.v, l2.v, sizeof l.v), 0);
+  }
+  double num;
+  pt_plist l;
+  char why[200];
+  CU_ASSERT_EQUAL(pt_param_value_parse("[1:4,>:4]", &num, &l, why, sizeof why), 0); /* all alike: the number */
+  CU_ASSERT_EQUAL(l.n, 0);
+  CU_ASSERT_EQUAL(num, 4);
+  CU_ASSERT_EQUAL(pt_param_value_parse("inf", &num, &l, why, sizeof why), 0);
+  CU_ASSERT(isinf(num));
+  const char *bad[] = {"[256:3]", "[300:2]", "[256:2", "[256:2,]", "[:2]", "[256:-2]", "[[256:2]]", "4x", "0x10", "nan", ""};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    CU_ASSERT_EQUAL(pt_param_value_parse(bad[i], &num, &l, why, sizeof why), PT_EFORMAT);
+    CU_ASSERT(why[0] != 0);
+  }
+  /* a list where the mechanism takes a number, and one whose entries break the kind, are refused by name */
+  pt_params p = {0};
+  CU_ASSERT_EQUAL(pt_param_value_parse("[256:1,>:8]", &num, &l, why, sizeof why), 0);
+  pt_params_set_list(&p, "large_segment_size_mb", &l);
+  pt_err err;
+  CU_ASSERT_EQUAL(pt_mech_check_params(&pt_mech_expandable, &p, &err), PT_EUSAGE);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "a number, not a list"));
+  pt_params q = {0};
+  pt_params_set_list(&q, "roundup_power2_divisions", &l);
+  CU_ASSERT_EQUAL(pt_mech_check_params(&pt_mech_caching, &q, &err), 0);
+  pt_params r = q;
+  CU_ASSERT(pt_params_equal(&q, &r));
+  r.v[0].list.v[3] = 2;
+  CU_ASSERT(!pt_params_equal(&q, &r));
+}
+
 int pt_test_add_mechs(void) {
   CU_pSuite s = CU_add_suite("mechs", NULL, NULL);
+  if (s) CU_add_test(s, "parameter values: PyTorch's list form read, written, checked", test_param_list_text);
+  if (s) CU_add_test(s, "expandable: roundup (number and list), max_split_size_mb, a GC threshold under a cap", test_expandable_knobs);
   if (!s) return CU_get_error();
   CU_add_test(s, "driver call log: the counted calls, resolved for a replay", test_log_walk);
   CU_add_test(s, "driver call log: unrepeatable logs refused with the call", test_log_walk_refuses);
   CU_add_test(s, "driver call log: two live allocations at one model address", test_log_walk_same_address);
   CU_add_test(s, "driver call log: a page mapped at two addresses (stitch)", test_log_walk_alias);
   CU_add_test(s, "driver call log: VMM segments from before the trace refused, saying so", test_log_walk_initial_vmm);
+  CU_add_test(s, "async_pool: pending frees (free_lag) reused, merged with pending neighbours only", test_async_pending);
+  CU_add_test(s, "async_pool: a pending free completes free_lag requests later and merges", test_async_pending_completes);
   CU_add_test(s, "direct: one cudaMalloc/cudaFree a request, 512 B rounding", test_direct_counts);
   CU_add_test(s, "direct: initial segments held until their blocks go", test_direct_initial);
   CU_add_test(s, "direct: cap frees idle segments, retries once, then OOM", test_direct_capacity);

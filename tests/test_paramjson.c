@@ -96,6 +96,30 @@ static void test_walk(void) {
   CU_ASSERT_EQUAL(n, 0);
 }
 
+
+/* A list (mech.h) is an array of its table's numbers; numbers keep their text; arrays read back as lists. */
+static void test_list_values(void) {
+  pt_params p = {0}, q;
+  pt_plist l = {16, {1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 4, 8, 8, 8, 8, 8}};
+  pt_params_set(&p, "b", 4);
+  CU_ASSERT_EQUAL_FATAL(pt_params_set_list(&p, "a", &l), 0);
+  char buf[PT_PARAMS_JSON_MAX], again[PT_PARAMS_JSON_MAX];
+  CU_ASSERT_EQUAL_FATAL(pt_params_json(&p, 1, buf, sizeof buf), 0);
+  CU_ASSERT_STRING_EQUAL(buf, "{\"a\":[1,1,1,1,1,1,1,1,1,2,4,8,8,8,8,8],\"b\":4}");
+  CU_ASSERT_EQUAL_FATAL(pt_params_from_json(buf, &q), 0);
+  const pt_plist *got = pt_params_get_list(&q, "a");
+  CU_ASSERT_FATAL(got != NULL);
+  CU_ASSERT_EQUAL(memcmp(got->v, l.v, sizeof l.v), 0);
+  CU_ASSERT_EQUAL(pt_params_json(&q, 1, again, sizeof again), 0);
+  CU_ASSERT_STRING_EQUAL(again, buf);
+  /* an array of equal numbers is that number, as the writer would have written it */
+  CU_ASSERT_EQUAL(pt_params_from_json("{\"a\":[2,2,2,2,2,2,2,2,2,2,2,2,2,2,2,2]}", &q), 0);
+  CU_ASSERT(pt_params_get_list(&q, "a") == NULL && pt_params_get(&q, "a", 0) == 2);
+  const char *bad[] = {"{\"a\":[]}", "{\"a\":[1,}", "{\"a\":[1 2]}", "{\"a\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17]}",
+                       "{\"a\":[\"x\"]}", "{\"a\":[1,2]"};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) CU_ASSERT_EQUAL(pt_params_from_json(bad[k], &q), PT_EFORMAT);
+}
+
 int pt_test_add_paramjson(void) {
   CU_pSuite s = CU_add_suite("paramjson", NULL, NULL);
   if (!s) return CU_get_error();
@@ -104,5 +128,6 @@ int pt_test_add_paramjson(void) {
   CU_add_test(s, "written, parsed and written again: the same values and text", test_round_trip);
   CU_add_test(s, "the parser refuses what the writer never writes", test_parser_refuses);
   CU_add_test(s, "the walker yields each member's kind and stops on the callback's error", test_walk);
+  CU_add_test(s, "a list value: an array of its table, read back as the list", test_list_values);
   return CU_get_error();
 }

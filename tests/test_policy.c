@@ -181,7 +181,8 @@ static void test_declared_order(void) {
   const pt_policy_param *q = pt_policy_param_at(pol, 1);
   CU_ASSERT(q->has_range && q->min == 20 && q->max == 4096 && q->log_scale && !q->integer);
   q = pt_policy_param_at(pol, 2);
-  CU_ASSERT(!q->has_range && q->nchoices == 6 && q->choices[5] == 16 && q->integer);
+  CU_ASSERT(!q->has_range && q->nchoices == 9 && q->choices[5] == 16 && q->integer);
+  CU_ASSERT(q->choice_lists && q->choice_lists[6].n == 16 && q->choice_lists[6].v[9] == 2 && !q->choice_lists[5].n);
   pt_policy_free(pol);
 }
 
@@ -211,7 +212,12 @@ static void test_set(void) {
   set_fails(pol, "max_split_size_mb=5000", "5000 lies outside the range [20, 4096]");
   set_fails(pol, "max_split_size_mb=inf", "inf lies outside the range");
   set_fails(pol, "garbage_collection_threshold=1", "1 lies outside the range [0, 0.99]");
-  set_fails(pol, "roundup_power2_divisions=3", "3 is not one of the choices {0, 1, 2, 4, 8, 16}");
+  set_fails(pol, "roundup_power2_divisions=3", "3 is not one of the choices {0, 1, 2, 4, 8, 16, [256:1,512:2,1024:4,>:8], [64:8,>:1], [256:1,>:4]}");
+  set_fails(pol, "roundup_power2_divisions=[256:1,>:2]", "[256:1,>:2] is not one of the choices");
+  CU_ASSERT_EQUAL(pt_policy_set(pol, "roundup_power2_divisions=[256:1, 512:2,1024:4,>:8]", &err), PT_EUSAGE); /* no spaces in a value */
+  CU_ASSERT_EQUAL(pt_policy_set(pol, "roundup_power2_divisions=[128:1,256:1,512:2,1024:4,>:8]", &err), 0); /* the same table */
+  CU_ASSERT(isnan(param_value(pol, "roundup_power2_divisions")) && pt_policy_param_at(pol, 2)->list.v[10] == 4);
+  CU_ASSERT_EQUAL(pt_policy_set(pol, "roundup_power2_divisions=8", &err), 0);
   set_fails(pol, "roundup_power2_divisions=2.5", "2.5 is not an integer");
   set_fails(pol, "max_split_sz=100",
             "the policy declares no parameter 'max_split_sz' (declared: garbage_collection_threshold, "

@@ -92,7 +92,7 @@ static char *capture_text(const pt_report_run *r, size_t n, int *rc) {
   FILE *f = open_memstream(&buf, &len);
   if (!f) return NULL;
   pt_err err = {{0}};
-  *rc = pt_report_text(f, r, n, NULL, 0, &err);
+  *rc = pt_report_text(f, r, n, NULL, 0, NULL, 0, &err);
   fclose(f);
   return buf;
 }
@@ -103,7 +103,7 @@ static char *capture_html(const char *title, const pt_report_run *r, size_t n, i
   FILE *f = open_memstream(&buf, &len);
   if (!f) return NULL;
   pt_err err = {{0}};
-  *rc = pt_report_html(f, title, r, n, NULL, 0, &err);
+  *rc = pt_report_html(f, title, r, n, NULL, 0, NULL, 0, &err);
   fclose(f);
   return buf;
 }
@@ -334,7 +334,7 @@ static void test_html_selection(void) {
   size_t len = 0;
   FILE *f = open_memstream(&buf, &len);
   pt_err err;
-  CU_ASSERT_EQUAL_FATAL(pt_report_html(f, NULL, r, N + M, NULL, 0, &err), 0);
+  CU_ASSERT_EQUAL_FATAL(pt_report_html(f, NULL, r, N + M, NULL, 0, NULL, 0, &err), 0);
   fclose(f);
   size_t svgs = 0;
   for (const char *q = buf; (q = strstr(q, "<svg class=\"timeline\"")); q++) svgs++;
@@ -348,16 +348,135 @@ static void test_html_selection(void) {
   free(r);
 }
 
+/* Two runs worked by hand: the why names each figure against the captured settings'. */
+static void test_why(void) {
+  pt_sim_point tr[3] = {{.event = 1, .reserved = (uint64_t)(100 * MiB), .allocated = (uint64_t)(90 * MiB)},
+                        {.event = 2, .reserved = (uint64_t)(352 * MiB), .allocated = (uint64_t)(300 * MiB)},
+                        {.event = 3, .reserved = (uint64_t)(352 * MiB), .allocated = (uint64_t)(10 * MiB)}};
+  pt_sim_point tb[2] = {{.event = 1, .reserved = (uint64_t)(390 * MiB), .allocated = (uint64_t)(301 * MiB)},
+                        {.event = 2, .reserved = (uint64_t)(200 * MiB), .allocated = (uint64_t)(100 * MiB)}};
+  pt_report_run r = {.id = 4, .trace = "T", .policy = "cuda_async", .mechanism = "async_pool",
+                     .peak_reserved_bytes = (uint64_t)(352 * MiB), .peak_allocated_bytes = (uint64_t)(301 * MiB),
+                     .segments_allocated = 11, .driver_calls_total = 34, .predicted_alloc_us = 1110, .timeline = tr,
+                     .ntimeline = 3};
+  pt_report_run b = {.id = 1, .trace = "T", .policy = "pytorch_native", .mechanism = "caching",
+                     .peak_reserved_bytes = (uint64_t)(390 * MiB), .peak_allocated_bytes = (uint64_t)(301 * MiB),
+                     .segments_allocated = 18, .driver_calls_total = 28, .predicted_alloc_us = 2030, .timeline = tb,
+                     .ntimeline = 2};
+  char why[2048];
+  CU_ASSERT_PTR_EQUAL(pt_report_why(&r, &b, why, sizeof why), why);
+  /* the peak held on after frees (event 3) is not where the reserve was needed: 352 - 300 = 52 MiB free */
+  CU_ASSERT_PTR_NOT_NULL(strstr(why, "at most 352 MiB for at most 301 MiB of live requests"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(why, "38 MiB less than the captured settings' 390 MiB"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(why, "52 MiB lay free inside its segments, against 89 MiB"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(why, "11 segments with 34 driver calls in all, against 18 and 28"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(why, "1.11 ms against 2.03 ms (the cost model")); /* more calls, less time: said why */
+  /* alone: no comparison; without a timeline: no free bytes */
+  r.timeline = NULL;
+  r.ntimeline = 0;
+  pt_report_why(&r, NULL, why, sizeof why);
+  CU_ASSERT_PTR_NULL(strstr(why, "against"));
+  CU_ASSERT_PTR_NULL(strstr(why, "free inside"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(why, "11 segments with 34 driver calls in all."));
+  /* a short buffer stays terminated */
+  char tiny[16];
+  pt_report_why(&r, &b, tiny, sizeof tiny);
+  CU_ASSERT_EQUAL(strlen(tiny), sizeof tiny - 1);
+  /* who may headline */
+  CU_ASSERT(pt_report_recommendable(&r));
+  r.ooms = 1;
+  CU_ASSERT(!pt_report_recommendable(&r));
+  r.ooms = 0;
+  r.mechanism = "direct";
+  CU_ASSERT(!pt_report_recommendable(&r));
+  CU_ASSERT(!pt_report_recommendable(NULL));
+}
+
+/* A printer's output with recommendations (kind 't'ext, 'h'tml, 'j'son), as a string the caller frees. */
+static char *capture_recs(int kind, const pt_report_run *r, size_t n, const pt_report_rec *recs, size_t nrecs, int *rc) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  if (!f) return NULL;
+  pt_err err = {{0}};
+  *rc = kind == 't'   ? pt_report_text(f, r, n, recs, nrecs, NULL, 0, &err)
+        : kind == 'h' ? pt_report_html(f, "t", r, n, recs, nrecs, NULL, 0, &err)
+                      : pt_report_json(f, r, n, recs, nrecs, NULL, 0, &err);
+  fclose(f);
+  return buf;
+}
+
+/* With a recommendation: it comes first (text and HTML), paste lines whole, the overlay and the folded rest. */
+static void test_recommendation(void) {
+  pt_report_run r[NSET];
+  fill(r, NSET);
+  pt_sim_point *tl = timeline(50, 3);
+  CU_ASSERT_FATAL(tl != NULL);
+  for (size_t i = 0; i < NSET; i++) r[i].timeline = tl, r[i].ntimeline = 50;
+  static char longline[200];
+  snprintf(longline, sizeof longline, "export PYTORCH_ALLOC_CONF=max_split_size_mb:64,%0120d", 0);
+  char paste[400];
+  snprintf(paste, sizeof paste, "%s\nexport B='<&>'\n", longline);
+  pt_report_rec rec[2] = {{.trace = "A", .run = 2, .baseline = 1, .baseline_desc = "pol at its defaults",
+                           .chosen_by = "time", .paste = paste, .code = "import torch\n", .notes = "note: one\nnote: two\n",
+                           .command = "pagetune export --trace A --run 2 --format env"},
+                          {.trace = "B", .run = 0, .baseline = 0}};
+  int rc;
+  char *buf = capture_recs('h', r, NSET, rec, 2, &rc);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+  CU_ASSERT_EQUAL(rc, 0);
+  const char *card = strstr(buf, "<section class=\"rec\">"), *first_trace = strstr(buf, "<section class=\"trace\"");
+  CU_ASSERT(card && first_trace && card < first_trace);
+  CU_ASSERT_EQUAL(count(buf, "<section class=\"rec\">"), 2); /* B's says there is nothing to recommend */
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "Nothing to recommend"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, longline)); /* whole, never cut */
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "export B=&#39;&lt;&amp;&gt;&#39;"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "What else the export notes (2)"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "<svg class=\"overlay\" data-run=\"2\" data-baseline=\"1\""));
+  CU_ASSERT_EQUAL(count(buf, "<svg class=\"overlay\""), 1);
+  CU_ASSERT_EQUAL(count(buf, "<svg class=\"timeline\""), NSET - 2); /* the rest, folded */
+  CU_ASSERT_PTR_NULL(strstr(buf, "data-run=\"2\" viewBox=\"0 0 640"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "(recommended)</text>"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "(captured)</text>"));
+  CU_ASSERT_EQUAL(count(buf, "<svg"), count(buf, "</svg>"));
+  CU_ASSERT_EQUAL(count(buf, "<details"), count(buf, "</details>"));
+  free(buf);
+
+  buf = capture_recs('t', r, NSET, rec, 2, &rc);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+  CU_ASSERT_EQUAL(rc, 0);
+  CU_ASSERT_EQUAL(strncmp(buf, "RECOMMENDED SETTINGS\n", 21), 0);
+  const char *line = strstr(buf, longline);
+  CU_ASSERT(line && line[-1] == ' ' && line[strlen(longline)] == '\n');
+  CU_ASSERT(strstr(buf, "A: run 2, pol_a2") && strstr(buf, "A: run 2, pol_a2") < strstr(buf, "trace A"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "B: nothing to recommend"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "    import torch\n"));
+  for (const char *p = buf; *p;) { /* every line but the paste-ready one fits */
+    size_t l = strcspn(p, "\n");
+    CU_ASSERT(l <= PT_REPORT_COLUMNS || strstr(p, longline) == p + 4);
+    p += l + (p[l] == '\n');
+  }
+  free(buf);
+
+  buf = capture_recs('j', r, NSET, rec, 2, &rc);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+  CU_ASSERT_EQUAL(rc, 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "\"recommendations\":[{\"trace\":\"A\",\"run\":2,\"baseline_run\":1,"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "{\"trace\":\"B\",\"run\":null,\"baseline_run\":null,"));
+  free(buf);
+  free(tl);
+}
+
 static void test_write_error(void) {
   FILE *f = fopen("/dev/full", "w");
   if (!f) return; /* no /dev/full here: nothing to test */
   pt_report_run r[NSET];
   fill(r, NSET);
   pt_err err = {{0}};
-  CU_ASSERT_EQUAL(pt_report_html(f, "t", r, NSET, NULL, 0, &err), PT_EIO);
+  CU_ASSERT_EQUAL(pt_report_html(f, "t", r, NSET, NULL, 0, NULL, 0, &err), PT_EIO);
   CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "write failed"));
   clearerr(f);
-  CU_ASSERT_EQUAL(pt_report_text(f, r, NSET, NULL, 0, &err), PT_EIO);
+  CU_ASSERT_EQUAL(pt_report_text(f, r, NSET, NULL, 0, NULL, 0, &err), PT_EIO);
   fclose(f);
 }
 
@@ -382,7 +501,7 @@ static void test_confirmations(void) {
   pt_err err;
   FILE *f = open_memstream(&buf, &len);
   CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-  CU_ASSERT_EQUAL(pt_report_text(f, r, NSET, c, 2, &err), 0);
+  CU_ASSERT_EQUAL(pt_report_text(f, r, NSET, NULL, 0, c, 2, &err), 0);
   fclose(f);
   CU_ASSERT_EQUAL(count(buf, "confirmation 7: 5 runs each"), 1);
   CU_ASSERT_EQUAL(count(buf, "confirmation 8: 2 runs each"), 1);
@@ -407,7 +526,7 @@ static void test_confirmations(void) {
   buf = NULL;
   f = open_memstream(&buf, &len);
   CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-  CU_ASSERT_EQUAL(pt_report_json(f, r, NSET, c, 2, &err), 0);
+  CU_ASSERT_EQUAL(pt_report_json(f, r, NSET, NULL, 0, c, 2, &err), 0);
   fclose(f);
   pt_jr_doc *doc;
   CU_ASSERT_EQUAL_FATAL(pt_jr_parse(buf, len, NULL, &doc, &err), 0);
@@ -437,7 +556,7 @@ static void test_confirmations(void) {
   buf = NULL;
   f = open_memstream(&buf, &len);
   CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-  CU_ASSERT_EQUAL(pt_report_html(f, "t", r, NSET, c, 2, &err), 0);
+  CU_ASSERT_EQUAL(pt_report_html(f, "t", r, NSET, NULL, 0, c, 2, &err), 0);
   fclose(f);
   CU_ASSERT_EQUAL(count(buf, "<table class=\"runs confirm\">"), 1);
   CU_ASSERT_PTR_NOT_NULL(strstr(buf, "gpu&lt;host&gt;"));
@@ -458,6 +577,8 @@ int pt_test_add_report(void) {
   CU_add_test(s, "text table: every policy, '*' on the front, 100 columns, sorted", test_text);
   CU_add_test(s, "HTML: one timeline per run, one Pareto per trace, self-contained, escaped", test_html);
   CU_add_test(s, "HTML of a large trace: its 100 least-peak runs and front drawn, every run plotted", test_html_selection);
+  CU_add_test(s, "the why: each figure against the captured settings'; OOM and direct never headline", test_why);
+  CU_add_test(s, "a recommendation leads: paste lines whole, the overlay, the rest folded, JSON", test_recommendation);
   CU_add_test(s, "a failed write is PT_EIO", test_write_error);
   CU_add_test(s, "confirmations: text within 100 columns, strict JSON, escaped HTML", test_confirmations);
   return CU_get_error();

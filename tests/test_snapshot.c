@@ -103,6 +103,10 @@ static void test_synthetic_gzip_protocol2(void) {
 static void test_expandable(void) {
   check_snapshot("tests/data/expandable.pickle", -1, "tests/data/expandable.expected.json");
 }
+/* A map that crosses from one listed mapped range into the next, a hole unmapped later: nothing was mapped at the start. */
+static void test_expandable_hole(void) {
+  check_snapshot("tests/data/expandable_hole.pickle", -1, "tests/data/expandable_hole.expected.json");
+}
 static void test_device_pick(void) {
   check_snapshot("tests/data/two_devices.pickle", 1, "tests/data/two_devices.dev1.expected.json");
   pt_err err = {{0}};
@@ -166,6 +170,7 @@ int pt_test_add_snapshot(void) {
   CU_add_test(s, "hand-made snapshot matches python", test_synthetic);
   CU_add_test(s, "gzip'd protocol-2 pickle", test_synthetic_gzip_protocol2);
   CU_add_test(s, "expandable segments: initial mapped size", test_expandable);
+  CU_add_test(s, "expandable segments: a hole in the end state is no initial mapping", test_expandable_hole);
   CU_add_test(s, "device choice", test_device_pick);
   CU_add_test(s, "real H200 capture matches python", test_real_capture);
   CU_add_test(s, "bad snapshots: one clear error", test_bad_snapshots);

@@ -28,9 +28,9 @@ static int bowl(void *ctx, const pt_params *p, double *value, pt_err *err) {
 static void test_known_optimum(void) {
   static const double zs[] = {1, 2, 4, 8};
   pt_tune_param ps[] = {
-      {"x", 9, 0, 10, 0, 0, NULL, 0},
-      {"y", 5000, 1, 1e4, 1, 0, NULL, 0},
-      {"z", 1, 0, 0, 0, 0, zs, 4},
+      {"x", 9, 0, 10, 0, 0, NULL, 0, NULL},
+      {"y", 5000, 1, 1e4, 1, 0, NULL, 0, NULL},
+      {"z", 1, 0, 0, 0, 0, zs, 4, NULL},
   };
   pt_tune_opts o = {.budget = 800, .starts = 2, .seed = 7};
   pt_tune_result r;
@@ -43,6 +43,37 @@ static void test_known_optimum(void) {
   CU_ASSERT(r.best_value < 0.01);
   CU_ASSERT(r.evaluations <= 800);
   CU_ASSERT_EQUAL(r.evaluations, calls); /* memoised points are counted once */
+}
+
+/* A list-valued knob is a grid parameter: every choice, lists among them, is tried, and the best is the list. */
+static int by_table(void *ctx, const pt_params *p, double *value, pt_err *err) {
+  (void)ctx;
+  (void)err;
+  calls++;
+  const pt_plist *l = pt_params_get_list(p, "t");
+  *value = l ? 10 - l->v[15] : 20 - pt_params_get(p, "t", NAN); /* the list with 8 in its last entry: 2 */
+  return 0;
+}
+
+static void test_list_choices(void) {
+  static const double nums[] = {4, NAN, NAN};
+  static pt_plist lists[3];
+  double num;
+  char why[100];
+  lists[0].n = 0;
+  CU_ASSERT_EQUAL_FATAL(pt_param_value_parse("[256:1,>:8]", &num, &lists[1], why, sizeof why), 0);
+  CU_ASSERT_EQUAL_FATAL(pt_param_value_parse("[256:1,>:2]", &num, &lists[2], why, sizeof why), 0);
+  pt_tune_param ps[] = {{"t", 4, 0, 0, 0, 1, nums, 3, lists}};
+  pt_tune_opts o = {.budget = 20, .starts = 1, .seed = 1};
+  pt_tune_result r;
+  pt_err err;
+  calls = 0;
+  CU_ASSERT_EQUAL_FATAL(pt_tune(ps, 1, &o, by_table, NULL, &err, &r), 0);
+  CU_ASSERT_EQUAL(calls, 3);
+  CU_ASSERT_EQUAL(r.best_value, 2);
+  const pt_plist *best = pt_params_get_list(&r.best, "t");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(best);
+  CU_ASSERT_EQUAL(best->v[15], 8);
 }
 
 static int parabola(void *ctx, const pt_params *p, double *value, pt_err *err) {
@@ -133,7 +164,7 @@ static void test_prefetch_same_search(void) {
 }
 
 static void test_budget_and_integer(void) {
-  pt_tune_param ps[] = {{"n", 1, 1, 64, 1, 1, NULL, 0}};
+  pt_tune_param ps[] = {{"n", 1, 1, 64, 1, 1, NULL, 0, NULL}};
   pt_tune_opts o = {.budget = 10, .starts = 5, .seed = 1};
   pt_tune_result r;
   pt_err err;
@@ -146,7 +177,7 @@ static void test_budget_and_integer(void) {
   o.budget = 100;
   CU_ASSERT_EQUAL(pt_tune(ps, 1, &o, parabola, NULL, &err, &r), 0);
   CU_ASSERT_EQUAL(pt_params_get(&r.best, "n", NAN), 10); /* the best integer */
-  pt_tune_param bad[] = {{"y", 1, 0, 10, 1, 0, NULL, 0}};
+  pt_tune_param bad[] = {{"y", 1, 0, 10, 1, 0, NULL, 0, NULL}};
   CU_ASSERT(pt_tune(bad, 1, &o, bowl, NULL, &err, &r) < 0); /* log scale from 0 */
 }
 
@@ -157,7 +188,7 @@ static void test_budget_and_integer(void) {
  */
 static int nested(void *ctx, const pt_params *p, double *value, pt_err *err) {
   (void)ctx;
-  pt_tune_param inner[] = {{"n", 1, 1, 64, 1, 1, NULL, 0}};
+  pt_tune_param inner[] = {{"n", 1, 1, 64, 1, 1, NULL, 0, NULL}};
   pt_tune_opts o = {.budget = 30, .starts = 1, .seed = 3};
   pt_tune_result r;
   int rc = pt_tune(inner, 1, &o, parabola, NULL, err, &r);
@@ -168,7 +199,7 @@ static int nested(void *ctx, const pt_params *p, double *value, pt_err *err) {
 }
 
 static void test_nested(void) {
-  pt_tune_param ps[] = {{"x", 9, 0, 10, 0, 0, NULL, 0}};
+  pt_tune_param ps[] = {{"x", 9, 0, 10, 0, 0, NULL, 0, NULL}};
   pt_tune_opts o = {.budget = 60, .starts = 1, .seed = 7};
   pt_tune_result r;
   pt_err err;
@@ -190,7 +221,7 @@ static int spiky(void *ctx, const pt_params *p, double *value, pt_err *err) {
 }
 
 static void test_non_finite(void) {
-  pt_tune_param ps[] = {{"x", 2, 0, 10, 0, 0, NULL, 0}, {"y", 2, 0, 10, 0, 0, NULL, 0}};
+  pt_tune_param ps[] = {{"x", 2, 0, 10, 0, 0, NULL, 0, NULL}, {"y", 2, 0, 10, 0, 0, NULL, 0, NULL}};
   pt_err err;
   pt_tune_result r;
   for (int budget = 1; budget <= 40; budget += 3) {
@@ -228,7 +259,7 @@ static int never(void *ctx, const pt_params *p, double *value, pt_err *err) {
 }
 
 static void test_infeasible_starts(void) {
-  pt_tune_param ps[] = {{"x", 0, 0, 10, 0, 0, NULL, 0}, {"y", 1, 1, 1e4, 1, 0, NULL, 0}};
+  pt_tune_param ps[] = {{"x", 0, 0, 10, 0, 0, NULL, 0, NULL}, {"y", 1, 1, 1e4, 1, 0, NULL, 0, NULL}};
   pt_err err;
   pt_tune_result r;
   for (unsigned long seed = 1; seed <= 5; seed++) {
@@ -256,7 +287,7 @@ static int near_zero(void *ctx, const pt_params *p, double *value, pt_err *err) 
 }
 
 static void test_values_meant(void) {
-  pt_tune_param ps[] = {{"g", 0.5, 0, 0.99, 0, 0, NULL, 0}};
+  pt_tune_param ps[] = {{"g", 0.5, 0, 0.99, 0, 0, NULL, 0, NULL}};
   pt_tune_opts o = {.budget = 200, .starts = 3, .seed = 2};
   pt_tune_result r;
   pt_err err;
@@ -269,6 +300,7 @@ static void test_values_meant(void) {
 int pt_test_add_tune(void) {
   CU_pSuite s = CU_add_suite("tune", NULL, NULL);
   if (!s) return CU_get_error();
+  CU_add_test(s, "a list-valued knob: each choice, lists among them, tried once", test_list_choices);
   CU_add_test(s, "finds the known optimum (grid x Nelder-Mead, log scale)", test_known_optimum);
   CU_add_test(s, "budget, integers, bad ranges", test_budget_and_integer);
   CU_add_test(s, "points made ahead (tune -j) leave the search as it was", test_prefetch_same_search);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """accept.py: issue 11's acceptance figures from bench/replay/mechanism.sh's JSON lines.
 
-    python3 bench/replay/accept.py MECHANISM.jsonl [--pagetune ./pagetune] [--out DIR]
+    python3 bench/replay/accept.py MECHANISM.jsonl[.gz] [--pagetune ./pagetune] [--out DIR]
 
 1. Per run (trace x policy): --touch clean; free GPU memory back; the model fed
    the GPU's addresses makes the same driver calls and reaches the same peak;
@@ -17,8 +17,15 @@
    the policy pairs the GPU separates by more than 20%: how many the
    prediction orders the same way (goal 95%).  Both splits are reported
    (calibrate on A, judge B; calibrate on B, judge A).
+3. The measurement's own reproducibility.
+4. The allocator's own work per request by how many blocks were live.
+
+With several processes a configuration (mechanism.sh PROCS=N), each check of 1
+must hold in every process, and a configuration's measured time is the median
+over its processes of each process's median of its timed repeats.
 """
 import argparse
+import gzip
 import itertools
 import json
 import os
@@ -36,7 +43,16 @@ ap.add_argument("--out", default=None, help="where the fitted descriptions go (d
 a = ap.parse_args()
 out = a.out or os.path.dirname(os.path.abspath(a.jsonl))
 base = a.base or os.path.join(os.path.dirname(os.path.abspath(a.jsonl)), "calibrated.gpu")
-runs = [json.loads(l) for l in open(a.jsonl) if l.strip()]
+runs = [json.loads(l) for l in (gzip.open(a.jsonl, "rt") if a.jsonl.endswith(".gz") else open(a.jsonl)) if l.strip()]
+procs = {}  # (trace, policy) -> its runs, one per process
+for r in runs:
+    procs.setdefault((os.path.basename(r["gpu_mechanism_replay"]["trace"]).replace(".pickle.gz", ""),
+                      r["gpu_mechanism_replay"]["policy"]), []).append(r)
+
+
+def measured(rs):
+    """A configuration's measured allocator time: the median over processes of their medians."""
+    return statistics.median(r["gpu_mechanism_replay"]["measured_total_us"] for r in rs)
 VMM = {"expandable", "async_pool", "stitch"}
 GRANULE = 2 << 20
 
@@ -46,24 +62,30 @@ def name(r):
 
 
 print("## 1. every run: touch, memory back, the model fed the GPU's addresses, peaks\n")
-print("| trace | policy | mechanism | touch | free back | fed calls | fed peak | books peak | driver peak | driver - books |")
-print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+print("| trace | policy | mechanism | processes | touch | free back | fed calls | fed peak | books peak | driver peak | driver - books |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 bad = 0
-for r in runs:
-    g = r["gpu_mechanism_replay"]; c = g["check"]
-    touch = g["mismatches"] == 0 and g["checked"] > 0
-    back = g["free_after"] == g["free_before"]
-    fed = c["fed_model_calls_equal"]
-    fedpeak = c["fed_model_peak_reserved_bytes"] == c["peak_reserved_bytes"]
-    diff = c["driver_peak_used_bytes"] - c["peak_reserved_bytes"]
-    peak_ok = abs(diff) <= GRANULE if g["mechanism"] in VMM else True
+for (t, pol), rs in procs.items():
+    g0 = rs[0]["gpu_mechanism_replay"]
+    touch = back = fed = fedpeak = peak_ok = True
+    peaks, dpeaks = set(), set()
+    for r in rs:
+        g = r["gpu_mechanism_replay"]; c = g["check"]
+        touch &= g["mismatches"] == 0 and g["checked"] > 0
+        back &= g["free_after"] == g["free_before"]
+        fed &= c["fed_model_calls_equal"]
+        fedpeak &= c["fed_model_peak_reserved_bytes"] == c["peak_reserved_bytes"]
+        diff = c["driver_peak_used_bytes"] - c["peak_reserved_bytes"]
+        peak_ok &= abs(diff) <= GRANULE if g["mechanism"] in VMM else True
+        peaks.add(c["peak_reserved_bytes"]); dpeaks.add(c["driver_peak_used_bytes"])
     ok = touch and back and fed and fedpeak and peak_ok
     bad += not ok
-    print("| %s | %s | %s | %s | %s | %s | %s | %d | %d | %+d%s |" % (
-        name(r), g["policy"], g["mechanism"], "ok" if touch else "BAD", "yes" if back else "NO",
-        "equal" if fed else "DIFFER", "equal" if fedpeak else "DIFFER", c["peak_reserved_bytes"],
-        c["driver_peak_used_bytes"], diff, "" if peak_ok else " (over a granule)"))
-print("\n%d runs, %d with a failed check\n" % (len(runs), bad))
+    show = lambda v: "/".join("%d" % x for x in sorted(v))
+    print("| %s | %s | %s | %d | %s | %s | %s | %s | %s | %s | %s%s |" % (
+        t, pol, g0["mechanism"], len(rs), "ok" if touch else "BAD", "yes" if back else "NO",
+        "equal" if fed else "DIFFER", "equal" if fedpeak else "DIFFER", show(peaks), show(dpeaks),
+        "/".join("%+d" % (d - b) for d in sorted(dpeaks) for b in sorted(peaks)), "" if peak_ok else " (over a granule)"))
+print("\n%d configurations (%d runs), %d with a failed check\n" % (len(procs), len(runs), bad))
 
 traces = sorted({name(r) for r in runs})
 halves = (traces[0::2], traces[1::2])
@@ -109,11 +131,12 @@ for (k, (cal, judge)), (label, extra) in itertools.product(enumerate((halves, ha
     pairs_same = pairs = 0
     errs = []
     for t in judge:
-        rs = [r for r in runs if name(r) == t]
         meas, pred = {}, {}
-        for r in rs:
-            g = r["gpu_mechanism_replay"]
-            m, p = g["measured_total_us"], predict(r, gpu)
+        for (tt, pol), rs in procs.items():
+            if tt != t:
+                continue
+            g = rs[0]["gpu_mechanism_replay"]
+            m, p = measured(rs), predict(rs[0], gpu)
             meas[g["policy"]], pred[g["policy"]] = m, p
             e = (p - m) / m
             errs.append(e)
@@ -132,29 +155,50 @@ for (k, (cal, judge)), (label, extra) in itertools.product(enumerate((halves, ha
 
 print("## 3. the measurement's own reproducibility\n")
 print("pytorch_native and tunable_caching at its defaults are the same mechanism with the same parameters,\n"
-      "replayed in separate processes: how far one measured total is from the other bounds what any\n"
-      "prediction can be held to.  Spread: (max - min) / median of a run's timed repeats.\n")
+      "each measured as the median over its processes: how far one is from the other bounds what any\n"
+      "prediction can be held to.  Spread: (max - min) / median, over the processes' medians (over one\n"
+      "process's timed repeats when there is one process).\n")
 print("| trace | pytorch_native us | tunable_caching us | tunable / native | spread native | spread tunable |")
 print("| --- | --- | --- | --- | --- | --- |")
-by = {(name(r), r["gpu_mechanism_replay"]["policy"]): r["gpu_mechanism_replay"] for r in runs}
-ratios, spreads = [], []
-for g in by.values():
-    t = g.get("measured_total_us_runs")
-    if t:
-        spreads.append((max(t) - min(t)) / statistics.median(t))
+
+
+def spread(rs):
+    v = [r["gpu_mechanism_replay"]["measured_total_us"] for r in rs]
+    if len(v) == 1:
+        v = rs[0]["gpu_mechanism_replay"].get("measured_total_us_runs") or v
+    return (max(v) - min(v)) / statistics.median(v)
+
+
+ratios = []
+spreads = [spread(rs) for rs in procs.values()]
 for t in traces:
-    x, y = by.get((t, "pytorch_native")), by.get((t, "tunable_caching"))
+    x, y = procs.get((t, "pytorch_native")), procs.get((t, "tunable_caching"))
     if not x or not y:
         continue
-    sp = lambda g: (max(g["measured_total_us_runs"]) - min(g["measured_total_us_runs"])) / statistics.median(
-        g["measured_total_us_runs"])
-    q = y["measured_total_us"] / x["measured_total_us"]
+    q = measured(y) / measured(x)
     ratios.append(q)
-    print("| %s | %.0f | %.0f | %.2f | %.0f%% | %.0f%% |" % (t, x["measured_total_us"], y["measured_total_us"], q,
-                                                         100 * sp(x), 100 * sp(y)))
+    print("| %s | %.0f | %.0f | %.2f | %.0f%% | %.0f%% |" % (t, measured(x), measured(y), q, 100 * spread(x), 100 * spread(y)))
 if ratios:
     off = [abs(q - 1) for q in ratios]
     print("\nidentical configurations: %d of %d within 25%% of each other (median %.0f%% apart, worst %.0f%%); "
-          "repeats within a run: median spread %.0f%%, worst %.0f%%\n" % (
+          "spread of a configuration: median %.0f%%, worst %.0f%%\n" % (
               sum(o <= 0.25 for o in off), len(off), 100 * statistics.median(off), 100 * max(off),
               100 * statistics.median(spreads), 100 * max(spreads)))
+
+print("## 4. the allocator's own work per request, by blocks live\n")
+print("Requests served without a driver call, every trace and process pooled, by mechanism: mean us a\n"
+      "request for the blocks live when it was made (bins of powers of two).\n")
+bins = {}
+for r in runs:
+    g = r["gpu_mechanism_replay"]
+    for lo, n, us in g["measured_costs"].get("requests_by_live", []):
+        b = bins.setdefault(g["mechanism"], {}).setdefault(lo, [0, 0.0])
+        b[0] += n; b[1] += us
+if bins:
+    los = sorted({lo for m in bins.values() for lo in m})
+    print("| mechanism | " + " | ".join("%d+" % lo for lo in los) + " |")
+    print("| --- |" + " --- |" * len(los))
+    for mech in sorted(bins):
+        print("| %s | " % mech + " | ".join("%.3f (%d)" % (bins[mech][lo][1] / bins[mech][lo][0], bins[mech][lo][0])
+                                           if lo in bins[mech] else "" for lo in los) + " |")
+    print()

@@ -3,7 +3,11 @@
 # bundled policy on every trace in traces/ (or the traces named); one JSON
 # line a run into $OUT/mechanism.jsonl, a line a run on stdout, failures
 # with their message.  bench/replay/accept.py reads the JSON lines.
-#   OUT=dir sh bench/replay/mechanism.sh [PAGETUNE [TRACE...]]
+# PROCS=N replays every configuration in N separate processes (interleaved:
+# every configuration once, then again), so that accept.py can judge on the
+# median over processes; REPEAT is the timed runs within each.
+# DEADLINE=EPOCH_SECONDS starts no run after that time (a bounded GPU call).
+#   OUT=dir [PROCS=N] [REPEAT=N] [DEADLINE=S] sh bench/replay/mechanism.sh [PAGETUNE [TRACE...]]
 set -u
 pt=${1:-./pagetune}
 [ $# -gt 0 ] && shift
@@ -12,10 +16,18 @@ mkdir -p "$OUT"
 here=$(cd "$(dirname "$0")/../.." && pwd)
 export PAGETUNE_POLICY_DIR=${PAGETUNE_POLICY_DIR:-$here/policies} PAGETUNE_GPU_DIR=${PAGETUNE_GPU_DIR:-$here/sim/gpus}
 REPEAT=${REPEAT:-3}
+PROCS=${PROCS:-1}
 if [ $# -eq 0 ]; then set -- "$here"/traces/*.pickle.gz; fi
 : >"$OUT/mechanism.jsonl"
+proc=0
+while [ "$proc" -lt "$PROCS" ]; do
+proc=$((proc + 1))
 for t in "$@"; do
   for p in pytorch_native pytorch_expandable cuda_async direct stitch large_page_threshold tunable_caching; do
+    if [ -n "${DEADLINE:-}" ] && [ "$(date +%s)" -ge "$DEADLINE" ]; then
+      echo "deadline: stopped before process $proc of $PROCS, $(basename "$t" .pickle.gz) $p"
+      break 3
+    fi
     if "$pt" replay --mechanism --touch --trace "$t" --policy "$p" --repeat "$REPEAT" --json \
         >"$OUT/one.json" 2>"$OUT/one.err"; then
       python3 -c '
@@ -30,5 +42,6 @@ print("%-18s %-21s total %10.1f us (model %10.1f)  peak %11d (model %11d, driver
       echo "$(basename "$t" .pickle.gz) $p: FAIL $(cat "$OUT/one.err")"
     fi
   done
+done
 done
 rm -f "$OUT/one.json" "$OUT/one.err"

@@ -27,5 +27,6 @@ PT_CLI_DECLARE(confirm);                              /* cmd_confirm.c */
 PT_CLI_DECLARE(lint);                                 /* cmd_lint.c */
 PT_CLI_DECLARE(policies);                             /* cmd_policies.c */
 PT_CLI_DECLARE(diff);                                 /* cmd_diff.c */
+PT_CLI_DECLARE(check);                                /* cmd_check.c */
 
 #endif

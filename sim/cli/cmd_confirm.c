@@ -343,14 +343,7 @@ static int find_baseline(state *s, pt_err *err) {
   if (!s->bcfg.mech) return pt_err_set(err, PT_EUSAGE, "--baseline %s: unknown mechanism", a->baseline);
   pt_params_json(&s->bcfg.params, 1, s->bparams, sizeof s->bparams);
   if ((rc = pt_store_runs(s->db, t->trace_hash, s->bpolicy_hash, err, &s->brows, &s->nbrows)) < 0) return rc;
-  const char *engines[] = {t->engine_version, PT_WB_ENGINE_VERSION};
-  for (int e = 0; e < 2 && !s->bstored; e++)
-    for (size_t i = 0; i < s->nbrows && !s->bstored; i++) {
-      const pt_store_run *r = &s->brows[i];
-      if (!strcmp(r->params_json, s->bparams) && r->capacity == t->capacity && !strcmp(r->gpu, t->gpu) &&
-          !strcmp(r->engine_version, engines[e]))
-        s->bstored = r;
-    }
+  s->bstored = pt_wb_find_like(s->brows, s->nbrows, s->bparams, t);
   if (s->bstored) {
     if (strcmp(s->bstored->engine_version, t->engine_version))
       note(s, "the baseline's run %" PRId64 " is of engine %s, the tuned run %" PRId64 " of %s: their predictions come from different models",

@@ -161,6 +161,21 @@ static void print_num(double v) {
   else printf("%.17g", v);
 }
 
+/* A value, a number or a list (mech.h): a list in PyTorch's form, a JSON string in JSON. */
+static void print_value(int json, double v, const pt_plist *l) {
+  char buf[256];
+  if (l && l->n) {
+    if (json) pt_json_str(stdout, pt_param_list_format(l, buf, sizeof buf));
+    else fputs(pt_param_list_format(l, buf, sizeof buf), stdout);
+  } else if (json) {
+    json_num(v);
+  } else {
+    print_num(v);
+  }
+}
+
+static const pt_plist *choice_list(const pt_policy_param *p, int i) { return p->choice_lists ? &p->choice_lists[i] : NULL; }
+
 /* One parameter: declared by the policy (p) or only by the mechanism (mp, p NULL). */
 static void print_param(int json, const pt_policy_param *p, const pt_mech_param *mp, int first) {
   const char *kind = mp ? kind_names[mp->kind] : "real";
@@ -172,15 +187,16 @@ static void print_param(int json, const pt_policy_param *p, const pt_mech_param 
   if (json) {
     printf("%s{\"name\":", first ? "" : ",");
     pt_json_str(stdout, p ? p->name : mp->name);
-    printf(",\"source\":\"%s\",\"kind\":\"%s\",\"default\":", p ? "policy" : "mechanism", kind);
-    json_num(dflt);
+    printf(",\"source\":\"%s\",\"kind\":\"%s\",\"list\":%s,\"default\":", p ? "policy" : "mechanism", kind,
+           mp && mp->list ? "true" : "false");
+    print_value(1, dflt, p ? &p->dflt_list : NULL);
     fputs(",\"range\":[", stdout);
     json_num(lo);
     putchar(',');
     json_num(hi);
     fputs("],\"choices\":", stdout);
     if (p && p->nchoices) {
-      for (int i = 0; i < p->nchoices; i++) putchar(i ? ',' : '['), json_num(p->choices[i]);
+      for (int i = 0; i < p->nchoices; i++) putchar(i ? ',' : '['), print_value(1, p->choices[i], choice_list(p, i));
       putchar(']');
     } else {
       fputs("null", stdout);
@@ -192,10 +208,10 @@ static void print_param(int json, const pt_policy_param *p, const pt_mech_param 
     return;
   }
   printf("    %-30s %-5s default ", p ? p->name : mp->name, kind);
-  print_num(dflt);
+  print_value(0, dflt, p ? &p->dflt_list : NULL);
   if (p && p->nchoices) {
     fputs(", one of {", stdout);
-    for (int i = 0; i < p->nchoices; i++) fputs(i ? ", " : "", stdout), print_num(p->choices[i]);
+    for (int i = 0; i < p->nchoices; i++) fputs(i ? ", " : "", stdout), print_value(0, p->choices[i], choice_list(p, i));
     putchar('}');
   } else {
     fputs(", range [", stdout);

@@ -5,6 +5,8 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,29 +16,42 @@
 static const pt_cli_opt report_opts[] = {
     PT_WB_OPT_DB,
     PT_WB_OPT_TRACE("only this trace: a file, a stored name or a content-hash prefix (at most one)"),
+    PT_WB_OPT_OBJECTIVE("how the recommended run is chosen: time (default), memory, or\n"
+                        "weighted:W, as best and export choose;"),
     PT_CLI_OPT_STR("html", 0, "FILE", pt_wb_args, html, "also write the HTML page there"),
-    PT_WB_OPT_JSON("one JSON object on stdout (runs and confirmations) instead of the tables"),
+    PT_WB_OPT_JSON("one JSON object on stdout (runs, recommendations, confirmations)\n"
+                   "instead of the text"),
     PT_CLI_END};
 const pt_cli_table pt_opts_report = {
-    "usage: pagetune report [--db DB] [--trace T] [--html FILE] [--json]\n"
+    "usage: pagetune report [--db DB] [--trace T] [--objective O] [--html FILE] [--json]\n"
     "\n"
-    "Tables of the stored runs (all traces, or TRACE: a name or a content-hash\n"
-    "prefix), each trace's Pareto front marked '*', and what `pagetune confirm`\n"
-    "measured on a GPU beside what the model predicted: predicted and measured\n"
-    "gains, the measured gain's 95% interval, the verdict.  With --html, also one\n"
-    "self-contained page (inline SVG, no network): each policy's reserved/\n"
-    "allocated timeline, the Pareto plot, the table of runs and the\n"
-    "confirmations.  With --json, one object {\"runs\": [...], \"confirmations\": [...]}.\n",
+    "First, for each trace (all, or TRACE: a name or a content-hash prefix), the\n"
+    "recommended settings: the best run by the objective, never one that ran out\n"
+    "of memory nor direct (one driver call per request), as export prints it (the\n"
+    "lines to paste), with its predicted peak and time against the settings the\n"
+    "snapshot was captured with (pytorch_native at its defaults, at the same\n"
+    "capacity and GPU, when stored) and why.  Then tables of the stored runs, each\n"
+    "trace's Pareto front marked '*', and what `pagetune confirm` measured on a GPU\n"
+    "beside what the model predicted: predicted and measured gains, the measured\n"
+    "gain's 95% interval, the verdict.  With --html, also one self-contained page\n"
+    "(inline SVG, no network): the recommendations, then per trace the Pareto plot,\n"
+    "the recommended run's timeline over the captured settings', the other runs'\n"
+    "timelines (folded), the table of runs and the confirmations.  With --json, one\n"
+    "object {\"runs\": [...], \"recommendations\": [...], \"confirmations\": [...]}.\n",
     report_opts, sizeof(pt_wb_args), &pt_wb_defaults, 0};
 
+/* The policy every snapshot's settings are taken to be, at its defaults (the store keeps no capture settings). */
+#define CAPTURED_POLICY "pytorch_native"
+#define CAPTURED_DESC "pytorch_native at its defaults"
+
 /* Write the page beside the target, then rename: no half-written page. */
-static int write_html(const char *path, const pt_report_run *rr, size_t n, const pt_report_confirm *rc_, size_t nc,
-                      pt_err *err) {
+static int write_html(const char *path, const pt_report_run *rr, size_t n, const pt_report_rec *recs, size_t nrecs,
+                      const pt_report_confirm *rc_, size_t nc, pt_err *err) {
   char tmp[4096];
   snprintf(tmp, sizeof tmp, "%s.tmp", path);
   FILE *f = fopen(tmp, "w");
   if (!f) return pt_err_set(err, PT_EIO, "%s: cannot create: %s", tmp, strerror(errno));
-  int rc = pt_report_html(f, "pagetune report", rr, n, rc_, nc, err);
+  int rc = pt_report_html(f, "pagetune report", rr, n, recs, nrecs, rc_, nc, err);
   if (fclose(f) != 0 && rc == 0) rc = pt_err_set(err, PT_EIO, "%s: write failed: %s", tmp, strerror(errno));
   if (rc == 0 && rename(tmp, path) != 0) rc = pt_err_set(err, PT_EIO, "%s: cannot rename: %s", path, strerror(errno));
   if (rc < 0) remove(tmp);
@@ -57,19 +72,144 @@ static int by_name_hash(const void *x, const void *y) {
   return c ? c : strcmp(a->trace_hash, b->trace_hash);
 }
 
-/* Every run whose trace name another stored trace has too, renamed (rename_trace); sorted, so a store of 10^5 runs
-   takes n log n, not n^2. */
-static int rename_clashes(pt_store_run *rows, size_t n, pt_err *err) {
-  pt_store_run **p = malloc((n ? n : 1) * sizeof *p);
+/* clash[i] = 1 where another stored trace has the name of run i's; sorted, so a store of 10^5 runs takes n log n,
+   not n^2. */
+static int find_clashes(const pt_store_run *rows, size_t n, char *clash, pt_err *err) {
+  const pt_store_run **p = malloc((n ? n : 1) * sizeof *p);
   if (!p) return pt_err_set(err, PT_ENOMEM, "out of memory");
   for (size_t i = 0; i < n; i++) p[i] = &rows[i];
   qsort(p, n, sizeof *p, by_name_hash);
   for (size_t i = 0, e; i < n; i = e) {
     for (e = i + 1; e < n && !strcmp(p[e]->trace, p[i]->trace);) e++;
-    if (strcmp(p[i]->trace_hash, p[e - 1]->trace_hash)) /* sorted by hash within the name: two hashes */
-      for (size_t j = i; j < e; j++) rename_trace(p[j]);
+    int two = strcmp(p[i]->trace_hash, p[e - 1]->trace_hash) != 0; /* sorted by hash within the name */
+    for (size_t j = i; j < e; j++) clash[p[j] - rows] = (char)two;
   }
   free(p);
+  return 0;
+}
+
+/* ---- the recommendation of each trace ----------------------------------------------------- */
+
+/* What a trace's recommendation points at, owned here. */
+typedef struct rec_text {
+  char *paste, *code, *notes;
+  char chosen_by[160], command[1400];
+} rec_text;
+
+/* Is r a run of the captured settings: pytorch_native with its stored text's defaults? */
+static int is_captured(pt_store *db, const pt_store_run *r) {
+  if (strcmp(r->policy, CAPTURED_POLICY)) return 0;
+  char *text;
+  size_t len;
+  pt_err e;
+  pt_policy *pol;
+  if (pt_store_policy_text(db, r->policy_id, &e, &text, &len) < 0) return 0;
+  int ok = pt_policy_load_buffer(text, len, r->policy, NULL, &e, &pol) == 0;
+  free(text);
+  if (!ok) return 0;
+  pt_params d;
+  char pj[PT_PARAMS_JSON_MAX];
+  pt_policy_params(pol, &d);
+  pt_policy_free(pol);
+  return pt_params_json(&d, 1, pj, sizeof pj) == 0 && !strcmp(pj, r->params_json);
+}
+
+/* A name the shell takes as one word unquoted. */
+static int plain_word(const char *s) {
+  if (!*s) return 0;
+  for (; *s; s++)
+    if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/+=:,@", *s)) return 0;
+  return 1;
+}
+
+/*
+ * The export's text of run r (its env format) split three ways: the lines to
+ * paste into the environment (not comments), the program's lines (the
+ * comments indented "#   ", without it), and the rest of its comments as
+ * notes; its heading is left out (the report says what it names).
+ */
+static int export_text(pt_store *db, const char *dbpath, const pt_store_run *r, int clash, rec_text *t, pt_err *err) {
+  pt_wb_export *x = malloc(sizeof *x);
+  if (!x) return pt_err_set(err, PT_ENOMEM, "out of memory");
+  char *all = NULL;
+  size_t len = 0;
+  int rc = pt_wb_export_of_run(db, r, NULL, x, err);
+  FILE *f = rc == 0 ? open_memstream(&all, &len) : NULL;
+  if (rc == 0 && !f) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
+  if (rc == 0) rc = pt_export_write(f, &x->in, "env", NULL, err);
+  if (f && fclose(f) != 0 && rc == 0) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
+  free(x);
+  t->paste = calloc(len + 1, 1);
+  t->code = calloc(len + 1, 1);
+  t->notes = calloc(len + 1, 1);
+  if (rc == 0 && (!t->paste || !t->code || !t->notes)) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
+  size_t np = 0, nc = 0, nn = 0;
+  for (const char *p = all; rc == 0 && p && *p;) {
+    size_t l = strcspn(p, "\n") + (p[strcspn(p, "\n")] == '\n');
+    if (p[0] != '#') memcpy(t->paste + np, p, l), np += l;
+    else if (!strncmp(p, "#   ", 4)) memcpy(t->code + nc, p + 4, l - 4), nc += l - 4;
+    else if (strncmp(p, "# pagetune export: ", 19) && l > 2) memcpy(t->notes + nn, p + 2, l - 2), nn += l - 2;
+    p += l;
+  }
+  free(all);
+  if (rc < 0) return rc;
+  char tr[80];
+  if (!clash && plain_word(r->trace)) snprintf(tr, sizeof tr, "%.78s", r->trace);
+  else snprintf(tr, sizeof tr, "%.12s", r->trace_hash);
+  snprintf(t->command, sizeof t->command, "pagetune export%s%.1000s --trace %s --run %" PRId64 " --format env",
+           strcmp(dbpath, PT_WB_DEFAULT_DB) ? " --db " : "", strcmp(dbpath, PT_WB_DEFAULT_DB) ? dbpath : "", tr, r->id);
+  return 0;
+}
+
+/*
+ * The recommendation of the trace of rows[first]: the best run by o among
+ * those pt_report_recommendable admits (by memory when o needs a time no run
+ * has), the captured settings' run at its capacity and GPU, and the export.
+ */
+static int recommend(pt_store *db, const pt_wb_args *a, const pt_store_run *rows, const pt_report_run *rr, size_t n,
+                     size_t first, const char *clash, pt_report_rec *rec, rec_text *t, pt_err *err) {
+  const char *hash = rows[first].trace_hash;
+  long best = -1;
+  pt_objective mem = {"memory", PT_OBJ_MEMORY, 0};
+  const pt_objective *os[] = {&a->objective, &mem};
+  int used = 0;
+  for (int k = 0; k < 2 && best < 0; k++) {
+    double bv = HUGE_VAL;
+    for (size_t i = first; i < n; i++) {
+      if (strcmp(rows[i].trace_hash, hash) || !pt_report_recommendable(&rr[i])) continue;
+      double v = pt_objective_value(os[k], &rows[i].r);
+      if (v < bv) bv = v, best = (long)i, used = k;
+    }
+  }
+  char f[96];
+  *rec = (pt_report_rec){.trace = rows[first].trace, .baseline_desc = CAPTURED_DESC};
+  if (best < 0) return 0;
+  const pt_store_run *r = &rows[best];
+  rec->run = r->id;
+  for (size_t i = first; i < n && !rec->baseline; i++)
+    if (!strcmp(rows[i].trace_hash, hash) && rows[i].capacity == r->capacity && !strcmp(rows[i].gpu, r->gpu) &&
+        is_captured(db, &rows[i]))
+      rec->baseline = rows[i].id;
+  snprintf(t->chosen_by, sizeof t->chosen_by, "%s (%s)%s", used ? "memory" : a->objective.text,
+           pt_objective_formula(os[used], f, sizeof f),
+           used ? ": no run has the predicted time the objective needs" : "");
+  rec->chosen_by = t->chosen_by;
+  pt_err xerr = {{0}};
+  int rc = export_text(db, a->db, r, clash[best], t, &xerr);
+  if (rc < 0 && rc != PT_ENOMEM) { /* a run export cannot write is still the answer: the report says why */
+    free(t->paste), free(t->code), free(t->notes);
+    t->code = t->paste = NULL;
+    size_t len = strlen(xerr.msg) + 64;
+    if (!(t->notes = malloc(len))) return pt_err_set(err, PT_ENOMEM, "out of memory");
+    snprintf(t->notes, len, "warning: no lines to paste: %s\n", xerr.msg);
+    rec->notes = t->notes;
+    return 0;
+  }
+  if (rc < 0) return pt_err_set(err, rc, "%s", xerr.msg);
+  rec->paste = t->paste;
+  rec->code = t->code;
+  rec->notes = t->notes;
+  rec->command = t->command;
   return 0;
 }
 
@@ -92,7 +232,11 @@ int pt_cmd_report(void *args, char **pos, int npos, pt_err *err) {
     rc = pt_err_set(err, PT_ENOTFOUND, "%s: no run of trace '%s' stored", a->db, a->traces[0]);
   if (rc == 0) rc = pt_store_confirmations(db, trace, err, &cs, &nc);
   /* two traces stored under one name are two traces: each such name gets its content-hash prefix */
-  if (rc == 0) rc = rename_clashes(rows, n, err);
+  char *clash = rc == 0 ? calloc(n ? n : 1, 1) : NULL;
+  if (rc == 0 && !clash) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
+  if (rc == 0) rc = find_clashes(rows, n, clash, err);
+  for (size_t i = 0; rc == 0 && i < n; i++)
+    if (clash[i]) rename_trace(&rows[i]);
   if (rc == 0 && !(rc_ = calloc(nc ? nc : 1, sizeof *rc_))) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
   for (size_t i = 0; rc == 0 && i < nc; i++) {
     const pt_store_confirmation *c = &cs[i];
@@ -105,18 +249,37 @@ int pt_cmd_report(void *args, char **pos, int npos, pt_err *err) {
   pt_sim_point **tl = rc == 0 ? calloc(n ? n : 1, sizeof *tl) : NULL;
   if (rc == 0 && (!rr || !tl)) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
   for (size_t i = 0; rc == 0 && i < n; i++) rr[i] = pt_wb_report_run(&rows[i]);
-  char *shown = rc == 0 && a->html ? malloc(n ? n : 1) : NULL; /* the runs whose timelines the page draws */
+  /* one recommendation a trace, in order of first appearance */
+  pt_report_rec *recs = rc == 0 ? calloc(n ? n : 1, sizeof *recs) : NULL;
+  rec_text *rt = rc == 0 ? calloc(n ? n : 1, sizeof *rt) : NULL;
+  size_t nrecs = 0;
+  if (rc == 0 && (!recs || !rt)) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    size_t j = 0;
+    while (j < i && strcmp(rows[j].trace_hash, rows[i].trace_hash)) j++;
+    if (j == i) rc = recommend(db, a, rows, rr, n, i, clash, &recs[nrecs], &rt[nrecs], err), nrecs++;
+  }
+  /* timelines: of the runs the page draws (pt_report_html_shown); the recommended and captured runs' for the why */
+  char *shown = rc == 0 && a->html ? malloc(n ? n : 1) : NULL;
   if (rc == 0 && a->html && (!shown || pt_report_html_shown(rr, n, shown) < 0))
     rc = pt_err_set(err, PT_ENOMEM, "out of memory");
-  for (size_t i = 0; rc == 0 && a->html && i < n; i++) {
-    if (shown[i]) rc = pt_store_timeline(db, rows[i].id, err, &tl[i], &rr[i].ntimeline);
+  for (size_t i = 0; rc == 0 && i < n; i++) {
+    int named = 0;
+    for (size_t k = 0; k < nrecs; k++) named |= recs[k].run == rows[i].id || recs[k].baseline == rows[i].id;
+    if ((a->html && shown[i]) || named) rc = pt_store_timeline(db, rows[i].id, err, &tl[i], &rr[i].ntimeline);
     rr[i].timeline = tl[i];
   }
   free(shown);
   pt_store_close(db);
-  if (rc == 0) rc = a->json ? pt_report_json(stdout, rr, n, rc_, nc, err) : pt_report_text(stdout, rr, n, rc_, nc, err);
-  if (rc == 0 && a->html) rc = write_html(a->html, rr, n, rc_, nc, err);
+  if (rc == 0)
+    rc = a->json ? pt_report_json(stdout, rr, n, recs, nrecs, rc_, nc, err)
+                 : pt_report_text(stdout, rr, n, recs, nrecs, rc_, nc, err);
+  if (rc == 0 && a->html) rc = write_html(a->html, rr, n, recs, nrecs, rc_, nc, err);
   for (size_t i = 0; tl && i < n; i++) free(tl[i]);
+  for (size_t k = 0; rt && k < nrecs; k++) free(rt[k].paste), free(rt[k].code), free(rt[k].notes);
+  free(rt);
+  free(recs);
+  free(clash);
   free(tl);
   free(rr);
   free(rows);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "allocconf.h"
 #include "clock.h"
 #include "cudadev.h"
 #include "driver.h"
@@ -24,7 +25,7 @@
 
 /* What sim's and replay's options set. */
 typedef struct sim_args {
-  const char *trace, *policy, *gpu, *db;
+  const char *trace, *policy, *gpu, *db, *conf;
   const char *sets[PT_MAX_PARAMS];
   int nsets, json, invent, tlb, list_gpus, mechanism, touch;
   unsigned long device, repeat;
@@ -37,9 +38,10 @@ typedef struct sim_args {
   PT_CLI_OPT_STR("policy", 0, "POLICY", sim_args, policy,                                                         \
                  "a Lua policy file, or the name of a bundled one\n"                                              \
                  "(pytorch_native, pytorch_expandable, cuda_async, direct,\n"                                     \
-                 "large_page_threshold, stitch, tunable_caching)"),                                               \
+                 "large_page_threshold, stitch, tunable_caching, tunable_expandable)"),                           \
   PT_CLI_OPT_LIST("set", "NAME=VALUE", sim_args, sets, nsets,                                                     \
-                  "override a policy parameter (checked against its range)"),                                     \
+                  "override a policy parameter (checked against its range); VALUE a number,\n"                    \
+                  "or for roundup_power2_divisions PyTorch's list [BOUNDARY_MIB:N,...,>:N]"),                      \
   PT_CLI_OPT_PARSE("capacity", "BYTES", sim_args, capacity, pt_cli_opt_capacity, NULL,                            \
                    "cap on reserved bytes, as torch.cuda.set_per_process_memory_fraction\n"                       \
                    "(suffixes K, M, G, T: powers of 1024); garbage collection acts only under it"),               \
@@ -59,6 +61,16 @@ static const pt_cli_opt sim_opts[] = {
                     "also run the synthetic access stream through its TLBs (needs --gpu;\n"
                     "time grows with bytes allocated / page size): adds tlb and\n"
                     "predicted_translation_us"),
+    PT_CLI_OPT_STR("conf", 0, "VALUE", sim_args, conf,
+                   "a PYTORCH_CUDA_ALLOC_CONF value to simulate, instead of --policy: read as\n"
+                   "PyTorch " PT_CONF_TORCH " reads it (the rules of 'pagetune lint'; a value it refuses is\n"
+                   "an error, exit 1); backend:cudaMallocAsync picks cuda_async,\n"
+                   "expandable_segments:True pytorch_expandable, else pytorch_native; its\n"
+                   "knobs are set (--set may follow); per_process_memory_fraction is the\n"
+                   "cap, a fraction of --gpu's memory (default h200's; not with --capacity,\n"
+                   "which gives a cap otherwise). Keys the model does\n"
+                   "not model are named, each with what it does, as notes (stderr; \"conf\"\n"
+                   "in --json)"),
     PT_CLI_OPT_FLAG("json", sim_args, json, "one JSON object, with the timeline"),
     SIM_OPT_LIST_GPUS,
     PT_CLI_OPT_REFUSE("db", "DB", "--db is replay's (sim stores nothing; see sweep)"),
@@ -67,6 +79,8 @@ static const sim_args sim_defaults = {.device = ULONG_MAX, .repeat = 1};
 const pt_cli_table pt_opts_sim = {
     "usage: pagetune sim --trace TRACE --policy POLICY [--set NAME=VALUE]... [--capacity BYTES]\n"
     "                    [--device N] [--invent-addresses] [--gpu NAME [--tlb]] [--repeat N] [--json]\n"
+    "       pagetune sim --trace TRACE --conf \"PYTORCH_CUDA_ALLOC_CONF value\" [--set NAME=VALUE]...\n"
+    "                    [--capacity BYTES] [--gpu NAME [--tlb]] [--json] ...\n"
     "       pagetune sim --list-gpus\n"
     "\n"
     "Replay TRACE's allocation requests through the allocator mechanism POLICY\n"
@@ -157,7 +171,45 @@ typedef struct sim_run {
   pt_policy *pol;
   pt_sim_config cfg;
   pt_sim_result r;
+  uint64_t capacity;         /* --capacity, or the cap --conf's per_process_memory_fraction sets */
+  pt_conf *conf;             /* --conf read, with what sim made of each key; NULL without */
 } sim_run;
+
+/* ---- sim --conf ------------------------------------------------------------------------- */
+
+/*
+ * Read a->conf: the policy it means into m (pt_conf_model_of: its knobs as assignments, a finding for
+ * each other key), the cap into *capacity; PT_EFORMAT when PyTorch refuses the value (one line).
+ */
+static int conf_setup(const sim_args *a, const pt_gpu *gpu, pt_conf *c, pt_conf_model *m, uint64_t *capacity, pt_err *err) {
+  pt_conf_read(c, a->conf, "--conf");
+  int rc = pt_conf_model_of(c, "--conf", m, err);
+  if (rc < 0) return rc;
+  if (c->has_fraction) {
+    if (a->capacity) return pt_cli_usage(err, "--capacity and --conf's per_process_memory_fraction both set the cap: give one");
+    if (c->fraction < 1.0) { /* 1.0: no cap, as in PyTorch */
+      *capacity = (uint64_t)(c->fraction * (double)gpu->memory_bytes);
+      if (!*capacity) return pt_err_set(err, PT_EFORMAT, "--conf: per_process_memory_fraction %.17g of %s's memory is a cap of 0 bytes", c->fraction, gpu->name);
+      pt_conf_add(c, "per_process_memory_fraction", PT_CONF_NOTE, "the cap: %s x %llu = %llu bytes (%s's memory)",
+                  pt_conf_value(c, "per_process_memory_fraction"), (unsigned long long)gpu->memory_bytes,
+                  (unsigned long long)*capacity, gpu->name);
+    } else {
+      pt_conf_add(c, "per_process_memory_fraction", PT_CONF_NOTE, "1: no cap, as in PyTorch");
+    }
+  }
+  if (pt_conf_value(c, "garbage_collection_threshold") && !c->async && !*capacity && !a->capacity)
+    pt_conf_add(c, "garbage_collection_threshold", PT_CONF_WARNING,
+                "acts only under a cap: without per_process_memory_fraction or --capacity it does nothing here, as in PyTorch");
+  return 0;
+}
+
+static void conf_print_json(const pt_conf *c, const char *conf) {
+  fputs(",\"conf\":{\"value\":", stdout);
+  pt_json_str(stdout, conf);
+  printf(",\"torch_version\":\"%s\",\"findings\":", PT_CONF_TORCH);
+  pt_conf_findings_json(stdout, c);
+  putchar('}');
+}
 
 /*
  * pagetune replay --db: the run under the workbench's key (so sweep, best and
@@ -318,6 +370,13 @@ static void print_measured_costs(const pt_sim_result *r) {
         sep = ",";
       }
   }
+  fputs("],\"requests_by_live\":[", stdout); /* [fewest live blocks of the bin, requests, us] */
+  sep = "";
+  for (int b = 0; b < PT_LIVE_BINS; b++)
+    if (r->own_live_n[b]) {
+      printf("%s[%" PRIu64 ",%" PRIu64 ",%.4f]", sep, (UINT64_C(1) << b) - 1, r->own_live_n[b], r->own_live_us[b]);
+      sep = ",";
+    }
   printf("],\"failed_calls_us\":%.4f}", r->call_times->failed_us);
 }
 
@@ -507,27 +566,40 @@ static void print_sim(const sim_run *s, double median, double fastest, double sl
     fputs(",\"mechanism\":", stdout);
     pt_json_str(stdout, s->cfg.mech->name);
     printf(",\"params\":%s,\"capacity\":%" PRIu64 ",\"repeat\":%lu,\"replay_seconds_median\":%.6g,"
-           "\"replay_seconds_min\":%.6g,\"replay_seconds_max\":%.6g,",
-           pj, a->capacity, a->repeat, median, fastest, slowest);
+           "\"replay_seconds_min\":%.6g,\"replay_seconds_max\":%.6g",
+           pj, s->capacity, a->repeat, median, fastest, slowest);
+    if (s->conf) conf_print_json(s->conf, a->conf);
+    putchar(',');
     pt_sim_print_json_members(stdout, r, 1);
     fputs("}\n", stdout);
     return;
   }
-  printf("trace:     %s (%zu records)\npolicy:    %s (mechanism %s)\n", a->trace, s->t.n, pt_policy_name(s->pol),
-         s->cfg.mech->name);
+  printf("trace:     %s (%zu records)\n", a->trace, s->t.n);
+  if (s->conf) printf("conf:      %s (as PyTorch %s reads it)\n", a->conf, PT_CONF_TORCH);
+  printf("policy:    %s (mechanism %s)\n", pt_policy_name(s->pol), s->cfg.mech->name);
   printf("params:   ");
-  for (int i = 0; i < s->cfg.params.n; i++) printf(" %s=%.10g", s->cfg.params.v[i].name, s->cfg.params.v[i].value);
-  if (a->capacity) printf("\ncapacity:  %" PRIu64 " bytes\n\n", a->capacity);
+  for (int i = 0; i < s->cfg.params.n; i++) {
+    char list[256];
+    if (s->cfg.params.v[i].list.n)
+      printf(" %s=%s", s->cfg.params.v[i].name, pt_param_list_format(&s->cfg.params.v[i].list, list, sizeof list));
+    else
+      printf(" %s=%.10g", s->cfg.params.v[i].name, s->cfg.params.v[i].value);
+  }
+  if (s->capacity) printf("\ncapacity:  %" PRIu64 " bytes\n\n", s->capacity);
   else printf("\ncapacity:  none\n\n");
   pt_sim_print_text(stdout, r);
   if (r->observed_segment_allocs || r->observed_peak_reserved_bytes) {
     /* counted as the snapshot counts them: a cudaMalloc'd segment, or a range made accessible (an expandable
        segment's growth: one segment_map record, however many handles it maps) */
     uint64_t segs = r->driver_calls[PT_DRV_malloc] + r->driver_calls[PT_DRV_mem_set_access];
-    printf("\nmodel vs recorded: segments %" PRIu64 " / %" PRIu64 ", peak reserved %" PRIu64 " / %" PRIu64 " (%s)\n", segs,
-           r->observed_segment_allocs, r->peak_reserved_bytes, r->observed_peak_reserved_bytes,
-           segs == r->observed_segment_allocs && r->peak_reserved_bytes == r->observed_peak_reserved_bytes ? "match"
-                                                                                                       : "differ");
+    printf("\nmodel vs recorded: segments %" PRIu64 " / %" PRIu64 ", releases %" PRIu64 " / %" PRIu64
+           ", peak reserved %" PRIu64 " / %" PRIu64 " (%s)\n",
+           segs, r->observed_segment_allocs, r->segment_releases, r->observed_segment_releases, r->peak_reserved_bytes,
+           r->observed_peak_reserved_bytes,
+           segs == r->observed_segment_allocs && r->segment_releases == r->observed_segment_releases &&
+                   r->peak_reserved_bytes == r->observed_peak_reserved_bytes
+               ? "match"
+               : "differ");
   }
   printf("replayed %zu records in %.4f s (%.1f M records/s)", s->t.n, median,
          median > 0 ? s->t.n / median / 1e6 : 0.0);
@@ -546,47 +618,65 @@ static int run_sim(const sim_args *a, int on_gpu, pt_err *err) {
     return 0;
   }
   if (!a->trace) return pt_cli_usage(err, "needs --trace TRACE");
-  if (!a->policy) return pt_cli_usage(err, "needs --policy POLICY");
+  if (!a->policy && !a->conf) return pt_cli_usage(err, "needs --policy POLICY (or --conf VALUE)");
+  if (a->policy && a->conf) return pt_cli_usage(err, "--conf chooses the policy: give --policy or --conf, not both");
   const char *gpu_name = a->gpu && strcmp(a->gpu, "none") ? a->gpu : NULL; /* "none": no GPU model */
   if (a->tlb && !gpu_name) return pt_cli_usage(err, "--tlb needs a GPU description (--gpu NAME, not none)");
   if (on_gpu && !a->mechanism && !gpu_name)
     return pt_cli_usage(err, "replay compares the GPU with a prediction: it needs a GPU description (--gpu NAME, not none)");
   char pbuf[4096];
-  sim_run s = {.a = a};
-  int rc = pt_wb_policy_file(a->policy, pbuf, sizeof pbuf, err);
+  sim_run s = {.a = a, .capacity = a->capacity};
+  pt_gpu gpu, conf_gpu;
+  int rc = 0;
+  if (gpu_name && (rc = pt_gpu_load(gpu_name, err, &gpu)) < 0) return rc;
+  const char *policy = a->policy;
+  pt_conf_model *m = NULL;
+  if (a->conf) { /* the device whose memory a fraction is of: --gpu's, else the H200 the traces were captured on */
+    if (!gpu_name && (rc = pt_gpu_load_named("h200", err, &conf_gpu)) < 0) return rc;
+    s.conf = calloc(1, sizeof *s.conf);
+    m = calloc(1, sizeof *m);
+    if (!s.conf || !m) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
+    if (rc == 0) rc = conf_setup(a, gpu_name ? &gpu : &conf_gpu, s.conf, m, &s.capacity, err);
+    if (rc == 0) policy = m->policy;
+    if (rc == 0 && !a->json) pt_conf_findings_text(stderr, "sim --conf: ", s.conf);
+  }
+  if (rc == 0) rc = pt_wb_policy_file(policy, pbuf, sizeof pbuf, err);
   if (rc == 0) rc = pt_policy_load(pbuf, NULL, err, &s.pol);
-  if (rc < 0) return rc;
-  for (int i = 0; i < a->nsets; i++)
-    if (pt_policy_set(s.pol, a->sets[i], err) < 0) { /* a bad --set is bad usage: exit 2 */
-      pt_policy_free(s.pol);
-      return PT_EUSAGE;
-    }
-  pt_gpu gpu;
-  if (gpu_name && (rc = pt_gpu_load(gpu_name, err, &gpu)) < 0) {
-    pt_policy_free(s.pol);
+  for (int i = 0; m && rc == 0 && i < m->nsets; i++) /* PyTorch accepted it: one the policy refuses is the model's limit */
+    if (pt_policy_set(s.pol, m->sets[i], err) < 0) rc = pt_err_prefix(err, PT_EFORMAT, "--conf");
+  free(m);
+  for (int i = 0; rc == 0 && i < a->nsets; i++)
+    if (pt_policy_set(s.pol, a->sets[i], err) < 0) rc = PT_EUSAGE; /* a bad --set is bad usage: exit 2 */
+  if (rc < 0) {
+    if (s.pol) pt_policy_free(s.pol);
+    free(s.conf);
     return rc;
   }
-  pt_wb_config(s.pol, a->capacity, gpu_name ? &gpu : NULL, &s.cfg);
+  pt_wb_config(s.pol, s.capacity, gpu_name ? &gpu : NULL, &s.cfg);
   s.cfg.invent_addresses = a->invent;
   s.cfg.tlb = a->tlb;
   pt_trace_opts topts = {.device = a->device == ULONG_MAX ? -1 : (int)a->device};
   if ((rc = pt_trace_load(a->trace, &topts, err, &s.t)) < 0) {
     pt_policy_free(s.pol);
+    free(s.conf);
     return rc;
   }
   if (a->mechanism && a->db) {
     pt_trace_data_free(&s.t);
     pt_policy_free(s.pol);
+    free(s.conf);
     return pt_cli_usage(err, "--db stores the driver-call replay; with --mechanism it stores nothing yet");
   }
   if (a->leave_free && !a->mechanism) {
     pt_trace_data_free(&s.t);
     pt_policy_free(s.pol);
+    free(s.conf);
     return pt_cli_usage(err, "--leave-free needs --mechanism");
   }
   if (a->touch && !a->mechanism) {
     pt_trace_data_free(&s.t);
     pt_policy_free(s.pol);
+    free(s.conf);
     return pt_cli_usage(err, "--touch needs --mechanism");
   }
   pt_call_log log = {0};
@@ -609,6 +699,7 @@ static int run_sim(const sim_args *a, int on_gpu, pt_err *err) {
   pt_call_log_free(&log);
   pt_trace_data_free(&s.t);
   pt_policy_free(s.pol);
+  free(s.conf);
   return rc;
 }
 

@@ -45,13 +45,15 @@ const pt_cli_table pt_opts_tune = {
     "                                   rank 0 stores, the other ranks simulate)\n"
     "\n"
     "Search the parameter ranges POLICY declares for the best value of the\n"
-    "objective on TRACE: every combination of parameters with choices (a grid),\n"
-    "and GSL's Nelder-Mead simplex over continuous ones (log scale where declared),\n"
-    "from several starts.  Every point is stored in DB; a run that hits OOM is\n"
-    "out: a start that does is replaced by a point of a coarse grid that does not,\n"
-    "and when every point tried runs out of memory tune says so (exit 1).  Prints\n"
-    "the best point and the Pareto front of predicted allocator time against peak\n"
-    "reserved bytes over the stored runs of this trace and policy that did not.\n"
+    "objective on TRACE: every combination of parameters with choices (a grid;\n"
+    "a list-valued knob's choices, such as roundup_power2_divisions tables, are\n"
+    "grid values too), and GSL's Nelder-Mead simplex over continuous ones (log\n"
+    "scale where declared), from several starts.  Every point is stored in DB; a\n"
+    "run that hits OOM is out: a start that does is replaced by a point of a\n"
+    "coarse grid that does not, and when every point tried runs out of memory\n"
+    "tune says so (exit 1).  Prints the best point and the Pareto front of\n"
+    "predicted allocator time against peak reserved bytes over the stored runs\n"
+    "of this trace and policy that did not.\n"
     "\n"
     "Environment: PAGETUNE_NOOP_ENGINE=1 makes workers answer without simulating\n"
     "(zero results), to measure what the writer alone can store: a scratch DB only.\n",
@@ -83,7 +85,8 @@ static int point_assign(const pt_params *point, char *buf, size_t n) {
   size_t len = 0;
   buf[0] = 0;
   for (int i = 0; i < point->n; i++) {
-    int w = snprintf(buf + len, n - len, "%s=%.17g\n", point->v[i].name, point->v[i].value);
+    char v[256];
+    int w = snprintf(buf + len, n - len, "%s=%s\n", point->v[i].name, pt_params_value_text(point, i, v, sizeof v));
     if (w < 0 || (size_t)w >= n - len) return -1;
     len += (size_t)w;
   }
@@ -195,8 +198,8 @@ static int tune_point(tune_ctx *c, const pt_params *point, pt_err *err, pt_sim_r
 static int tune_eval(void *ctx, const pt_params *point, double *value, pt_err *err) {
   tune_ctx *c = ctx;
   for (int i = 0; i < point->n; i++) {
-    char as[PT_PARAM_NAME_MAX + 40];
-    snprintf(as, sizeof as, "%s=%.17g", point->v[i].name, point->v[i].value);
+    char as[PT_PARAM_NAME_MAX + 300], v[256];
+    snprintf(as, sizeof as, "%s=%s", point->v[i].name, pt_params_value_text(point, i, v, sizeof v));
     int rc = pt_policy_set(c->pol, as, err);
     if (rc < 0) return rc == PT_EUSAGE ? PT_EFORMAT : rc; /* a point the search made: a failed run, not usage */
   }
@@ -256,12 +259,8 @@ static int print_front(pt_store *db, const char *trace, const char *policy, int 
 /* p as NAME=VALUE words, each value the shortest decimal that reads back as it (what sim --set takes). */
 static void print_point(const pt_params *p) {
   for (int i = 0; i < p->n; i++) {
-    char v[32];
-    for (int d = 1; d <= 17; d++) {
-      snprintf(v, sizeof v, "%.*g", d, p->v[i].value);
-      if (strtod(v, NULL) == p->v[i].value) break;
-    }
-    printf("%s%s=%s", i ? " " : "", p->v[i].name, v);
+    char v[256];
+    printf("%s%s=%s", i ? " " : "", p->v[i].name, pt_params_value_text(p, i, v, sizeof v));
   }
 }
 
@@ -272,7 +271,8 @@ static int tune(const pt_wb_args *a, tune_ctx *c, pt_err *err) {
   for (int i = 0; i < pt_policy_nparams(c->pol); i++) {
     const pt_policy_param *p = pt_policy_param_at(c->pol, i);
     if (!p->has_range && p->nchoices <= 0) continue;
-    tp[ntp++] = (pt_tune_param){p->name, p->dflt, p->min, p->max, p->log_scale, p->integer, p->choices, p->nchoices};
+    tp[ntp++] = (pt_tune_param){p->name, p->dflt, p->min, p->max, p->log_scale, p->integer, p->choices, p->nchoices,
+                                p->choice_lists};
   }
   if (!ntp) return pt_err_set(err, PT_EUSAGE, "%s declares no range or choices to tune", pt_policy_path(c->pol));
   int rc;

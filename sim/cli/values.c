@@ -54,11 +54,14 @@ int pt_grid_add(pt_grid *g, const char *arg) {
   snprintf(ax->name, sizeof ax->name, "%.*s", (int)(eq - arg), arg);
   ax->n = 0;
   for (const char *p = eq + 1; *p;) {
-    const char *c = strchr(p, ',');
-    size_t len = c ? (size_t)(c - p) : strlen(p);
-    if (!len || len >= sizeof ax->values[0] || ax->n == PT_GRID_VALUES) return -1;
+    size_t len = 0;
+    int depth = 0;
+    for (; p[len] && (depth || p[len] != ','); len++) /* a comma inside [...] belongs to a list value */
+      if ((depth += (p[len] == '[') - (p[len] == ']')) < 0 || depth > 1) return -1;
+    if (depth || !len || len >= sizeof ax->values[0] || ax->n == PT_GRID_VALUES) return -1;
     snprintf(ax->values[ax->n++], sizeof ax->values[0], "%.*s", (int)len, p);
-    p += len + (c ? 1 : 0);
+    p += len;
+    if (*p && !*++p) return -1; /* a trailing comma: an empty last value */
   }
   if (!ax->n) return -1;
   g->n++;

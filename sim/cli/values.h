@@ -20,19 +20,26 @@ int pt_cli_parse_bytes(const char *s, uint64_t *out /* OUT */);
 /* Option parser: a nonzero byte count into a uint64_t. */
 int pt_cli_opt_capacity(const char *arg, void *field);
 
-/* --grid NAME=A,B,C: the values a sweep gives one parameter. */
+/*
+ * --grid NAME=A,B,C: the values a sweep gives one parameter, split at the
+ * commas outside brackets, so a list value (PyTorch's [BOUNDARY:V,...,>:V],
+ * mech.h) is one value: roundup_power2_divisions=0,4,[256:1,512:2,>:8] is
+ * three.  Each value is checked by the policy (pt_policy_set) when applied.
+ */
 #define PT_GRID_AXES 8
 #define PT_GRID_VALUES 64
+#define PT_GRID_VALUE_MAX 128
 typedef struct pt_grid_axis {
   char name[PT_PARAM_NAME_MAX];
-  char values[PT_GRID_VALUES][64];
+  char values[PT_GRID_VALUES][PT_GRID_VALUE_MAX];
   int n;
 } pt_grid_axis;
 typedef struct pt_grid {
   pt_grid_axis axis[PT_GRID_AXES];
   int n;
 } pt_grid;
-/* Add NAME=A,B,C to g; -1 when malformed or past the limits (PT_GRID_AXES axes of PT_GRID_VALUES values of 63 bytes). */
+/* Add NAME=A,B,C to g; -1 when malformed (an empty value, an unbalanced bracket) or past the limits
+   (PT_GRID_AXES axes of PT_GRID_VALUES values of PT_GRID_VALUE_MAX - 1 bytes). */
 int pt_grid_add(pt_grid *g, const char *arg);
 /* Option parser: pt_grid_add into a pt_grid. */
 int pt_cli_opt_grid(const char *arg, void *field);

@@ -17,8 +17,7 @@
 #include "mech.h"
 #include "tracestats.h"
 
-const pt_wb_args pt_wb_defaults = {
-    .db = PT_WB_DEFAULT_DB, .objective = {.text = "time", .kind = PT_OBJ_TIME}, .budget = 60, .seed = 1, .jobs = 1};
+const pt_wb_args pt_wb_defaults = PT_WB_DEFAULTS;
 
 int pt_wb_opt_timeline(const char *arg, void *field) {
   static const char *const names[] = {"full", "thin", "none"};
@@ -160,6 +159,18 @@ int pt_wb_run(const pt_wb_env *env, const pt_wb_trace *tr, pt_policy *pol, int64
   return rc;
 }
 
+const pt_store_run *pt_wb_find_like(const pt_store_run *rows, size_t n, const char *params_json, const pt_store_run *like) {
+  const char *engines[] = {like->engine_version, PT_WB_ENGINE_VERSION};
+  for (int e = 0; e < 2; e++)
+    for (size_t i = 0; i < n; i++) {
+      const pt_store_run *r = &rows[i];
+      if (!strcmp(r->params_json, params_json) && r->capacity == like->capacity && !strcmp(r->gpu, like->gpu) &&
+          !strcmp(r->engine_version, engines[e]))
+        return r;
+    }
+  return NULL;
+}
+
 pt_report_run pt_wb_report_run(const pt_store_run *r) {
   uint64_t calls = 0;
   for (int i = 0; i < PT_DRV_NCALLS; i++) calls += r->r.driver_calls[i];
@@ -270,8 +281,8 @@ int pt_wb_export_of_policy(pt_policy *pol, const pt_params *params, uint64_t cap
     for (int i = 0; rc == 0 && out->has_hooks && i < out->params.n; i++) /* the run's values of the policy's own parameters */
       for (int k = 0; k < pt_policy_nparams(pol); k++)
         if (!strcmp(pt_policy_param_at(pol, k)->name, out->params.v[i].name)) {
-          char as[PT_PARAM_NAME_MAX + 40];
-          snprintf(as, sizeof as, "%s=%.17g", out->params.v[i].name, out->params.v[i].value);
+          char as[PT_PARAM_NAME_MAX + 300], v[256];
+          snprintf(as, sizeof as, "%s=%s", out->params.v[i].name, pt_params_value_text(&out->params, i, v, sizeof v));
           if ((rc = pt_policy_set(pol, as, err)) < 0) rc = pt_err_prefix(err, rc, "%s: run %" PRId64, "export", run_id);
         }
     if (rc == 0 && out->has_hooks) {

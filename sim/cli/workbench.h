@@ -59,6 +59,7 @@ typedef enum pt_wb_timeline { PT_WB_TL_DEFAULT, PT_WB_TL_FULL, PT_WB_TL_THIN, PT
 int pt_wb_opt_timeline(const char *arg, void *field);
 
 /* Before parsing: pagetune.db, objective time, budget 60, seed 1. */
+#define PT_WB_DEFAULTS {.db = PT_WB_DEFAULT_DB, .objective = {.text = "time", .kind = PT_OBJ_TIME}, .budget = 60, .seed = 1, .jobs = 1}
 extern const pt_wb_args pt_wb_defaults;
 
 /* The options more than one workbench command takes. */
@@ -160,6 +161,13 @@ int pt_wb_sim(const pt_wb_env *env, const pt_trace_data *t, pt_policy *pol, pt_e
  */
 int pt_wb_run(const pt_wb_env *env, const pt_wb_trace *tr, pt_policy *pol, int64_t policy_id, int reuse, pt_err *err,
               int64_t *run_id /* OUT */, int *stored /* OUT */, pt_sim_result *res /* OUT */);
+
+/*
+ * Among rows, the run of params_json at like's capacity and GPU, of like's
+ * engine version first, then of this pagetune's (NULL: none): the stored run a
+ * baseline (confirm's, check's) is compared from.
+ */
+const pt_store_run *pt_wb_find_like(const pt_store_run *rows, size_t n, const char *params_json, const pt_store_run *like);
 
 /* A stored run as the report reads one. */
 pt_report_run pt_wb_report_run(const pt_store_run *r);

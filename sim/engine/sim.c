@@ -131,15 +131,24 @@ typedef struct run {
   const pt_sim_config *live;
   pt_sim_result *out;
   int stop_at_oom;
+  uint64_t nlive;           /* on a device: blocks live, for own_live_* */
 } run;
 
 /* A request on a given device, timed; the observer sees the block outside the timing. */
 /* A request's time (µs, from t0) and the allocator's own part of it (less the driver calls since calls0),
    kept by whether it made driver calls (the books' count was n0 before it). */
 static float live_took(run *r, double t0, double calls0, uint64_t n0, uint64_t bytes) {
-  double us = (pt_clock_s() - t0) * 1e6;
+  double us = (pt_clock_s() - t0) * 1e6, own = us - (r->out->call_times->total_us - calls0);
   int k = 63 - __builtin_clzll(bytes | 1);
-  (r->dev.ncalls != n0 ? r->out->own_call_us : r->out->own_us)[k] += us - (r->out->call_times->total_us - calls0);
+  if (r->dev.ncalls != n0) {
+    r->out->own_call_us[k] += own;
+  } else {
+    r->out->own_us[k] += own;
+    int b = 63 - __builtin_clzll(r->nlive + 1);
+    if (b >= PT_LIVE_BINS) b = PT_LIVE_BINS - 1;
+    r->out->own_live_n[b]++;
+    r->out->own_live_us[b] += own;
+  }
   return (float)us;
 }
 
@@ -148,6 +157,7 @@ static int live_alloc(run *r, const pt_mech_ops *m, void *st, uint64_t bytes, ui
   double calls0 = r->out->call_times->total_us, t0 = pt_clock_s();
   int rc = m->alloc(st, bytes, stream, h);
   r->out->alloc_us[r->out->nalloc_us++] = live_took(r, t0, calls0, n0, bytes);
+  r->nlive += rc == 0;
   if (rc == 0 && r->live->on_alloc) rc = r->live->on_alloc(r->live->observer_ctx, m->addr_of(st, *h), bytes, id);
   return rc;
 }
@@ -159,6 +169,7 @@ static int live_free(run *r, const pt_mech_ops *m, void *st, uint64_t h, uint64_
   double calls0 = r->out->call_times->total_us, t0 = pt_clock_s();
   rc = m->free(st, h);
   r->out->free_us[r->out->nfree_us++] = live_took(r, t0, calls0, n0, bytes);
+  r->nlive -= r->nlive > 0;
   return rc;
 }
 
@@ -193,6 +204,7 @@ static int observe(pt_trace_data *t) {
     const pt_event *e = &t->ev[i];
     if (e->kind == PT_EV_SEG_ALLOC) t->hints[t->nhints++] = (pt_addr_hint){e->addr, e->bytes};
     if (e->kind == PT_EV_SEG_ALLOC || e->kind == PT_EV_SEG_MAP) t->observed_segment_allocs++;
+    if (e->kind == PT_EV_SEG_FREE || e->kind == PT_EV_SEG_UNMAP) t->observed_segment_releases++;
     pt_trace_track_reserved(e, &reserved);
     if (reserved > peak) peak = reserved;
   }
@@ -330,6 +342,7 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   run r = {0};
   out->observed_segment_allocs = t->observed_segment_allocs;
   out->observed_peak_reserved_bytes = t->observed_peak_reserved_bytes;
+  out->observed_segment_releases = t->observed_segment_releases;
   size_t nhints = cfg->invent_addresses ? 0 : cfg->given_addresses ? cfg->nmalloc_hints : t->nhints;
   const pt_addr_hint *hints = cfg->given_addresses ? cfg->malloc_hints : t->hints;
   r.handles = malloc((t->nallocs ? t->nallocs : 1) * sizeof *r.handles);
@@ -426,6 +439,7 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   out->final_reserved_bytes = r.dev.reserved;
   memcpy(out->driver_calls, r.dev.calls, sizeof out->driver_calls);
   memcpy(out->driver_bytes, r.dev.call_bytes, sizeof out->driver_bytes);
+  out->segment_releases = r.dev.calls[PT_DRV_free] + r.counters.unmap_ranges;
   out->addresses_followed = pt_model_dev_on_path(&r.model);
   out->timeline = r.points;
   out->ntimeline = r.npoints;
@@ -553,6 +567,8 @@ void pt_sim_print_json_members(FILE *f, const pt_sim_result *r, int with_timelin
   fputc(',', f);
   pt_sim_print_calls_json(f, "driver_bytes", r->driver_bytes);
   fprintf(f, ",\"addresses_followed\":%s", r->addresses_followed ? "true" : "false");
+  fprintf(f, ",\"segment_releases\":%" PRIu64 ",\"observed_segment_releases\":%" PRIu64, r->segment_releases,
+          r->observed_segment_releases);
   if (r->has_gpu) fprintf(f, ",\"predicted_alloc_us\":%.6g", r->predicted_alloc_us);
   else fputs(",\"predicted_alloc_us\":null", f); /* never predicted: no GPU description */
   if (r->has_gpu && r->mmu) { /* stored runs keep no page-table detail */

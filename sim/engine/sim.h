@@ -34,6 +34,7 @@ typedef struct pt_trace_data {
   pt_addr_hint *hints;      /* its cudaMalloc results (segment_alloc), in order */
   size_t nhints;
   uint64_t observed_segment_allocs, observed_peak_reserved_bytes;
+  uint64_t observed_segment_releases; /* its segment_free and segment_unmap records */
 } pt_trace_data;
 
 int pt_trace_load(const char *path, const pt_trace_opts *opts, pt_err *err, pt_trace_data *out /* OUT */);
@@ -102,6 +103,8 @@ typedef struct pt_sim_point {
   uint64_t reserved, allocated;
 } pt_sim_point;
 
+#define PT_LIVE_BINS 16
+
 typedef struct pt_sim_result {
 #define PT_U uint64_t
 #define PT_D double
@@ -113,6 +116,9 @@ typedef struct pt_sim_result {
   uint64_t driver_calls[PT_DRV_NCALLS];
   uint64_t driver_bytes[PT_DRV_NCALLS];
   int addresses_followed;    /* the model stayed on the recorded segment addresses */
+  /* memory given back, counted as a snapshot counts it: a cudaFree (segment_free) or an expandable range unmapped
+     (segment_unmap, however many handles); not stored (the store keeps the driver calls) */
+  uint64_t segment_releases, observed_segment_releases;
   pt_sim_point *timeline;
   size_t ntimeline;
   /* requests and frees by size class, with and without driver calls: what bookkeeping is priced by */
@@ -125,6 +131,10 @@ typedef struct pt_sim_result {
   pt_call_times *call_times;
   pt_call_sizes *call_sizes; /* the calls those times are of */
   double own_us[PT_SIZE_CLASSES], own_call_us[PT_SIZE_CLASSES]; /* requests without, with driver calls */
+  /* the requests without driver calls again, by how many blocks were live when each was made: bin k holds
+     2^k - 1 up to 2^(k+1) - 2 live blocks (the last bin everything above) */
+  uint64_t own_live_n[PT_LIVE_BINS];
+  double own_live_us[PT_LIVE_BINS];
   double seconds;            /* wall time of the replay itself */
   /* with a GPU description */
   int has_gpu, has_tlb;

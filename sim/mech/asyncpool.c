@@ -96,7 +96,14 @@
  * the GPU lags the CPU the driver can therefore hold more than the model:
  * transformer_train peaked at 1 GiB in the real run, at 992 MiB in the model
  * and in the real run under CUDA_LAUNCH_BLOCKING=1.  A trace has no GPU
- * timing, so the model does not try to follow this.
+ * timing, so free_lag (default 0) says how far the GPU lags: a free stays
+ * pending for that many later requests; pending, it is reused by requests
+ * that fit it, merges with pending neighbours only, and holds its chunks (none
+ * idle, moved or released); a synchronisation point (and a trim) sees every
+ * pending free complete.  The lag differs between runs of one workload (other
+ * work on the GPU, clocks), so the real peak is a spread: swept over free_lag
+ * the model gives the spread it expects (docs/model.md).  The stream a free
+ * was made on is not followed (one pool, streams ignored, as above).
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -135,6 +142,8 @@ typedef struct ablock {
   struct ablock *prev, *next;  /* neighbours: in the heap, or in the initial segment */
   achunk *seg;                 /* the initial segment; NULL in the heap */
   uint64_t addr, size;
+  uint64_t ticket, due;        /* pending (free_lag): its entry in the pending heap (0: seen complete), and
+                                  the request count at which it is */
   int allocated;
 } ablock;
 
@@ -167,6 +176,10 @@ typedef struct async_state {
   achunk *segs;                /* initial segments */
   uint64_t held, allocated, stamp;
   pt_slab blocks;             /* block records (slab.h) */
+  /* free_lag: frees not yet seen complete, a min-heap by the request count at which they are */
+  uint64_t lag, nreq, tickets;
+  struct apending { ablock *b; uint64_t due, ticket; } *pend;
+  size_t npend, cap_pend;
 } async_state;
 
 /* Where a request goes (computed before anything changes). */
@@ -193,6 +206,7 @@ static ablock *take_block(async_state *st, achunk *seg, uint64_t addr, uint64_t 
 }
 
 static void drop_block(async_state *st, ablock *b) {
+  b->ticket = 0; /* a stale heap entry must not match a record taken again */
   pt_slab_drop(&st->blocks, b);
 }
 
@@ -287,8 +301,12 @@ static void touch(async_state *st, ablock *b, int delta) {
 }
 
 /* Release idle chunks, oldest first, until the pool holds no more than keep; a driver's error stops it. */
+static void pend_complete(async_state *st, uint64_t upto);
+
+/* A synchronisation first: every pending free is seen complete. */
 static int trim(async_state *st, uint64_t keep) {
   int any = 0, rc = 0;
+  if (st->npend) pend_complete(st, UINT64_MAX);
   while (st->held > keep && st->idle_head) {
     achunk *c = st->idle_head;
     if ((rc = pt_dev_mem_unmap(st->env.dev, c->va, c->bytes)) < 0) break;
@@ -319,6 +337,7 @@ static int trim(async_state *st, uint64_t keep) {
 /* A synchronisation point. */
 static int sync_point(async_state *st) {
   const pt_policy_hooks *h = st->env.hooks;
+  if (st->npend) pend_complete(st, UINT64_MAX);
   if (h && h->should_collect) {
     int yes = 0;
     int rc = pt_mech_should_collect(&st->env, &yes);
@@ -393,9 +412,73 @@ static int over_cap(async_state *st, const aplace *pl) {
   return pt_dev_would_exceed(st->env.dev, (unbacked - movable) * st->unit);
 }
 
-/* Split b at its front: b keeps size bytes, the rest becomes a free block (the top if b was last). */
-static void split_front(async_state *st, ablock *b, uint64_t size) {
-  if (b->size == size) return;
+/* ---- frees the GPU has not passed (free_lag) -------------------------------
+ * On the H200 (traces/capture/async_probe, `probe pending`, a kernel keeping
+ * the stream busy): a free still pending on the GPU is reused by a later
+ * request of its size or smaller, and merges with an adjacent pending free,
+ * but not with free space next to it that the driver has seen complete; once
+ * complete it merges as any free.  A trace has no GPU timing: free_lag says
+ * how many later requests a free stays pending (0: seen complete at once,
+ * the synchronised replay the model reproduces address for address). */
+
+static int pend_push(async_state *st, ablock *b, uint64_t due) {
+  if (st->npend == st->cap_pend) {
+    size_t ncap = st->cap_pend ? st->cap_pend * 2 : 64;
+    struct apending *np = realloc(st->pend, ncap * sizeof *np);
+    if (!np) return oom(st);
+    st->pend = np;
+    st->cap_pend = ncap;
+  }
+  b->ticket = ++st->tickets;
+  b->due = due;
+  size_t i = st->npend++;
+  while (i > 0 && st->pend[(i - 1) / 2].due > due) { /* sift up */
+    st->pend[i] = st->pend[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  st->pend[i] = (struct apending){b, due, b->ticket};
+  return 0;
+}
+
+static struct apending pend_pop(async_state *st) {
+  struct apending top = st->pend[0], last = st->pend[--st->npend];
+  size_t i = 0;
+  for (;;) { /* sift down */
+    size_t c = 2 * i + 1;
+    if (c >= st->npend) break;
+    if (c + 1 < st->npend && st->pend[c + 1].due < st->pend[c].due) c++;
+    if (st->pend[c].due >= last.due) break;
+    st->pend[i] = st->pend[c];
+    i = c;
+  }
+  if (st->npend) st->pend[i] = last;
+  return top;
+}
+
+static void merge(async_state *st, ablock *b, ablock *nb);
+
+/* The entries due by request count upto (all: UINT64_MAX): each still-pending block is seen complete, lets go of
+   the chunks it held, and merges with the free neighbours already seen complete (a pending one merges when it
+   completes in turn). */
+static void pend_complete(async_state *st, uint64_t upto) {
+  while (st->npend && st->pend[0].due <= upto) {
+    struct apending e = pend_pop(st);
+    ablock *b = e.b;
+    if (b->ticket != e.ticket) continue; /* reused, merged away or freed again since */
+    b->ticket = 0;
+    touch(st, b, -1);
+    if (!is_top(st, b)) free_remove(st, b);
+    if (b->prev && !b->prev->ticket) merge(st, b, b->prev);
+    if (b->next && !b->next->ticket) merge(st, b, b->next);
+    if (!is_top(st, b)) free_insert(st, b);
+    if (b->seg && !b->prev && !b->next) b->seg->whole = b;
+  }
+}
+
+/* Split b at its front: b keeps size bytes, the rest becomes a free block (the top if b was last), pending
+   until due where due is not 0 (b was pending). */
+static int split_front(async_state *st, ablock *b, uint64_t size, uint64_t due) {
+  if (b->size == size) return 0;
   ablock *rest = take_block(st, b->seg, b->addr + size, b->size - size);
   PT_SPAN_LINK_AFTER(b, rest);
   b->size = size;
@@ -403,6 +486,9 @@ static void split_front(async_state *st, ablock *b, uint64_t size) {
     st->last = rest; /* the top: not in the free set */
   else
     free_insert(st, rest);
+  if (!due) return 0;
+  touch(st, rest, +1); /* a pending free holds its chunks */
+  return pend_push(st, rest, due);
 }
 
 /*
@@ -460,7 +546,7 @@ static int back(async_state *st, uint64_t first, uint64_t lastslot, int *calls) 
   return rc;
 }
 
-static void unallocate(async_state *st, ablock *b);
+static int unallocate(async_state *st, ablock *b);
 
 /* Serve a request of size bytes: PT_EOOM (nothing changed) when new chunks would pass the cap. */
 static int place(async_state *st, uint64_t size, ablock **out) {
@@ -469,7 +555,13 @@ static int place(async_state *st, uint64_t size, ablock **out) {
   if (rc < 0) return rc;
   if (!pl.b && (rc = grow_slots(st, pl.new_end > st->end ? pl.new_end : st->end)) < 0) return rc;
   if (over_cap(st, &pl)) return PT_EOOM;
-  ablock *b = pl.b;
+  ablock *b = pl.b, *cand = b ? b : st->last && !st->last->allocated ? st->last : NULL;
+  uint64_t due = 0;
+  if (cand && cand->ticket) { /* reused while pending: the part not asked for stays pending */
+    touch(st, cand, -1);
+    due = cand->due;
+    cand->ticket = 0;
+  }
   if (b) {
     free_remove(st, b);
   } else if (st->last && !st->last->allocated) {
@@ -482,13 +574,14 @@ static int place(async_state *st, uint64_t size, ablock **out) {
     st->last = b;
   }
   st->end = pl.new_end;
-  split_front(st, b, pl.size);
+  if ((rc = split_front(st, b, pl.size, due)) < 0) return rc;
   b->allocated = 1;
   touch(st, b, +1);
   int calls = 0;
   if (pl.first <= pl.lastslot && (rc = back(st, pl.first, pl.lastslot, &calls)) < 0) {
     st->allocated += b->size;
-    unallocate(st, b); /* the request fails: its block is free again */
+    b->ticket = 0;
+    (void)unallocate(st, b); /* the request fails: its block is free again (the failure is rc) */
     return rc;
   }
   if (!calls) st->env.counters->cache_hits++;
@@ -501,23 +594,27 @@ static int place(async_state *st, uint64_t size, ablock **out) {
 
 static const pt_mech_param async_params[] = {
     {"release_threshold", 0, MAX_THRESHOLD, PT_PARAM_WHOLE, 0,
-     "bytes the pool keeps at a synchronisation point (cudaMemPoolAttrReleaseThreshold); default 0 as CUDA's default pool"},
+     "bytes the pool keeps at a synchronisation point (cudaMemPoolAttrReleaseThreshold); default 0 as CUDA's default pool", 0},
     {"trim_every_free", 0, 1, PT_PARAM_FLAG, 0,
-     "1: every free is a synchronisation point; 0 (default): only a free that leaves the pool unused"},
+     "1: every free is a synchronisation point; 0 (default): only a free that leaves the pool unused", 0},
     {"chunk_mb", 2, 1024, PT_PARAM_EVEN, 32,
-     "MiB of backing the pool adds, maps and moves at a time, a multiple of 2; default 32, measured on the H200"},
-    {NULL, 0, 0, PT_PARAM_REAL, 0, NULL}};
+     "MiB of backing the pool adds, maps and moves at a time, a multiple of 2; default 32, measured on the H200", 0},
+    {"free_lag", 0, 1e9, PT_PARAM_WHOLE, 0,
+     "requests a free stays pending on the GPU (reused, merged only with pending frees); 0 (default): seen complete at once", 0},
+    {NULL, 0, 0, PT_PARAM_REAL, 0, NULL, 0}};
 
 static int async_create(const pt_mech_env *env, void **state) {
   double thr = pt_mech_param_get(async_params, "release_threshold", env->params);
   double every = pt_mech_param_get(async_params, "trim_every_free", env->params);
   double chunk = pt_mech_param_get(async_params, "chunk_mb", env->params);
+  double lag = pt_mech_param_get(async_params, "free_lag", env->params);
   async_state *st = calloc(1, sizeof *st);
   if (st) pt_slab_init(&st->blocks, sizeof(ablock), SLAB_BLOCKS);
   if (!st) return pt_err_set(env->err, PT_ENOMEM, "async_pool: out of memory");
   st->env = *env;
   st->threshold = (uint64_t)thr;
   st->every_free = every == 1;
+  st->lag = (uint64_t)lag;
   st->unit = env->hooks && env->hooks->segment_size ? GRAIN : (uint64_t)chunk * MIB;
   st->init_phase = 1;
   *state = st;
@@ -536,6 +633,8 @@ static int async_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *h
     st->end = st->base;
   }
   if ((rc = ensure_spare(st, 2)) < 0) return rc; /* a new block at the end, a split remainder */
+  st->nreq++;
+  if (st->npend) pend_complete(st, st->nreq);
   ablock *b = NULL;
   rc = place(st, size, &b);
   if (rc == PT_EOOM) {
@@ -559,22 +658,38 @@ static void merge(async_state *st, ablock *b, ablock *nb) {
   drop_block(st, nb);
 }
 
-/* An allocated block becomes free, merged with free neighbours. */
-static void unallocate(async_state *st, ablock *b) {
+/* An allocated block becomes free, merged with free neighbours.  With free_lag it is pending: it keeps the
+   chunks it touches (none is idle, moved or released), and merges only with pending neighbours (completing
+   with the latest of them). */
+static int unallocate(async_state *st, ablock *b) {
   b->allocated = 0;
   st->allocated -= b->size;
-  touch(st, b, -1);
-  merge(st, b, b->prev);
-  merge(st, b, b->next);
+  if (!st->lag) {
+    touch(st, b, -1);
+    merge(st, b, b->prev);
+    merge(st, b, b->next);
+  } else if ((b->prev && b->prev->ticket) || (b->next && b->next->ticket)) {
+    touch(st, b, -1); /* held again below, as one range */
+    for (int side = 0; side < 2; side++) {
+      ablock *nb = side ? b->next : b->prev;
+      if (!nb || !nb->ticket) continue;
+      touch(st, nb, -1);
+      nb->ticket = 0;
+      merge(st, b, nb);
+    }
+    touch(st, b, +1);
+  }
   if (!is_top(st, b)) free_insert(st, b);
   if (b->seg && !b->prev && !b->next) b->seg->whole = b;
+  return st->lag ? pend_push(st, b, st->nreq + st->lag) : 0;
 }
 
 static int async_free(void *state, uint64_t handle) {
   async_state *st = state;
   ablock *b = (ablock *)(uintptr_t)handle;
   if (st->init_phase) end_init(st);
-  unallocate(st, b);
+  int rc = unallocate(st, b);
+  if (rc < 0) return rc;
   if (st->every_free || st->allocated == 0) return sync_point(st);
   return 0;
 }
@@ -657,6 +772,7 @@ static void async_destroy(void *state) {
   pt_bset_free(&st->freet);
   pt_bset_free(&st->addrt);
   pt_slab_free(&st->blocks);
+  free(st->pend);
   free(st);
 }
 

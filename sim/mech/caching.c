@@ -34,9 +34,7 @@
 #define LARGE_BUFFER (UINT64_C(20) << 20)   /* large pool segment below MIN_LARGE_ALLOC */
 #define MIN_LARGE_ALLOC (UINT64_C(10) << 20)
 #define ROUND_LARGE (UINT64_C(2) << 20)
-#define MB (UINT64_C(1) << 20)
-#define RP2_INTERVALS 16                    /* 1 MiB .. 64 GiB, one per power of two */
-#define UNLIMITED UINT64_MAX
+#define UNLIMITED PT_MECH_UNLIMITED
 
 typedef struct pool pool;
 
@@ -63,10 +61,7 @@ struct pool {
 typedef struct caching {
   pt_mech_env env;
   pool small, large;
-  uint64_t max_split;          /* bytes; UNLIMITED when off */
-  uint64_t max_non_split_rounding;
-  double gc_threshold;         /* fraction of the cap; 0 = off */
-  unsigned rp2[RP2_INTERVALS]; /* roundup_power2_divisions per interval; 0/1 = off */
+  pt_mech_alloc_conf k;        /* max_split_size_mb, max_non_split_rounding_mb, the GC threshold, the roundup table */
   pt_slab blocks;              /* block records: a split or a merge costs no malloc */
 } caching;
 
@@ -76,46 +71,14 @@ static block *block_new(caching *c) {
 
 static void block_dispose(caching *c, block *b) { pt_slab_drop(&c->blocks, b); }
 
-static const pt_mech_param caching_params[] = {
-    {"max_split_size_mb", 20, INFINITY, PT_PARAM_REAL, INFINITY,
-     "blocks this large (MiB) are never split; inf = unlimited (PyTorch's default)"},
-    {"max_non_split_rounding_mb", 0, INFINITY, PT_PARAM_REAL, 20,
-     "an unsplittable request may take a cached block up to this much (MiB) larger (default 20)"},
-    {"garbage_collection_threshold", 0, 1, PT_PARAM_REAL, 0,
-     "under a cap, reclaim cached blocks once reserved exceeds this fraction of it (0 = off)"},
-    {"roundup_power2_divisions", 0, 1 << 20, PT_PARAM_POW2, 0,
-     "round sizes up to one of N divisions of their power-of-two interval (0 = off; a power of two)"},
-    {NULL, 0, 0, PT_PARAM_REAL, 0, NULL}};
+static const pt_mech_param caching_params[] = {PT_MECH_ALLOC_CONF_PARAMS, {NULL, 0, 0, PT_PARAM_REAL, 0, NULL, 0}};
 
 /* ---- sizes ------------------------------------------------------------------ */
-
-static int log2_floor(uint64_t x) { return 63 - __builtin_clzll(x); }
-
-static uint64_t rp2_next_division(uint64_t size, unsigned divisions) {
-  if ((size & (size - 1)) == 0) return size;
-  uint64_t floor2 = UINT64_C(1) << log2_floor(size);
-  uint64_t step = floor2 >> log2_floor(divisions);
-  if (step == 0) return floor2 << 1;
-  uint64_t down = size & ~(step - 1);
-  return down == size ? size : down + step;
-}
-
-static unsigned rp2_divisions(const caching *c, uint64_t size) {
-  int lg = log2_floor(size), start = 20; /* intervals start at 1 MiB */
-  int idx = lg > start ? lg - start : 0;
-  return c->rp2[idx < RP2_INTERVALS ? idx : RP2_INTERVALS - 1];
-}
 
 static int round_size(caching *c, uint64_t size, uint64_t *out) {
   const pt_policy_hooks *h = c->env.hooks;
   if (h && h->round) return pt_mech_round(&c->env, "caching", size, out);
-  if (size < MIN_BLOCK) {
-    *out = MIN_BLOCK;
-    return 0;
-  }
-  unsigned div = rp2_divisions(c, size);
-  if (div > 1 && size > MIN_BLOCK * div) *out = rp2_next_division(size, div);
-  else *out = MIN_BLOCK * ((size + MIN_BLOCK - 1) / MIN_BLOCK);
+  *out = pt_mech_round_size(&c->k, size);
   return 0;
 }
 
@@ -144,7 +107,7 @@ static void pool_erase(pool *p, block *b) { pt_bset_erase(&p->blocks, &b->node);
 
 static block *of(pt_bnode *n) { return (block *)n; } /* node is the first member */
 
-static int gc_enabled(const caching *c) { return pt_dev_capacity(c->env.dev) && c->gc_threshold > 0.0; }
+static int gc_enabled(const caching *c) { return pt_dev_capacity(c->env.dev) && c->k.gc_threshold > 0.0; }
 
 /* Give a free whole segment back to the driver (release_block); when the free fails, b stays cached. */
 static int release_block(caching *c, block *b) {
@@ -163,8 +126,7 @@ static block *get_free_block(caching *c, pool *p, uint64_t size, uint64_t stream
   pt_bnode *n = pt_bset_lower_bound_pos(&p->blocks, &key, &pos);
   if (!n || n->key.stream != stream) return NULL;
   block *b = of(n);
-  if (size < c->max_split && b->size >= c->max_split) return NULL;
-  if (size >= c->max_split && b->size >= size + c->max_non_split_rounding) return NULL;
+  if (pt_mech_oversize_refused(&c->k, size, b->size)) return NULL;
   pt_bset_erase_pos(&p->blocks, pos); /* one search for the look and the removal */
   return b;
 }
@@ -172,7 +134,7 @@ static block *get_free_block(caching *c, pool *p, uint64_t size, uint64_t stream
 /* garbage_collect_cached_blocks: free old whole segments of the large pool. */
 static int garbage_collect(caching *c) {
   uint64_t reserved = pt_dev_reserved(c->env.dev);
-  uint64_t threshold = (uint64_t)(c->gc_threshold * (double)pt_dev_capacity(c->env.dev));
+  uint64_t threshold = (uint64_t)(c->k.gc_threshold * (double)pt_dev_capacity(c->env.dev));
   if (reserved <= threshold) return 0;
   uint64_t target = reserved - threshold, reclaimed = 0, total_age = 0;
   size_t freeable = 0;
@@ -227,8 +189,8 @@ static int alloc_block(caching *c, pool *p, uint64_t alloc_size, uint64_t stream
 /* release_available_cached_blocks: free oversize cached blocks to make room; 1 when it made enough,
    0 when not, or a driver's error. */
 static int release_available(caching *c, pool *p, uint64_t size, uint64_t stream) {
-  if (c->max_split == UNLIMITED) return 0;
-  pt_bkey key = {stream, size < c->max_split ? c->max_split : size, 0};
+  if (c->k.max_split == UNLIMITED) return 0;
+  pt_bkey key = {stream, size < c->k.max_split ? c->k.max_split : size, 0};
   pt_bnode *n = pt_bset_lower_bound(&p->blocks, &key);
   if (n && of(n)->stream == stream) {
     if (of(n)->prev || of(n)->next) return 0; /* see below */
@@ -238,7 +200,7 @@ static int release_available(caching *c, pool *p, uint64_t size, uint64_t stream
   /* no single block is large enough: free oversize ones, largest first */
   n = pt_bset_before(&p->blocks, &key);
   uint64_t released = 0;
-  while (n && released < key.size && of(n)->size >= c->max_split && of(n)->stream == stream) {
+  while (n && released < key.size && of(n)->size >= c->k.max_split && of(n)->stream == stream) {
     block *b = of(n);
     n = pt_bset_before(&p->blocks, &b->node.key);
     if (b->prev || b->next) continue; /* part of a segment: PyTorch never meets one here */
@@ -267,7 +229,7 @@ static int release_cached(caching *c) {
 static int should_split(const caching *c, const block *b, uint64_t size) {
   uint64_t remaining = b->size - size;
   if (b->pool->is_small) return remaining >= MIN_BLOCK;
-  return size < c->max_split && remaining > SMALL_SIZE;
+  return size < c->k.max_split && remaining > SMALL_SIZE;
 }
 
 /* Cut b to size bytes at its front; the rest becomes a free block in the pool. */
@@ -415,14 +377,7 @@ static int caching_create(const pt_mech_env *env, void **state) {
   c->env = *env;
   pt_slab_init(&c->blocks, sizeof(block), 256);
   c->small.is_small = 1;
-  double split_mb = pt_mech_param_get(caching_params, "max_split_size_mb", env->params);
-  double rounding_mb = pt_mech_param_get(caching_params, "max_non_split_rounding_mb", env->params);
-  double rp2 = pt_mech_param_get(caching_params, "roundup_power2_divisions", env->params);
-  c->gc_threshold = pt_mech_param_get(caching_params, "garbage_collection_threshold", env->params);
-  c->max_split = isinf(split_mb) || split_mb >= (double)(UNLIMITED / MB) ? UNLIMITED : (uint64_t)split_mb * MB;
-  c->max_non_split_rounding = isinf(rounding_mb) ? UNLIMITED : (uint64_t)rounding_mb * MB;
-  unsigned div = (unsigned)rp2; /* 0 or a power of two (pt_mech_create) */
-  for (int i = 0; i < RP2_INTERVALS; i++) c->rp2[i] = div;
+  pt_mech_alloc_conf_read(caching_params, env->params, &c->k);
   *state = c;
   return 0;
 }

@@ -193,7 +193,7 @@ static void direct_destroy(void *state) {
   free(st);
 }
 
-static const pt_mech_param direct_params[] = {{NULL, 0, 0, PT_PARAM_REAL, 0, NULL}};
+static const pt_mech_param direct_params[] = {{NULL, 0, 0, PT_PARAM_REAL, 0, NULL, 0}};
 
 const pt_mech_ops pt_mech_direct = {
     .name = "direct",

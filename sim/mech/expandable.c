@@ -6,8 +6,9 @@
  * allocator's decisions and drops what a trace cannot show (events,
  * record_stream, CUDA graphs, IPC).
  *
- *   - A request is rounded to 512 B (round_size with no power-of-two
- *     divisions) and goes to the small pool (<= 1 MiB) or the large pool.
+ *   - A request is rounded by round_size (512 B, or a division of its
+ *     power-of-two interval under roundup_power2_divisions, the list form
+ *     too) and goes to the small pool (<= 1 MiB) or the large pool.
  *   - Each (stream, pool) has an expandable segment: one VA reservation of
  *     ceil(1.125 x total GPU memory / page) pages (cuMemAddressReserve),
  *     grown by mapping pages at the lowest address where free + unmapped
@@ -17,13 +18,20 @@
  *     A map is what a snapshot records as one segment_map.
  *   - Best fit over free mapped blocks ordered by (stream, size, address),
  *     with PyTorch's twist: a block followed by unmapped space counts as its
- *     size plus that space, so the search prefers other blocks.  Splitting
+ *     size plus that space, so the search prefers other blocks; then the
+ *     oversize rule of max_split_size_mb / max_non_split_rounding_mb: a
+ *     block it refuses ends the search (the segment grows instead).  Splitting
  *     leaves a remainder of >= 512 B in either pool; freed blocks merge with
  *     free neighbours.
  *   - Pages are unmapped (cuMemUnmap + cuMemRelease per page) only where
  *     PyTorch does: in release_cached_blocks, reached from empty_cache and
- *     from the last retry of a request that failed.  A segment left with no
- *     mapped page gives its VA back.
+ *     from the last retry of a request that failed; each free block's whole
+ *     pages are one range, what a snapshot records as one segment_unmap
+ *     (counted as unmap_ranges).  A segment left with no mapped page gives
+ *     its VA back.  garbage_collection_threshold changes nothing here:
+ *     PyTorch's collection frees only unsplit blocks that are not
+ *     expandable, and max_split_size_mb's release of oversize blocks skips
+ *     expandable ones too (both are declared, as PyTorch accepts them).
  *   - The cap (--capacity, set_per_process_memory_fraction) is checked as
  *     PyTorch does, against the allocation size the native allocator would
  *     have used (2 MiB, 20 MiB, or the request rounded to 2 MiB), before any
@@ -35,12 +43,13 @@
  *     guessed from its size (a multiple of 20 MiB: large), that of a plain
  *     one likewise (2 MiB: small).
  *
- * Policy hooks: round replaces 512 B rounding; segment_size gives the least
+ * Policy hooks: round replaces round_size; segment_size gives the least
  * bytes a growth maps for a request (PyTorch: the request itself);
  * should_collect, asked before the segment grows, runs a release when it
  * says so (PyTorch's own garbage collection never unmaps expandable pages,
  * so there is no default collection).
  */
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +109,7 @@ typedef struct exp_state {
   pt_slab blocks;             /* block records (slab.h) */
   eblock **scratch;            /* release_blocks' list */
   size_t scratch_cap;
+  pt_mech_alloc_conf k;        /* the knobs PyTorch reads with expandable segments too */
   uint64_t page[NPOOLS];       /* handle size per pool */
   uint64_t va_bytes[NPOOLS];   /* VA reserved per segment */
 } exp_state;
@@ -239,6 +249,7 @@ static eblock *get_free_block(exp_state *st, int pool, uint64_t stream, uint64_t
     }
   }
   eblock *b = BLK(n);
+  if (pt_mech_oversize_refused(&st->k, size, b->size)) return NULL; /* no further search, as PyTorch */
   free_remove(st, b);
   return b;
 }
@@ -376,6 +387,7 @@ static int unmap_block(exp_state *st, eblock *b) {
     *h = 0;
   }
   if (i == 0) return rc;
+  st->env.counters->unmap_ranges++;
   free_remove(st, b);
   carve(st, b, ua, i * page);
   b->mapped = 0;
@@ -432,10 +444,11 @@ static int release_cached(exp_state *st) {
 static const pt_mech_param exp_params[] = {
     {"device_total_bytes", 2097152, 1125899906842624.0, PT_PARAM_WHOLE, (double)H200_TOTAL,
      "GPU memory (totalGlobalMem): each segment reserves VA for 1.125 times it; default the GPU description's "
-     "memory_bytes, or without one 150109880320 (the H200 the bundled traces were captured on)"},
+     "memory_bytes, or without one 150109880320 (the H200 the bundled traces were captured on)", 0},
     {"large_segment_size_mb", 12, 4096, PT_PARAM_EVEN, 20,
-     "large-pool page (handle) size in MiB, even (PyTorch large_segment_size_mb); default 20"},
-    {NULL, 0, 0, PT_PARAM_REAL, 0, NULL}};
+     "large-pool page (handle) size in MiB, even (PyTorch large_segment_size_mb); default 20", 0},
+    PT_MECH_ALLOC_CONF_PARAMS,
+    {NULL, 0, 0, PT_PARAM_REAL, 0, NULL, 0}};
 
 static int exp_create(const pt_mech_env *env, void **state) {
   double total = pt_mech_param_get(exp_params, "device_total_bytes", env->params);
@@ -445,6 +458,7 @@ static int exp_create(const pt_mech_env *env, void **state) {
   if (!st) return pt_err_set(env->err, PT_ENOMEM, "expandable: out of memory");
   st->env = *env;
   st->init_phase = 1;
+  pt_mech_alloc_conf_read(exp_params, env->params, &st->k);
   st->page[SMALL] = SMALL_PAGE;
   st->page[LARGE] = (uint64_t)large * MIB;
   uint64_t t = (uint64_t)total, va = t + t / 8;
@@ -458,7 +472,9 @@ static int exp_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *han
   const pt_policy_hooks *h = st->env.hooks;
   uint64_t size;
   if (st->init_phase) end_init(st);
-  int rc = pt_mech_round(&st->env, "expandable", bytes, &size);
+  int rc = 0;
+  if (h && h->round) rc = pt_mech_round(&st->env, "expandable", bytes, &size);
+  else if (!(size = pt_mech_round_size(&st->k, bytes))) rc = pt_mech_round_slow(&st->env, "expandable", bytes, &size);
   if (rc < 0) return rc;
   int pool = size <= SMALL_SIZE ? SMALL : LARGE;
   if ((rc = ensure_spare(st, 1)) < 0) return rc;

@@ -19,23 +19,61 @@
 #include "device.h"
 #include "error.h"
 
-/* ---- parameters: name -> number, as the policy (or --set) gave them ------- */
+/* ---- parameters: name -> value, as the policy (or --set) gave them ------- */
 
 #define PT_MAX_PARAMS 32
 #define PT_PARAM_NAME_MAX 48
+
+/*
+ * A value is a number or a list.  The one list-valued knob is PyTorch's
+ * roundup_power2_divisions in its list form: a value per power-of-two size
+ * interval, PT_PARAM_LIST_MAX of them (entry 0: below 2 MiB; entry i, 1..14:
+ * [2^i, 2^(i+1)) MiB; entry 15: from 32 GiB), the table PyTorch's parser
+ * builds (c10 AllocatorConfig).  A list is kept as that table, whatever text
+ * it came from, so two spellings of one table are one value; a table whose
+ * entries are all equal is that number (what PyTorch's integer form means),
+ * so the number stays the canonical spelling.  A list's number is NaN.
+ */
+#define PT_PARAM_LIST_MAX 16
+typedef struct pt_plist {
+  int n;                          /* 0: the value is a number */
+  double v[PT_PARAM_LIST_MAX];
+} pt_plist;
 
 typedef struct pt_params {
   int n;
   struct {
     char name[PT_PARAM_NAME_MAX];
-    double value;
+    double value;                 /* NaN when list.n > 0 */
+    pt_plist list;
   } v[PT_MAX_PARAMS];
 } pt_params;
 
-/* Value of name, or dflt when absent. */
+/* Value of name, or dflt when absent (NaN when it is a list). */
 double pt_params_get(const pt_params *p, const char *name, double dflt);
-/* Set (add or overwrite); PT_ELIMIT when full. */
+/* Set (add or overwrite) a number; PT_ELIMIT when full. */
 int pt_params_set(pt_params *p, const char *name, double value);
+/* Set a list (a list of equal entries is set as that number); PT_ELIMIT when full or longer than PT_PARAM_LIST_MAX. */
+int pt_params_set_list(pt_params *p, const char *name, const pt_plist *list);
+/* The list name holds, or NULL when it is absent or a number. */
+const pt_plist *pt_params_get_list(const pt_params *p, const char *name);
+/* Whether two parameter sets hold the same names and values, in the same order. */
+int pt_params_equal(const pt_params *a, const pt_params *b);
+
+/*
+ * A value's text: a number (decimal, inf) or PyTorch's list form
+ * [BOUNDARY:V,...,>:V] (BOUNDARY a power of two in MiB), read as 2.11 reads
+ * it: the first entry also fills every interval below its own, '>' fills
+ * those after the last boundary given, intervals between two boundaries stay
+ * 0, V must be 0 or a power of two; a list whose intervals are all alike
+ * comes back as that number.  0 with *num or *list (list->n 0 for a
+ * number), or PT_EFORMAT with why (n bytes) saying what is wrong.
+ */
+int pt_param_value_parse(const char *text, double *num /* OUT */, pt_plist *list /* OUT */, char *why, size_t n);
+/* A list as PyTorch's list form, the shortest that builds the same table: "[256:1,512:2,1024:4,>:8]". */
+const char *pt_param_list_format(const pt_plist *list, char *buf, size_t n);
+/* p's i-th value as text pt_param_value_parse reads back exactly: the shortest such decimal, inf, or the list form. */
+const char *pt_params_value_text(const pt_params *p, int i, char *buf, size_t n);
 
 /* ---- policy hooks: optional decisions the mechanism delegates ------------- */
 
@@ -63,6 +101,7 @@ typedef struct pt_mech_counters {
   uint64_t alloc_retries;       /* requests that freed cached memory and retried */
   uint64_t collections;         /* garbage collections / pool trims run */
   uint64_t cache_hits;          /* requests served without a driver call */
+  uint64_t unmap_ranges;        /* expandable: contiguous ranges unmapped, one a snapshot's segment_unmap */
 } pt_mech_counters;
 
 /* What a mechanism is created with. */
@@ -92,10 +131,18 @@ typedef struct pt_mech_param {
   enum pt_param_kind kind;
   double dflt;
   const char *doc;
+  int list;                     /* 1: a list (pt_plist) is also a value, each entry of this kind and range */
 } pt_mech_param;
 
 /* NULL when v is a value mp allows; else what it must be ("an even whole number from 12 to 4096"), in buf. */
 const char *pt_mech_param_violation(const pt_mech_param *mp, double v, char *buf, size_t n);
+/* The same for a list (or a number, when list is NULL or empty). */
+const char *pt_mech_param_violation_list(const pt_mech_param *mp, double v, const pt_plist *list, char *buf, size_t n);
+/*
+ * The table a parameter of mp's kind stands for, PT_PARAM_LIST_MAX entries:
+ * its list, or its number in every entry (the default where p lacks it).
+ */
+void pt_mech_param_table(const pt_mech_param *table, const char *name, const pt_params *p, double out[PT_PARAM_LIST_MAX]);
 /* The value of the table's parameter name in p, or its default. */
 double pt_mech_param_get(const pt_mech_param *table, const char *name, const pt_params *p);
 
@@ -140,6 +187,55 @@ void pt_mech_set_insert(const pt_mech_env *env, struct pt_bset *s, struct pt_bno
 static inline uint64_t pt_mech_round512(uint64_t bytes) {
   if (bytes > UINT64_MAX - PT_MIN_BLOCK) return 0;
   return bytes < PT_MIN_BLOCK ? PT_MIN_BLOCK : (bytes + PT_MIN_BLOCK - 1) / PT_MIN_BLOCK * PT_MIN_BLOCK;
+}
+
+/*
+ * PyTorch's CUDAAllocatorConfig knobs that the native allocator reads with
+ * and without expandable segments (docs/pytorch-caching-allocator.md): one
+ * declaration, one reading, one rounding, one oversize rule for caching and
+ * expandable alike.
+ */
+#define PT_MECH_UNLIMITED UINT64_MAX
+#define PT_MECH_ALLOC_CONF_PARAMS                                                                                  \
+  {"max_split_size_mb", 20, INFINITY, PT_PARAM_REAL, INFINITY,                                                     \
+   "blocks this large (MiB) are never split; inf = unlimited (PyTorch's default)", 0},                             \
+      {"max_non_split_rounding_mb", 0, INFINITY, PT_PARAM_REAL, 20,                                                \
+       "an unsplittable request may take a cached block up to this much (MiB) larger (default 20)", 0},            \
+      {"garbage_collection_threshold", 0, 1, PT_PARAM_REAL, 0,                                                     \
+       "under a cap, reclaim cached blocks once reserved exceeds this fraction of it (0 = off)", 0},               \
+      {"roundup_power2_divisions", 0, 1 << 20, PT_PARAM_POW2, 0,                                                   \
+       "round sizes up to one of N divisions of their power-of-two interval (0 = off; a power of two), "         \
+       "or a list [BOUNDARY_MIB:N,...,>:N] of N per interval", 1}
+typedef struct pt_mech_alloc_conf {
+  uint64_t max_split;              /* bytes; PT_MECH_UNLIMITED when off */
+  uint64_t max_non_split_rounding; /* bytes */
+  double gc_threshold;             /* fraction of the cap; 0 = off */
+  unsigned rp2[PT_PARAM_LIST_MAX]; /* roundup_power2_divisions per interval; 0/1 = off */
+} pt_mech_alloc_conf;
+/* The knobs from p (checked by pt_mech_create against table, which holds PT_MECH_ALLOC_CONF_PARAMS). */
+void pt_mech_alloc_conf_read(const pt_mech_param *table, const pt_params *p, pt_mech_alloc_conf *out /* OUT */);
+/* roundup_power2_next_division: size up to the next of `divisions` equal steps of its power-of-two interval. */
+static inline uint64_t pt_mech_next_division(uint64_t size, unsigned divisions) {
+  if ((size & (size - 1)) == 0) return size;
+  uint64_t floor2 = UINT64_C(1) << (63 - __builtin_clzll(size));
+  uint64_t step = floor2 >> (31 - __builtin_clz(divisions));
+  if (step == 0) return floor2 << 1;
+  uint64_t down = size & ~(step - 1);
+  return down == size ? size : down + step;
+}
+/* round_size: at least 512, a division of its power-of-two interval where rp2 says, else 512-byte multiples;
+   0 when that overflows.  (Inline: every request of caching and expandable goes through it.) */
+static inline uint64_t pt_mech_round_size(const pt_mech_alloc_conf *k, uint64_t size) {
+  if (size < PT_MIN_BLOCK) return PT_MIN_BLOCK;
+  int lg = 63 - __builtin_clzll(size), idx = lg > 20 ? lg - 20 : 0; /* intervals from 1 MiB; entry 0 holds all below */
+  unsigned div = k->rp2[idx < PT_PARAM_LIST_MAX ? idx : PT_PARAM_LIST_MAX - 1];
+  if (div > 1 && size > PT_MIN_BLOCK * div) return pt_mech_next_division(size, div);
+  return pt_mech_round512(size);
+}
+/* get_free_block's oversize rule: 1 when a free block of block bytes may not serve a rounded request of size. */
+static inline int pt_mech_oversize_refused(const pt_mech_alloc_conf *k, uint64_t size, uint64_t block) {
+  if (size < k->max_split) return block >= k->max_split;
+  return block >= size + k->max_non_split_rounding;
 }
 
 /* A request's size: the policy's round hook (checked: at least the request, not 0), else 512 B rounding.

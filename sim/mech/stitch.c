@@ -455,9 +455,9 @@ static int release_all(stitch_state *st) {
 
 static const pt_mech_param stitch_params[] = {
     {"stitch_min_bytes", 2097152, MAX_BYTES, PT_PARAM_WHOLE, 2097152,
-     "least whole-page extent of a free block for its pages to be stitched; default 2 MiB"},
-    {"max_stitched", 0, 1000000, PT_PARAM_WHOLE, 64, "stitched ranges kept mapped after their allocation is freed; default 64"},
-    {NULL, 0, 0, PT_PARAM_REAL, 0, NULL}};
+     "least whole-page extent of a free block for its pages to be stitched; default 2 MiB", 0},
+    {"max_stitched", 0, 1000000, PT_PARAM_WHOLE, 64, "stitched ranges kept mapped after their allocation is freed; default 64", 0},
+    {NULL, 0, 0, PT_PARAM_REAL, 0, NULL, 0}};
 
 static int stitch_create(const pt_mech_env *env, void **state) {
   double min = pt_mech_param_get(stitch_params, "stitch_min_bytes", env->params);

@@ -57,6 +57,7 @@ typedef struct param {
   char name[PT_PARAM_NAME_MAX];
   char *doc;
   double *choices;
+  pt_plist *choice_lists;
   int line;                  /* where the script declares it; 0 unknown */
   const pt_mech_param *mech; /* the mechanism's bounds for it, or NULL */
 } param;
@@ -402,7 +403,10 @@ static param *find_param(pt_policy *P, const char *name) {
 
 static void push_value(lua_State *L, const param *pr) {
   double v = pr->pub.value;
-  if (pr->pub.integer && fabs(v) < 9007199254740992.0)
+  if (pr->pub.list.n) {
+    char buf[256];
+    lua_pushstring(L, pt_param_list_format(&pr->pub.list, buf, sizeof buf));
+  } else if (pr->pub.integer && fabs(v) < 9007199254740992.0)
     lua_pushinteger(L, (lua_Integer)v);
   else
     lua_pushnumber(L, v);
@@ -674,9 +678,49 @@ static const char *opt_string(lua_State *L, int t, const char *key, int line, si
   return NULL;
 }
 
+static int same_list(const pt_plist *a, const pt_plist *b) {
+  return a->n == b->n && !memcmp(a->v, b->v, sizeof a->v[0] * (size_t)a->n);
+}
+
+/* A choice as text: its number, or its list in PyTorch's form. */
+static const char *fmt_choice(const pt_policy_param *q, int k, char *buf, size_t n) {
+  if (q->choice_lists && q->choice_lists[k].n) return pt_param_list_format(&q->choice_lists[k], buf, n);
+  return fmt_num(q->choices[k], buf, n);
+}
+
+/* The problem with a list value for pr, or NULL when it is acceptable. */
+static const char *list_problem(const pt_policy *P, const param *pr, const pt_plist *l, char *why, size_t n) {
+  char a[256], b[256], w[160];
+  const pt_policy_param *q = &pr->pub;
+  pt_param_list_format(l, a, sizeof a);
+  if (!pr->mech || !pr->mech->list) {
+    snprintf(why, n, "%s is a list; the %s mechanism takes a number for it", a, P->mech->name);
+  } else if (pt_mech_param_violation_list(pr->mech, NAN, l, w, sizeof w)) {
+    snprintf(why, n, "%s is not what the %s mechanism accepts: %s", a, P->mech->name, w);
+  } else if (q->has_range) {
+    for (int k = 0; k < l->n; k++)
+      if (l->v[k] < q->min || l->v[k] > q->max) {
+        snprintf(why, n, "%s holds %s, outside the range [%s, %s]", a, fmt_num(l->v[k], b, sizeof b),
+                 fmt_num(q->min, w, 40), fmt_num(q->max, w + 40, 40));
+        return why;
+      }
+    return NULL;
+  } else if (q->nchoices) {
+    for (int k = 0; k < q->nchoices; k++)
+      if (q->choice_lists && same_list(&q->choice_lists[k], l)) return NULL;
+    size_t at = (size_t)snprintf(why, n, "%s is not one of the choices {", a);
+    for (int k = 0; k < q->nchoices && at < n; k++)
+      at += (size_t)snprintf(why + at, n - at, "%s%s", k ? ", " : "", fmt_choice(q, k, b, sizeof b));
+    if (at < n) snprintf(why + at, n - at, "}");
+  } else {
+    return NULL;
+  }
+  return why;
+}
+
 /* The problem with v for pr, or NULL when v is acceptable. */
 static const char *value_problem(const pt_policy *P, const param *pr, double v, char *why, size_t n) {
-  char a[40], b[40], c[40], w[128];
+  char a[40], b[256], c[40], w[128];
   const pt_policy_param *q = &pr->pub;
   fmt_num(v, a, sizeof a);
   if (isnan(v)) {
@@ -688,11 +732,11 @@ static const char *value_problem(const pt_policy *P, const param *pr, double v, 
              fmt_num(q->max, c, sizeof c));
   } else if (q->nchoices) {
     int k = 0;
-    while (k < q->nchoices && q->choices[k] != v) k++;
+    while (k < q->nchoices && (q->choices[k] != v || (q->choice_lists && q->choice_lists[k].n))) k++;
     if (k < q->nchoices) return NULL;
     size_t at = (size_t)snprintf(why, n, "%s is not one of the choices {", a);
     for (k = 0; k < q->nchoices && at < n; k++)
-      at += (size_t)snprintf(why + at, n - at, "%s%s", k ? ", " : "", fmt_num(q->choices[k], b, sizeof b));
+      at += (size_t)snprintf(why + at, n - at, "%s%s", k ? ", " : "", fmt_choice(q, k, b, sizeof b));
     if (at < n) snprintf(why + at, n - at, "}");
   } else if (pr->mech && pt_mech_param_violation(pr->mech, v, w, sizeof w)) {
     snprintf(why, n, "%s is not what the %s mechanism accepts: %s", a, P->mech->name, w);
@@ -707,6 +751,15 @@ static int valid_name(const char *s, size_t len) {
   for (size_t i = 1; i < len; i++)
     if (!is_ident((unsigned char)s[i])) return 0;
   return 1;
+}
+
+/* A script's string value: a list's text (a number's text is refused: write the number). */
+static int list_value(const char *text, double *num, pt_plist *list, char *why, size_t n) {
+  if (text[0] != '[') {
+    snprintf(why, n, "'%.64s': a string here is a list [BOUNDARY_MIB:DIVISIONS,...,>:DIVISIONS]; write a number as a number", text);
+    return -1;
+  }
+  return pt_param_value_parse(text, num, list, why, n) < 0 ? -1 : 0;
 }
 
 /* Read one params entry: the value table is on top. */
@@ -739,8 +792,19 @@ static void read_param(lua_State *L, pt_policy *P, param *pr, int pline) {
   int ty = lua_rawget(L, t);
   int dline = field_line(P, "default", pline);
   if (ty == LUA_TNIL) bad(L, pline, "params.%s: 'default' is missing (every parameter needs a number)", nm);
-  if (ty != LUA_TNUMBER) bad(L, dline, "params.%s: 'default' must be a number, not a %s", nm, lua_typename(L, ty));
-  q->dflt = q->value = lua_tonumber(L, -1);
+  if (ty == LUA_TSTRING && lua_tostring(L, -1)[0] != '[') {
+    bad(L, dline, "params.%s: 'default' must be a number, not a string (a string is a list's text, "
+        "[BOUNDARY_MIB:DIVISIONS,...,>:DIVISIONS])", nm);
+  } else if (ty == LUA_TSTRING) {
+    if (list_value(lua_tostring(L, -1), &q->dflt, &q->dflt_list, why, sizeof why) < 0)
+      bad(L, dline, "params.%s: default: %s", nm, why);
+    q->value = q->dflt;
+    q->list = q->dflt_list;
+  } else if (ty != LUA_TNUMBER) {
+    bad(L, dline, "params.%s: 'default' must be a number (or a list's text), not a %s", nm, lua_typename(L, ty));
+  } else {
+    q->dflt = q->value = lua_tonumber(L, -1);
+  }
   lua_pop(L, 1);
 
   lua_pushliteral(L, "integer");
@@ -792,10 +856,25 @@ static void read_param(lua_State *L, pt_policy *P, param *pr, int pline) {
       bad(L, cline, "params.%s: choices must be a list of 1 to %d numbers", nm, MAX_CHOICES);
     if (!(pr->choices = malloc(nc * sizeof *pr->choices))) P->c_oom = 1, bad(L, cline, "out of memory");
     for (size_t k = 0; k < nc; k++) {
-      if (lua_rawgeti(L, -1, (lua_Integer)k + 1) != LUA_TNUMBER || isnan(lua_tonumber(L, -1)))
-        bad(L, cline, "params.%s: choice %zu is not a number", nm, k + 1);
-      double v = pr->choices[k] = lua_tonumber(L, -1);
-      lua_pop(L, 1);
+      int cty2 = lua_rawgeti(L, -1, (lua_Integer)k + 1);
+      if (cty2 == LUA_TSTRING) { /* a list's text */
+        if (!pr->choice_lists && !(pr->choice_lists = calloc(nc, sizeof *pr->choice_lists)))
+          P->c_oom = 1, bad(L, cline, "out of memory");
+        if (list_value(lua_tostring(L, -1), &pr->choices[k], &pr->choice_lists[k], why, sizeof why) < 0)
+          bad(L, cline, "params.%s: choice %zu: %s", nm, k + 1, why);
+        lua_pop(L, 1);
+        if (pr->choice_lists[k].n) {
+          if (list_problem(P, pr, &pr->choice_lists[k], why, sizeof why)) /* the mechanism's rules (no choices yet) */
+            bad(L, cline, "params.%s: choice %zu: %s", nm, k + 1, why);
+          continue;
+        }
+      } else {
+        if (cty2 != LUA_TNUMBER || isnan(lua_tonumber(L, -1)))
+          bad(L, cline, "params.%s: choice %zu is not a number (or a list's text)", nm, k + 1);
+        pr->choices[k] = lua_tonumber(L, -1);
+        lua_pop(L, 1);
+      }
+      double v = pr->choices[k];
       if (q->integer && (!isfinite(v) || v != floor(v)))
         bad(L, cline, "params.%s: choice %s is not an integer", nm, fmt_num(v, a, sizeof a));
       if (q->log_scale && v <= 0)
@@ -806,11 +885,13 @@ static void read_param(lua_State *L, pt_policy *P, param *pr, int pline) {
     }
     q->nchoices = (int)nc;
     q->choices = pr->choices;
+    q->choice_lists = pr->choice_lists;
   } else if (q->log_scale) {
     bad(L, pline, "params.%s: a log scale needs a range or choices", nm);
   }
   lua_pop(L, 2);
-  if (value_problem(P, pr, q->dflt, why, sizeof why)) bad(L, dline, "params.%s: default %s", nm, why);
+  if (q->dflt_list.n ? list_problem(P, pr, &q->dflt_list, why, sizeof why) : value_problem(P, pr, q->dflt, why, sizeof why))
+    bad(L, dline, "params.%s: default %s", nm, why);
 }
 
 static int by_line(const void *a, const void *b) {
@@ -1070,33 +1151,14 @@ const pt_policy_param *pt_policy_param_at(const pt_policy *pol, int i) {
 
 void pt_policy_params(const pt_policy *pol, pt_params *out) {
   out->n = 0;
-  for (int i = 0; i < pol->np; i++) /* names were checked to fit at load */
-    (void)pt_params_set(out, pol->par[i].name, pol->par[i].pub.value);
+  for (int i = 0; i < pol->np; i++) { /* names were checked to fit at load */
+    const pt_policy_param *q = &pol->par[i].pub;
+    if (q->list.n) (void)pt_params_set_list(out, q->name, &q->list);
+    else (void)pt_params_set(out, q->name, q->value);
+  }
 }
 
 /* ---- --set ------------------------------------------------------------------------ */
-
-/* A plain decimal number, or [+-]inf / infinity; nothing else (no hex, no spaces, no nan). */
-static int parse_number(const char *s, double *v) {
-  const char *t = s + (*s == '+' || *s == '-');
-  if (!strcasecmp(t, "inf") || !strcasecmp(t, "infinity")) {
-    *v = *s == '-' ? -INFINITY : INFINITY;
-    return 0;
-  }
-  int digits = 0;
-  for (const char *c = s; *c; c++) {
-    if (*c >= '0' && *c <= '9')
-      digits = 1;
-    else if (!strchr("+-.eE", *c))
-      return -1;
-  }
-  if (!digits) return -1;
-  char *end;
-  errno = 0;
-  *v = strtod(s, &end);
-  if (*end || errno == ERANGE || !isfinite(*v)) return -1;
-  return 0;
-}
 
 int pt_policy_set(pt_policy *pol, const char *assignment, pt_err *err) {
   const char *eq = strchr(assignment, '=');
@@ -1111,12 +1173,14 @@ int pt_policy_set(pt_policy *pol, const char *assignment, pt_err *err) {
     return fail(err, PT_EUSAGE, "%s: --set %.100s: the policy declares no parameter '%.*s' (declared: %s)",
                 pol->path, assignment, (int)(nlen > 64 ? 64 : nlen), assignment, declared(pol, buf, sizeof buf));
   double v;
-  if (parse_number(eq + 1, &v))
-    return fail(err, PT_EUSAGE, "%s: --set %.100s: '%.64s' is not a number", pol->path, assignment, eq + 1);
+  pt_plist l;
   char why[PT_ERRMSG_MAX];
-  if (value_problem(pol, pr, v, why, sizeof why))
+  if (pt_param_value_parse(eq + 1, &v, &l, why, sizeof why) < 0)
+    return fail(err, PT_EUSAGE, "%s: --set %.100s: %s", pol->path, assignment, why);
+  if (l.n ? list_problem(pol, pr, &l, why, sizeof why) : value_problem(pol, pr, v, why, sizeof why))
     return fail(err, PT_EUSAGE, "%s: --set %.100s: %s", pol->path, assignment, why);
   pr->pub.value = v;
+  pr->pub.list = l;
   for (int h = 0; h < H_COLLECT; h++) pt_u64map_free(&pol->memo[h]); /* results may depend on p */
   memset(pol->front, 0, sizeof pol->front);
   return 0;
@@ -1258,6 +1322,7 @@ void pt_policy_free(pt_policy *pol) {
   for (int i = 0; i < PT_MAX_PARAMS; i++) {
     free(pol->par[i].doc);
     free(pol->par[i].choices);
+    free(pol->par[i].choice_lists);
   }
   free(pol->path);
   free(pol->chunkname);

@@ -14,6 +14,7 @@
  *       large_page_threshold = { default = 1048576, range = {65536, 1073741824},
  *                                scale = "log", integer = true, doc = "..." },
  *       divisions = { default = 0, choices = {0, 1, 2, 4, 8} },
+ *       roundup_power2_divisions = { default = 0, choices = {0, 4, "[256:1,512:2,>:8]"} },
  *     },
  *     page_size = function(p, bytes) ... end,          -- optional hooks
  *     segment_size = function(p, bytes) ... end,
@@ -67,11 +68,13 @@ typedef struct pt_policy pt_policy;
 typedef struct pt_policy_param {
   const char *name;
   const char *doc;          /* "" when the script gives none */
-  double value, dflt;       /* current value (after --set) and the script's default */
+  double value, dflt;       /* current value (after --set) and the script's default; NaN for a list */
+  pt_plist list, dflt_list; /* ... when it is a list (n > 0; see mech.h) */
   double min, max;          /* the declared range, when has_range */
   int has_range;
   int nchoices;             /* > 0: value must be one of choices[0 .. nchoices-1] */
   const double *choices;
+  const pt_plist *choice_lists; /* NULL, or per choice: the list it is (n 0: the number choices[k]) */
   int log_scale;            /* scale = "log" (the tuner searches log(value)) */
   int integer;              /* integer = true */
 } pt_policy_param;
@@ -119,7 +122,10 @@ const pt_policy_param *pt_policy_param_at(const pt_policy *pol, int i);
  * Apply one --set assignment, "name=value": the name must be declared, the
  * value a plain decimal number ("inf"/"-inf" allowed where nothing bounds
  * it), within the declared range or among the choices, integral for an
- * integer parameter and inside the mechanism's own bounds.  0, or PT_EUSAGE
+ * integer parameter and inside the mechanism's own bounds; or, where the
+ * mechanism takes a list (mech.h), PyTorch's list form [BOUNDARY:V,...,>:V]
+ * (a string in the script: default = "[...]", choices = {4, "[...]"}).
+ * A list parameter is shown to hooks (p.NAME) as that text.  0, or PT_EUSAGE
  * with err naming the script, the assignment and the reason.
  */
 int pt_policy_set(pt_policy *pol, const char *assignment, pt_err *err);

@@ -221,49 +221,130 @@ static int initial_blocks(conv *c, const pt_pyobj *blocks, size_t seg, uint64_t 
 }
 
 /*
+ * Mapped ranges of expandable segments: [lo, hi) on a stream, sorted by lo,
+ * disjoint.  Few (one per contiguous mapped range of the end state, plus the
+ * holes the trace unmapped), so plain arrays.
+ */
+typedef struct xspan {
+  uint64_t lo, hi, stream;
+} xspan;
+typedef struct xspans {
+  xspan *v;
+  size_t n, cap;
+} xspans;
+
+/* Take [lo, hi) out of every range (a range may split in two). */
+static int xspans_remove(xspans *s, uint64_t lo, uint64_t hi) {
+  for (size_t i = 0; i < s->n; i++) {
+    xspan *x = &s->v[i];
+    if (x->hi <= lo || x->lo >= hi) continue;
+    if (x->lo < lo && x->hi > hi) { /* split: the part after hi goes in after */
+      if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 16;
+        xspan *v = realloc(s->v, cap * sizeof *v);
+        if (!v) return PT_ENOMEM;
+        s->v = v, s->cap = cap, x = &s->v[i];
+      }
+      memmove(&s->v[i + 2], &s->v[i + 1], (s->n - i - 1) * sizeof *x);
+      s->v[i + 1] = (xspan){hi, x->hi, x->stream};
+      x->hi = lo;
+      s->n++;
+      return 0;
+    }
+    if (x->lo >= lo && x->hi <= hi) { /* wholly inside: gone */
+      memmove(x, x + 1, (s->n - i - 1) * sizeof *x);
+      s->n--, i--;
+    } else if (x->lo < lo) {
+      x->hi = lo;
+    } else {
+      x->lo = hi;
+    }
+  }
+  return 0;
+}
+
+/* Add [lo, hi) on stream, in order, joining a touching range of the same stream. */
+static int xspans_add(xspans *s, uint64_t lo, uint64_t hi, uint64_t stream) {
+  if (lo >= hi) return 0;
+  int rc = xspans_remove(s, lo, hi);
+  if (rc < 0) return rc;
+  size_t i = 0;
+  while (i < s->n && s->v[i].lo < lo) i++;
+  if (i > 0 && s->v[i - 1].hi == lo && s->v[i - 1].stream == stream) {
+    s->v[i - 1].hi = hi;
+    if (i < s->n && s->v[i].lo == hi && s->v[i].stream == stream) {
+      s->v[i - 1].hi = s->v[i].hi;
+      memmove(&s->v[i], &s->v[i + 1], (s->n - i - 1) * sizeof s->v[0]);
+      s->n--;
+    }
+    return 0;
+  }
+  if (i < s->n && s->v[i].lo == hi && s->v[i].stream == stream) {
+    s->v[i].lo = lo;
+    return 0;
+  }
+  if (s->n == s->cap) {
+    size_t cap = s->cap ? 2 * s->cap : 16;
+    xspan *v = realloc(s->v, cap * sizeof *v);
+    if (!v) return PT_ENOMEM;
+    s->v = v, s->cap = cap;
+  }
+  memmove(&s->v[i + 1], &s->v[i], (s->n - i) * sizeof s->v[0]);
+  s->v[i] = (xspan){lo, hi, stream};
+  s->n++;
+  return 0;
+}
+
+/*
  * Segments in the end-state list that the trace did not create are initial.
- * An expandable segment's initial mapped size is its final size minus the
- * trace's maps plus its unmaps inside it.
+ * What expandable segments had mapped when recording began is the end
+ * state's mapped ranges (the list holds one entry per contiguous mapped
+ * range, so one reservation with a hole is two entries) with the trace's
+ * maps taken back out and its unmaps put back, walking the trace backwards:
+ * range by range, since a map may cross from one entry's range into the
+ * next one's.
  */
 static int initial_segments(conv *c, const pt_pyobj *segments, pt_err *err) {
   size_t n = pt_py_len(segments);
-  for (size_t i = 0; i < n; i++) {
+  xspans mapped = {0};
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
     const pt_pyobj *s = pt_py_index(segments, i);
     int64_t dev = 0, addr, size, stream = 0, expandable = 0;
     if (!s || s->type != PT_PY_DICT || get_int(s, "address", &addr) < 0 ||
-        get_int(s, "total_size", &size) < 0 || addr < 0 || size < 0)
-      return pt_err_set(err, PT_EFORMAT, "segments[%zu]: not a segment (address, total_size)", i);
+        get_int(s, "total_size", &size) < 0 || addr < 0 || size < 0) {
+      rc = pt_err_set(err, PT_EFORMAT, "segments[%zu]: not a segment (address, total_size)", i);
+      break;
+    }
     (void)get_int(s, "device", &dev);
     (void)get_int(s, "stream", &stream);
     (void)get_int(s, "is_expandable", &expandable);
     if (dev != c->dev) continue;
-    int rc = initial_blocks(c, pt_py_get(s, "blocks"), i, (uint64_t)stream, err);
-    if (rc < 0) return rc;
+    if ((rc = initial_blocks(c, pt_py_get(s, "blocks"), i, (uint64_t)stream, err)) < 0) break;
+    if (expandable) {
+      if ((uint64_t)size > UINT64_MAX - (uint64_t)addr) rc = pt_err_set(err, PT_EFORMAT, "segments[%zu]: range past 2^64", i);
+      else if (xspans_add(&mapped, (uint64_t)addr, (uint64_t)addr + (uint64_t)size, (uint64_t)stream) < 0) rc = PT_ENOMEM;
+      continue;
+    }
     if (pt_u64map_get(&c->segs, (uint64_t)addr)) continue;
     pt_event in = {.kind = PT_EV_INIT_SEGMENT, .addr = (uint64_t)addr, .bytes = (uint64_t)size,
                    .stream = (uint64_t)stream};
-    if (expandable) {
-      /* maps/unmaps at addresses from this segment's base up to the next segment */
-      uint64_t lo = (uint64_t)addr, hi = UINT64_MAX;
-      for (size_t j = 0; j < n; j++) {
-        int64_t a2;
-        const pt_pyobj *o = pt_py_index(segments, j);
-        if (o && get_int(o, "address", &a2) == 0 && (uint64_t)a2 > lo && (uint64_t)a2 < hi) hi = (uint64_t)a2;
-      }
-      int64_t mapped = size;
-      for (size_t k = 0; k < c->st->len; k++) {
-        const pt_event *e = &c->st->ev[k];
-        if ((e->kind != PT_EV_SEG_MAP && e->kind != PT_EV_SEG_UNMAP) || e->addr < lo || e->addr >= hi)
-          continue;
-        mapped += e->kind == PT_EV_SEG_MAP ? -(int64_t)e->bytes : (int64_t)e->bytes;
-      }
-      if (mapped <= 0) continue; /* nothing mapped when recording began */
-      in.bytes = (uint64_t)mapped;
-      in.flags = PT_SEGF_EXPANDABLE;
-    }
-    if (in.bytes && push(&c->init, &in, SRC_STATE) < 0) return PT_ENOMEM;
+    if (in.bytes && push(&c->init, &in, SRC_STATE) < 0) rc = PT_ENOMEM;
   }
-  return 0;
+  for (size_t k = c->st->len; rc == 0 && k-- > 0;) {
+    const pt_event *e = &c->st->ev[k];
+    if ((e->kind != PT_EV_SEG_MAP && e->kind != PT_EV_SEG_UNMAP) || e->bytes > UINT64_MAX - e->addr) continue;
+    if (e->kind == PT_EV_SEG_MAP) rc = xspans_remove(&mapped, e->addr, e->addr + e->bytes); /* not mapped before it */
+    else rc = xspans_add(&mapped, e->addr, e->addr + e->bytes, e->stream);                  /* mapped before it */
+  }
+  for (size_t i = 0; rc == 0 && i < mapped.n; i++) { /* nothing left: nothing was mapped when recording began */
+    pt_event in = {.kind = PT_EV_INIT_SEGMENT, .addr = mapped.v[i].lo, .bytes = mapped.v[i].hi - mapped.v[i].lo,
+                   .stream = mapped.v[i].stream, .flags = PT_SEGF_EXPANDABLE};
+    if (push(&c->init, &in, SRC_STATE) < 0) rc = PT_ENOMEM;
+  }
+  free(mapped.v);
+  if (rc == PT_ENOMEM) return pt_err_set(err, PT_ENOMEM, "out of memory");
+  return rc;
 }
 
 static int snapshot_open(pt_trace *t, const pt_trace_opts *opts, pt_err *err) {

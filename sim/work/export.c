@@ -68,8 +68,6 @@ static int key_find(const char *s, size_t len) {
 
 static int is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
 
-static int log2_floor(uint64_t v) { return 63 - __builtin_clzll(v); }
-
 /* Strict unsigned decimal: digits only, no sign, at most 19 digits. */
 static int parse_uint(const char *s, uint64_t *out) {
   size_t len = strlen(s);
@@ -89,44 +87,13 @@ static int conf_char_ok(int c) {
          c == '-' || c == '+' || c == ' ';
 }
 
-/* roundup_power2_divisions, list form, PyTorch 2.11 semantics ('>' fills from last+1). */
+/* roundup_power2_divisions, list form: the one parser of list values (mech.h, PyTorch 2.11's rules). */
 static int parse_rp2_list(const char *s, unsigned tab[RP2_N], pt_err *err) {
-  size_t len = strlen(s);
-  memset(tab, 0, sizeof(unsigned) * RP2_N);
-  if (len < 2 || s[0] != '[' || s[len - 1] != ']')
-    return pt_err_set(err, PT_EFORMAT, "roundup_power2_divisions: a list is [BOUNDARY:DIVISIONS,...,>:DIVISIONS], not '%s'", s);
-  char buf[VAL_MAX];
-  if (len - 2 >= sizeof buf) return pt_err_set(err, PT_ELIMIT, "roundup_power2_divisions: list too long");
-  memcpy(buf, s + 1, len - 2);
-  buf[len - 2] = 0;
-  if (!buf[0]) return 0; /* [] leaves every interval at 0, as PyTorch does */
-  int first = 1, last = 0;
-  char *save = NULL;
-  for (char *pair = strtok_r(buf, ",", &save); pair; pair = strtok_r(NULL, ",", &save)) {
-    char *colon = strchr(pair, ':');
-    uint64_t b = 0, v = 0;
-    if (!colon || colon == pair || strchr(colon + 1, ':') || parse_uint(colon + 1, &v) < 0)
-      return pt_err_set(err, PT_EFORMAT, "roundup_power2_divisions: bad list entry '%s' (want MIB:DIVISIONS or >:DIVISIONS)", pair);
-    if (v != 0 && !is_pow2(v))
-      return pt_err_set(err, PT_EFORMAT, "roundup_power2_divisions: divisions must be 0 or a power of two, not %llu",
-                        (unsigned long long)v);
-    if (v > UINT32_MAX) return pt_err_set(err, PT_EFORMAT, "roundup_power2_divisions: %llu divisions is too many", (unsigned long long)v);
-    *colon = 0;
-    if (!strcmp(pair, ">")) {
-      for (int i = last + 1; i < RP2_N; i++) tab[i] = (unsigned)v;
-    } else {
-      if (parse_uint(pair, &b) < 0 || !is_pow2(b))
-        return pt_err_set(err, PT_EFORMAT, "roundup_power2_divisions: interval boundary '%s' must be a power of two (MiB) or '>'", pair);
-      int idx = log2_floor(b);
-      if (idx > RP2_N - 1) idx = RP2_N - 1;
-      if (first) {
-        for (int i = 0; i < idx; i++) tab[i] = (unsigned)v;
-        first = 0;
-      }
-      tab[idx] = (unsigned)v;
-      last = idx;
-    }
-  }
+  double num;
+  pt_plist l;
+  char why[PT_ERRMSG_MAX];
+  if (pt_param_value_parse(s, &num, &l, why, sizeof why) < 0) return pt_err_set(err, PT_EFORMAT, "roundup_power2_divisions: %s", why);
+  for (int i = 0; i < RP2_N; i++) tab[i] = (unsigned)(l.n ? l.v[i] : num);
   return 0;
 }
 
@@ -245,17 +212,9 @@ int pt_export_parse_conf(const char *conf, pt_params *out, char *backend, size_t
     }
     if (!out) continue;
     if (it->key == K_RP2) {
-      int same = 1;
-      for (int j = 1; j < RP2_N; j++) same &= it->tab[j] == it->tab[0];
-      if (same) {
-        rc = pt_params_set(out, "roundup_power2_divisions", it->tab[0]);
-      } else {
-        for (int j = 0; j < RP2_N && rc == 0; j++) {
-          char name[PT_PARAM_NAME_MAX];
-          snprintf(name, sizeof name, "roundup_power2_divisions.%d", j);
-          rc = pt_params_set(out, name, it->tab[j]);
-        }
-      }
+      pt_plist l = {RP2_N, {0}};
+      for (int j = 0; j < RP2_N; j++) l.v[j] = it->tab[j];
+      rc = pt_params_set_list(out, "roundup_power2_divisions", &l); /* all alike: the number */
     } else {
       rc = pt_params_set(out, key_names[it->key], it->num);
     }
@@ -392,7 +351,8 @@ static int caching_items(const pt_params *p, built *b, item *items, int *n, doub
   double gc = param(p, "garbage_collection_threshold", 0);
   double split = param(p, "max_split_size_mb", INFINITY);
   double rounding = param(p, "max_non_split_rounding_mb", 20);
-  double rp2 = param(p, "roundup_power2_divisions", 0);
+  const pt_plist *rp2_list = p ? pt_params_get_list(p, "roundup_power2_divisions") : NULL;
+  double rp2 = rp2_list ? 0 : param(p, "roundup_power2_divisions", 0);
   if (isnan(gc) || isnan(split) || isnan(rounding) || isnan(rp2) || gc < 0 || gc > 1 || split < 0 || rounding < 0 || rp2 < 0)
     return pt_err_set(err, PT_EUSAGE, "export: caching parameters out of range (gc %g, max_split_size_mb %g, max_non_split_rounding_mb %g, roundup_power2_divisions %g)",
                       gc, split, rounding, rp2);
@@ -435,7 +395,10 @@ static int caching_items(const pt_params *p, built *b, item *items, int *n, doub
       if (add_item(items, n, K_NON_SPLIT, t, err) < 0) return PT_EUSAGE;
     }
   }
-  if (rp2 >= 2) {
+  if (rp2_list) { /* PyTorch's list form; the parser below checks it as a merge value would be */
+    char lt[VAL_MAX];
+    if (add_item(items, n, K_RP2, pt_param_list_format(rp2_list, lt, sizeof lt), err) < 0) return PT_EUSAGE;
+  } else if (rp2 >= 2) {
     if (rp2 > UINT32_MAX) return pt_err_set(err, PT_EUSAGE, "export: roundup_power2_divisions %g too large", rp2);
     unsigned d = (unsigned)rp2;
     if (!is_pow2(d)) return pt_err_set(err, PT_EUSAGE, "export: roundup_power2_divisions must be a power of two, not %u", d);
@@ -482,19 +445,17 @@ static int append(char *dst, size_t n, const char *fmt, ...) {
   return w < 0 || (size_t)w >= n - len ? -1 : 0;
 }
 
-/* Keys a mechanism decides: the merge value's setting is overridden (or removed). */
-static unsigned owned_keys(const char *mech, int library) {
-  unsigned device = 1u << K_BACKEND | 1u << K_EXPANDABLE | 1u << K_MAX_SPLIT | 1u << K_NON_SPLIT | 1u << K_GC | 1u << K_RP2;
-  if (library || strcmp(mech, "expandable")) return device;
-  return 1u << K_BACKEND | 1u << K_EXPANDABLE;
-}
+/* Keys every mechanism's run decides (the expandable one reads the knobs too): a merge value's setting is overridden (or removed). */
+#define OWNED_KEYS (1u << K_BACKEND | 1u << K_EXPANDABLE | 1u << K_MAX_SPLIT | 1u << K_NON_SPLIT | 1u << K_GC | 1u << K_RP2)
 
 static const char *owned_reason(const char *mech, int library, int key) {
   if (library) return "pagetune's allocator replaces PyTorch's, so the tuned run did not use it";
   if (!strcmp(mech, "async_pool")) return key == K_EXPANDABLE || key == K_BACKEND ? "the tuned run used backend:cudaMallocAsync"
                                                                                    : "backend:cudaMallocAsync ignores it (PyTorch warns)";
   if (!strcmp(mech, "direct")) return "the tuned run used no caching (PYTORCH_NO_CUDA_MEMORY_CACHING=1)";
-  if (!strcmp(mech, "expandable")) return "the tuned run used the native allocator with expandable segments";
+  if (!strcmp(mech, "expandable"))
+    return key == K_EXPANDABLE || key == K_BACKEND ? "the tuned run used the native allocator with expandable segments"
+                                                   : "the tuned run used expandable segments with this key at its default";
   return "the tuned run used the native caching allocator without expandable segments, at this key's default";
 }
 
@@ -539,7 +500,7 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
   const pt_params *p = in->params;
   if (p)
     for (int i = 0; i < p->n; i++)
-      if (isnan(p->v[i].value)) return pt_err_set(err, PT_EUSAGE, "export: parameter %s is NaN", p->v[i].name);
+      if (isnan(p->v[i].value) && !p->v[i].list.n) return pt_err_set(err, PT_EUSAGE, "export: parameter %s is NaN", p->v[i].name);
   b->merged = merge != NULL;
   uint64_t total = in->device_total_bytes;
   if (!total && has_param(p, "device_total_bytes")) {
@@ -589,8 +550,9 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
                (unsigned long long)in->device_total_bytes);
           continue;
         }
-        char v[48];
-        fmt_param(v, sizeof v, p->v[i].value);
+        char v[256];
+        if (p->v[i].list.n) pt_param_list_format(&p->v[i].list, v, sizeof v); /* PyTorch's form; the library reads it */
+        else fmt_param(v, sizeof v, p->v[i].value);
         if (append(b->lib_conf, sizeof b->lib_conf, ",%s=%s", nm, v) < 0) goto toolong;
       }
     if (in->has_hooks && !resolved && append(b->lib_conf, sizeof b->lib_conf, ",hooks=policy") < 0) goto toolong;
@@ -670,6 +632,8 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
     if (rc < 0) return rc;
   } else if (!strcmp(mech, "expandable")) {
     if (add_item(ex, &nex, K_EXPANDABLE, "True", err) < 0) return PT_EUSAGE;
+    rc = caching_items(p, b, ex, &nex, &gc, err); /* PyTorch reads them with expandable segments too */
+    if (rc < 0) return rc;
     double large = param(p, "large_segment_size_mb", 20);
     if (large != 20)
       note(b, N_APPROX, "large_segment_size_mb %g (the large pool's page size) is not exported: PyTorch 2.11 accepts the key but earlier "
@@ -736,7 +700,7 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
     rc = parse_items(merge, mg, &nmg, err);
     if (rc < 0) return pt_err_prefix(err, rc, "--merge");
   }
-  unsigned owned = owned_keys(mech, b->library);
+  unsigned owned = OWNED_KEYS;
   int used[MAX_ITEMS] = {0};
   for (int i = 0; i < nmg; i++) {
     const item *m = &mg[i], *e = NULL;
@@ -754,10 +718,6 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
     } else if ((owned >> m->key & 1) && !is_default(m)) {
       note(b, N_OVERRIDE, "existing %s:%s removed: %s", name, m->text, owned_reason(mech, b->library, m->key));
       continue;
-    } else if (!strcmp(mech, "expandable") && !b->library && !(owned >> m->key & 1) &&
-               (m->key == K_MAX_SPLIT || m->key == K_NON_SPLIT || m->key == K_GC || m->key == K_RP2)) {
-      note(b, N_NOTE, "existing %s:%s kept: it acts with expandable segments too, but the model's expandable run did not include it", name,
-           m->text);
     }
     if (append(b->conf, sizeof b->conf, "%s%s:%s", b->conf[0] ? "," : "", name, text) < 0) goto toolong;
   }

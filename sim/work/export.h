@@ -135,10 +135,8 @@ int pt_export_write_context(FILE *f, const pt_export_input *in, const char *merg
  * max_split_size_mb, max_non_split_rounding_mb (both INFINITY at or above
  * PT_EXPORT_MB_UNLIMITED), garbage_collection_threshold, expandable_segments,
  * release_lock_on_cudamalloc, pinned_use_cuda_host_register (0/1),
- * pinned_num_register_threads, roundup_power2_divisions (the integer form, or a
- * list whose 16 intervals are all equal) or, for a list that differs per interval,
- * roundup_power2_divisions.0 .. .15 (interval i covers [2^i, 2^(i+1)) MiB; 0 also
- * everything smaller; 15 everything larger).  backend receives the backend
+ * pinned_num_register_threads, roundup_power2_divisions (a number for the integer
+ * form or a list whose 16 intervals are all equal, else a list value: mech.h).  backend receives the backend
  * ("native" when absent).  Whitespace is ignored, as PyTorch does; control
  * characters, quotes, '$', '\\' and '`' are refused (PT_EFORBID); a key given twice is
  * refused.  out and backend may be NULL.

@@ -31,8 +31,16 @@ int pt_params_json(const pt_params *p, int sorted, char *buf, size_t n) {
   int rc = put(buf, n, &len, "{");
   for (int k = 0; rc == 0 && k < p->n; k++) {
     double v = p->v[order[k]].value;
-    if (isfinite(v)) rc = put(buf, n, &len, "%s\"%s\":%.17g", k ? "," : "", p->v[order[k]].name, v);
-    else rc = put(buf, n, &len, "%s\"%s\":null", k ? "," : "", p->v[order[k]].name); /* unlimited */
+    const pt_plist *l = &p->v[order[k]].list;
+    if (l->n) { /* a list: its table, an array of numbers */
+      rc = put(buf, n, &len, "%s\"%s\":[", k ? "," : "", p->v[order[k]].name);
+      for (int j = 0; rc == 0 && j < l->n; j++) rc = put(buf, n, &len, "%s%.17g", j ? "," : "", l->v[j]);
+      if (rc == 0) rc = put(buf, n, &len, "]");
+    } else if (isfinite(v)) {
+      rc = put(buf, n, &len, "%s\"%s\":%.17g", k ? "," : "", p->v[order[k]].name, v);
+    } else {
+      rc = put(buf, n, &len, "%s\"%s\":null", k ? "," : "", p->v[order[k]].name); /* unlimited */
+    }
   }
   if (rc == 0) rc = put(buf, n, &len, "}");
   if (rc < 0 && n) buf[0] = 0;
@@ -76,6 +84,20 @@ int pt_params_json_walk(const char *json, int (*fn)(void *ctx, const pt_pj_membe
       m.kind = PT_PJ_NULL;
       m.num = INFINITY; /* unlimited */
       s += m.len = 4;
+    } else if (*s == '[') { /* a list of numbers */
+      m.kind = PT_PJ_ARRAY;
+      const char *a = skip_ws(s + 1);
+      while (*a != ']') {
+        char *end;
+        if (m.list.n == PT_PARAM_LIST_MAX) return PT_EFORMAT;
+        m.list.v[m.list.n++] = strtod(a, &end);
+        if (end == a) return PT_EFORMAT;
+        a = skip_ws(end);
+        if (*a == ',') a = skip_ws(a + 1);
+        else if (*a != ']') return PT_EFORMAT;
+      }
+      m.len = (size_t)(a + 1 - s);
+      s = a + 1;
     } else if (!strncmp(s, "true", 4) || !strncmp(s, "false", 5)) {
       m.kind = PT_PJ_BOOL;
       s += m.len = *s == 't' ? 4 : 5;
@@ -94,10 +116,11 @@ int pt_params_json_walk(const char *json, int (*fn)(void *ctx, const pt_pj_membe
 
 static int put_param(void *ctx, const pt_pj_member *m) {
   char name[PT_PARAM_NAME_MAX];
-  if ((m->kind != PT_PJ_NUMBER && m->kind != PT_PJ_NULL) || m->keylen >= sizeof name ||
-      memchr(m->key, '\\', m->keylen))
+  if ((m->kind != PT_PJ_NUMBER && m->kind != PT_PJ_NULL && m->kind != PT_PJ_ARRAY) || m->keylen >= sizeof name ||
+      memchr(m->key, '\\', m->keylen) || (m->kind == PT_PJ_ARRAY && !m->list.n))
     return PT_EFORMAT;
   snprintf(name, sizeof name, "%.*s", (int)m->keylen, m->key);
+  if (m->kind == PT_PJ_ARRAY) return pt_params_set_list(ctx, name, &m->list) < 0 ? PT_EFORMAT : 0;
   return pt_params_set(ctx, name, m->num) < 0 ? PT_EFORMAT : 0;
 }
 

@@ -111,6 +111,11 @@ static int put_member(void *ctx, const pt_pj_member *m) {
     fmt_value(num, sizeof num, m->num);
     sb_puts(b, num);
     break;
+  case PT_PJ_ARRAY: { /* a list knob (mech.h), in PyTorch's list form */
+    char list[256];
+    sb_puts(b, pt_param_list_format(&m->list, list, sizeof list));
+    break;
+  }
   }
   return 0;
 }
@@ -138,6 +143,74 @@ static void fmt_params(const char *json, uint64_t capacity, char *out, size_t ca
     sb_puts(&b, "cap=");
     sb_puts(&b, c);
   }
+}
+
+/* ---- the recommendation and why ------------------------------------------------- */
+
+int pt_report_recommendable(const pt_report_run *r) {
+  return r && !r->ooms && strcmp(str_or(r->mechanism, ""), "direct");
+}
+
+/*
+ * Bytes free inside segments at the run's peak of reserved memory, from its
+ * timeline: of the points at the peak, the one with the most allocated (a
+ * peak held on after frees is not where the reserve was needed); -1: no
+ * timeline.
+ */
+static double free_at_peak(const pt_report_run *r) {
+  if (!r->timeline || !r->ntimeline) return -1;
+  const pt_sim_point *top = &r->timeline[0];
+  for (size_t i = 1; i < r->ntimeline; i++) {
+    const pt_sim_point *q = &r->timeline[i];
+    if (q->reserved > top->reserved || (q->reserved == top->reserved && q->allocated > top->allocated)) top = q;
+  }
+  return top->reserved > top->allocated ? (double)(top->reserved - top->allocated) : 0;
+}
+
+const char *pt_report_why(const pt_report_run *r, const pt_report_run *b, char *out, size_t n) {
+  sbuf sb = {out, n, 0};
+  char x[48], y[48], z[48], t[400];
+  if (!n) return out;
+  out[0] = 0;
+  if (b == r) b = NULL;
+  double res = (double)r->peak_reserved_bytes, fr = free_at_peak(r);
+  fmt_bytes(x, sizeof x, res);
+  fmt_bytes(y, sizeof y, (double)r->peak_allocated_bytes);
+  snprintf(t, sizeof t, "It reserves at most %s for at most %s of live requests", x, y);
+  sb_puts(&sb, t);
+  if (b) {
+    double bres = (double)b->peak_reserved_bytes, d = fabs(res - bres);
+    fmt_bytes(x, sizeof x, d);
+    fmt_bytes(z, sizeof z, bres);
+    if (d > 0) snprintf(t, sizeof t, ": %s %s than the captured settings' %s", x, res < bres ? "less" : "more", z);
+    else snprintf(t, sizeof t, ", as the captured settings do");
+    sb_puts(&sb, t);
+  }
+  if (fr >= 0) {
+    double bf = b ? free_at_peak(b) : -1;
+    fmt_bytes(x, sizeof x, fr);
+    fmt_bytes(y, sizeof y, bf);
+    snprintf(t, sizeof t, ". At its peak %s lay free inside its segments%s%s", x, bf >= 0 ? ", against " : "", bf >= 0 ? y : "");
+    sb_puts(&sb, t);
+  }
+  snprintf(t, sizeof t, ". It allocates %" PRIu64 " segment%s with %" PRIu64 " driver call%s in all", r->segments_allocated,
+           r->segments_allocated == 1 ? "" : "s", r->driver_calls_total, r->driver_calls_total == 1 ? "" : "s");
+  sb_puts(&sb, t);
+  if (b) {
+    snprintf(t, sizeof t, ", against %" PRIu64 " and %" PRIu64, b->segments_allocated, b->driver_calls_total);
+    sb_puts(&sb, t);
+  }
+  if (b && isfinite(r->predicted_alloc_us) && isfinite(b->predicted_alloc_us)) {
+    snprintf(t, sizeof t, "; predicted allocator time %.2f ms against %.2f ms", r->predicted_alloc_us / 1000,
+             b->predicted_alloc_us / 1000);
+    sb_puts(&sb, t);
+    int fewer = r->driver_calls_total < b->driver_calls_total, faster = r->predicted_alloc_us < b->predicted_alloc_us;
+    if (r->driver_calls_total != b->driver_calls_total && r->predicted_alloc_us != b->predicted_alloc_us && fewer != faster)
+      sb_puts(&sb, " (the cost model prices each driver call by its kind and size, and adds the allocator's own work "
+                   "per request)");
+  }
+  sb_puts(&sb, ".");
+  return out;
 }
 
 /* ---- grouping by trace ---------------------------------------------------------- */
@@ -511,8 +584,158 @@ static void text_confirms(FILE *f, const char *trace, const pt_report_confirm *c
   }
 }
 
-int pt_report_text(FILE *f, const pt_report_run *runs, size_t n, const pt_report_confirm *confirms, size_t nconfirms,
-                   pt_err *err) {
+/* ---- the recommendation, as text ------------------------------------------------- */
+
+/* The run of id among runs (NULL: none; id 0 is none). */
+static const pt_report_run *run_by_id(const pt_report_run *runs, size_t n, int64_t id) {
+  for (size_t i = 0; id && i < n; i++)
+    if (runs[i].id == id) return &runs[i];
+  return NULL;
+}
+
+/* The recommendation for trace, or NULL. */
+static const pt_report_rec *rec_of(const pt_report_rec *recs, size_t nrecs, const char *trace) {
+  for (size_t i = 0; recs && i < nrecs; i++)
+    if (!strcmp(str_or(recs[i].trace, ""), trace)) return &recs[i];
+  return NULL;
+}
+
+/* One figure of the recommended run against the captured settings' (lower is better for all). */
+typedef struct vs_row {
+  const char *label;
+  char a[32], b[32], change[24];
+  int better; /* 1 lower, -1 higher, 0 the same or unknown */
+} vs_row;
+
+static void vs_fill(vs_row *v, const char *label, double a, double b, int unit /* 0 bytes, 1 ms, 2 count */) {
+  v->label = label;
+  const double *both[2] = {&a, &b};
+  char *out[2] = {v->a, v->b};
+  for (int i = 0; i < 2; i++) {
+    double x = *both[i];
+    if (!isfinite(x) || x < 0) snprintf(out[i], sizeof v->a, "-");
+    else if (unit == 0) fmt_bytes(out[i], sizeof v->a, x);
+    else if (unit == 1) snprintf(out[i], sizeof v->a, "%.2f ms", x / 1000);
+    else snprintf(out[i], sizeof v->a, "%.0f", x);
+  }
+  v->better = 0;
+  snprintf(v->change, sizeof v->change, "-");
+  if (isfinite(a) && isfinite(b) && a >= 0 && b > 0) {
+    double c = 100 * (a - b) / b;
+    snprintf(v->change, sizeof v->change, "%+.1f%%", c);
+    if (fabs(c) < 0.05) snprintf(v->change, sizeof v->change, "same");
+    v->better = a < b ? 1 : a > b ? -1 : 0;
+  }
+}
+
+/* The rows of r against b (b may be NULL: its column is "-"); returns how many (at most 5). */
+static size_t vs_rows(const pt_report_run *r, const pt_report_run *b, vs_row *v) {
+  double nb = NAN;
+  vs_fill(&v[0], "peak reserved", (double)r->peak_reserved_bytes, b ? (double)b->peak_reserved_bytes : nb, 0);
+  vs_fill(&v[1], "predicted allocator time", r->predicted_alloc_us, b ? b->predicted_alloc_us : nb, 1);
+  vs_fill(&v[2], "free in segments at the peak", free_at_peak(r), b ? free_at_peak(b) : nb, 0);
+  vs_fill(&v[3], "segments", (double)r->segments_allocated, b ? (double)b->segments_allocated : nb, 2);
+  vs_fill(&v[4], "driver calls", (double)r->driver_calls_total, b ? (double)b->driver_calls_total : nb, 2);
+  return 5;
+}
+
+/* s wrapped at PT_REPORT_COLUMNS, every line starting with indent spaces (the first with lead instead). */
+static void text_wrap(FILE *f, const char *lead, const char *s, size_t indent) {
+  char line[PT_REPORT_COLUMNS + 8];
+  size_t width = PT_REPORT_COLUMNS - indent;
+  int first = 1;
+  while (*s) {
+    wrap_next(&s, width, line, sizeof line);
+    if (!line[0]) break;
+    if (first) fprintf(f, "%-*s", (int)indent, lead);
+    else fprintf(f, "%*s", (int)indent, "");
+    text_str(f, line, width);
+    fputc('\n', f);
+    first = 0;
+  }
+}
+
+/* The next line of *s (without its newline) into buf, cut to n - 1 bytes; *s moves past it.  0 at the end. */
+static int line_next(const char **s, char *buf, size_t n) {
+  if (!**s) return 0;
+  size_t len = strcspn(*s, "\n"), k = len < n ? len : n - 1;
+  memcpy(buf, *s, k);
+  buf[k] = 0;
+  *s += len + ((*s)[len] == '\n');
+  return 1;
+}
+
+#define LINE_MAX_ 4096 /* a line of the export's text as the report shows it */
+#define WARNING "warning: "
+
+/* The export's notes: the warnings (warn 1) or the rest (warn 0), each to show(f, line); returns how many. */
+static size_t each_note(FILE *f, const char *notes, int warn, void (*show)(FILE *, const char *)) {
+  char line[LINE_MAX_];
+  size_t k = 0;
+  for (const char *p = str_or(notes, ""); line_next(&p, line, sizeof line);)
+    if ((strncmp(line, WARNING, strlen(WARNING)) == 0) == warn) {
+      if (show) show(f, warn ? line + strlen(WARNING) : line);
+      k++;
+    }
+  return k;
+}
+
+/* Lines as given, indented, control characters as '?'; never cut. */
+static void text_lines(FILE *f, const char *p) {
+  char line[LINE_MAX_];
+  while (line_next(&p, line, sizeof line)) {
+    fputs("    ", f);
+    for (const char *c = line; *c; c++) fputc(is_ctrl((unsigned char)*c) ? '?' : *c, f);
+    fputc('\n', f);
+  }
+}
+
+static void text_warning(FILE *f, const char *line) { text_wrap(f, "  warning:", line, 14); }
+
+static void text_rec(FILE *f, const pt_report_run *runs, size_t n, const pt_report_rec *rec) {
+  const pt_report_run *r = run_by_id(runs, n, rec->run), *b = run_by_id(runs, n, rec->baseline);
+  char params[1200];
+  text_str(f, str_or(rec->trace, ""), PT_REPORT_COLUMNS - 30);
+  if (!r) {
+    fputs(": nothing to recommend (every run ran out of memory, or is direct)\n", f);
+    return;
+  }
+  fprintf(f, ": run %" PRId64 ", ", r->id);
+  text_str(f, str_or(r->policy, ""), 40);
+  fputc('\n', f);
+  fmt_params(r->params_json, r->capacity, params, sizeof params);
+  if (params[0]) text_wrap(f, "  ", params, 2);
+  /* the lines to paste, never cut: a cut line would not paste */
+  const char *env = str_or(rec->paste, ""), *code = str_or(rec->code, "");
+  if (rec->paste) /* NULL: no export (a warning says why) */
+    fputs(*env ? "  in the environment:\n" : "  in the environment: nothing to set (PyTorch's defaults)\n", f);
+  text_lines(f, env);
+  if (*code) fputs("  in the program, before the first CUDA allocation:\n", f);
+  text_lines(f, code);
+  vs_row v[5];
+  size_t nv = vs_rows(r, b, v);
+  fprintf(f, "  %-30s %12s %12s %8s\n", "", "recommended", b ? "captured" : "", b ? "change" : "");
+  for (size_t i = 0; i < nv; i++)
+    fprintf(f, "  %-30s %12s %12s %8s\n", v[i].label, v[i].a, b ? v[i].b : "", b ? v[i].change : "");
+  char desc[600];
+  if (b) snprintf(desc, sizeof desc, "%s, run %" PRId64, str_or(rec->baseline_desc, "the captured settings"), b->id);
+  else snprintf(desc, sizeof desc, "%s: no run stored at this capacity and GPU (sweep it to compare)",
+                str_or(rec->baseline_desc, "the captured settings"));
+  text_wrap(f, "  captured:", desc, 14);
+  char why[2048];
+  text_wrap(f, "  why:", pt_report_why(r, b, why, sizeof why), 14);
+  if (rec->chosen_by) text_wrap(f, "  chosen by:", rec->chosen_by, 14);
+  each_note(f, rec->notes, 1, text_warning);
+  size_t nn = each_note(f, rec->notes, 0, NULL);
+  if (rec->command) {
+    char all[1200];
+    snprintf(all, sizeof all, "%.1000s%s", rec->command, nn ? " (with the rest of the export's notes)" : "");
+    text_wrap(f, "  export:", all, 14);
+  }
+}
+
+int pt_report_text(FILE *f, const pt_report_run *runs, size_t n, const pt_report_rec *recs, size_t nrecs,
+                   const pt_report_confirm *confirms, size_t nconfirms, pt_err *err) {
   if (!f) return pt_err_set(err, PT_EUSAGE, "report: no output stream");
   if (n == 0) {
     fputs("no runs to report\n", f);
@@ -522,6 +745,15 @@ int pt_report_text(FILE *f, const pt_report_run *runs, size_t n, const pt_report
   groups g;
   int rc = prepare(runs, n, &front, &g, err);
   if (rc < 0) return rc;
+  size_t shown = 0; /* the recommendations first: the answer, then the evidence */
+  for (size_t k = 0; k < g.ng; k++) {
+    const pt_report_rec *rec = rec_of(recs, nrecs, trace_of(&runs[g.idx[g.start[k]]]));
+    if (!rec) continue;
+    if (!shown++) fputs("RECOMMENDED SETTINGS\n", f);
+    fputc('\n', f);
+    text_rec(f, runs, n, rec);
+  }
+  if (shown) fputs("\nRUNS\n\n", f);
   for (size_t k = 0; k < g.ng && rc == 0; k++) {
     size_t m;
     const pt_report_run **p = group_runs(runs, &g, k, &m);
@@ -731,6 +963,9 @@ static const char css[] =
     "svg .res{fill:var(--res);fill-opacity:.13;stroke:var(--res);stroke-width:1.3;stroke-linejoin:round}\n"
     "svg .alloc{fill:var(--alloc);fill-opacity:.16;stroke:var(--alloc);stroke-width:1.3;stroke-linejoin:round}\n"
     "svg .capl{stroke:var(--bad);stroke-width:1;stroke-dasharray:5 4}\n"
+    "svg .base{fill:none;stroke:#24292f;stroke-width:1.6;stroke-dasharray:6 3;stroke-linejoin:round}\n"
+    "svg .ring{fill:none;stroke-width:2}\nsvg .ring.rec{stroke:var(--res)}\nsvg .ring.cap{stroke:#24292f}\n"
+    "svg .lbl.rec{fill:var(--res);font-weight:700}\nsvg .lbl.cap{fill:#24292f;font-weight:600}\n"
     "svg .empty{fill:var(--muted);font-size:13px}\n"
     "svg .pt{fill:#fff;stroke:#8c959f;stroke-width:1.5}\n"
     "svg .pt.on{fill:var(--front);stroke:#fff;stroke-width:1.5}\n"
@@ -757,6 +992,29 @@ static const char css[] =
     "table.confirm td.verdict{white-space:nowrap;font-weight:600}\n"
     "table.confirm td.verdict.ok{color:var(--front)}\n"
     "table.confirm td.pol small{font-weight:400;color:var(--muted)}\n"
+    "section.rec{background:#fff;border:1px solid var(--line);border-left:4px solid var(--res);border-radius:10px;"
+    "padding:14px 22px 14px;margin:18px 0}\n"
+    "section.rec h2 a{color:inherit;text-decoration:none}\n"
+    ".pick{margin:6px 0 10px;font-size:15px}\n.pick .sub{color:var(--muted);font-size:13px}\n"
+    ".pick .par{font-family:ui-monospace,\"SFMono-Regular\",Menlo,Consolas,\"DejaVu Sans Mono\",monospace;font-size:12.5px;"
+    "color:#424a53;margin-left:6px}\n.pick .par .kv{white-space:nowrap}\n"
+    ".cols{display:grid;grid-template-columns:max-content minmax(0,1fr);gap:26px;align-items:start;margin-top:12px}\n"
+    ".paste .cap{color:var(--muted);font-size:12.5px;margin:6px 0 3px}\n.paste code{font-size:12px}\n"
+    ".paste pre,details.notes pre{margin:0;background:#f6f8fa;border:1px solid var(--line);border-radius:6px;"
+    "padding:8px 11px;font-size:12.5px;line-height:1.5;white-space:pre-wrap;overflow-wrap:anywhere}\n"
+    ".paste pre.env{background:#f0f6ff;border-color:#b6d0f5;color:#0a3069;font-weight:600}\n"
+    ".paste pre span.c{color:var(--muted)}\n"
+    "table.vs{border-collapse:collapse;font-size:13.5px;font-variant-numeric:tabular-nums}\n"
+    "table.vs th{font-weight:600;color:var(--muted);text-align:left;border-bottom:2px solid var(--line);padding:4px 8px;"
+    "vertical-align:bottom;line-height:1.25}\ntable.vs th small{font-weight:400}\n"
+    "table.vs td{border-bottom:1px solid var(--soft);padding:4px 8px}\ntable.vs .num{text-align:right;white-space:nowrap}\n"
+    "table.vs td.good{color:var(--front);font-weight:600}\ntable.vs td.bad{color:var(--bad);font-weight:600}\n"
+    ".why{margin:0;font-size:13.5px}\n"
+    ".warn{margin:10px 0 0;font-size:13px;background:#fff8c5;border:1px solid #eac54f;border-radius:6px;padding:6px 10px}\n"
+    "table.vs td:first-child{white-space:nowrap}\n"
+    "details.notes{margin-top:8px;font-size:13px;color:var(--muted)}\ndetails.notes pre{color:var(--fg);margin-top:6px}\n"
+    "details.more{margin-top:14px}\ndetails.more summary,details.notes summary{cursor:pointer;color:var(--muted)}\n"
+    "details.more summary{font-size:12px;text-transform:uppercase;letter-spacing:.07em;margin-bottom:9px}\n"
     ".sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin:0 4px 0 10px;vertical-align:-1px}\n"
     "footer{color:var(--muted);font-size:12.5px;margin-top:8px}\n"
     "footer p{margin:4px 0}\n";
@@ -790,13 +1048,15 @@ static size_t downsample(const pt_sim_point *in, size_t n, pt_sim_point *out) {
 /* One series as a step area: each point's value holds from the previous point's event to its own. */
 static void step_path(FILE *f, const char *cls, const pt_sim_point *pts, size_t n, int allocated, const axis *x,
                       const axis *y, double unit) {
+  int area = strcmp(cls, "base") != 0; /* "base" is a line over another run's area: not closed */
   double base = ax_map(y, y->lo);
   fprintf(f, "<path class=\"%s\" d=\"M%.1f %.1f", cls, ax_map(x, 0), base);
   for (size_t i = 0; i < n; i++) {
     double v = (double)(allocated ? pts[i].allocated : pts[i].reserved) / unit;
     fprintf(f, "V%.1fH%.1f", ax_map(y, v), ax_map(x, (double)pts[i].event));
   }
-  fprintf(f, "V%.1fZ\"/>\n", base);
+  if (area) fprintf(f, "V%.1fZ", base);
+  fputs("\"/>\n", f);
 }
 
 /* Horizontal grid, y ticks and axis lines for a plot box. */
@@ -836,6 +1096,24 @@ typedef struct tl_scale {
   double max_event, max_bytes, unit;
   const char *unit_name;
 } tl_scale;
+
+/* A timeline's axes, their titles, and r's reserved and allocated areas (or a note that it has none). */
+static void timeline_plot(FILE *f, const pt_report_run *r, const axis *x, const axis *y, const tl_scale *s, pt_sim_point *buf,
+                          double top, double right, int height) {
+  draw_axes(f, x, y, 1, 1, top, right);
+  fprintf(f, "<text class=\"axt\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">event</text>\n", (x->p0 + x->p1) / 2,
+          height - 6);
+  fprintf(f, "<text class=\"axt\" transform=\"translate(14 %.1f) rotate(-90)\" text-anchor=\"middle\">%s</text>\n",
+          (y->p0 + y->p1) / 2, s->unit_name);
+  if (r->ntimeline && r->timeline) {
+    size_t m = downsample(r->timeline, r->ntimeline, buf);
+    step_path(f, "res", buf, m, 0, x, y, s->unit);
+    step_path(f, "alloc", buf, m, 1, x, y, s->unit);
+  } else {
+    fprintf(f, "<text class=\"empty\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">no timeline recorded</text>\n",
+            (x->p0 + x->p1) / 2, (y->p0 + y->p1) / 2);
+  }
+}
 
 static void timeline_svg(FILE *f, const pt_report_run *r, const tl_scale *s, pt_sim_point *buf) {
   char params[1200], a[48], b[48];
@@ -880,25 +1158,64 @@ static void timeline_svg(FILE *f, const pt_report_run *r, const tl_scale *s, pt_
           "class=\"lg res\"/><text x=\"15\" y=\"9\">reserved</text><rect x=\"76\" y=\"0\" width=\"10\" "
           "height=\"10\" rx=\"2\" class=\"lg alloc\"/><text x=\"91\" y=\"9\">allocated</text></g>\n",
           TL_W - TL_R - 146);
-  draw_axes(f, &x, &y, 1, 1, TL_T, TL_W - TL_R);
-  fprintf(f, "<text class=\"axt\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">event</text>\n", (x.p0 + x.p1) / 2,
-          TL_H - 6);
-  fprintf(f, "<text class=\"axt\" transform=\"translate(14 %.1f) rotate(-90)\" text-anchor=\"middle\">%s</text>\n",
-          (y.p0 + y.p1) / 2, s->unit_name);
-
-  if (r->ntimeline && r->timeline) {
-    size_t m = downsample(r->timeline, r->ntimeline, buf);
-    step_path(f, "res", buf, m, 0, &x, &y, s->unit);
-    step_path(f, "alloc", buf, m, 1, &x, &y, s->unit);
-  } else {
-    fprintf(f, "<text class=\"empty\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">no timeline recorded</text>\n",
-            (x.p0 + x.p1) / 2, (y.p0 + y.p1) / 2);
-  }
+  timeline_plot(f, r, &x, &y, s, buf, TL_T, TL_W - TL_R, TL_H);
   if (r->capacity && (double)r->capacity / s->unit <= y.hi) {
     double py = ax_map(&y, (double)r->capacity / s->unit);
     fprintf(f, "<line class=\"capl\" x1=\"%.1f\" x2=\"%.1f\" y1=\"%.1f\" y2=\"%.1f\"/>", x.p0, x.p1, py, py);
     fprintf(f, "<text class=\"tick\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">capacity</text>\n", x.p1 - 4,
             py - 4);
+  }
+  fputs("</svg></figure>\n", f);
+}
+
+/* The overlay's geometry: as wide as the Pareto plot. */
+#define OV_W 1240
+#define OV_H 300
+#define OV_L 66
+#define OV_R 18
+#define OV_T 50
+#define OV_B 258
+
+/*
+ * The recommended run's timeline with the captured settings' reserved bytes
+ * drawn over it (b may be NULL: r alone), on the trace's shared scales.
+ */
+static void overlay_svg(FILE *f, const pt_report_run *r, const pt_report_run *b, const tl_scale *s, pt_sim_point *buf) {
+  char x1[48], x2[48];
+  axis x = {.p0 = OV_L, .p1 = OV_W - OV_R}, y = {.p0 = OV_B, .p1 = OV_T};
+  ax_linear(&x, 0, s->max_event, 0, 10, 12, 1);
+  ax_linear(&y, 0, s->max_bytes / s->unit, 0, 4, 6, 1);
+  fprintf(f, "<figure class=\"wide\"><svg class=\"overlay\" data-run=\"%" PRId64 "\" data-baseline=\"%" PRId64
+             "\" viewBox=\"0 0 %d %d\" role=\"img\">\n<title>",
+          r->id, b ? b->id : 0, OV_W, OV_H);
+  html_text(f, r->policy, 0);
+  fprintf(f, " #%" PRId64 " against the captured settings</title>\n", r->id);
+  fputs("<text x=\"10\" y=\"20\"><tspan class=\"ttl\">recommended: ", f);
+  html_text(f, r->policy, 40);
+  fprintf(f, "</tspan><tspan class=\"sub\"> #%" PRId64 "</tspan>", r->id);
+  if (b) {
+    fputs("<tspan class=\"ttl\" dx=\"14\">captured settings: ", f);
+    html_text(f, b->policy, 40);
+    fprintf(f, "</tspan><tspan class=\"sub\"> #%" PRId64 "</tspan>", b->id);
+  }
+  fputs("</text>\n", f);
+  fmt_bytes(x1, sizeof x1, (double)r->peak_reserved_bytes);
+  fmt_bytes(x2, sizeof x2, b ? (double)b->peak_reserved_bytes : 0);
+  fprintf(f, "<text class=\"sub\" x=\"10\" y=\"38\">peak reserved %s", x1);
+  if (b) fprintf(f, " against %s", x2);
+  fmt_bytes(x1, sizeof x1, (double)r->peak_allocated_bytes);
+  fprintf(f, " · peak allocated %s</text>\n", x1);
+  fprintf(f,
+          "<g transform=\"translate(%d 14)\"><rect x=\"0\" y=\"0\" width=\"10\" height=\"10\" rx=\"2\" "
+          "class=\"lg res\"/><text x=\"15\" y=\"9\">reserved, recommended</text>"
+          "<line class=\"base\" x1=\"158\" x2=\"180\" y1=\"5\" y2=\"5\"/><text x=\"186\" y=\"9\">reserved, captured</text>"
+          "<rect x=\"310\" y=\"0\" width=\"10\" height=\"10\" rx=\"2\" class=\"lg alloc\"/>"
+          "<text x=\"325\" y=\"9\">allocated</text></g>\n",
+          OV_W - OV_R - 385);
+  timeline_plot(f, r, &x, &y, s, buf, OV_T, OV_W - OV_R, OV_H);
+  if (b && b->ntimeline && b->timeline) {
+    size_t m = downsample(b->timeline, b->ntimeline, buf);
+    step_path(f, "base", buf, m, 0, &x, &y, s->unit);
   }
   fputs("</svg></figure>\n", f);
 }
@@ -930,11 +1247,12 @@ static int overlaps(const box *a, const box *b) {
  * is off, the text then grows away from its point instead of over it.
  */
 static box place_label(double px, double py, double w, const box *taken, size_t ntaken, const box *area,
-                       int *anchor) {
-  const double dx[] = {9, -9 - w, -w / 2, -w / 2, 9, 9, -9 - w, -9 - w, -6, -6, 6 - w, 6 - w};
-  const double dy[] = {-7, -7, -21, 7, -19, 5, -19, 5, -22, 8, -22, 8};
-  const int an[] = {0, 2, 1, 1, 0, 0, 2, 2, 0, 0, 2, 2};
-  for (int k = 0; k < 12; k++) {
+                       int *anchor, int *crowded /* OUT: 1 when no spot was free */) {
+  *crowded = 0;
+  const double dx[] = {9, -9 - w, -w / 2, -w / 2, 9, 9, -9 - w, -9 - w, -6, -6, 6 - w, 6 - w, 4, 4, -w / 2, -w / 2};
+  const double dy[] = {-7, -7, -21, 7, -19, 5, -19, 5, -22, 8, -22, 8, -32, 18, -34, 20};
+  const int an[] = {0, 2, 1, 1, 0, 0, 2, 2, 0, 0, 2, 2, 0, 0, 1, 1};
+  for (int k = 0; k < 16; k++) {
     box c = {px + dx[k], py + dy[k], px + dx[k] + w, py + dy[k] + 14};
     if (c.x0 < area->x0 || c.x1 > area->x1 || c.y0 < area->y0 || c.y1 > area->y1) continue;
     size_t i = 0;
@@ -944,6 +1262,7 @@ static box place_label(double px, double py, double w, const box *taken, size_t 
       return c;
     }
   }
+  *crowded = 1;
   int left = px + 9 + w > area->x1; /* crowded everywhere: beside the point, on the side with room */
   *anchor = left ? 2 : 0;
   return left ? (box){px - 9 - w, py - 7, px - 9, py + 7} : (box){px + 9, py - 7, px + 9 + w, py + 7};
@@ -956,7 +1275,9 @@ static int name_repeats(const pt_report_run **p, size_t m, size_t j) {
   return 0;
 }
 
-static int pareto_svg(FILE *f, const pt_report_run *runs, const pt_report_run **p, size_t m, const int *front) {
+/* The Pareto plot of a trace's runs; rec_id and base_id (0: none) are ringed and named. */
+static int pareto_svg(FILE *f, const pt_report_run *runs, const pt_report_run **p, size_t m, const int *front, int64_t rec_id,
+                      int64_t base_id) {
   size_t ntimed = 0, nuntimed = 0;
   double tmin = INFINITY, tmax = -INFINITY, mmax = 0, mmin = INFINITY;
   for (size_t j = 0; j < m; j++) {
@@ -1049,8 +1370,9 @@ static int pareto_svg(FILE *f, const pt_report_run *runs, const pt_report_run **
     double t = p[j]->predicted_alloc_us / 1000;
     cx[j] = isfinite(t) ? ax_map(&x, t) : sx + 4;
     cy[j] = ax_map(&y, (double)p[j]->peak_reserved_bytes / unit);
-    if (m <= PT_REPORT_HTML_RUNS || front[p[j] - runs]) /* a large cloud: labels keep off the front's points only */
-      taken[nt++] = (box){cx[j] - 6, cy[j] - 6, cx[j] + 6, cy[j] + 6};
+    double rad = p[j]->id == rec_id || p[j]->id == base_id ? 11 : 6; /* a ringed point: the ring */
+    if (m <= PT_REPORT_HTML_RUNS || front[p[j] - runs] || rad > 6) /* a large cloud: labels keep off the front's only */
+      taken[nt++] = (box){cx[j] - rad, cy[j] - rad, cx[j] + rad, cy[j] + rad};
   }
   for (size_t j = 0; j + 1 < ns; j++) { /* labels keep off the staircase too */
     double x0 = ax_map(&x, stair[j]->predicted_alloc_us / 1000), x1 = ax_map(&x, stair[j + 1]->predicted_alloc_us / 1000);
@@ -1078,27 +1400,36 @@ static int pareto_svg(FILE *f, const pt_report_run *runs, const pt_report_run **
       html_text(f, p[j]->policy, 0);
       fprintf(f, " #%" PRId64 "</title></circle>\n", p[j]->id);
     }
-  box area = {4, PA_T - 2, PA_W - 4, PA_B + 2};
-  size_t labels = 0; /* of a large trace, the first PA_MAX_LABELS of its front (its runs can tie by the thousand) */
-  for (int pass = 1; pass >= 0; pass--) /* front labels get the first pick of places */
+  for (size_t j = 0; j < m; j++) /* the recommended run and the captured settings, ringed */
+    if (p[j]->id == rec_id || p[j]->id == base_id)
+      fprintf(f, "<circle class=\"ring %s\" cx=\"%.1f\" cy=\"%.1f\" r=\"10\"/>\n", p[j]->id == rec_id ? "rec" : "cap", cx[j],
+              cy[j]);
+  box area = {PA_L + 2, PA_T - 2, PA_W - 4, PA_B + 2}; /* inside the plot: left of it are the ticks and the axis title */
+  /* the two named runs get the first pick of places, then the front's labels, then the rest; of a large trace, at
+     most PA_MAX_LABELS of its front (its runs can tie by the thousand) */
+  size_t labels = 0;
+  for (int pass = 2; pass >= 0; pass--)
     for (size_t j = 0; j < m; j++) {
-      int on = front[p[j] - runs];
-      if (on != pass || (!on && m > PA_MAX_LABELS) || (m > PT_REPORT_HTML_RUNS && labels >= PA_MAX_LABELS)) continue;
-      labels++;
+      int on = front[p[j] - runs], named = p[j]->id == rec_id || p[j]->id == base_id;
+      if ((named ? 2 : on) != pass || (!on && !named && m > PA_MAX_LABELS)) continue;
+      if (!named && m > PT_REPORT_HTML_RUNS && labels++ >= PA_MAX_LABELS) continue;
       const char *name = str_or(p[j]->policy, "");
       size_t len = utf8_len(name);
       if (len > 28) len = 28;
-      char id[32] = "";
+      char id[64] = "";
       if (name_repeats(p, m, j)) snprintf(id, sizeof id, " #%" PRId64, p[j]->id);
-      double w = (on ? PA_CHAR_BOLD : PA_CHAR) * (double)(len + strlen(id)) + 2;
-      int anchor;
-      box b = place_label(cx[j], cy[j], w, taken, nt, &area, &anchor);
+      const char *role = p[j]->id == rec_id ? " (recommended)" : p[j]->id == base_id ? " (captured)" : "";
+      double w = (on || named ? PA_CHAR_BOLD : PA_CHAR) * (double)(len + strlen(id) + strlen(role)) + 2;
+      int anchor, crowded;
+      box b = place_label(cx[j], cy[j], w, taken, nt, &area, &anchor, &crowded);
+      if (crowded && pass == 0) continue; /* a dominated run's label over another's is unreadable: its point keeps a tooltip */
       taken[nt++] = b;
       static const char *const anchors[] = {"start", "middle", "end"};
-      fprintf(f, "<text class=\"lbl%s\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">", on ? " on" : "",
+      const char *cls = p[j]->id == rec_id ? " rec" : p[j]->id == base_id ? " cap" : on ? " on" : "";
+      fprintf(f, "<text class=\"lbl%s\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">", cls,
               anchor == 0 ? b.x0 : anchor == 1 ? (b.x0 + b.x1) / 2 : b.x1, b.y1 - 3.5, anchors[anchor]);
       html_text(f, name, 28);
-      fprintf(f, "%s</text>\n", id);
+      fprintf(f, "%s%s</text>\n", id, role);
     }
   fputs("</svg></figure>\n", f);
   pt_u64map_free(&drawn);
@@ -1230,9 +1561,114 @@ static void confirms_html(FILE *f, const char *trace, const pt_report_confirm *c
           "noise</b>: it holds 0 and the predicted gain.</p>\n", f);
 }
 
+/* The run of id among a trace's runs (NULL: none). */
+static const pt_report_run *group_run(const pt_report_run **p, size_t m, int64_t id) {
+  for (size_t j = 0; id && j < m; j++)
+    if (p[j]->id == id) return p[j];
+  return NULL;
+}
+
+/* The export's lines, one <span> a line, comments dimmed. */
+static void html_lines(FILE *f, const char *s, const char *cls_comment) {
+  char line[LINE_MAX_];
+  while (line_next(&s, line, sizeof line)) {
+    fprintf(f, "<span%s>", line[0] == '#' && cls_comment ? cls_comment : "");
+    html_text(f, line, 0);
+    fputs("</span>\n", f);
+  }
+}
+
+static void html_warning(FILE *f, const char *line) {
+  fputs("<p class=\"warn\"><b>Warning.</b> ", f);
+  html_text(f, line, 0);
+  fputs("</p>\n", f);
+}
+
+static void html_note(FILE *f, const char *line) {
+  html_text(f, line, 0);
+  fputc('\n', f);
+}
+
+/* The first screen's answer for one trace (k: its section's number, for the link). */
+static void html_rec(FILE *f, const pt_report_run **p, size_t m, const pt_report_rec *rec, size_t k) {
+  const pt_report_run *r = group_run(p, m, rec->run), *b = group_run(p, m, rec->baseline);
+  char params[1200], why[2048];
+  fprintf(f, "<section class=\"rec\">\n<h2><span class=\"k\">recommended for</span> <a href=\"#trace-%zu\">", k);
+  html_text(f, rec->trace, 0);
+  fputs("</a></h2>\n", f);
+  if (!r) {
+    fputs("<p class=\"facts\">Nothing to recommend: every run of this trace ran out of memory or is <b>direct</b> "
+          "(one driver call per request), and neither is ever recommended.</p>\n</section>\n", f);
+    return;
+  }
+  fmt_params(r->params_json, r->capacity, params, sizeof params);
+  fputs("<p class=\"pick\"><b>", f);
+  html_text(f, r->policy, 60);
+  fprintf(f, "</b> <span class=\"sub\">run #%" PRId64 "</span> <span class=\"par\">", r->id);
+  if (params[0]) html_items(f, params);
+  fputs("</span>", f);
+  if (rec->chosen_by) {
+    fputs(" <span class=\"sub\">\xC2\xB7 chosen by ", f);
+    html_text(f, rec->chosen_by, 0);
+    fputs("</span>", f);
+  }
+  const char *env = str_or(rec->paste, ""), *code = str_or(rec->code, "");
+  fputs("</p>\n<div class=\"paste\"><div class=\"cap\">", f);
+  if (rec->paste) /* NULL: no export (a warning says why) */
+    fputs(*env ? "paste into the job's environment" : "in the job's environment: <b>nothing to set</b> (PyTorch's defaults)", f);
+  if (rec->command) {
+    fputs(" \xC2\xB7 <code>", f);
+    html_text(f, rec->command, 0);
+    fputs("</code> prints it with its notes", f);
+  }
+  fputs("</div>\n", f);
+  if (*env) {
+    fputs("<pre class=\"env\">", f);
+    html_lines(f, env, " class=\"c\"");
+    fputs("</pre>\n", f);
+  }
+  if (*code) {
+    fputs("<div class=\"cap\">in the program, before the first CUDA allocation</div>\n<pre class=\"code\">", f);
+    html_lines(f, code, NULL);
+    fputs("</pre>\n", f);
+  }
+  fputs("</div>\n<div class=\"cols\">\n<table class=\"vs\"><thead><tr><th></th><th class=\"num\">recommended</th><th class=\"num\">captured"
+        "<br><small>", f);
+  if (b) {
+    html_text(f, str_or(rec->baseline_desc, "the captured settings"), 60);
+    fprintf(f, ", #%" PRId64, b->id);
+  } else {
+    fputs("not stored", f);
+  }
+  fputs("</small></th><th class=\"num\">change</th></tr></thead>\n<tbody>\n", f);
+  vs_row v[5];
+  size_t nv = vs_rows(r, b, v);
+  for (size_t i = 0; i < nv; i++)
+    fprintf(f, "<tr><td>%s</td><td class=\"num\">%s</td><td class=\"num\">%s</td><td class=\"num%s\">%s</td></tr>\n",
+            v[i].label, v[i].a, v[i].b, v[i].better > 0 ? " good" : v[i].better < 0 ? " bad" : "", v[i].change);
+  fputs("</tbody></table>\n<p class=\"why\"><b>Why.</b> ", f);
+  html_text(f, pt_report_why(r, b, why, sizeof why), 0);
+  if (!b) {
+    fputs(" No run of ", f);
+    html_text(f, str_or(rec->baseline_desc, "the captured settings"), 0);
+    fputs(" is stored at this capacity and GPU: sweep it to compare.", f);
+  }
+  fputs("</p>\n</div>\n", f);
+  /* the export's warnings in full (what a user must know before pasting), the rest of its notes folded */
+  each_note(f, rec->notes, 1, html_warning);
+  size_t nn = each_note(f, rec->notes, 0, NULL);
+  if (nn) {
+    fprintf(f, "<details class=\"notes\"><summary>What else the export notes (%zu)</summary><pre>", nn);
+    each_note(f, rec->notes, 0, html_note);
+    fputs("</pre></details>\n", f);
+  }
+  fputs("</section>\n", f);
+}
+
 static int trace_html(FILE *f, const pt_report_run *runs, const pt_report_run **p, size_t m, const int *front,
-                      char *shown, pt_sim_point *buf, const pt_report_confirm *confirms, size_t nconfirms) {
-  /* headline facts: events, least memory, fastest predicted (among runs that did not run out of memory) */
+                      char *shown, pt_sim_point *buf, const pt_report_rec *rec, size_t k,
+                      const pt_report_confirm *confirms, size_t nconfirms) {
+  /* facts: events, least memory, fastest predicted (among runs that may headline) */
   tl_scale s = {0};
   const pt_report_run *least = NULL, *fastest = NULL;
   size_t oom = 0;
@@ -1246,10 +1682,8 @@ static int trace_html(FILE *f, const pt_report_run *runs, const pt_report_run **
       if ((double)q->reserved > s.max_bytes) s.max_bytes = (double)q->reserved;
       if ((double)q->allocated > s.max_bytes) s.max_bytes = (double)q->allocated;
     }
-    if (r->ooms) {
-      oom++;
-      continue;
-    }
+    oom += r->ooms != 0;
+    if (!pt_report_recommendable(r)) continue;
     if (!least || r->peak_reserved_bytes < least->peak_reserved_bytes) least = r;
     if (isfinite(r->predicted_alloc_us) && (!fastest || r->predicted_alloc_us < fastest->predicted_alloc_us))
       fastest = r;
@@ -1261,7 +1695,7 @@ static int trace_html(FILE *f, const pt_report_run *runs, const pt_report_run **
   s.unit = mem_unit(s.max_bytes, &s.unit_name);
 
   char a[48];
-  fputs("<section class=\"trace\">\n<h2><span class=\"k\">trace</span> ", f);
+  fprintf(f, "<section class=\"trace\" id=\"trace-%zu\">\n<h2><span class=\"k\">trace</span> ", k);
   html_text(f, trace_of(p[0]), 0);
   fputs("</h2>\n<p class=\"facts\">", f);
   fprintf(f, "<b>%zu</b> run%s", m, m == 1 ? "" : "s");
@@ -1280,26 +1714,37 @@ static int trace_html(FILE *f, const pt_report_run *runs, const pt_report_run **
   }
   fputs("</p>\n", f);
 
-  const pt_report_run **q = malloc((m ? m : 1) * sizeof *q); /* the runs shown, by peak reserved */
+  const pt_report_run *r = rec ? group_run(p, m, rec->run) : NULL, *b = rec && r ? group_run(p, m, rec->baseline) : NULL;
+  const pt_report_run **q = malloc((m ? m : 1) * sizeof *q); /* the runs shown (and the two named), by peak reserved */
   if (!q) return PT_ENOMEM;
   memcpy(q, p, m * sizeof *p);
   shown_of(runs, q, m, front, shown);
-  size_t nq = 0;
-  for (size_t j = 0; j < m; j++)
-    if (shown[q[j] - runs]) q[nq++] = q[j];
-  fputs("<h3>Reserved and allocated memory over the trace</h3>\n", f);
-  if (nq < m)
-    fprintf(f, "<p class=\"facts\">%zu of %zu runs: the %d of least peak reserved memory and up to %d of the "
-               "Pareto front (every run is on the plot below; <code>pagetune report --json</code> lists them "
-               "all).</p>\n", nq, m, PT_REPORT_HTML_RUNS, PT_REPORT_HTML_RUNS);
-  fputs("<div class=\"grid\">\n", f);
-  for (size_t j = 0; j < m; j++)
-    if (shown[p[j] - runs]) timeline_svg(f, p[j], &s, buf);
-  fputs("</div>\n<h3>Predicted allocator time against peak reserved memory</h3>\n", f);
-  int rc = pareto_svg(f, runs, p, m, front);
+  size_t nq = 0, rest = 0;
+  for (size_t j = 0; j < m; j++) {
+    if (shown[q[j] - runs] || q[j] == r || q[j] == b) q[nq++] = q[j];
+    rest += shown[p[j] - runs] && p[j] != r && p[j] != b;
+  }
+  fputs("<h3>Predicted allocator time against peak reserved memory</h3>\n", f);
+  int rc = pareto_svg(f, runs, p, m, front, r ? r->id : 0, b ? b->id : 0);
   if (rc < 0) {
     free(q);
     return rc;
+  }
+  if (r) {
+    fputs("<h3>Reserved and allocated memory over the trace: recommended against captured</h3>\n", f);
+    overlay_svg(f, r, b, &s, buf);
+  }
+  if (rest) {
+    fprintf(f, "<details class=\"more\"%s><summary>Reserved and allocated memory of %s%zu run%s</summary>\n",
+            r ? "" : " open", r ? "the other " : "", rest, rest == 1 ? "" : "s");
+    if (nq < m)
+      fprintf(f, "<p class=\"facts\">%zu of %zu runs: the %d of least peak reserved memory and up to %d of the "
+                 "Pareto front (every run is on the plot above; <code>pagetune report --json</code> lists them "
+                 "all).</p>\n", nq, m, PT_REPORT_HTML_RUNS, PT_REPORT_HTML_RUNS);
+    fputs("<div class=\"grid\">\n", f);
+    for (size_t j = 0; j < m; j++)
+      if (shown[p[j] - runs] && p[j] != r && p[j] != b) timeline_svg(f, p[j], &s, buf);
+    fputs("</div>\n</details>\n", f);
   }
   fputs("<h3>Runs, by peak reserved memory</h3>\n", f);
   table_html(f, runs, q, nq, front);
@@ -1311,8 +1756,8 @@ static int trace_html(FILE *f, const pt_report_run *runs, const pt_report_run **
   return 0;
 }
 
-int pt_report_html(FILE *f, const char *title, const pt_report_run *runs, size_t n, const pt_report_confirm *confirms,
-                   size_t nconfirms, pt_err *err) {
+int pt_report_html(FILE *f, const char *title, const pt_report_run *runs, size_t n, const pt_report_rec *recs,
+                   size_t nrecs, const pt_report_confirm *confirms, size_t nconfirms, pt_err *err) {
   if (!f) return pt_err_set(err, PT_EUSAGE, "report: no output stream");
   int *front = NULL;
   groups g = {0};
@@ -1339,16 +1784,19 @@ int pt_report_html(FILE *f, const char *title, const pt_report_run *runs, size_t
              "requests</p>\n</header>\n",
           n, n == 1 ? "" : "s", g.ng, g.ng == 1 ? "" : "s");
   if (n == 0) fputs("<section class=\"trace\"><p class=\"facts\">No runs to show.</p></section>\n", f);
-  for (size_t k = 0; k < g.ng && rc == 0; k++) {
-    size_t m;
-    const pt_report_run **p = group_runs(runs, &g, k, &m);
-    if (!p) {
-      rc = PT_ENOMEM;
-      break;
+  for (int pass = 0; pass < 2; pass++) /* the answer for every trace first, then each trace's evidence */
+    for (size_t k = 0; k < g.ng && rc == 0; k++) {
+      size_t m;
+      const pt_report_run **p = group_runs(runs, &g, k, &m);
+      if (!p) {
+        rc = PT_ENOMEM;
+        break;
+      }
+      const pt_report_rec *rec = rec_of(recs, nrecs, trace_of(p[0]));
+      if (pass == 0 && rec) html_rec(f, p, m, rec, k);
+      if (pass == 1) rc = trace_html(f, runs, p, m, front, shown, buf, rec, k, confirms, nconfirms);
+      free(p);
     }
-    rc = trace_html(f, runs, p, m, front, shown, buf, confirms, nconfirms);
-    free(p);
-  }
   if (rc == 0) {
     fputs("<footer>\n<p>Predicted allocator time is the cost model's estimate of the time spent in the allocator "
           "(driver calls and bookkeeping) on the GPU description the run used; runs without one show "
@@ -1419,8 +1867,8 @@ static void json_arm(FILE *f, const char *key, int64_t run, const char *policy, 
   fprintf(f, ",\"predicted_peak_reserved_bytes\":%" PRIu64 "}", peak);
 }
 
-int pt_report_json(FILE *f, const pt_report_run *runs, size_t n, const pt_report_confirm *confirms, size_t nconfirms,
-                   pt_err *err) {
+int pt_report_json(FILE *f, const pt_report_run *runs, size_t n, const pt_report_rec *recs, size_t nrecs,
+                   const pt_report_confirm *confirms, size_t nconfirms, pt_err *err) {
   if (!f) return pt_err_set(err, PT_EUSAGE, "report: no output stream");
   int *front = calloc(n ? n : 1, sizeof *front);
   if (!front) return pt_err_set(err, PT_ENOMEM, "report: out of memory");
@@ -1445,6 +1893,29 @@ int pt_report_json(FILE *f, const pt_report_run *runs, size_t n, const pt_report
     fprintf(f, ",\"segments_allocated\":%" PRIu64 ",\"driver_calls\":%" PRIu64 ",\"ooms\":%" PRIu64 ",\"predicted_alloc_us\":",
             r->segments_allocated, r->driver_calls_total, r->ooms);
     json_num(f, r->predicted_alloc_us);
+    fputc('}', f);
+  }
+  fputs("],\"recommendations\":[", f);
+  for (size_t i = 0; recs && i < nrecs; i++) {
+    const pt_report_rec *k = &recs[i];
+    const pt_report_run *r = run_by_id(runs, n, k->run), *b = r ? run_by_id(runs, n, k->baseline) : NULL;
+    fprintf(f, "%s{\"trace\":", i ? "," : "");
+    pt_json_str(f, k->trace);
+    fputs(",\"run\":", f);
+    r ? fprintf(f, "%" PRId64, r->id) : fputs("null", f);
+    fputs(",\"baseline_run\":", f);
+    b ? fprintf(f, "%" PRId64, b->id) : fputs("null", f);
+    fputs(",\"baseline\":", f);
+    pt_json_str(f, k->baseline_desc);
+    fputs(",\"chosen_by\":", f);
+    pt_json_str(f, k->chosen_by);
+    fputs(",\"paste\":", f);
+    pt_json_str(f, r ? k->paste : NULL);
+    fputs(",\"why\":", f);
+    char why[2048];
+    pt_json_str(f, r ? pt_report_why(r, b, why, sizeof why) : NULL);
+    fputs(",\"export_command\":", f);
+    pt_json_str(f, r ? k->command : NULL);
     fputc('}', f);
   }
   fputs("],\"confirmations\":[", f);

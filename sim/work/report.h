@@ -1,8 +1,9 @@
 /*
- * report.h — results as people read them (`pagetune report`): per trace, a
- * table of runs in text, or one self-contained HTML page with each run's
- * reserved/allocated timeline, a Pareto plot of predicted allocator time
- * against peak reserved memory, and the table of runs.
+ * report.h — results as people read them (`pagetune report`): per trace,
+ * first the recommended settings and why, then a table of runs in text, or
+ * one self-contained HTML page with the recommendations, a Pareto plot of
+ * predicted allocator time against peak reserved memory, the reserved/
+ * allocated timelines, and the table of runs.
  *
  * The printers consume data: a pt_report_run is plain values the caller fills
  * (from the store, or straight from pt_sim_run), so this module knows nothing
@@ -56,6 +57,37 @@ typedef struct pt_report_confirm {
   uint64_t baseline_predicted_peak, tuned_predicted_peak;
 } pt_report_confirm;
 
+/*
+ * What the report leads with for one trace: the recommended run, and the run
+ * of the settings the snapshot was captured with (the baseline), as ids of
+ * runs in the array printed beside.  The caller chooses them (by the
+ * objective, among the runs pt_report_recommendable admits) and fills in the
+ * export's text, which this module only shows.  Strings may be NULL.
+ */
+typedef struct pt_report_rec {
+  const char *trace;         /* the trace name its runs carry */
+  int64_t run;               /* the recommended run; 0: none (every run ran out of memory, or is direct) */
+  int64_t baseline;          /* the captured settings' run at the same capacity and GPU; 0: none stored */
+  const char *baseline_desc; /* what the baseline is ("pytorch_native at its defaults") */
+  const char *chosen_by;     /* how the run was chosen ("the least predicted allocator time") */
+  const char *paste;         /* the export's lines for the environment, one a line ("": nothing to set; NULL: no export) */
+  const char *code;          /* the program's lines (Python, before the first CUDA allocation); "": none */
+  const char *notes;         /* the export's notes (approximations, warnings, what it sets), one a line */
+  const char *command;       /* the command that prints the whole export */
+} pt_report_rec;
+
+/* May r headline (be recommended, or named least or fastest)?  Not when it ran out of memory, nor direct. */
+int pt_report_recommendable(const pt_report_run *r);
+
+/*
+ * Why run is recommended, as one paragraph of plain text into out (n bytes):
+ * its peak reserved against its peak allocated, the bytes free inside
+ * segments at its peak of reserved memory (from its timeline, when it has
+ * one), its segments and driver calls, each against base's (the captured
+ * settings; NULL: none).  Returns out.
+ */
+const char *pt_report_why(const pt_report_run *run, const pt_report_run *base, char *out, size_t n);
+
 #define PT_REPORT_MAX_POINTS 600  /* a timeline is drawn with at most this many points */
 #define PT_REPORT_COLUMNS 100     /* the text table fits this many columns */
 #define PT_REPORT_HTML_RUNS 100   /* past this many runs of a trace, the page's timelines and table are a selection */
@@ -72,27 +104,23 @@ typedef struct pt_report_confirm {
 int pt_report_pareto(const pt_report_run *runs, size_t n, int *on_front /* OUT, n entries */);
 
 /*
- * Per trace, in order of first appearance: a heading and an aligned table of
+ * First, when recs holds any (nrecs of them, one a trace, matched by trace
+ * name), "RECOMMENDED SETTINGS": per trace the recommended run, its lines to
+ * paste (as given, never cut), its figures against the baseline's, the why,
+ * the export's warnings and the command that prints the whole export; then
+ * "RUNS".  Per trace, in order of first appearance: a heading and an aligned table of
  * its runs (id, policy, key parameters, peak reserved MiB, fragmentation %,
  * segments, predicted allocator ms, OOMs), sorted by peak reserved, '*' in
  * the first column of runs on the Pareto front.  Lines stay within
  * PT_REPORT_COLUMNS: parameters that do not fit wrap onto lines of their own
  * under their column; a long name is cut, ending "..." (a long parameter name
- * too, never its value).  Control characters print as '?'.
+ * too, never its value); only the paste lines may be longer.  Control
+ * characters print as '?'.
  * 0, or PT_ENOMEM, or PT_EIO (a write to f failed) with err saying so.
  */
-int pt_report_text(FILE *f, const pt_report_run *runs, size_t n, const pt_report_confirm *confirms, size_t nconfirms,
-                   pt_err *err);
+int pt_report_text(FILE *f, const pt_report_run *runs, size_t n, const pt_report_rec *recs, size_t nrecs,
+                   const pt_report_confirm *confirms, size_t nconfirms, pt_err *err);
 
-/*
- * One HTML page titled title (NULL: "pagetune report"): per trace a section
- * with an <svg class="timeline" data-run="ID"> for every run shown
- * (pt_report_html_shown; a note says how many are not) (runs without a
- * timeline get an empty frame that says so), one <svg class="pareto">, and
- * the table of runs, and the trace's confirmations as a table.  Timelines are drawn on scales shared by the trace's
- * runs, downsampled to PT_REPORT_MAX_POINTS keeping each bucket's maxima.
- * 0, or PT_ENOMEM, or PT_EIO (a write to f failed) with err saying so.
- */
 /*
  * Which runs the page draws a timeline and a table row for (shown[i] 1): every
  * run of a trace of at most PT_REPORT_HTML_RUNS runs; of a larger trace the
@@ -102,15 +130,34 @@ int pt_report_text(FILE *f, const pt_report_run *runs, size_t n, const pt_report
  */
 int pt_report_html_shown(const pt_report_run *runs, size_t n, char *shown /* OUT, n entries */);
 
-int pt_report_html(FILE *f, const char *title, const pt_report_run *runs, size_t n, const pt_report_confirm *confirms,
-                   size_t nconfirms, pt_err *err);
+/*
+ * One HTML page titled title (NULL: "pagetune report"): first a
+ * <section class="rec"> per recommendation (the answer: the lines to paste,
+ * the figures against the baseline's, the why, the export's warnings in full
+ * and its other notes folded), then per trace a section with one
+ * <svg class="pareto"> (the recommended and baseline runs ringed and named),
+ * an <svg class="overlay"> of the recommended run's timeline with the
+ * baseline's reserved bytes over it, an <svg class="timeline" data-run="ID">
+ * for every other run shown (pt_report_html_shown; a note says how many are
+ * not), folded in a <details> (open when nothing is
+ * recommended; runs without a timeline get an empty frame that says so), the
+ * table of runs, and the trace's confirmations as a table.  Timelines are
+ * drawn on scales shared by the trace's runs, downsampled to
+ * PT_REPORT_MAX_POINTS keeping each bucket's maxima.
+ * 0, or PT_ENOMEM, or PT_EIO (a write to f failed) with err saying so.
+ */
+int pt_report_html(FILE *f, const char *title, const pt_report_run *runs, size_t n, const pt_report_rec *recs,
+                   size_t nrecs, const pt_report_confirm *confirms, size_t nconfirms, pt_err *err);
 
 /*
- * One JSON object: {"runs": [...], "confirmations": [...]}, snake_case keys,
- * bytes as integers, unknown numbers as null; each run with its Pareto mark.
+ * One JSON object: {"runs": [...], "recommendations": [...], "confirmations":
+ * [...]}, snake_case keys, bytes as integers, unknown numbers as null; each run
+ * with its Pareto mark; each recommendation with its trace, run and
+ * baseline_run (null: none), baseline, chosen_by, paste, why and
+ * export_command.
  * 0, or PT_ENOMEM, or PT_EIO.
  */
-int pt_report_json(FILE *f, const pt_report_run *runs, size_t n, const pt_report_confirm *confirms, size_t nconfirms,
-                   pt_err *err);
+int pt_report_json(FILE *f, const pt_report_run *runs, size_t n, const pt_report_rec *recs, size_t nrecs,
+                   const pt_report_confirm *confirms, size_t nconfirms, pt_err *err);
 
 #endif

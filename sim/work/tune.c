@@ -25,6 +25,7 @@
 #include <gsl/gsl_rng.h>
 #include <math.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,17 +83,10 @@ static double from_space(const pt_tune_param *p, double x) {
   return v;
 }
 
-static int same_point(const pt_params *a, const pt_params *b) {
-  if (a->n != b->n) return 0;
-  for (int i = 0; i < a->n; i++)
-    if (a->v[i].value != b->v[i].value || strcmp(a->v[i].name, b->v[i].name)) return 0;
-  return 1;
-}
-
 /* Evaluate s->point (memoised); returns the objective, HUGE_VAL once stopped. */
 static double evaluate(search *s) {
   for (int i = 0; i < s->nseen; i++)
-    if (same_point(&s->seen[i], &s->point)) return s->seen_value[i];
+    if (pt_params_equal(&s->seen[i], &s->point)) return s->seen_value[i];
   if (s->rc < 0 || s->evaluations >= s->budget) return HUGE_VAL;
   double v;
   int rc = s->eval(s->ctx, &s->point, &v, s->err);
@@ -184,6 +178,12 @@ out:
   gsl_vector_free(step);
 }
 
+/* Choice c of p into point: a number or a list. */
+static void set_choice(pt_params *point, const pt_tune_param *p, int c) {
+  if (p->choice_lists && p->choice_lists[c].n) pt_params_set_list(point, p->name, &p->choice_lists[c]);
+  else pt_params_set(point, p->name, p->choices[c]);
+}
+
 /* Recurse over grid parameters; at each full grid point run the starts. */
 static void grid(search *s, int i, const pt_tune_opts *o, gsl_rng *rng) {
   if (s->rc < 0 || s->evaluations >= s->budget) return;
@@ -211,7 +211,7 @@ static void grid(search *s, int i, const pt_tune_opts *o, gsl_rng *rng) {
     return;
   }
   for (int c = 0; c < p->nchoices; c++) {
-    pt_params_set(&s->point, p->name, p->choices[c]);
+    set_choice(&s->point, p, c);
     grid(s, i + 1, o, rng);
   }
 }
@@ -233,7 +233,7 @@ static void grid(search *s, int i, const pt_tune_opts *o, gsl_rng *rng) {
 typedef struct ahead ahead;
 
 typedef struct chain {
-  search s;              /* its own memo and budget; eval: chain_eval */
+  search *s;             /* while it runs: its own memo and budget; eval: chain_eval */
   pt_params at;          /* the grid point */
   double x0[PT_MAX_PARAMS];
   int waiting, done, started;
@@ -261,7 +261,7 @@ static int chain_eval(void *ctx, const pt_params *p, double *v, pt_err *err) {
   int rc = 0;
   for (;;) {
     int i = 0;
-    while (i < a->nknown && !same_point(&a->known[i], p)) i++;
+    while (i < a->nknown && !pt_params_equal(&a->known[i], p)) i++;
     if (i < a->nknown) {
       *v = a->value[i];
       break;
@@ -282,7 +282,7 @@ static int chain_eval(void *ctx, const pt_params *p, double *v, pt_err *err) {
 
 static void *chain_run(void *arg) {
   chain *c = arg;
-  search *s = &c->s;
+  search *s = c->s;
   s->point = c->at;
   if (!s->ncont) {
     evaluate(s);
@@ -325,9 +325,9 @@ static void chains_of(search *s, int i, const pt_tune_opts *o, gsl_rng *rng, cha
 
 /* Run the chains ahead (see above), handing o->prefetch the points they wait for; s is left as it was. */
 static int run_ahead(search *s, const pt_tune_opts *o) {
-  int maxc = o->budget < 4096 ? o->budget : 4096, nc = 0, width = o->parallel > 1 ? o->parallel : 2;
+  int maxc = o->budget < 1024 ? o->budget : 1024, nc = 0, width = o->parallel > 1 ? o->parallel : 2;
   chain **cs = calloc((size_t)maxc, sizeof *cs);
-  ahead a = {.max = 2 * o->budget};
+  ahead a = {.max = 2 * o->budget < 8192 ? 2 * o->budget : 8192};
   a.known = calloc((size_t)a.max, sizeof *a.known);
   a.value = calloc((size_t)a.max, sizeof *a.value);
   pt_params *batch = calloc((size_t)width, sizeof *batch);
@@ -351,13 +351,17 @@ static int run_ahead(search *s, const pt_tune_opts *o) {
     for (int i = 0; i < next; i++) live += !cs[i]->done;
     while (next < nc && live < width) { /* start chains up to the width */
       chain *c = cs[next++];
-      c->s = *s;
-      c->s.eval = chain_eval;
-      c->s.ctx = c;
-      c->s.err = &c->err;
-      c->s.out = &c->best;
+      if (!(c->s = malloc(sizeof *c->s))) { /* the memo is large (its pages are touched as it fills) */
+        rc = pt_err_set(s->err, PT_ENOMEM, "out of memory");
+        break;
+      }
+      memcpy(c->s, s, offsetof(search, seen)); /* the search's settings; an empty memo */
+      c->s->eval = chain_eval;
+      c->s->ctx = c;
+      c->s->err = &c->err;
+      c->s->out = &c->best;
       c->best.best_value = HUGE_VAL;
-      c->s.nseen = c->s.evaluations = c->s.rc = c->s.probe_next = 0;
+      c->s->nseen = c->s->evaluations = c->s->rc = c->s->probe_next = 0;
       c->a = &a;
       if (pthread_create(&c->th, NULL, chain_run, c) != 0) {
         rc = pt_err_set(s->err, PT_ENOMEM, "cannot start a thread");
@@ -376,7 +380,7 @@ static int run_ahead(search *s, const pt_tune_opts *o) {
       chain *c = cs[i];
       if (!c->waiting) continue;
       int dup = 0;
-      for (int k = 0; k < n && !dup; k++) dup = same_point(&batch[k], &c->want);
+      for (int k = 0; k < n && !dup; k++) dup = pt_params_equal(&batch[k], &c->want);
       if (!dup) batch[n++] = c->want;
     }
     if (n > a.max - a.nknown) n = a.max - a.nknown;
@@ -415,6 +419,7 @@ static int run_ahead(search *s, const pt_tune_opts *o) {
   for (int i = 0; cs && i < nc; i++)
     if (cs[i] && cs[i]->started) {
       pthread_join(cs[i]->th, NULL);
+      free(cs[i]->s);
     }
   pthread_mutex_destroy(&a.mu);
   pthread_cond_destroy(&a.cv);
@@ -465,7 +470,8 @@ int pt_tune(const pt_tune_param *params, int nparams, const pt_tune_opts *opts, 
       }
       s->cont[s->ncont++] = i;
     }
-    pt_params_set(&s->point, p->name, p->nchoices > 0 ? p->choices[0] : p->dflt);
+    if (p->nchoices > 0) set_choice(&s->point, p, 0);
+    else pt_params_set(&s->point, p->name, p->dflt);
   }
   gsl_rng *rng = rc == 0 ? gsl_rng_alloc(gsl_rng_mt19937) : NULL;
   if (rc == 0 && !rng) rc = pt_err_set(err, PT_ENOMEM, "out of memory");

@@ -2,7 +2,9 @@
  * tune.h — searching a policy's parameter space.
  *
  * Parameters with a list of choices are searched by grid (every
- * combination); continuous ones by GSL's Nelder–Mead simplex
+ * combination), a list-valued knob among them: its choices may be lists
+ * (mech.h), each tried as one grid value, since a per-interval table has no
+ * order a simplex could follow; continuous ones by GSL's Nelder–Mead simplex
  * (gsl_multimin_fminimizer_nmsimplex2) in a space where log-scaled
  * parameters are searched by their logarithm, from several starts (the
  * defaults first, then seeded random points).  Ranges hold by clamping; an
@@ -30,6 +32,7 @@ typedef struct pt_tune_param {
   int log_scale, integer;
   const double *choices;     /* nchoices > 0: a grid parameter */
   int nchoices;
+  const pt_plist *choice_lists; /* NULL, or per choice the list it is (n 0: the number choices[k]) */
 } pt_tune_param;
 
 /* Evaluate one point: 0 with *value (lower is better), or a negative PT_E* (stops the search). */

@@ -81,6 +81,19 @@ def expandable():
             "allocator_settings": {"expandable_segments": True}}
 
 
+def expandable_hole():
+    """One reservation mapped whole by one growth (120 MiB), then a hole unmapped in its middle: the
+    end state lists two mapped ranges, [X, X+60 MiB) and [X+80, X+120 MiB), and nothing was mapped
+    when recording began (the map crosses from the first range into the second)."""
+    X = 0x7d0000000000
+    tr = [entry("segment_map", X, 120 * MiB, 0, 1),
+          entry("alloc", X, 100 * MiB, 0, 2),
+          entry("free_completed", X, 100 * MiB, 0, 3),
+          entry("segment_unmap", X + 60 * MiB, 20 * MiB, 0, 4)]
+    segs = [segment(X, 60 * MiB, [], expandable=True), segment(X + 80 * MiB, 40 * MiB, [], expandable=True)]
+    return {"segments": segs, "device_traces": [tr], "allocator_settings": {"expandable_segments": True}}
+
+
 def main():
     with open("synthetic_snapshot.pickle", "wb") as f:
         pickle.dump(synthetic(), f, protocol=4)
@@ -90,6 +103,8 @@ def main():
         pickle.dump(two_devices(), f, protocol=4)
     with open("expandable.pickle", "wb") as f:
         pickle.dump(expandable(), f, protocol=5)
+    with open("expandable_hole.pickle", "wb") as f:
+        pickle.dump(expandable_hole(), f, protocol=5)
     neg = synthetic()
     neg["device_traces"][0][4]["size"] = -4096
     with open("negative_size.pickle", "wb") as f:

@@ -278,6 +278,40 @@ def wl_llm_decode(torch, impl):
     return info
 
 
+def wl_long_decode(torch, impl):
+    """Issue 12's long decode: a 16-layer Llama (hidden 1024, 8 KV heads of 128), five sequences one after
+    another, each of its own batch (4-16), prompt (64-512 tokens) and length (300-500 new tokens), greedy with
+    the growing DynamicCache: millions of records, the caches of each sequence left as holes for the next."""
+    import random
+    import transformers
+    from transformers import LlamaConfig, LlamaForCausalLM
+    rng = random.Random(1205)
+    V, D, L = 8192, 1024, 16
+    cfg = LlamaConfig(vocab_size=V, hidden_size=D, intermediate_size=2816, num_hidden_layers=L,
+                      num_attention_heads=8, num_key_value_heads=8, max_position_embeddings=2048)
+    model = LlamaForCausalLM(cfg).to(device="cuda", dtype=torch.bfloat16).eval()
+    seqs = []
+    with torch.no_grad():
+        for _ in range(int(os.environ.get("LONG_DECODE_SEQS", "5"))):
+            B, P, N = rng.randrange(4, 17), rng.randrange(64, 513), rng.randrange(300, 501)
+            seqs.append((B, P, N))
+            ids = torch.randint(0, V, (B, P), device="cuda")
+            out = model(input_ids=ids, use_cache=True)
+            past = out.past_key_values
+            tok = out.logits[:, -1:].argmax(-1)
+            del out
+            for _ in range(N):
+                out = model(input_ids=tok, past_key_values=past, use_cache=True)
+                past = out.past_key_values
+                tok = out.logits[:, -1:].argmax(-1)
+                del out
+            del past, tok, ids
+            _step()
+    return {"model": f"transformers LlamaForCausalLM(layers={L}, hidden={D}, heads=8, kv_heads=8, vocab={V})",
+            "transformers_version": transformers.__version__, "sequences_batch_prompt_new": seqs,
+            "dtype": "bfloat16", "loop": "greedy with past_key_values, one sequence after another"}
+
+
 def wl_weights_load(torch, impl):
     # A 24-layer Llama-like (with q/k/v biases) state_dict built on CPU, then
     # copied to the GPU tensor by tensor (fp32), then cast to bf16 one tensor
@@ -376,6 +410,159 @@ def wl_graph_pool(torch, impl):
             "eager": "4 randn of 256 x 1-4 K per replay; 10 after the graph is dropped"}
 
 
+
+# ----------------------------------------------------------------------------
+# Knob workloads (issue 12): allocation plans whose results depend on one knob.
+# A plan is a list of ("a", key, nbytes) / ("f", key) steps, made without torch
+# (random.Random(seed)), so the same plan runs on the GPU (_run_plan) and, as a
+# native trace, through the model on a CPU (capture.py --plan NAME writes it).
+# Requests are exact byte counts (torch.empty(n, dtype=uint8)), so the
+# requested sizes in the snapshot are the plan's.
+# ----------------------------------------------------------------------------
+
+MiB = 1 << 20
+CAP_BYTES = [None]  # the worker's memory cap (bytes), when --fraction is given
+
+
+def _window_plan(rng, steps, draw, live_max=None, live_bytes=None):
+    """STEPS allocations of DRAW(rng) bytes; after each, frees random live tensors while
+    more than LIVE_MAX are live or their bytes exceed LIVE_BYTES; the rest freed at the end."""
+    plan, live, total = [], [], 0
+    for k in range(steps):
+        n = draw(rng)
+        plan.append(("a", k, n))
+        live.append((k, n))
+        total += n
+        while live and ((live_max is not None and len(live) > live_max) or
+                        (live_bytes is not None and total > live_bytes and len(live) > 1)):
+            i = rng.randrange(len(live) - 1)  # never the newest: it is in use
+            key, m = live.pop(i)
+            plan.append(("f", key))
+            total -= m
+    for key, _ in live:
+        plan.append(("f", key))
+    return plan
+
+
+def plan_rp2_sizes():
+    """Sizes in every interval whose divisions differ under [256:1,512:2,1024:4,>:8]: below
+    512 MiB (1: 512-byte rounding only), [512 MiB, 1 GiB) (2), [1, 2) GiB (4), 2-4 GiB (8);
+    at most 4 live, so freed blocks are reused or not depending on how they were rounded."""
+    import random
+    rng = random.Random(1201)
+    bands = [(64 * MiB, 512 * MiB), (512 * MiB, 1024 * MiB), (1024 * MiB, 2048 * MiB),
+             (2048 * MiB, 4096 * MiB)]
+
+    def draw(r):
+        lo, hi = bands[r.randrange(len(bands))]
+        return r.randrange(lo, hi)
+    return _window_plan(rng, 80, draw, live_max=4)
+
+
+def plan_kv_grow():
+    """Three sequences decoded one after another, each a KV cache grown by concatenation (new =
+    cat(old, step): the new one allocated before the old is freed) from 300 MiB to 2.3 GiB,
+    128-136 MiB a step, with a per-step activation of 20-120 MiB: whether a cache freed in one
+    sequence is reused by a later one depends on how far each was rounded up."""
+    import random
+    rng = random.Random(1202)
+    plan, key = [], 0
+    for _ in range(3):
+        size = 300 * MiB + rng.randrange(0, 1 << 16)
+        cur = None
+        while size < 2300 * MiB:
+            act = rng.randrange(20 * MiB, 120 * MiB)
+            plan.append(("a", key, act)); a_key = key; key += 1
+            plan.append(("a", key, size)); new = key; key += 1
+            if cur is not None:
+                plan.append(("f", cur))
+            plan.append(("f", a_key))
+            cur = new
+            size += 128 * MiB + rng.randrange(0, 8 * MiB)
+        plan.append(("f", cur))
+    return plan
+
+
+def plan_exp_mix():
+    """Log-uniform sizes from 512 KiB to 400 MiB, at most 6 live, freed in random order: holes
+    in the middle of the expandable segment (free blocks with live ones after them), so
+    max_split_size_mb (a large hole refused to a small request) and the rounding (which hole
+    a request fits, how many 20 MiB pages a growth maps) change the maps and the peak."""
+    import math
+    import random
+    rng = random.Random(1203)
+
+    def draw(r):
+        return int(math.exp(r.uniform(math.log(512 * 1024), math.log(400 * MiB))))
+    return _window_plan(rng, 400, draw, live_max=6)
+
+
+def plan_exp_cap():
+    """Under a cap (CAP_BYTES, default 2 GiB): sizes 8-300 MiB, live bytes kept under 0.6 of the
+    cap, freed in random order: fragmentation grows the segment to the cap, the allocator's
+    retry unmaps the free pages (several ranges), and the run goes on."""
+    import random
+    rng = random.Random(1204)
+    cap = CAP_BYTES[0] or 2 * 1024 * MiB
+
+    def draw(r):
+        return r.randrange(8 * MiB, 300 * MiB)
+    return _window_plan(rng, 300, draw, live_bytes=int(cap * 0.6))
+
+
+PLANS = {"rp2_sizes": plan_rp2_sizes, "kv_grow": plan_kv_grow, "exp_mix": plan_exp_mix,
+         "exp_cap": plan_exp_cap}
+
+
+def _run_plan(torch, name):
+    plan = PLANS[name]()
+    live, ooms = {}, []
+    for i, step in enumerate(plan):
+        if step[0] == "a":
+            try:
+                live[step[1]] = torch.empty(step[2], dtype=torch.uint8, device="cuda")
+            except torch.OutOfMemoryError:  # recorded in the snapshot (oom); the plan goes on
+                ooms.append(i)
+        else:
+            live.pop(step[1], None)
+    torch.cuda.synchronize()
+    allocs = [s[2] for s in plan if s[0] == "a"]
+    return {"plan": name, "allocations": len(allocs), "requested_bytes": sum(allocs),
+            "largest": max(allocs), "cap_bytes": CAP_BYTES[0], "oom_steps": ooms}
+
+
+def write_plan_trace(name, path):
+    """The plan as a native pagetune trace (requests only, stream 0, 1 us apart)."""
+    plan = PLANS[name]()
+    ids, nrec = {}, 0
+    with open(path, "w") as f:
+        f.write("pagetune-trace 1\n@source capture.py --plan %s\n@device 0\n" % name)
+        for t, step in enumerate(plan):
+            if step[0] == "a":
+                ids[step[1]] = len(ids) + 1
+                f.write("a %d %d 0x0 %d\n" % (ids[step[1]], step[2], t))
+            else:
+                f.write("f %d %d\n" % (ids[step[1]], t))
+            nrec += 1
+        f.write("end %d\n" % nrec)
+
+
+def wl_rp2_sizes(torch, impl):
+    return _run_plan(torch, "rp2_sizes")
+
+
+def wl_kv_grow(torch, impl):
+    return _run_plan(torch, "kv_grow")
+
+
+def wl_exp_mix(torch, impl):
+    return _run_plan(torch, "exp_mix")
+
+
+def wl_exp_cap(torch, impl):
+    return _run_plan(torch, "exp_cap")
+
+
 WORKLOADS = {
     "randn_loop": dict(fn=wl_randn_loop, pre=pre_randn_loop, fallback=False,
                        desc="1000 x torch.randn(1024, 1024, device='cuda'), each result dropped; "
@@ -397,6 +584,21 @@ WORKLOADS = {
     "graph_pool": dict(fn=wl_graph_pool, fallback=False,
                        desc="a CUDA graph (Linear+relu+Linear) captured and replayed 20 times among eager "
                             "allocations, then dropped, then eager allocations again (issue 12: graph pools)"),
+    "rp2_sizes": dict(fn=wl_rp2_sizes, fallback=False,
+                      desc="80 uint8 tensors of 64 MiB-4 GiB (every interval of [256:1,512:2,1024:4,>:8]), "
+                           "at most 4 live, random frees (plan_rp2_sizes, random.Random(1201))"),
+    "kv_grow": dict(fn=wl_kv_grow, fallback=False,
+                    desc="three sequences, each a KV cache grown by concatenation from 300 MiB to 2.3 GiB, "
+                         "128-136 MiB a step, with an activation of 20-120 MiB a step (plan_kv_grow, random.Random(1202))"),
+    "exp_mix": dict(fn=wl_exp_mix, fallback=False,
+                    desc="400 uint8 tensors, log-uniform 512 KiB-400 MiB, at most 6 live, random frees "
+                         "(plan_exp_mix, random.Random(1203))"),
+    "exp_cap": dict(fn=wl_exp_cap, fallback=False,
+                    desc="300 uint8 tensors of 8-300 MiB, live bytes under 0.6 of the cap, random frees "
+                         "(plan_exp_cap, random.Random(1204)); run under a memory fraction"),
+    "long_decode": dict(fn=wl_long_decode, fallback=False,
+                        desc="five greedy decodes of a 16-layer Llama (hidden 1024) one after another, batch 4-16, "
+                             "prompt 64-512, 300-500 new tokens each (random.Random(1205)): issue 12's long trace"),
     "two_streams": dict(fn=wl_two_streams, fallback=False,
                         desc="300 iterations: tensors made on the main stream used on a side stream "
                              "(record_stream) and vice versa, so frees are deferred across streams"),
@@ -435,6 +637,9 @@ def _allocator_peak(torch, fn):
         return None
 
 
+MAX_ENTRIES = int(os.environ.get("MAX_ENTRIES", "2000000"))  # the history's ring (long_decode: more)
+
+
 def start_recording(torch):
     """_record_memory_history with the smallest setting that records every action."""
     import inspect
@@ -444,10 +649,10 @@ def start_recording(torch):
     except (TypeError, ValueError):
         params = set()
     attempts = [
-        dict(enabled="all", context=None, stacks="python", max_entries=2_000_000),
-        dict(enabled="all", context=None, max_entries=2_000_000),
-        dict(enabled="all", context="alloc", stacks="python", max_entries=2_000_000),
-        dict(enabled="all", max_entries=2_000_000),
+        dict(enabled="all", context=None, stacks="python", max_entries=MAX_ENTRIES),
+        dict(enabled="all", context=None, max_entries=MAX_ENTRIES),
+        dict(enabled="all", context="alloc", stacks="python", max_entries=MAX_ENTRIES),
+        dict(enabled="all", max_entries=MAX_ENTRIES),
     ]
     errors = []
     for kw in attempts:
@@ -489,6 +694,7 @@ def worker(a):
     if a.fraction is not None:
         torch.cuda.set_per_process_memory_fraction(float(a.fraction), 0)
         meta["memory_cap_bytes"] = int(float(a.fraction) * props.total_memory)
+        CAP_BYTES[0] = meta["memory_cap_bytes"]
     spec = WORKLOADS[a.worker]
     keep = None
     if spec.get("pre") is not None:
@@ -629,7 +835,7 @@ def finish_trace(out, name, extra=None):
                 counts[e.get("action")] = counts.get(e.get("action"), 0) + 1
             meta["trace_entries"] = len(tr)
             meta["trace_action_counts"] = dict(sorted(counts.items()))
-            meta["trace_hit_max_entries"] = len(tr) >= 2_000_000
+            meta["trace_hit_max_entries"] = len(tr) >= MAX_ENTRIES
             segs = snap.get("segments", [])
             meta["snapshot_segments_at_dump"] = len(segs)
             meta["snapshot_reserved_at_dump"] = sum(int(s.get("total_size", 0)) for s in segs)
@@ -691,6 +897,7 @@ def job_peak(out, name, workload, conf, common):
 # issue 12's captures (--knobs): knobs the model must reproduce, and cudaMallocAsync's real peaks
 # (several runs each: they vary between identical runs).  A fraction of the H200's 150 GB: 0.003
 # is a 450 MB cap, under which varlen_infer's expandable peak (369 MB) meets a 0.6 GC threshold.
+CAP_FRACTION = 0.0143  # about 2 GiB of the H200's 150 GB: exp_cap's cap
 KNOB_JOBS = [
     ("rp2_list_decode", "llm_decode", "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", None),
     ("rp2_list_infer", "varlen_infer", "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", None),
@@ -698,9 +905,26 @@ KNOB_JOBS = [
     ("exp_split", "varlen_infer", "expandable_segments:True,max_split_size_mb:64", None),
     ("exp_gc_cap", "varlen_infer", "expandable_segments:True,garbage_collection_threshold:0.6", 0.003),
     ("graph_pool", "graph_pool", "", None),
+] + [
+    # Workloads whose results depend on the knob, each beside the same workload without it (or
+    # with the closest single value), so that a capture shows what the knob changes.
+    ("rp2_list_sizes", "rp2_sizes", "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", None),
+    ("rp2_8_sizes", "rp2_sizes", "roundup_power2_divisions:8", None),
+    ("rp2_none_sizes", "rp2_sizes", "", None),
+    ("rp2_list_kv", "kv_grow", "roundup_power2_divisions:[256:1,512:2,1024:4,>:8]", None),
+    ("rp2_8_kv", "kv_grow", "roundup_power2_divisions:8", None),
+    ("exp_mix", "exp_mix", "expandable_segments:True", None),
+    ("exp_rp2_mix", "exp_mix", "expandable_segments:True,roundup_power2_divisions:4", None),
+    ("exp_rp2_list_mix", "exp_mix", "expandable_segments:True,roundup_power2_divisions:[32:1,64:2,128:4,>:8]", None),
+    ("exp_split_mix", "exp_mix", "expandable_segments:True,max_split_size_mb:64", None),
+    ("exp_cap_mix", "exp_cap", "expandable_segments:True", CAP_FRACTION),
+    ("exp_gc_cap_mix", "exp_cap", "expandable_segments:True,garbage_collection_threshold:0.6", CAP_FRACTION),
+    ("exp_gc_split_cap_mix", "exp_cap",
+     "expandable_segments:True,garbage_collection_threshold:0.6,max_split_size_mb:64", CAP_FRACTION),
 ]
 PEAK_JOBS = [("async_%s_%d" % (w, i), w, "backend:cudaMallocAsync")
-             for w in ("llm_decode", "varlen_infer", "transformer_train", "cnn_train") for i in (1, 2, 3)]
+             for w in ("llm_decode", "varlen_infer", "transformer_train", "cnn_train")
+             for i in range(1, int(os.environ.get("PEAK_RUNS", "3")) + 1)]  # runs of each (they vary)
 
 GC_CONF = "garbage_collection_threshold:0.6,max_split_size_mb:64"
 DEADLINE = [None]  # absolute time after which no new worker starts
@@ -866,10 +1090,19 @@ def main():
     ap.add_argument("--knobs", action="store_true",
                     help="issue 12's captures instead of the bundled set: knobs (list-form roundup, "
                          "expandable with its knobs, a CUDA graph pool) and cudaMallocAsync's peaks, 3 runs each")
+    ap.add_argument("--plan", choices=sorted(PLANS),
+                    help="write that knob workload's plan to --out as a native trace (no torch, no GPU)")
+    ap.add_argument("--total-memory", type=int,
+                    help="with --plan and --fraction: the GPU's total memory (default the H200's 150109880320)")
     ap.add_argument("--jobs", type=int, default=5)
     ap.add_argument("--deadline", type=float, default=380.0,
                     help="seconds after which the driver starts no new worker")
     a = ap.parse_args()
+    if a.plan:  # no GPU: the plan as a native trace, for the model
+        if a.fraction is not None:
+            CAP_BYTES[0] = int(a.fraction * (a.total_memory or 150109880320))
+        write_plan_trace(a.plan, a.out)
+        return
     if a.worker:
         a.name = a.name or a.worker
         sys.exit(worker(a))

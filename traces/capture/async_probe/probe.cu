@@ -17,6 +17,18 @@ static void *al(size_t n, const char *tag) {
          ((double)(intptr_t)((uintptr_t)p - base)) / MIB, RES(), RES() / (double)MIB, attr(cudaMemPoolAttrUsedMemCurrent));
   return p;
 }
+/* The same without a synchronisation: the request is made while earlier work may still be running. */
+static void *aln(size_t n, cudaStream_t st, const char *tag) {
+  void *p; CK(cudaMallocAsync(&p, n, st));
+  if (!base) base = (uintptr_t)p;
+  printf("  alloc %-6s %12zu (%.3f MiB) at base%+.3f MiB  reserved %.1f MiB (no sync)\n", tag, n, n / (double)MIB,
+         ((double)(intptr_t)((uintptr_t)p - base)) / MIB, RES() / (double)MIB);
+  return p;
+}
+static void frn(void *p, cudaStream_t st) { CK(cudaFreeAsync(p, st)); }
+/* A kernel that keeps the stream busy for about ms milliseconds, so frees behind it are pending. */
+__global__ void spin(long long cycles) { long long t0 = clock64(); while (clock64() - t0 < cycles) { } }
+static void busy(cudaStream_t st, int ms) { int khz; cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0); spin<<<1, 1, 0, st>>>((long long)khz * ms); }
 static void fr(void *p) { CK(cudaFreeAsync(p, 0)); CK(cudaStreamSynchronize(0)); }
 static void reset(void) { CK(cudaDeviceSynchronize()); CK(cudaMemPoolTrimTo(pool, 0)); base = 0; printf("  -- trimmed, reserved %llu\n", RES()); }
 int main(int argc, char **argv) {
@@ -53,6 +65,28 @@ int main(int argc, char **argv) {
     void *a = al(30 * MIB, "A"); al(4 * MIB, "B"); void *c = al(30 * MIB, "C"); al(MIB, "D");
     fr(a); fr(c); printf("  freed A,C reserved %llu\n", RES());
     al(40 * MIB, "E"); al(8 * MIB, "F"); al(8 * MIB, "G");
+  } else if (!strcmp(m, "pending")) {
+    /* Which frees the pool reuses while they are still pending on the GPU (a kernel runs ahead of them):
+       each case once with the stream busy, then once idle (synchronised before the request). */
+    cudaStream_t s1; CK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+    for (int idle = 0; idle < 2; idle++) {
+      const char *how = idle ? "idle" : "busy";
+#define WAIT() do { if (idle) CK(cudaDeviceSynchronize()); } while (0)
+      printf("== P1 same size, same stream (%s)\n", how); busy(0, 50);
+      { void *x = aln(8 * MIB, 0, "x"); frn(x, 0); WAIT(); void *y = aln(8 * MIB, 0, "y"); printf("  y %s x\n", y == x ? "==" : "!="); frn(y, 0); }
+      reset(); printf("== P2 two adjacent pending frees, then their sum (%s)\n", how); busy(0, 50);
+      { void *x = aln(8 * MIB, 0, "x"), *z = aln(8 * MIB, 0, "z"); void *k = aln(8 * MIB, 0, "keep"); frn(x, 0); frn(z, 0); WAIT();
+        void *w = aln(16 * MIB, 0, "w"); printf("  w %s x\n", w == x ? "==" : "!="); frn(w, 0); frn(k, 0); }
+      reset(); printf("== P3 a smaller request from a pending free (%s)\n", how); busy(0, 50);
+      { void *x = aln(40 * MIB, 0, "x"); void *k = aln(8 * MIB, 0, "keep"); frn(x, 0); WAIT(); void *y = aln(20 * MIB, 0, "y");
+        printf("  y %s x\n", y == x ? "==" : "!="); frn(y, 0); frn(k, 0); }
+      reset(); printf("== P4 freed on stream 0, asked on another stream (%s)\n", how); busy(0, 50);
+      { void *x = aln(8 * MIB, 0, "x"); frn(x, 0); WAIT(); void *y = aln(8 * MIB, s1, "y"); printf("  y %s x\n", y == x ? "==" : "!="); frn(y, s1); }
+      reset(); printf("== P5 a pending free next to the pool's free end, then a request larger than either (%s)\n", how); busy(0, 50);
+      { void *x = aln(24 * MIB, 0, "x"); frn(x, 0); WAIT(); void *y = aln(28 * MIB, 0, "y"); printf("  y %s x\n", y == x ? "==" : "!="); frn(y, 0); }
+      reset();
+#undef WAIT
+    }
   } else if (!strcmp(m, "replay") || !strcmp(m, "replaysync")) {
     int sync = !strcmp(m, "replaysync");
     FILE *f = fopen(argv[2], "r"); FILE *o = fopen(argv[3], "w");

@@ -1,0 +1,100 @@
+#!/bin/sh
+# report_rec.sh — the report leads with a recommendation: the best run by the
+# objective (as best chooses it) among runs that did not run out of memory and are
+# not direct, with the lines export prints for it, against the captured settings
+# (pytorch_native at its defaults at the same capacity and GPU), in the text, the
+# JSON and the HTML page's first section.
+. "${top_srcdir:-.}/tests/wb_setup.sh"
+trace="$top_srcdir/traces/varlen_infer.pickle.gz"
+db="$tmp/r.db"
+
+# direct holds the least memory of the runs that fit; under 378702643 B pytorch_native
+# runs out of memory with a smaller peak still: neither may headline
+"$pt" sweep --db "$db" --trace "$trace" --policy pytorch_native --policy pytorch_expandable --policy cuda_async \
+  --policy direct --policy stitch --capacity 600M >/dev/null 2>"$tmp/err" || { fail "sweep"; cat "$tmp/err"; }
+"$pt" sweep --db "$db" --trace "$trace" --policy pytorch_native --capacity 378702643 >/dev/null 2>"$tmp/err" ||
+  { fail "sweep under the cap"; cat "$tmp/err"; }
+
+for obj in memory time weighted:0.5; do
+  "$pt" report --db "$db" --objective $obj --json >"$tmp/$obj.json" 2>"$tmp/err" || { fail "report --objective $obj"; cat "$tmp/err"; }
+  "$pt" report --db "$db" --objective $obj --html "$tmp/$obj.html" >"$tmp/$obj.txt" 2>"$tmp/err" ||
+    { fail "report --html --objective $obj"; cat "$tmp/err"; }
+  "$pt" best --db "$db" --trace varlen_infer.pickle.gz --objective $obj --json >"$tmp/$obj.best" 2>/dev/null || fail "best $obj"
+  run=$(python3 -c "import json; print(json.load(open('$tmp/$obj.json'))['recommendations'][0]['run'])")
+  "$pt" export --db "$db" --trace varlen_infer.pickle.gz --run "$run" --format env >"$tmp/$obj.env" 2>/dev/null || fail "export $run"
+  python3 - "$tmp/$obj.json" "$tmp/$obj.best" "$tmp/$obj.env" "$tmp/$obj.html" "$tmp/$obj.txt" "$obj" <<'PY' || fail "report --objective $obj"
+import json, math, sys
+d = json.load(open(sys.argv[1])); best = json.load(open(sys.argv[2])); env = open(sys.argv[3]).read()
+html = open(sys.argv[4]).read(); text = open(sys.argv[5]).read(); obj = sys.argv[6]
+runs = {r["run"]: r for r in d["runs"]}
+(rec,) = d["recommendations"]
+r = runs[rec["run"]]
+assert r["ooms"] == 0 and r["mechanism"] != "direct", r
+ok = [x for x in d["runs"] if x["ooms"] == 0 and x["mechanism"] != "direct"]
+def value(x):
+    if obj == "memory": return (x["peak_reserved_bytes"], x["run"])
+    if obj == "time": return (x["predicted_alloc_us"], x["run"])
+    return (x["predicted_alloc_us"] ** 0.5 * x["peak_reserved_bytes"] ** 0.5, x["run"])
+want = min(ok, key=value)
+assert rec["run"] == want["run"], (obj, rec["run"], want["run"])
+# best chooses the same run unless its choice may not headline (direct, by memory)
+if runs[best["run"]]["mechanism"] != "direct":
+    assert best["run"] == rec["run"], (obj, best["run"], rec["run"])
+else:
+    assert obj == "memory", obj
+# the captured settings: pytorch_native at its defaults, at the recommended run's capacity
+b = runs[rec["baseline_run"]]
+assert b["policy"] == "pytorch_native" and b["capacity"] == r["capacity"], b
+assert b["params"] == {"garbage_collection_threshold": 0, "max_non_split_rounding_mb": 20, "max_split_size_mb": None,
+                       "roundup_power2_divisions": 0}, b["params"]
+assert "--run %d " % r["run"] in rec["export_command"], rec
+# the lines to paste are export's own, and the page's first section shows them, escaped
+def esc(s):
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;").replace("'", "&#39;")
+lines = [l for l in env.splitlines() if l and not l.startswith("#")]
+code = [l[4:] for l in env.splitlines() if l.startswith("#   ")]
+first = html.index('<section class="rec">')
+assert first < html.index('<section class="trace"'), "the recommendation is not first"
+card = html[first:html.index("</section>", first)]
+for l in lines + code:
+    assert esc(l) in card, (l, card[:2000])
+    assert ("    " + l + "\n") in text, (l, text[:2000])
+if not lines:
+    assert "nothing to set" in card, card[:2000]
+assert "#%d" % b["run"] in card, "the captured run is not named"
+assert rec["why"] and rec["why"] in text.replace("\n" + " " * 14, " "), (rec["why"], text[:3000])
+# never headline: the facts' least memory is not direct, nor the run that ran out of memory
+i = html.index("least memory: <b>")
+assert html[i:i + 40].split("<b>")[1].split("</b>")[0] != "direct", html[i:i + 80]
+# the text leads with it
+assert text.startswith("RECOMMENDED SETTINGS\n") and text.index("varlen_infer.pickle.gz: run %d, " % r["run"]) < text.index("\nRUNS\n"), text[:500]
+PY
+done
+
+# without predicted times, a time objective recommends by memory and says so
+"$pt" sweep --db "$tmp/nogpu.db" --trace "$trace" --policy cuda_async --policy direct --gpu none >/dev/null 2>&1 || fail "sweep --gpu none"
+"$pt" report --db "$tmp/nogpu.db" --json >"$tmp/nogpu.json" 2>"$tmp/err" || { fail "report without times"; cat "$tmp/err"; }
+python3 -c "
+import json
+d = json.load(open('$tmp/nogpu.json'))
+(rec,) = d['recommendations']
+runs = {r['run']: r for r in d['runs']}
+assert runs[rec['run']]['policy'] == 'cuda_async' and rec['baseline_run'] is None, rec
+assert rec['chosen_by'].startswith('memory') and 'predicted time' in rec['chosen_by'], rec" || fail "report without times"
+# a trace whose every run ran out of memory, or is direct, has nothing to recommend
+"$pt" sweep --db "$tmp/none.db" --trace "$trace" --policy direct >/dev/null 2>&1 || fail "sweep direct"
+"$pt" report --db "$tmp/none.db" --html "$tmp/none.html" >"$tmp/none.txt" 2>/dev/null || fail "report of direct alone"
+grep -q "nothing to recommend" "$tmp/none.txt" && grep -q "Nothing to recommend" "$tmp/none.html" || fail "direct alone headlined"
+
+# a recommended run whose export cannot be written still leads, saying why (its parameters made unreadable)
+if command -v sqlite3 >/dev/null 2>&1; then
+  cp "$db" "$tmp/bad.db"
+  run=$(python3 -c "import json; print(json.load(open('$tmp/time.json'))['recommendations'][0]['run'])")
+  sqlite3 "$tmp/bad.db" "UPDATE runs SET params_json = '{not json' WHERE id = $run" || fail "sqlite3 update"
+  "$pt" report --db "$tmp/bad.db" --html "$tmp/bad.html" >"$tmp/bad.txt" 2>"$tmp/err" || { fail "report with an unexportable run"; cat "$tmp/err"; }
+  grep -q "warning: *no lines to paste: run $run: unreadable parameters" "$tmp/bad.txt" &&
+    grep -q "<b>Warning.</b> no lines to paste: run $run: unreadable parameters" "$tmp/bad.html" ||
+    { fail "an unexportable run: not said"; head -20 "$tmp/bad.txt"; }
+fi
+
+done_ok report_rec
