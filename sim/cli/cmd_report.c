@@ -254,11 +254,16 @@ int pt_cmd_report(void *args, char **pos, int npos, pt_err *err) {
   rec_text *rt = rc == 0 ? calloc(n ? n : 1, sizeof *rt) : NULL;
   size_t nrecs = 0;
   if (rc == 0 && (!recs || !rt)) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
-  for (size_t i = 0; rc == 0 && i < n; i++) {
+  const char **rec_hash = rc == 0 ? calloc(n ? n : 1, sizeof *rec_hash) : NULL; /* the trace of each rec */
+  if (rc == 0 && !rec_hash) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
+  for (size_t i = 0; rc == 0 && i < n; i++) { /* a trace's first run: a hash no rec has yet (n x traces, not n^2) */
     size_t j = 0;
-    while (j < i && strcmp(rows[j].trace_hash, rows[i].trace_hash)) j++;
-    if (j == i) rc = recommend(db, a, rows, rr, n, i, clash, &recs[nrecs], &rt[nrecs], err), nrecs++;
+    while (j < nrecs && strcmp(rows[i].trace_hash, rec_hash[j])) j++;
+    if (j < nrecs) continue;
+    rec_hash[nrecs] = rows[i].trace_hash;
+    rc = recommend(db, a, rows, rr, n, i, clash, &recs[nrecs], &rt[nrecs], err), nrecs++;
   }
+  free(rec_hash);
   /* timelines: of the runs the page draws (pt_report_html_shown); the recommended and captured runs' for the why */
   char *shown = rc == 0 && a->html ? malloc(n ? n : 1) : NULL;
   if (rc == 0 && a->html && (!shown || pt_report_html_shown(rr, n, shown) < 0))
