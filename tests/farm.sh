@@ -105,5 +105,4 @@ done
 "$pt" tune --db "$tmp/u.db" --trace "$tr1" --policy tunable_caching --broadcast-traces >/dev/null 2>&1
 [ $? = 2 ] || fail "tune --broadcast-traces without MPI is not bad usage"
 
-[ "$fails" -eq 0 ] && echo ok
-[ "$fails" -eq 0 ]
+done_ok farm.sh

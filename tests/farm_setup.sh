@@ -1,18 +1,11 @@
 #!/bin/sh
 # farm_setup.sh — what tests/farm.sh and tests/mpi.sh share, sourced by both:
-# paths, a temporary folder, fail(), q() (a query that waits out a writer),
-# two cheap traces, values() for a grid, kill_mid() and stored_once().
-set -u
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
+# the workbench tests' prelude (wb_setup.sh), q() (a query that waits out a
+# writer), two cheap traces, values() for a grid, kill_mid() and stored_once().
+. "${top_srcdir:-.}/tests/wb_setup.sh" # paths, $pt, $tmp, fail(), done_ok
+export PAGETUNE_GPU_DIR="$top_srcdir/sim/gpus"
 command -v sqlite3 >/dev/null 2>&1 || { echo "sqlite3 shell missing: skip"; exit 77; }
 command -v setsid >/dev/null 2>&1 || { echo "setsid missing: skip"; exit 77; }
-pt="$top_builddir/pagetune"
-export PAGETUNE_POLICY_DIR="$top_srcdir/policies" PAGETUNE_GPU_DIR="$top_srcdir/sim/gpus"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 q() { sqlite3 -cmd ".timeout 5000" "$1" "$2" 2>/dev/null || echo 0; }
 tr1="$top_srcdir/traces/weights_load.pickle.gz"
 tr2="$top_srcdir/traces/randn_loop.pickle.gz"

@@ -79,5 +79,4 @@ command -v ldd >/dev/null 2>&1 && ldd "$pt" | grep -q libmpi && fail "pagetune l
 "$ptm" --version | grep -q '^mpi: yes' || fail "pagetune-mpi --version: $("$ptm" --version | grep mpi)"
 "$pt" --version | grep -q '^mpi: in pagetune-mpi' || fail "pagetune --version: $("$pt" --version | grep mpi)"
 
-[ "$fails" -eq 0 ] && echo ok
-[ "$fails" -eq 0 ]
+done_ok mpi.sh
