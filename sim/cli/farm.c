@@ -180,9 +180,11 @@ int pt_farm_pump(pt_farm *f, pt_farm_next next, pt_farm_done done, void *ctx, pt
         if (k < 0) rc = k, first = *err;
         break;
       }
-      if ((k = send_job(f, w, &j, err)) < 0) {
+      if ((k = send_job(f, w, &j, err)) < 0) { /* a worker gone: as when its answer does not come (below) */
         more = 0;
-        rc = k, first = *err;
+        if (rc == 0) rc = k, first = *err;
+        f->nout -= (size_t)f->out[w];
+        f->out[w] = -1;
         break;
       }
       f->out[w]++;
@@ -356,12 +358,12 @@ static int frame_recv(int fd, void **buf, size_t *len) {
   return 1;
 }
 
+static int procs_gone(procs *p, int w, pt_err *err);
+
 static int procs_send(void *st, int w, const void *buf, size_t len, pt_err *err) {
   procs *p = st;
-  if (p->fd[w] < 0 || frame_send(p->fd[w], buf, len) < 0)
-    return pt_err_set(err, PT_EIO, "worker process %d (pid %ld) cannot be reached: %s", w, (long)p->pid[w],
-                      strerror(errno));
-  return 0;
+  if (p->fd[w] < 0) return pt_err_set(err, PT_EIO, "worker process %d is gone", w);
+  return frame_send(p->fd[w], buf, len) < 0 ? procs_gone(p, w, err) : 0; /* its end closed: it died */
 }
 
 /* Why worker w is gone, after its socket closed. */
