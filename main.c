@@ -4,6 +4,11 @@
  * Each command's options and handler are in sim/cli/cmd_*.c; the option
  * tables there are what both the parser and --help read (sim/cli/opts.h).
  *
+ * Built twice: pagetune, and with --with-mpi pagetune-mpi (PT_MPI_PROGRAM),
+ * the same commands with MPI started first, so that sweep and tune under
+ * mpirun/srun spread their runs over the ranks (sim/cli/farm.h); pagetune
+ * itself never links libmpi.
+ *
  * Exit status (docs/design.md, "Contract"): 0 success, 1 bad input or a failed run
  * (one line on stderr: file, position, reason), 2 bad usage.  Output that
  * cannot be written (a full disk) is a failed run.
@@ -18,11 +23,20 @@
 
 #include "cli.h"
 #include "driver.h"
+#include "farm.h"
+#ifdef PT_MPI_PROGRAM
+#include "farm_mpi.h"
+#endif
 
 #define EXIT_BAD 1
 #define EXIT_USAGE 2
 
+#ifdef PT_MPI_PROGRAM
+static const char *prog = "pagetune-mpi";
+static pt_farm_launcher mpi; /* this process's rank and the transport (farm_mpi.c) */
+#else
 static const char *prog = "pagetune";
+#endif
 
 static const pt_cli_cmd trace_cmds[] = {
     {"import", "PyTorch memory snapshot -> pagetune trace", pt_cmd_trace_import, &pt_opts_trace_import, NULL},
@@ -76,12 +90,29 @@ static void print_help(FILE *f) {
 }
 
 static void print_version(void) {
-  printf("pagetune %s\n", PACKAGE_VERSION);
+  printf("%s %s\n", prog, PACKAGE_VERSION);
   printf("cuda: %s\n", pt_driver_built() ? "yes (driver loaded at run time)" : "no");
+#ifdef PT_MPI_PROGRAM
+  printf("mpi: yes (%s; sweep and tune under mpirun/srun: rank 0 stores, the others simulate)\n", mpi.library);
+#elif defined(HAVE_MPI)
+  printf("mpi: in pagetune-mpi, built beside it (" PT_MPI_NAME "); pagetune itself does not use MPI\n");
+#else
+  printf("mpi: no (configure --with-mpi builds pagetune-mpi)\n");
+#endif
   printf("gsl: %s\nzlib: %s\n", GSL_VERSION, zlibVersion());
 }
 
+/* Under MPI the ranks past 0 parse the same line: rank 0 alone says what is wrong. */
+static int quiet(void) {
+#ifdef PT_MPI_PROGRAM
+  return mpi.rank > 0;
+#else
+  return 0;
+#endif
+}
+
 static int usage(const char *name, const char *msg) {
+  if (quiet()) return EXIT_USAGE;
   fprintf(stderr, "%s %s: %s\n(try '%s %s --help')\n", prog, name, msg, prog, name);
   return EXIT_USAGE;
 }
@@ -137,6 +168,13 @@ static int run(int argc, char **argv) {
     return 0;
   }
   const pt_cli_cmd *cmd = pt_cli_find(commands, name);
+#ifdef PT_MPI_PROGRAM
+  if (cmd && mpi.size > 1 && strcmp(name, "sweep") && strcmp(name, "tune")) {
+    if (mpi.rank == 0)
+      fprintf(stderr, "%s: only sweep and tune run on %d ranks; run 'pagetune %s' alone\n", prog, mpi.size, name);
+    return EXIT_USAGE;
+  }
+#endif
   if (cmd) return dispatch(commands, cmd, name, argc - 1, argv + 1);
   fprintf(stderr, "%s: unknown command '%s' (try '%s --help')\n", prog, name, prog);
   return EXIT_USAGE;
@@ -155,4 +193,17 @@ static int close_stdout(int code) {
   return EXIT_BAD;
 }
 
+#ifdef PT_MPI_PROGRAM
+int main(int argc, char **argv) {
+  if (pt_farm_mpi_start(&argc, &argv, &mpi) < 0) {
+    fprintf(stderr, "%s: MPI_Init failed\n", prog);
+    return EXIT_BAD;
+  }
+  if (mpi.size > 1) pt_farm_set_launcher(&mpi);
+  int code = close_stdout(run(argc, argv));
+  pt_farm_mpi_end();
+  return code;
+}
+#else
 int main(int argc, char **argv) { return close_stdout(run(argc, argv)); }
+#endif

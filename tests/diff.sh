@@ -17,7 +17,7 @@ command -v python3 >/dev/null 2>&1 || { echo "python3 is missing: skipped"; exit
 export PAGETUNE_POLICY_DIR="$top_srcdir/policies"
 db="$tmp/d.db"
 
-"$pt" sweep --db "$db" --trace "$trace" --policy pytorch_native --policy cuda_async >/dev/null 2>"$tmp/err" ||
+"$pt" sweep --db "$db" --trace "$trace" --policy pytorch_native --policy cuda_async --timeline full >/dev/null 2>"$tmp/err" ||
   { fail "sweep"; cat "$tmp/err"; }
 "$pt" best --db "$db" --trace varlen_infer.pickle.gz --objective memory --json >"$tmp/best.json" || fail "best"
 for p in pytorch_native cuda_async; do

@@ -13,7 +13,8 @@
 #    is an error: it would come from wherever the flags point);
 #  - an outside library's headers only where it belongs: lua*.h, lauxlib.h,
 #    lualib.h in sim/policy; sqlite3*.h in sim/work; gsl/* in sim/work and
-#    sim/trace/gen.c; cuda*.h in backend; zlib.h in sim/trace.
+#    sim/trace/gen.c; cuda*.h in backend; zlib.h in sim/trace; mpi.h in
+#    sim/cli/farm_mpi.c alone (compiled into pagetune-mpi only).
 # Each violation is one line, FILE:LINE: reason; exit 1 if any.
 set -u
 top_srcdir=${top_srcdir:-.}
@@ -67,9 +68,11 @@ FNR == 1 {
   else if (name ~ /^gsl\//) lib = "gsl"
   else if (name ~ /^cuda[^\/]*\.h$/) lib = "cuda"
   else if (name == "zlib.h") lib = "zlib"
+  else if (name ~ /^mpi[^\/]*\.h$/) lib = "mpi"
   if (lib != "") {
-    place = lib == "lua" ? "sim/policy" : lib == "sqlite3" ? "sim/work" : lib == "gsl" ? "sim/work and sim/trace/gen.c" : lib == "cuda" ? "backend" : "sim/trace"
+    place = lib == "lua" ? "sim/policy" : lib == "sqlite3" ? "sim/work" : lib == "gsl" ? "sim/work and sim/trace/gen.c" : lib == "cuda" ? "backend" : lib == "mpi" ? "sim/cli/farm_mpi.c" : "sim/trace"
     good = (lib == "lua" && L == "policy") || (lib == "sqlite3" && L == "work") || (lib == "cuda" && L == "backend") ||
+           (lib == "mpi" && FILENAME == "sim/cli/farm_mpi.c") ||
            (lib == "zlib" && L == "trace") || (lib == "gsl" && (L == "work" || FILENAME == "sim/trace/gen.c"))
     if (!good) report("includes " name ": " lib " headers belong only in " place)
     next

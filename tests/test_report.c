@@ -299,6 +299,55 @@ static void test_html(void) {
 }
 
 /* A write that fails (a full device) comes back as PT_EIO with a message. */
+/*
+ * A trace of 300 runs: runs 0..149 take 5 µs with peaks of 900..1049 MiB (of
+ * them only run 0 is on the front), runs 150..299 take i µs with peaks of
+ * 1000 - i MiB (each slower and smaller than the last: all on the front).
+ * The page shows the 100 of least peak (200..299) and the first 100 of the
+ * front by peak (the same runs), not run 0; a second trace of 5 runs is shown
+ * whole.
+ */
+static void test_html_selection(void) {
+  enum { N = 300, M = 5 };
+  pt_report_run *r = calloc(N + M, sizeof *r);
+  char *shown = malloc(N + M);
+  CU_ASSERT_FATAL(r && shown);
+  for (int i = 0; i < N; i++)
+    r[i] = (pt_report_run){.id = i, .trace = "big", .policy = "p", .params_json = "{}",
+                           .peak_reserved_bytes = (uint64_t)((i < 150 ? 900 + i : 1000 - i) * MiB),
+                           .predicted_alloc_us = i < 150 ? 5 : i};
+  for (int i = N; i < N + M; i++)
+    r[i] = (pt_report_run){.id = i, .trace = "small", .policy = "p", .params_json = "{}",
+                           .peak_reserved_bytes = (uint64_t)(5 * MiB), .predicted_alloc_us = 1};
+  CU_ASSERT_EQUAL(pt_report_html_shown(r, N + M, shown), 0);
+  int front[N + M];
+  CU_ASSERT_EQUAL(pt_report_pareto(r, N + M, front), 0);
+  CU_ASSERT_EQUAL(front[0], 1);
+  CU_ASSERT_EQUAL(front[1], 0);
+  size_t nshown = 0;
+  for (int i = 0; i < N + M; i++) nshown += shown[i] != 0;
+  CU_ASSERT_EQUAL(nshown, PT_REPORT_HTML_RUNS + M);
+  for (int i = 0; i < N; i++) CU_ASSERT_EQUAL(shown[i] != 0, i >= 200);
+  for (int i = N; i < N + M; i++) CU_ASSERT_EQUAL(shown[i], 1);
+  /* the page draws exactly those timelines, says so, and plots every run */
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  pt_err err;
+  CU_ASSERT_EQUAL_FATAL(pt_report_html(f, NULL, r, N + M, NULL, 0, NULL, 0, &err), 0);
+  fclose(f);
+  size_t svgs = 0;
+  for (const char *q = buf; (q = strstr(q, "<svg class=\"timeline\"")); q++) svgs++;
+  CU_ASSERT_EQUAL(svgs, PT_REPORT_HTML_RUNS + M);
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "100 of 300 runs"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "200 more runs"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "data-run=\"299\""));
+  CU_ASSERT_PTR_NULL(strstr(buf, "data-run=\"199\""));
+  free(buf);
+  free(shown);
+  free(r);
+}
+
 /* Two runs worked by hand: the why names each figure against the captured settings'. */
 static void test_why(void) {
   pt_sim_point tr[3] = {{.event = 1, .reserved = (uint64_t)(100 * MiB), .allocated = (uint64_t)(90 * MiB)},
@@ -527,6 +576,7 @@ int pt_test_add_report(void) {
   CU_add_test(s, "HTML headline: never a run that ran out of memory", test_headline_without_oom);
   CU_add_test(s, "text table: every policy, '*' on the front, 100 columns, sorted", test_text);
   CU_add_test(s, "HTML: one timeline per run, one Pareto per trace, self-contained, escaped", test_html);
+  CU_add_test(s, "HTML of a large trace: its 100 least-peak runs and front drawn, every run plotted", test_html_selection);
   CU_add_test(s, "the why: each figure against the captured settings'; OOM and direct never headline", test_why);
   CU_add_test(s, "a recommendation leads: paste lines whole, the overlay, the rest folded, JSON", test_recommendation);
   CU_add_test(s, "a failed write is PT_EIO", test_write_error);

@@ -12,12 +12,16 @@
 
 static int calls;
 
+static double bowl_at(const pt_params *p) {
+  double x = pt_params_get(p, "x", NAN), y = pt_params_get(p, "y", NAN), z = pt_params_get(p, "z", NAN);
+  return (x - 3) * (x - 3) + (log10(y) - 2) * (log10(y) - 2) + (z == 4 ? 0 : 1);
+}
+
 static int bowl(void *ctx, const pt_params *p, double *value, pt_err *err) {
   (void)ctx;
   (void)err;
   calls++;
-  double x = pt_params_get(p, "x", NAN), y = pt_params_get(p, "y", NAN), z = pt_params_get(p, "z", NAN);
-  *value = (x - 3) * (x - 3) + (log10(y) - 2) * (log10(y) - 2) + (z == 4 ? 0 : 1);
+  *value = bowl_at(p);
   return 0;
 }
 
@@ -79,6 +83,84 @@ static int parabola(void *ctx, const pt_params *p, double *value, pt_err *err) {
   double n = pt_params_get(p, "n", NAN);
   *value = (n - 10.3) * (n - 10.3);
   return 0;
+}
+
+/*
+ * tune -j N: a prefetch that makes points ahead (here: evaluates the bowl,
+ * with a hole of infeasible points so that starts are replaced by probes)
+ * must leave the search as it was: the same points asked of eval, in the
+ * same order, the same result.  And it must have made most of them ahead.
+ */
+typedef struct trail {
+  pt_params asked[512];
+  int n, made, prefetches, hits;
+  pt_params ahead[4096];
+  int nahead;
+} trail;
+
+static double holed(const pt_params *p) {
+  return pt_params_get(p, "x", NAN) > 6 ? HUGE_VAL : bowl_at(p); /* x > 6: out of memory, say */
+}
+
+static int same_params(const pt_params *a, const pt_params *b) {
+  if (a->n != b->n) return 0;
+  for (int i = 0; i < a->n; i++)
+    if (strcmp(a->v[i].name, b->v[i].name) || a->v[i].value != b->v[i].value) return 0;
+  return 1;
+}
+
+static int trail_eval(void *ctx, const pt_params *p, double *value, pt_err *err) {
+  trail *t = ctx;
+  (void)err;
+  if (t->n < 512) t->asked[t->n] = *p;
+  t->n++;
+  for (int i = 0; i < t->nahead; i++) t->hits += same_params(&t->ahead[i], p);
+  *value = holed(p);
+  return 0;
+}
+
+static int trail_prefetch(void *ctx, const pt_params *pts, int n, double *values, pt_err *err) {
+  trail *t = ctx;
+  (void)err;
+  t->prefetches++;
+  for (int i = 0; i < n; i++) {
+    values[i] = holed(&pts[i]);
+    for (int k = 0; k < t->nahead; k++) CU_ASSERT_FALSE(same_params(&t->ahead[k], &pts[i])); /* each made once */
+    if (t->nahead < 4096) t->ahead[t->nahead++] = pts[i];
+  }
+  t->made += n;
+  return 0;
+}
+
+static void test_prefetch_same_search(void) {
+  static const double zs[] = {1, 2, 4, 8};
+  pt_tune_param ps[] = {
+      {"x", 9, 0, 10, 0, 0, NULL, 0},
+      {"y", 5000, 1, 1e4, 1, 0, NULL, 0},
+      {"z", 1, 0, 0, 0, 0, zs, 4},
+  };
+  static trail alone, ahead;
+  for (int budget = 40; budget <= 160; budget += 120) {
+    memset(&alone, 0, sizeof alone);
+    memset(&ahead, 0, sizeof ahead);
+    pt_tune_opts o = {.budget = budget, .starts = 3, .seed = 5};
+    pt_tune_result r1, r2;
+    pt_err err;
+    CU_ASSERT_EQUAL_FATAL(pt_tune(ps, 3, &o, trail_eval, &alone, &err, &r1), 0);
+    o.prefetch = trail_prefetch;
+    o.parallel = 4;
+    CU_ASSERT_EQUAL_FATAL(pt_tune(ps, 3, &o, trail_eval, &ahead, &err, &r2), 0);
+    CU_ASSERT_EQUAL(alone.n, ahead.n);
+    CU_ASSERT_EQUAL(r1.evaluations, r2.evaluations);
+    CU_ASSERT_EQUAL(r1.best_value, r2.best_value);
+    CU_ASSERT(same_params(&r1.best, &r2.best));
+    int same = alone.n == ahead.n;
+    for (int i = 0; same && i < alone.n && i < 512; i++) same = same_params(&alone.asked[i], &ahead.asked[i]);
+    CU_ASSERT(same);
+    CU_ASSERT(ahead.prefetches > 1);           /* rounds, not one batch */
+    CU_ASSERT(ahead.hits * 3 >= ahead.n * 2);  /* at least 2 in 3 of the points asked were made ahead (27/40, 114/160) */
+    CU_ASSERT(ahead.made <= 2 * budget);       /* and not much more than the budget was made */
+  }
 }
 
 static void test_budget_and_integer(void) {
@@ -221,6 +303,7 @@ int pt_test_add_tune(void) {
   CU_add_test(s, "a list-valued knob: each choice, lists among them, tried once", test_list_choices);
   CU_add_test(s, "finds the known optimum (grid x Nelder-Mead, log scale)", test_known_optimum);
   CU_add_test(s, "budget, integers, bad ranges", test_budget_and_integer);
+  CU_add_test(s, "points made ahead (tune -j) leave the search as it was", test_prefetch_same_search);
   CU_add_test(s, "a tuner inside another's objective", test_nested);
   CU_add_test(s, "non-finite objectives and a budget spent mid-simplex", test_non_finite);
   CU_add_test(s, "infeasible starts replaced; nothing feasible is PT_ENOTFOUND", test_infeasible_starts);

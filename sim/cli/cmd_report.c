@@ -66,6 +66,28 @@ static void rename_trace(pt_store_run *r) {
   memcpy(r->trace, named, sizeof named);
 }
 
+static int by_name_hash(const void *x, const void *y) {
+  const pt_store_run *a = *(const pt_store_run *const *)x, *b = *(const pt_store_run *const *)y;
+  int c = strcmp(a->trace, b->trace);
+  return c ? c : strcmp(a->trace_hash, b->trace_hash);
+}
+
+/* clash[i] = 1 where another stored trace has the name of run i's; sorted, so a store of 10^5 runs takes n log n,
+   not n^2. */
+static int find_clashes(const pt_store_run *rows, size_t n, char *clash, pt_err *err) {
+  const pt_store_run **p = malloc((n ? n : 1) * sizeof *p);
+  if (!p) return pt_err_set(err, PT_ENOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) p[i] = &rows[i];
+  qsort(p, n, sizeof *p, by_name_hash);
+  for (size_t i = 0, e; i < n; i = e) {
+    for (e = i + 1; e < n && !strcmp(p[e]->trace, p[i]->trace);) e++;
+    int two = strcmp(p[i]->trace_hash, p[e - 1]->trace_hash) != 0; /* sorted by hash within the name */
+    for (size_t j = i; j < e; j++) clash[p[j] - rows] = (char)two;
+  }
+  free(p);
+  return 0;
+}
+
 /* ---- the recommendation of each trace ----------------------------------------------------- */
 
 /* What a trace's recommendation points at, owned here. */
@@ -212,9 +234,7 @@ int pt_cmd_report(void *args, char **pos, int npos, pt_err *err) {
   /* two traces stored under one name are two traces: each such name gets its content-hash prefix */
   char *clash = rc == 0 ? calloc(n ? n : 1, 1) : NULL;
   if (rc == 0 && !clash) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
-  for (size_t i = 0; rc == 0 && i < n; i++)
-    for (size_t j = 0; j < n && !clash[i]; j++)
-      clash[i] = !strcmp(rows[j].trace, rows[i].trace) && strcmp(rows[j].trace_hash, rows[i].trace_hash);
+  if (rc == 0) rc = find_clashes(rows, n, clash, err);
   for (size_t i = 0; rc == 0 && i < n; i++)
     if (clash[i]) rename_trace(&rows[i]);
   if (rc == 0 && !(rc_ = calloc(nc ? nc : 1, sizeof *rc_))) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
@@ -234,18 +254,27 @@ int pt_cmd_report(void *args, char **pos, int npos, pt_err *err) {
   rec_text *rt = rc == 0 ? calloc(n ? n : 1, sizeof *rt) : NULL;
   size_t nrecs = 0;
   if (rc == 0 && (!recs || !rt)) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
-  for (size_t i = 0; rc == 0 && i < n; i++) {
+  const char **rec_hash = rc == 0 ? calloc(n ? n : 1, sizeof *rec_hash) : NULL; /* the trace of each rec */
+  if (rc == 0 && !rec_hash) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
+  for (size_t i = 0; rc == 0 && i < n; i++) { /* a trace's first run: a hash no rec has yet (n x traces, not n^2) */
     size_t j = 0;
-    while (j < i && strcmp(rows[j].trace_hash, rows[i].trace_hash)) j++;
-    if (j == i) rc = recommend(db, a, rows, rr, n, i, clash, &recs[nrecs], &rt[nrecs], err), nrecs++;
+    while (j < nrecs && strcmp(rows[i].trace_hash, rec_hash[j])) j++;
+    if (j < nrecs) continue;
+    rec_hash[nrecs] = rows[i].trace_hash;
+    rc = recommend(db, a, rows, rr, n, i, clash, &recs[nrecs], &rt[nrecs], err), nrecs++;
   }
-  /* timelines: every run's for the page; the recommended and captured runs' for the why */
+  free(rec_hash);
+  /* timelines: of the runs the page draws (pt_report_html_shown); the recommended and captured runs' for the why */
+  char *shown = rc == 0 && a->html ? malloc(n ? n : 1) : NULL;
+  if (rc == 0 && a->html && (!shown || pt_report_html_shown(rr, n, shown) < 0))
+    rc = pt_err_set(err, PT_ENOMEM, "out of memory");
   for (size_t i = 0; rc == 0 && i < n; i++) {
     int named = 0;
     for (size_t k = 0; k < nrecs; k++) named |= recs[k].run == rows[i].id || recs[k].baseline == rows[i].id;
-    if (a->html || named) rc = pt_store_timeline(db, rows[i].id, err, &tl[i], &rr[i].ntimeline);
+    if ((a->html && shown[i]) || named) rc = pt_store_timeline(db, rows[i].id, err, &tl[i], &rr[i].ntimeline);
     rr[i].timeline = tl[i];
   }
+  free(shown);
   pt_store_close(db);
   if (rc == 0)
     rc = a->json ? pt_report_json(stdout, rr, n, recs, nrecs, rc_, nc, err)

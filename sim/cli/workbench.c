@@ -19,6 +19,13 @@
 
 const pt_wb_args pt_wb_defaults = PT_WB_DEFAULTS;
 
+int pt_wb_opt_timeline(const char *arg, void *field) {
+  static const char *const names[] = {"full", "thin", "none"};
+  for (int i = 0; i < 3; i++)
+    if (!strcmp(arg, names[i])) return *(int *)field = PT_WB_TL_FULL + i, 0;
+  return -1;
+}
+
 
 int pt_wb_policy_file(const char *arg, char *buf, size_t n, pt_err *err) {
   if (pt_datadir_is_path(PT_DATA_POLICIES, arg)) {
@@ -122,6 +129,19 @@ void pt_wb_key(int64_t trace_id, int64_t policy_id, const pt_sim_config *cfg, ch
                             PT_WB_ENGINE_VERSION};
 }
 
+int pt_wb_sim(const pt_wb_env *env, const pt_trace_data *t, pt_policy *pol, pt_err *err, pt_sim_result *res) {
+  pt_sim_config cfg;
+  pt_wb_config(pol, env->capacity, env->gpu, &cfg);
+  cfg.timeline_points = env->timeline == PT_WB_TL_THIN ? PT_WB_THIN_POINTS : 0;
+  int rc = pt_sim_run(t, &cfg, err, res);
+  if (rc == 0 && env->timeline == PT_WB_TL_NONE) {
+    free(res->timeline);
+    res->timeline = NULL;
+    res->ntimeline = 0;
+  }
+  return rc;
+}
+
 int pt_wb_run(const pt_wb_env *env, const pt_wb_trace *tr, pt_policy *pol, int64_t policy_id, int reuse, pt_err *err,
               int64_t *run_id, int *stored, pt_sim_result *res) {
   pt_sim_config cfg;
@@ -133,7 +153,7 @@ int pt_wb_run(const pt_wb_env *env, const pt_wb_trace *tr, pt_policy *pol, int64
   *stored = 0;
   int rc = pt_store_find_run(env->db, &key, err, run_id);
   if (rc < 0 || (*run_id && reuse)) return rc;
-  if ((rc = pt_sim_run(&tr->t, &cfg, err, res)) < 0) return rc;
+  if ((rc = pt_wb_sim(env, &tr->t, pol, err, res)) < 0) return rc;
   if (!*run_id && (rc = pt_store_put_run(env->db, &key, PT_GIT_REVISION, res, err, run_id)) == 0) *stored = 1;
   if (rc < 0) pt_sim_result_free(res);
   return rc;

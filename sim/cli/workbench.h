@@ -43,10 +43,23 @@ typedef struct pt_wb_args {
   uint64_t capacity;
   pt_objective objective;
   unsigned long budget, seed, run;
+  int timeline;             /* --timeline (pt_wb_timeline); PT_WB_TL_DEFAULT: the command's own */
+  unsigned long jobs;       /* -j N: worker processes (1: none, the command simulates itself) */
+  int broadcast_traces;     /* --broadcast-traces (under MPI) */
 } pt_wb_args;
 
+/*
+ * How much of a run's timeline is stored: full (about 1000 points, what the
+ * report plots), thin (PT_WB_THIN_POINTS: each the maxima of its stretch of
+ * events, so peaks survive), none.  Sweeps store thin by default, tune full.
+ * Not part of a run's key: a run stored thin is not simulated again for full.
+ */
+typedef enum pt_wb_timeline { PT_WB_TL_DEFAULT, PT_WB_TL_FULL, PT_WB_TL_THIN, PT_WB_TL_NONE } pt_wb_timeline;
+#define PT_WB_THIN_POINTS 50
+int pt_wb_opt_timeline(const char *arg, void *field);
+
 /* Before parsing: pagetune.db, objective time, budget 60, seed 1. */
-#define PT_WB_DEFAULTS {.db = PT_WB_DEFAULT_DB, .objective = {.text = "time", .kind = PT_OBJ_TIME}, .budget = 60, .seed = 1}
+#define PT_WB_DEFAULTS {.db = PT_WB_DEFAULT_DB, .objective = {.text = "time", .kind = PT_OBJ_TIME}, .budget = 60, .seed = 1, .jobs = 1}
 extern const pt_wb_args pt_wb_defaults;
 
 /* The options more than one workbench command takes. */
@@ -71,6 +84,18 @@ extern const pt_wb_args pt_wb_defaults;
   PT_CLI_OPT_PARSE("objective", "O", pt_wb_args, objective, pt_cli_opt_objective,                       \
                    " (time, memory or weighted:W with W in [0,1])", h "\n" PT_OBJ_WEIGHTED_HELP)
 #define PT_WB_OPT_JSON(h) PT_CLI_OPT_FLAG("json", pt_wb_args, json, h)
+#define PT_WB_OPT_TIMELINE(h)                                                                             \
+  PT_CLI_OPT_PARSE("timeline", "full|thin|none", pt_wb_args, timeline, pt_wb_opt_timeline,              \
+                   " (full, thin or none)", "how much of each run's timeline to store: full (~1000 points),\n" \
+                   "thin (50, peaks kept) or none; " h)
+#define PT_WB_OPT_JOBS(h)                                                                                 \
+  {.name = "jobs", .short_name = 'j', .value = "N", .help = h, .kind = PT_CLI_ULONG,                  \
+   PT_CLI_F_(pt_wb_args, jobs), .min = 1, .max = 1024, .suffix = " (1..1024)"}
+#define PT_WB_OPT_BROADCAST                                                                               \
+  PT_CLI_OPT_FLAG("broadcast-traces", pt_wb_args, broadcast_traces,                                     \
+                  "under MPI (pagetune-mpi), rank 0 reads the traces and sends them to\n"                 \
+                  "the other ranks (nodes without a shared file system); otherwise every\n"            \
+                  "rank reads them from the paths given")
 
 /*
  * The file of the policy arg names, into buf: arg itself when it is a path (has
@@ -122,7 +147,11 @@ typedef struct pt_wb_env {
   pt_store *db;
   const pt_gpu *gpu;
   uint64_t capacity;
+  int timeline;             /* pt_wb_timeline: FULL (also DEFAULT), THIN or NONE */
 } pt_wb_env;
+
+/* Simulate pol's current parameters on t as env says (capacity, GPU, timeline); free *res. */
+int pt_wb_sim(const pt_wb_env *env, const pt_trace_data *t, pt_policy *pol, pt_err *err, pt_sim_result *res /* OUT */);
 
 /*
  * Run the policy's current parameters on the trace and store the run unless

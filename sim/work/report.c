@@ -23,6 +23,7 @@
 
 #include "json.h"
 #include "paramjson.h"
+#include "u64map.h"
 
 #define MIB 1048576.0
 #define GIB 1073741824.0
@@ -343,6 +344,36 @@ static int prepare(const pt_report_run *runs, size_t n, int **front, groups *g, 
     return pt_err_set(err, rc, "report: %s", rc == PT_EUSAGE ? "no runs array" : "out of memory");
   }
   return 0;
+}
+
+/* The runs of group p[0..m) the page shows (sorts p by peak reserved): all of a small group; of a larger one the
+   PT_REPORT_HTML_RUNS least peak reserved, and as many of its front. */
+static void shown_of(const pt_report_run *runs, const pt_report_run **p, size_t m, const int *front, char *shown) {
+  qsort(p, m, sizeof *p, cmp_reserved);
+  size_t on = 0;
+  for (size_t j = 0; j < m; j++) {
+    int f = front[p[j] - runs];
+    shown[p[j] - runs] = m <= PT_REPORT_HTML_RUNS || j < PT_REPORT_HTML_RUNS || (f && on < PT_REPORT_HTML_RUNS);
+    on += f;
+  }
+}
+
+int pt_report_html_shown(const pt_report_run *runs, size_t n, char *shown) {
+  int *front = NULL;
+  groups g = {0};
+  pt_err err;
+  if (n && prepare(runs, n, &front, &g, &err) < 0) return PT_ENOMEM;
+  int rc = 0;
+  for (size_t k = 0; k < g.ng && rc == 0; k++) {
+    size_t m;
+    const pt_report_run **p = group_runs(runs, &g, k, &m);
+    if (p) shown_of(runs, p, m, front, shown);
+    else rc = PT_ENOMEM;
+    free(p);
+  }
+  free(front);
+  groups_free(&g);
+  return rc;
 }
 
 /* ---- text ----------------------------------------------------------------------- */
@@ -1340,7 +1371,8 @@ static int pareto_svg(FILE *f, const pt_report_run *runs, const pt_report_run **
     cx[j] = isfinite(t) ? ax_map(&x, t) : sx + 4;
     cy[j] = ax_map(&y, (double)p[j]->peak_reserved_bytes / unit);
     double rad = p[j]->id == rec_id || p[j]->id == base_id ? 11 : 6; /* a ringed point: the ring */
-    taken[nt++] = (box){cx[j] - rad, cy[j] - rad, cx[j] + rad, cy[j] + rad};
+    if (m <= PT_REPORT_HTML_RUNS || front[p[j] - runs] || rad > 6) /* a large cloud: labels keep off the front's only */
+      taken[nt++] = (box){cx[j] - rad, cy[j] - rad, cx[j] + rad, cy[j] + rad};
   }
   for (size_t j = 0; j + 1 < ns; j++) { /* labels keep off the staircase too */
     double x0 = ax_map(&x, stair[j]->predicted_alloc_us / 1000), x1 = ax_map(&x, stair[j + 1]->predicted_alloc_us / 1000);
@@ -1349,10 +1381,20 @@ static int pareto_svg(FILE *f, const pt_report_run *runs, const pt_report_run **
     taken[nt++] = (box){x0, y0 - 2, x1, y0 + 2};
     taken[nt++] = (box){x1 - 2, y0 < y1 ? y0 : y1, x1 + 2, y0 < y1 ? y1 : y0};
   }
+  pt_u64map drawn = {0}; /* of a large cloud, one point of each kind a half pixel: the rest would draw over it */
   for (int pass = 0; pass < 2; pass++)
     for (size_t j = 0; j < m; j++) {
       int on = front[p[j] - runs];
       if (on != pass) continue;
+      if (m > PT_REPORT_HTML_RUNS) {
+        uint64_t at = (uint64_t)lround(cx[j] * 2) << 33 | (uint64_t)lround(cy[j] * 2) << 1 | (uint64_t)on;
+        if (pt_u64map_get(&drawn, at)) continue;
+        if (pt_u64map_put(&drawn, at, 1) < 0) {
+          pt_u64map_free(&drawn);
+          free(cx), free(taken), free(stair);
+          return PT_ENOMEM;
+        }
+      }
       fprintf(f, "<circle class=\"pt%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"%s\"><title>", on ? " on" : "", cx[j], cy[j],
               on ? "6" : "4.5");
       html_text(f, p[j]->policy, 0);
@@ -1363,11 +1405,14 @@ static int pareto_svg(FILE *f, const pt_report_run *runs, const pt_report_run **
       fprintf(f, "<circle class=\"ring %s\" cx=\"%.1f\" cy=\"%.1f\" r=\"10\"/>\n", p[j]->id == rec_id ? "rec" : "cap", cx[j],
               cy[j]);
   box area = {PA_L + 2, PA_T - 2, PA_W - 4, PA_B + 2}; /* inside the plot: left of it are the ticks and the axis title */
-  /* the two named runs get the first pick of places, then the front's labels, then the rest */
+  /* the two named runs get the first pick of places, then the front's labels, then the rest; of a large trace, at
+     most PA_MAX_LABELS of its front (its runs can tie by the thousand) */
+  size_t labels = 0;
   for (int pass = 2; pass >= 0; pass--)
     for (size_t j = 0; j < m; j++) {
       int on = front[p[j] - runs], named = p[j]->id == rec_id || p[j]->id == base_id;
       if ((named ? 2 : on) != pass || (!on && !named && m > PA_MAX_LABELS)) continue;
+      if (!named && m > PT_REPORT_HTML_RUNS && labels++ >= PA_MAX_LABELS) continue;
       const char *name = str_or(p[j]->policy, "");
       size_t len = utf8_len(name);
       if (len > 28) len = 28;
@@ -1387,6 +1432,7 @@ static int pareto_svg(FILE *f, const pt_report_run *runs, const pt_report_run **
       fprintf(f, "%s%s</text>\n", id, role);
     }
   fputs("</svg></figure>\n", f);
+  pt_u64map_free(&drawn);
   free(cx);
   free(taken);
   free(stair);
@@ -1620,8 +1666,8 @@ static void html_rec(FILE *f, const pt_report_run **p, size_t m, const pt_report
 }
 
 static int trace_html(FILE *f, const pt_report_run *runs, const pt_report_run **p, size_t m, const int *front,
-                      pt_sim_point *buf, const pt_report_rec *rec, size_t k, const pt_report_confirm *confirms,
-                      size_t nconfirms) {
+                      char *shown, pt_sim_point *buf, const pt_report_rec *rec, size_t k,
+                      const pt_report_confirm *confirms, size_t nconfirms) {
   /* facts: events, least memory, fastest predicted (among runs that may headline) */
   tl_scale s = {0};
   const pt_report_run *least = NULL, *fastest = NULL;
@@ -1669,24 +1715,42 @@ static int trace_html(FILE *f, const pt_report_run *runs, const pt_report_run **
   fputs("</p>\n", f);
 
   const pt_report_run *r = rec ? group_run(p, m, rec->run) : NULL, *b = rec && r ? group_run(p, m, rec->baseline) : NULL;
+  const pt_report_run **q = malloc((m ? m : 1) * sizeof *q); /* the runs shown (and the two named), by peak reserved */
+  if (!q) return PT_ENOMEM;
+  memcpy(q, p, m * sizeof *p);
+  shown_of(runs, q, m, front, shown);
+  size_t nq = 0, rest = 0;
+  for (size_t j = 0; j < m; j++) {
+    if (shown[q[j] - runs] || q[j] == r || q[j] == b) q[nq++] = q[j];
+    rest += shown[p[j] - runs] && p[j] != r && p[j] != b;
+  }
   fputs("<h3>Predicted allocator time against peak reserved memory</h3>\n", f);
   int rc = pareto_svg(f, runs, p, m, front, r ? r->id : 0, b ? b->id : 0);
-  if (rc < 0) return rc;
-  size_t rest = m - (r != NULL) - (b != NULL);
+  if (rc < 0) {
+    free(q);
+    return rc;
+  }
   if (r) {
     fputs("<h3>Reserved and allocated memory over the trace: recommended against captured</h3>\n", f);
     overlay_svg(f, r, b, &s, buf);
   }
   if (rest) {
-    fprintf(f, "<details class=\"more\"%s><summary>Reserved and allocated memory of %s%zu run%s</summary>\n"
-               "<div class=\"grid\">\n", r ? "" : " open", r ? "the other " : "", rest, rest == 1 ? "" : "s");
+    fprintf(f, "<details class=\"more\"%s><summary>Reserved and allocated memory of %s%zu run%s</summary>\n",
+            r ? "" : " open", r ? "the other " : "", rest, rest == 1 ? "" : "s");
+    if (nq < m)
+      fprintf(f, "<p class=\"facts\">%zu of %zu runs: the %d of least peak reserved memory and up to %d of the "
+                 "Pareto front (every run is on the plot above; <code>pagetune report --json</code> lists them "
+                 "all).</p>\n", nq, m, PT_REPORT_HTML_RUNS, PT_REPORT_HTML_RUNS);
+    fputs("<div class=\"grid\">\n", f);
     for (size_t j = 0; j < m; j++)
-      if (p[j] != r && p[j] != b) timeline_svg(f, p[j], &s, buf);
+      if (shown[p[j] - runs] && p[j] != r && p[j] != b) timeline_svg(f, p[j], &s, buf);
     fputs("</div>\n</details>\n", f);
   }
   fputs("<h3>Runs, by peak reserved memory</h3>\n", f);
+  table_html(f, runs, q, nq, front);
+  if (nq < m) fprintf(f, "<p class=\"facts\">%zu more runs: <code>pagetune report --json</code>.</p>\n", m - nq);
+  free(q);
   qsort(p, m, sizeof *p, cmp_reserved);
-  table_html(f, runs, p, m, front);
   confirms_html(f, trace_of(p[0]), confirms, nconfirms);
   fputs("</section>\n", f);
   return 0;
@@ -1700,7 +1764,10 @@ int pt_report_html(FILE *f, const char *title, const pt_report_run *runs, size_t
   int rc = n ? prepare(runs, n, &front, &g, err) : 0;
   if (rc < 0) return rc;
   pt_sim_point *buf = malloc(PT_REPORT_MAX_POINTS * sizeof *buf);
-  if (!buf) {
+  char *shown = malloc(n ? n : 1);
+  if (!buf || !shown) {
+    free(buf);
+    free(shown);
     free(front);
     groups_free(&g);
     return pt_err_set(err, PT_ENOMEM, "report: out of memory");
@@ -1727,7 +1794,7 @@ int pt_report_html(FILE *f, const char *title, const pt_report_run *runs, size_t
       }
       const pt_report_rec *rec = rec_of(recs, nrecs, trace_of(p[0]));
       if (pass == 0 && rec) html_rec(f, p, m, rec, k);
-      if (pass == 1) rc = trace_html(f, runs, p, m, front, buf, rec, k, confirms, nconfirms);
+      if (pass == 1) rc = trace_html(f, runs, p, m, front, shown, buf, rec, k, confirms, nconfirms);
       free(p);
     }
   if (rc == 0) {
@@ -1743,6 +1810,7 @@ int pt_report_html(FILE *f, const char *title, const pt_report_run *runs, size_t
     pt_err_set(err, rc, "report: out of memory");
   }
   free(buf);
+  free(shown);
   free(front);
   groups_free(&g);
   return rc;

@@ -90,6 +90,7 @@ const char *pt_report_why(const pt_report_run *run, const pt_report_run *base, c
 
 #define PT_REPORT_MAX_POINTS 600  /* a timeline is drawn with at most this many points */
 #define PT_REPORT_COLUMNS 100     /* the text table fits this many columns */
+#define PT_REPORT_HTML_RUNS 100   /* past this many runs of a trace, the page's timelines and table are a selection */
 
 /*
  * The Pareto front of each trace (runs grouped by trace name): on_front[i] = 1
@@ -121,6 +122,15 @@ int pt_report_text(FILE *f, const pt_report_run *runs, size_t n, const pt_report
                    const pt_report_confirm *confirms, size_t nconfirms, pt_err *err);
 
 /*
+ * Which runs the page draws a timeline and a table row for (shown[i] 1): every
+ * run of a trace of at most PT_REPORT_HTML_RUNS runs; of a larger trace the
+ * PT_REPORT_HTML_RUNS of least peak reserved and up to as many on its Pareto
+ * front (the plot has every run).  So a store of 10^5 runs makes a page of a
+ * few MB, and the caller reads only these runs' timelines.  0 or PT_ENOMEM.
+ */
+int pt_report_html_shown(const pt_report_run *runs, size_t n, char *shown /* OUT, n entries */);
+
+/*
  * One HTML page titled title (NULL: "pagetune report"): first a
  * <section class="rec"> per recommendation (the answer: the lines to paste,
  * the figures against the baseline's, the why, the export's warnings in full
@@ -128,7 +138,8 @@ int pt_report_text(FILE *f, const pt_report_run *runs, size_t n, const pt_report
  * <svg class="pareto"> (the recommended and baseline runs ringed and named),
  * an <svg class="overlay"> of the recommended run's timeline with the
  * baseline's reserved bytes over it, an <svg class="timeline" data-run="ID">
- * for every other run, folded in a <details> (open when nothing is
+ * for every other run shown (pt_report_html_shown; a note says how many are
+ * not), folded in a <details> (open when nothing is
  * recommended; runs without a timeline get an empty frame that says so), the
  * table of runs, and the trace's confirmations as a table.  Timelines are
  * drawn on scales shared by the trace's runs, downsampled to

@@ -24,6 +24,8 @@
 #include <gsl/gsl_multimin.h>
 #include <gsl/gsl_rng.h>
 #include <math.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -214,6 +216,223 @@ static void grid(search *s, int i, const pt_tune_opts *o, gsl_rng *rng) {
   }
 }
 
+/*
+ * Points made ahead (pt_tune_opts.prefetch, tune -j N).  The search is a row
+ * of chains, one per start at each grid point (the feasible start, then its
+ * simplex), whose points depend on each other's only through the budget, the
+ * memo (which changes no value) and the probe grid's cursor.  So each chain
+ * is run ahead on its own, in a thread of its own, on a search of its own:
+ * when it needs a value nobody has made, it waits; when every chain running
+ * waits or is done, their points (earlier chains first) are made as one
+ * batch, side by side, and the chains go on.  At most `parallel` chains run
+ * at once, in the search's order, and at most twice the budget is made.
+ * Then the real search runs as it always does, asking eval for every point:
+ * a point made ahead is one eval finds made (the caller keeps them), any
+ * other it makes then.  Nothing the chains did changes what it asks.
+ */
+typedef struct ahead ahead;
+
+typedef struct chain {
+  search *s;             /* while it runs: its own memo and budget; eval: chain_eval */
+  pt_params at;          /* the grid point */
+  double x0[PT_MAX_PARAMS];
+  int waiting, done, started;
+  pt_params want;
+  ahead *a;
+  pthread_t th;
+  pt_err err;            /* its search's own */
+  pt_tune_result best;   /* its search's own best, unused */
+} chain;
+
+struct ahead {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  pt_params *known;      /* made, with their values */
+  double *value;
+  int nknown, max;
+  int stop;              /* no more is made: waiting chains end */
+};
+
+/* A chain's eval: a made value, or wait for the next batch (PT_ELIMIT once no more is made). */
+static int chain_eval(void *ctx, const pt_params *p, double *v, pt_err *err) {
+  chain *c = ctx;
+  ahead *a = c->a;
+  pthread_mutex_lock(&a->mu);
+  int rc = 0;
+  for (;;) {
+    int i = 0;
+    while (i < a->nknown && !pt_params_equal(&a->known[i], p)) i++;
+    if (i < a->nknown) {
+      *v = a->value[i];
+      break;
+    }
+    if (a->stop) {
+      rc = PT_ELIMIT;
+      break;
+    }
+    c->want = *p;
+    c->waiting = 1;
+    pthread_cond_broadcast(&a->cv);
+    while (c->waiting && !a->stop) pthread_cond_wait(&a->cv, &a->mu);
+  }
+  c->waiting = 0;
+  pthread_mutex_unlock(&a->mu);
+  return rc;
+}
+
+static void *chain_run(void *arg) {
+  chain *c = arg;
+  search *s = c->s;
+  s->point = c->at;
+  if (!s->ncont) {
+    evaluate(s);
+  } else if (feasible_start(s, c->x0) == 0) {
+    simplex(s, c->x0);
+  }
+  pthread_mutex_lock(&c->a->mu);
+  c->done = 1;
+  pthread_cond_broadcast(&c->a->cv);
+  pthread_mutex_unlock(&c->a->mu);
+  return NULL;
+}
+
+/* The chains in the search's order: grid()'s walk, each start's x0 drawn from rng as grid draws them. */
+static void chains_of(search *s, int i, const pt_tune_opts *o, gsl_rng *rng, chain **cs, int *n, int max) {
+  if (*n >= max) return;
+  if (i == s->nparams) {
+    for (int start = 0; start < (s->ncont ? o->starts : 1) && *n < max; start++) {
+      chain *c = cs[(*n)++];
+      c->at = s->point;
+      for (int k = 0; k < s->ncont; k++) {
+        const pt_tune_param *p = &s->params[s->cont[k]];
+        double lo = to_space(p, p->lo), hi = to_space(p, p->hi);
+        c->x0[k] = start == 0 ? to_space(p, p->dflt) : lo + (hi - lo) * gsl_rng_uniform(rng);
+        if (!isfinite(c->x0[k])) c->x0[k] = (lo + hi) / 2;
+      }
+    }
+    return;
+  }
+  const pt_tune_param *p = &s->params[i];
+  if (p->nchoices <= 0) {
+    chains_of(s, i + 1, o, rng, cs, n, max);
+    return;
+  }
+  for (int c = 0; c < p->nchoices; c++) {
+    pt_params_set(&s->point, p->name, p->choices[c]);
+    chains_of(s, i + 1, o, rng, cs, n, max);
+  }
+}
+
+/* Run the chains ahead (see above), handing o->prefetch the points they wait for; s is left as it was. */
+static int run_ahead(search *s, const pt_tune_opts *o) {
+  int maxc = o->budget < 1024 ? o->budget : 1024, nc = 0, width = o->parallel > 1 ? o->parallel : 2;
+  chain **cs = calloc((size_t)maxc, sizeof *cs);
+  ahead a = {.max = 2 * o->budget < 8192 ? 2 * o->budget : 8192};
+  a.known = calloc((size_t)a.max, sizeof *a.known);
+  a.value = calloc((size_t)a.max, sizeof *a.value);
+  pt_params *batch = calloc((size_t)width, sizeof *batch);
+  double *vals = calloc((size_t)width, sizeof *vals);
+  gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+  int rc = cs && a.known && a.value && batch && vals && rng ? 0 : pt_err_set(s->err, PT_ENOMEM, "out of memory");
+  for (int i = 0; rc == 0 && i < maxc; i++)
+    if (!(cs[i] = calloc(1, sizeof *cs[i]))) rc = pt_err_set(s->err, PT_ENOMEM, "out of memory");
+  pt_params at = s->point;
+  if (rc == 0) {
+    gsl_rng_set(rng, o->seed);
+    chains_of(s, 0, o, rng, cs, &nc, maxc);
+  }
+  s->point = at;
+  pthread_mutex_init(&a.mu, NULL);
+  pthread_cond_init(&a.cv, NULL);
+  int next = 0; /* the next chain to start */
+  while (rc == 0) {
+    pthread_mutex_lock(&a.mu);
+    int live = 0, busy;
+    for (int i = 0; i < next; i++) live += !cs[i]->done;
+    while (next < nc && live < width) { /* start chains up to the width */
+      chain *c = cs[next++];
+      if (!(c->s = malloc(sizeof *c->s))) { /* the memo is large (its pages are touched as it fills) */
+        rc = pt_err_set(s->err, PT_ENOMEM, "out of memory");
+        break;
+      }
+      memcpy(c->s, s, offsetof(search, seen)); /* the search's settings; an empty memo */
+      c->s->eval = chain_eval;
+      c->s->ctx = c;
+      c->s->err = &c->err;
+      c->s->out = &c->best;
+      c->best.best_value = HUGE_VAL;
+      c->s->nseen = c->s->evaluations = c->s->rc = c->s->probe_next = 0;
+      c->a = &a;
+      if (pthread_create(&c->th, NULL, chain_run, c) != 0) {
+        rc = pt_err_set(s->err, PT_ENOMEM, "cannot start a thread");
+        break;
+      }
+      c->started = 1;
+      live++;
+    }
+    do { /* until every chain running waits or is done */
+      busy = 0;
+      for (int i = 0; i < next; i++) busy += cs[i]->started && !cs[i]->done && !cs[i]->waiting;
+      if (busy) pthread_cond_wait(&a.cv, &a.mu);
+    } while (busy);
+    int n = 0;
+    for (int i = 0; i < next && n < width; i++) { /* the waiting chains' points, earlier chains first */
+      chain *c = cs[i];
+      if (!c->waiting) continue;
+      int dup = 0;
+      for (int k = 0; k < n && !dup; k++) dup = pt_params_equal(&batch[k], &c->want);
+      if (!dup) batch[n++] = c->want;
+    }
+    if (n > a.max - a.nknown) n = a.max - a.nknown;
+    int all_done = 1;
+    for (int i = 0; i < next; i++) all_done &= cs[i]->done;
+    if (rc < 0 || n <= 0) {
+      if (all_done && next >= nc) {
+        pthread_mutex_unlock(&a.mu);
+        break;
+      }
+      if (n <= 0 && !all_done) { /* room for no more: the waiting chains end */
+        a.stop = 1;
+        pthread_cond_broadcast(&a.cv);
+        pthread_mutex_unlock(&a.mu);
+        break;
+      }
+      pthread_mutex_unlock(&a.mu);
+      continue;
+    }
+    pthread_mutex_unlock(&a.mu);
+    rc = o->prefetch(s->ctx, batch, n, vals, s->err); /* the workers make them, side by side */
+    pthread_mutex_lock(&a.mu);
+    for (int k = 0; rc == 0 && k < n; k++) {
+      a.known[a.nknown] = batch[k];
+      a.value[a.nknown++] = isnan(vals[k]) ? HUGE_VAL : vals[k];
+    }
+    for (int i = 0; i < next; i++) cs[i]->waiting = 0; /* each looks again: made, or waits for the next batch */
+    if (rc < 0) a.stop = 1;
+    pthread_cond_broadcast(&a.cv);
+    pthread_mutex_unlock(&a.mu);
+  }
+  pthread_mutex_lock(&a.mu);
+  a.stop = 1;
+  pthread_cond_broadcast(&a.cv);
+  pthread_mutex_unlock(&a.mu);
+  for (int i = 0; cs && i < nc; i++)
+    if (cs[i] && cs[i]->started) {
+      pthread_join(cs[i]->th, NULL);
+      free(cs[i]->s);
+    }
+  pthread_mutex_destroy(&a.mu);
+  pthread_cond_destroy(&a.cv);
+  for (int i = 0; cs && i < maxc; i++) free(cs[i]);
+  free(cs);
+  free(a.known);
+  free(a.value);
+  free(batch);
+  free(vals);
+  if (rng) gsl_rng_free(rng);
+  return rc;
+}
+
 int pt_tune(const pt_tune_param *params, int nparams, const pt_tune_opts *opts, pt_tune_eval eval, void *ctx,
             pt_err *err, pt_tune_result *out) {
   memset(out, 0, sizeof *out);
@@ -223,6 +442,8 @@ int pt_tune(const pt_tune_param *params, int nparams, const pt_tune_opts *opts, 
     if (opts->budget > 0) o.budget = opts->budget;
     if (opts->starts > 0) o.starts = opts->starts;
     o.seed = opts->seed;
+    o.prefetch = opts->prefetch;
+    o.parallel = opts->parallel;
   }
   if (nparams > PT_MAX_PARAMS) return pt_err_set(err, PT_ELIMIT, "too many parameters (%d)", nparams);
   search *s = calloc(1, sizeof *s); /* large (the memo), so on the heap */
@@ -254,6 +475,7 @@ int pt_tune(const pt_tune_param *params, int nparams, const pt_tune_opts *opts, 
   }
   gsl_rng *rng = rc == 0 ? gsl_rng_alloc(gsl_rng_mt19937) : NULL;
   if (rc == 0 && !rng) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
+  if (rc == 0 && o.prefetch) rc = run_ahead(s, &o);
   if (rc == 0) {
     gsl_rng_set(rng, o.seed);
     grid(s, 0, &o, rng);

@@ -38,10 +38,25 @@ typedef struct pt_tune_param {
 /* Evaluate one point: 0 with *value (lower is better), or a negative PT_E* (stops the search). */
 typedef int (*pt_tune_eval)(void *ctx, const pt_params *point, double *value, pt_err *err);
 
+/*
+ * Points made ahead, for a caller that can make many at once (tune -j N):
+ * before the search, each of its chains (a start at a grid point, then its
+ * simplex) is run ahead in a thread of its own, and the points they wait for
+ * are handed here in batches of at most `parallel`, earlier chains' first, at
+ * most twice the budget in all; prefetch makes them (side by side) and says
+ * their values (NaN: none).  The search then asks eval for every point as it
+ * would without prefetch, so what it spends its budget on, and its result,
+ * do not depend on what prefetch did or how long it took; eval finds the
+ * points made ahead already made (the caller keeps them).
+ */
+typedef int (*pt_tune_prefetch)(void *ctx, const pt_params *points, int n, double *values /* OUT */, pt_err *err);
+
 typedef struct pt_tune_opts {
   int budget;                /* most evaluations in all (default 60) */
   int starts;                /* Nelder–Mead starts per grid point (default 3) */
   unsigned long seed;        /* for the random starts */
+  pt_tune_prefetch prefetch; /* NULL: none */
+  int parallel;              /* with prefetch: points made at once (chains run ahead at once) */
 } pt_tune_opts;
 
 typedef struct pt_tune_result {
