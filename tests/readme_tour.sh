@@ -28,7 +28,7 @@ for line in text[start:end]:
         else:
             cmds.append(line)
 steps = [c.split()[1] if c.split()[1] != "trace" else "trace " + c.split()[2] for c in cmds]
-want = ["trace import", "lint", "sweep", "report", "diff", "check", "export"]
+want = ["trace import", "lint", "sweep", "report", "diff", "explain", "check", "export"]
 assert steps == want, steps
 with open(sys.argv[2], "w") as f:
     for c in cmds:
