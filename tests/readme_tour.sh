@@ -66,8 +66,9 @@ assert runs[rec["baseline_run"]]["params"]["max_split_size_mb"] is None, rec
 PY
 grep -q "^RECOMMENDED SETTINGS" out3 && [ -s my.html ] || fail "report: no recommendation, or no page"
 grep -q "^A: run 3: pytorch_native" out4 && grep -q "^B: run 9: " out4 || fail "diff: not runs 3 and 9"
-grep -q "^PASS peak reserved" out5 && grep -q "^PASS predicted time" out5 || fail "check: not two PASS lines"
-grep -q "^baseline: .* run 3$" out5 || fail "check: the baseline is not run 3"
-grep -q "^export PAGETUNE_ALLOC_CONF=\|^export PYTORCH_ALLOC_CONF=" out6 || fail "export: nothing to paste"
+grep -q "^segments with free space" out5 && grep -q "^peak reserved: " out5 || fail "explain: no segments at the peak"
+grep -q "^PASS peak reserved" out6 && grep -q "^PASS predicted time" out6 || fail "check: not two PASS lines"
+grep -q "^baseline: .* run 3$" out6 || fail "check: the baseline is not run 3"
+grep -q "^export PAGETUNE_ALLOC_CONF=\|^export PYTORCH_ALLOC_CONF=" out7 || fail "export: nothing to paste"
 
 done_ok readme_tour
