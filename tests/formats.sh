@@ -93,7 +93,7 @@ cp "$v1/sweep.db" "$tmp/ro.db"
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); sys.exit(len(d["runs"]) != 5 or d["confirmations"] != [])' \
   "$tmp/ro.json" || fail "report on a v1 store: $(cat "$tmp/ro.json")"
 [ "$(sqlite3 "$tmp/ro.db" 'PRAGMA user_version')" = 1 ] || fail "a read-only report migrated the v1 store"
-[ "$(sqlite3 "$tmp/old.db" 'PRAGMA user_version')" = 3 ] || fail "the resumed sweep did not migrate the v1 store to version 3"
+[ "$(sqlite3 "$tmp/old.db" 'PRAGMA user_version')" = 4 ] || fail "the resumed sweep did not migrate the v1 store to version 4"
 tuned=$(sqlite3 "$tmp/old.db" "SELECT r.id FROM runs r JOIN policies p ON p.id = r.policy_id WHERE p.name = 'tunable_caching' LIMIT 1")
 if (cd "$v1" && PAGETUNE_POLICY_DIR=. "$pt" confirm --db "$tmp/old.db" --trace trace.gz --run "$tuned" --runs 2 --json -- true) \
   >"$tmp/c.json" 2>"$tmp/err"; then

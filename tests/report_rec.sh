@@ -97,4 +97,21 @@ if command -v sqlite3 >/dev/null 2>&1; then
     { fail "an unexportable run: not said"; head -20 "$tmp/bad.txt"; }
 fi
 
+# the captured settings are the trace's own: expandable.pickle.gz ran under expandable_segments:True, so its
+# baseline is pytorch_expandable at its defaults, not PyTorch's defaults (issue 13: "unless the trace says otherwise")
+"$pt" sweep --db "$tmp/cap.db" --trace "$top_srcdir/traces/expandable.pickle.gz" --trace "$trace" --policy pytorch_native \
+  --policy pytorch_expandable --policy cuda_async >/dev/null 2>&1 || fail "sweep of a trace captured with expandable segments"
+"$pt" report --db "$tmp/cap.db" --json >"$tmp/cap.json" 2>"$tmp/err" || { fail "report of it"; cat "$tmp/err"; }
+python3 - "$tmp/cap.json" <<'PY' || fail "the captured settings of each trace"
+import json, sys
+d = json.load(open(sys.argv[1]))
+pol = {r["run"]: r["policy"] for r in d["runs"]}
+recs = {r["trace"]: r for r in d["recommendations"]}
+e, v = recs["expandable.pickle.gz"], recs[d["recommendations"][1]["trace"] if d["recommendations"][0]["trace"] == "expandable.pickle.gz" else d["recommendations"][0]["trace"]]
+assert e["baseline"].startswith("the captured settings (expandable_segments:True: pytorch_expandable)"), e
+assert pol[e["baseline_run"]] == "pytorch_expandable", (e, pol)
+assert v["baseline"] == "pytorch_native at its defaults" and pol[v["baseline_run"]] == "pytorch_native", (v, pol)
+print("ok: the captured settings: pytorch_expandable for expandable.pickle.gz, PyTorch's defaults for the other")
+PY
+
 done_ok report_rec

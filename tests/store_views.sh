@@ -19,7 +19,7 @@ import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
 oom = {r[0] for r in c.execute("SELECT run_id FROM run_summary WHERE ooms > 0")}
 assert oom, "the cap must make a run fail: nothing to test"
-assert c.execute("PRAGMA user_version").fetchone()[0] == 3
+assert c.execute("PRAGMA user_version").fetchone()[0] == 4
 best = dict(c.execute("SELECT objective, run_id FROM best_per_trace"))
 assert not set(best.values()) & oom, best
 smallest = c.execute("SELECT run_id FROM run_summary WHERE ooms = 0 ORDER BY peak_reserved_bytes LIMIT 1").fetchone()[0]
@@ -40,12 +40,12 @@ chmod u+w "$tmp/old.db"
 python3 - "$tmp/old.db" <<'PY' || fail "views after migrating schema 2"
 import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
-assert c.execute("PRAGMA user_version").fetchone()[0] == 3
+assert c.execute("PRAGMA user_version").fetchone()[0] == 4
 oom = {r[0] for r in c.execute("SELECT run_id FROM run_summary WHERE ooms > 0")}
 assert oom
 assert not {r[0] for r in c.execute("SELECT run_id FROM pareto")} & oom
 assert not {r[0] for r in c.execute("SELECT run_id FROM best_per_trace")} & oom
-print("ok: a schema-2 store migrated to 3: its views leave out %d run(s) that ran out of memory" % len(oom))
+print("ok: a schema-2 store migrated to 4: its views leave out %d run(s) that ran out of memory" % len(oom))
 PY
 # a schema-3 store (tests/data/v3) reads as it is, read-only
 cp "$top_srcdir/tests/data/v3/views.db" "$tmp/v3.db"
@@ -60,5 +60,15 @@ assert dict(c.execute("SELECT objective, run_id FROM best_per_trace")) == {"memo
 assert sorted(r[0] for r in c.execute("SELECT run_id FROM pareto")) == [2, 3, 4]
 print("ok: the schema-3 store of tests/data/v3 reads as it is")
 PY
+# a schema-4 store (tests/data/v4) reads as it is, read-only, with its traces' captured settings
+cp "$top_srcdir/tests/data/v4/settings.db" "$tmp/v4.db"
+chmod a-w "$tmp/v4.db"
+"$pt" report --db "$tmp/v4.db" --json >"$tmp/v4.json" 2>"$tmp/err" || fail "report on the v4 store: $(cat "$tmp/err")"
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = d["recommendations"][0]
+assert len(d["runs"]) == 2 and r["baseline_run"] == 2 and "expandable_segments:True" in r["baseline"], r' "$tmp/v4.json" ||
+  fail "the v4 store: the captured settings not read"
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "all store view checks passed"

@@ -295,3 +295,18 @@ int pt_conf_model_of(pt_conf *c, const char *what, pt_conf_model *out, pt_err *e
     }
   return 0;
 }
+
+int pt_conf_of_settings(const char *settings, char *conf, size_t n) {
+  static const char key[] = "PYTORCH_CUDA_ALLOC_CONF=";
+  if (n) conf[0] = 0;
+  for (const char *p = settings; p && *p; p = strchr(p, ';') ? strchr(p, ';') + 1 : NULL) {
+    if (strncmp(p, key, sizeof key - 1)) continue;
+    p += sizeof key - 1;
+    size_t len = strcspn(p, ";");
+    if (len >= n) return 0;
+    memcpy(conf, p, len);
+    conf[len] = 0;
+    return 1;
+  }
+  return 0;
+}

@@ -77,6 +77,11 @@ typedef struct pt_conf_model {
 struct pt_err;
 int pt_conf_model_of(pt_conf *c, const char *what, pt_conf_model *out /* OUT */, struct pt_err *err);
 
+/* The PYTORCH_CUDA_ALLOC_CONF value a trace's settings line records ("...;PYTORCH_CUDA_ALLOC_CONF=VALUE;...", as
+   the importer writes a snapshot's allocator_settings) into conf: 1, or 0 when none is recorded (or it is longer
+   than n - 1 bytes). */
+int pt_conf_of_settings(const char *settings, char *conf, size_t n);
+
 /* The kept findings, one a line "PREFIXSEVERITY: KEY: message" (control characters as '?'), then how many were not kept. */
 void pt_conf_findings_text(FILE *f, const char *prefix, const pt_conf *c);
 /* The kept findings as a JSON array of {key, severity, message}. */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "allocconf.h"
 #include "workbench.h"
 
 static const pt_cli_opt report_opts[] = {
@@ -93,12 +94,41 @@ static int find_clashes(const pt_store_run *rows, size_t n, char *clash, pt_err 
 /* What a trace's recommendation points at, owned here. */
 typedef struct rec_text {
   char *paste, *code, *notes;
-  char chosen_by[160], command[1400];
+  char chosen_by[160], command[1400], baseline_desc[400];
 } rec_text;
 
-/* Is r a run of the captured settings: pytorch_native with its stored text's defaults? */
-static int is_captured(pt_store *db, const pt_store_run *r) {
-  if (strcmp(r->policy, CAPTURED_POLICY)) return 0;
+/*
+ * The settings a trace was captured with, as the bundled policy that models
+ * them (pt_conf_model_of, what sim --conf reads): from the PYTORCH_CUDA_ALLOC_CONF
+ * its header's settings line records (a PyTorch snapshot's allocator_settings
+ * hold it); PyTorch's defaults (pytorch_native) where none is recorded, or
+ * where the value is one the model cannot take (said in desc).
+ */
+static void captured_model(pt_store *db, int64_t trace_id, pt_conf_model *m, char *desc, size_t n) {
+  char settings[1024], conf[PT_CONF_VALUE_MAX];
+  pt_err e;
+  memset(m, 0, sizeof *m);
+  m->policy = CAPTURED_POLICY;
+  snprintf(desc, n, "%s", CAPTURED_DESC);
+  if (pt_store_trace_settings(db, trace_id, &e, settings, sizeof settings) < 0 ||
+      !pt_conf_of_settings(settings, conf, sizeof conf) || !*conf)
+    return;
+  pt_conf *c = calloc(1, sizeof *c);
+  if (!c) return;
+  pt_conf_read(c, conf, "captured");
+  pt_conf_model tm;
+  if (pt_conf_model_of(c, "captured", &tm, &e) == 0 && !tm.unmodelled) {
+    *m = tm;
+    snprintf(desc, n, "the captured settings (%.300s: %s)", conf, m->policy);
+  } else {
+    snprintf(desc, n, "%s (the captured '%.300s' is not one the model takes)", CAPTURED_DESC, conf);
+  }
+  free(c);
+}
+
+/* Is r a run of the captured settings: m's policy with its stored text's defaults and m's assignments? */
+static int is_captured(pt_store *db, const pt_store_run *r, const pt_conf_model *m) {
+  if (strcmp(r->policy, m->policy)) return 0;
   char *text;
   size_t len;
   pt_err e;
@@ -107,11 +137,12 @@ static int is_captured(pt_store *db, const pt_store_run *r) {
   int ok = pt_policy_load_buffer(text, len, r->policy, NULL, &e, &pol) == 0;
   free(text);
   if (!ok) return 0;
+  for (int i = 0; ok && i < m->nsets; i++) ok = pt_policy_set(pol, m->sets[i], &e) == 0;
   pt_params d;
   char pj[PT_PARAMS_JSON_MAX];
   pt_policy_params(pol, &d);
   pt_policy_free(pol);
-  return pt_params_json(&d, 1, pj, sizeof pj) == 0 && !strcmp(pj, r->params_json);
+  return ok && pt_params_json(&d, 1, pj, sizeof pj) == 0 && !strcmp(pj, r->params_json);
 }
 
 /* A name the shell takes as one word unquoted. */
@@ -182,13 +213,15 @@ static int recommend(pt_store *db, const pt_wb_args *a, const pt_store_run *rows
     }
   }
   char f[96];
-  *rec = (pt_report_rec){.trace = rows[first].trace, .baseline_desc = CAPTURED_DESC};
+  pt_conf_model cm;
+  captured_model(db, rows[first].trace_id, &cm, t->baseline_desc, sizeof t->baseline_desc);
+  *rec = (pt_report_rec){.trace = rows[first].trace, .baseline_desc = t->baseline_desc};
   if (best < 0) return 0;
   const pt_store_run *r = &rows[best];
   rec->run = r->id;
   for (size_t i = first; i < n && !rec->baseline; i++)
     if (!strcmp(rows[i].trace_hash, hash) && rows[i].capacity == r->capacity && !strcmp(rows[i].gpu, r->gpu) &&
-        is_captured(db, &rows[i]))
+        is_captured(db, &rows[i], &cm))
       rec->baseline = rows[i].id;
   snprintf(t->chosen_by, sizeof t->chosen_by, "%s (%s)%s", used ? "memory" : a->objective.text,
            pt_objective_formula(os[used], f, sizeof f),

@@ -93,7 +93,8 @@ int pt_wb_put_trace(pt_store *db, const char *path, const pt_trace_data *data, p
   pt_trace_close(t);
   if (rc < 0) return rc;
   pt_trace_content_hash(data, hash);
-  return pt_store_put_trace(db, pt_wb_base_name(path), path, hash, &st, err, id);
+  rc = pt_store_put_trace(db, pt_wb_base_name(path), path, hash, &st, err, id);
+  return rc < 0 ? rc : pt_store_set_trace_settings(db, *id, data->info.settings, err);
 }
 
 int pt_wb_load_trace(pt_store *db, const char *path, pt_err *err, pt_wb_trace *out) {

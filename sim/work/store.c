@@ -239,6 +239,16 @@ static const char pt_store_schema_v3[] =
   "           OR b.peak_reserved_bytes < a.peak_reserved_bytes));\n";
 
 /*
+ * Schema version 4: each trace's allocator settings at capture (the trace
+ * header's settings line; a PyTorch snapshot's allocator_settings, which
+ * holds the PYTORCH_CUDA_ALLOC_CONF it ran under), so that report can
+ * compare with the settings a snapshot was captured with.  Traces stored
+ * before it have '' (unknown: taken as PyTorch's defaults).
+ */
+static const char pt_store_schema_v4[] =
+  "ALTER TABLE traces ADD COLUMN settings TEXT NOT NULL DEFAULT '';\n";
+
+/*
  * Migration steps, the store's readers of older versions (the rule is above
  * PT_STORE_SCHEMA_VERSION in store.h): step i takes user_version i to i + 1.
  * The steps from the version found run in one transaction with the
@@ -251,6 +261,7 @@ static const char *const pt_store_migrations[] = {
   pt_store_schema_v1,   /* 0 -> 1 */
   pt_store_schema_v2,   /* 1 -> 2 */
   pt_store_schema_v3,   /* 2 -> 3 */
+  pt_store_schema_v4,   /* 3 -> 4 */
 };
 _Static_assert(sizeof pt_store_migrations / sizeof pt_store_migrations[0] == PT_STORE_SCHEMA_VERSION,
                "one migration step per schema version");
@@ -364,10 +375,16 @@ static const pt_store_column pt_store_columns[] = {
                    "        OR (length(?1) >= 4 AND substr(t.content_hash, 1, length(?1)) = ?1))"      \
                    " ORDER BY c.id")
 
+/* The statements on schema version 4's column (traces.settings). */
+#define PT_STORE_STATEMENTS_V4(X)                                                                  \
+  X(TRACE_SETTINGS_SET, "UPDATE traces SET settings = ? WHERE id = ? AND settings = ''")             \
+  X(TRACE_SETTINGS, "SELECT settings FROM traces WHERE id = ?")
+
 enum pt_store_stmt {
 #define PT_X(id, sql) PT_ST_##id,
   PT_STORE_STATEMENTS(PT_X)
   PT_STORE_STATEMENTS_V2(PT_X)
+  PT_STORE_STATEMENTS_V4(PT_X)
 #undef PT_X
   PT_ST_COUNT
 };
@@ -376,6 +393,7 @@ static const char *const pt_store_sql[PT_ST_COUNT] = {
 #define PT_X(id, sql) sql,
   PT_STORE_STATEMENTS(PT_X)
   PT_STORE_STATEMENTS_V2(PT_X)
+  PT_STORE_STATEMENTS_V4(PT_X)
 #undef PT_X
 };
 
@@ -383,10 +401,13 @@ static const char *const pt_store_sql[PT_ST_COUNT] = {
 static const unsigned char pt_store_since[PT_ST_COUNT] = {
 #define PT_X1(id, sql) 1,
 #define PT_X2(id, sql) 2,
+#define PT_X4(id, sql) 4,
   PT_STORE_STATEMENTS(PT_X1)
   PT_STORE_STATEMENTS_V2(PT_X2)
+  PT_STORE_STATEMENTS_V4(PT_X4)
 #undef PT_X1
 #undef PT_X2
+#undef PT_X4
 };
 
 /*
@@ -1462,6 +1483,39 @@ int pt_store_traces(pt_store *s, const char *ref, pt_err *err, pt_store_trace **
   }
   pt_done(st);
   return rc;
+}
+
+int pt_store_set_trace_settings(pt_store *s, int64_t trace_id, const char *settings, pt_err *err) {
+  int rc = pt_writable(s, err);
+  if (rc < 0 || !settings || !*settings) return rc < 0 ? rc : 0;
+  sqlite3_stmt *st = s->st[PT_ST_TRACE_SETTINGS_SET];
+  rc = sqlite3_bind_text(st, 1, settings, -1, SQLITE_TRANSIENT);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_int64(st, 2, trace_id);
+  if (rc == SQLITE_OK) rc = sqlite3_step(st);
+  rc = rc == SQLITE_DONE ? 0 : pt_fail(s, rc, err, "storing a trace's settings");
+  pt_done(st);
+  return rc;
+}
+
+int pt_store_trace_settings(pt_store *s, int64_t trace_id, pt_err *err, char *buf, size_t n) {
+  if (n) buf[0] = 0;
+  sqlite3_stmt *st = s->st[PT_ST_TRACE_SETTINGS];
+  if (!st) return 0; /* a file of schema < 4 read as it is: none stored */
+  int rc = sqlite3_bind_int64(st, 1, trace_id);
+  if (rc == SQLITE_OK) rc = sqlite3_step(st);
+  if (rc == SQLITE_DONE) {
+    pt_done(st);
+    return pt_err_set(err, PT_ENOTFOUND, "%s: no trace %lld", s->path, (long long)trace_id);
+  }
+  if (rc != SQLITE_ROW) {
+    rc = pt_fail(s, rc, err, "reading a trace's settings");
+    pt_done(st);
+    return rc;
+  }
+  pt_reader c = {st, 0};
+  pt_get_text(&c, buf, n);
+  pt_done(st);
+  return 0;
 }
 
 int pt_store_trace_source(pt_store *s, int64_t trace_id, pt_err *err, char *buf, size_t n) {

@@ -54,7 +54,7 @@
  * PT_STORE_READ_VERSION on as it is, without migrating it: the steps since
  * only added tables, and a read of a table the file lacks finds nothing.
  */
-#define PT_STORE_SCHEMA_VERSION 3       /* PRAGMA user_version this build writes */
+#define PT_STORE_SCHEMA_VERSION 4       /* PRAGMA user_version this build writes */
 #define PT_STORE_READ_VERSION 1         /* the oldest version a read-only open reads as it is */
 #define PT_STORE_APPLICATION_ID 1347699778 /* PRAGMA application_id: 0x50544442, "PTDB" */
 
@@ -167,6 +167,11 @@ int pt_store_traces(pt_store *s, const char *ref, pt_err *err, pt_store_trace **
 /* Where trace trace_id was read from when first stored (traces.source: a path as given then) into buf; PT_ENOTFOUND
    for no such trace, PT_ELIMIT when it does not fit. */
 int pt_store_trace_source(pt_store *s, int64_t trace_id, pt_err *err, char *buf, size_t n);
+
+/* A trace's allocator settings at capture (schema 4; '' when unknown, and on an older file read as it is):
+   set once, the first non-empty value kept; read into buf (cut to n - 1 bytes). */
+int pt_store_set_trace_settings(pt_store *s, int64_t trace_id, const char *settings, pt_err *err);
+int pt_store_trace_settings(pt_store *s, int64_t trace_id, pt_err *err, char *buf, size_t n);
 
 /* A run's timeline in order; PT_ENOTFOUND for no such run.  Free *pts with free(). */
 int pt_store_timeline(pt_store *s, int64_t run_id, pt_err *err, pt_sim_point **pts /* OUT */,
