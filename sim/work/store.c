@@ -1497,10 +1497,11 @@ int pt_store_set_trace_settings(pt_store *s, int64_t trace_id, const char *setti
   return rc;
 }
 
-int pt_store_trace_settings(pt_store *s, int64_t trace_id, pt_err *err, char *buf, size_t n) {
+/* One text column of trace trace_id by statement st into buf (what names the column in errors); PT_ELIMIT
+   when it does not fit and cut is 0. */
+static int pt_trace_text(pt_store *s, sqlite3_stmt *st, int64_t trace_id, const char *what, int cut, pt_err *err,
+                         char *buf, size_t n) {
   if (n) buf[0] = 0;
-  sqlite3_stmt *st = s->st[PT_ST_TRACE_SETTINGS];
-  if (!st) return 0; /* a file of schema < 4 read as it is: none stored */
   int rc = sqlite3_bind_int64(st, 1, trace_id);
   if (rc == SQLITE_OK) rc = sqlite3_step(st);
   if (rc == SQLITE_DONE) {
@@ -1508,27 +1509,7 @@ int pt_store_trace_settings(pt_store *s, int64_t trace_id, pt_err *err, char *bu
     return pt_err_set(err, PT_ENOTFOUND, "%s: no trace %lld", s->path, (long long)trace_id);
   }
   if (rc != SQLITE_ROW) {
-    rc = pt_fail(s, rc, err, "reading a trace's settings");
-    pt_done(st);
-    return rc;
-  }
-  pt_reader c = {st, 0};
-  pt_get_text(&c, buf, n);
-  pt_done(st);
-  return 0;
-}
-
-int pt_store_trace_source(pt_store *s, int64_t trace_id, pt_err *err, char *buf, size_t n) {
-  if (n) buf[0] = 0;
-  sqlite3_stmt *st = s->st[PT_ST_TRACE_SOURCE];
-  int rc = sqlite3_bind_int64(st, 1, trace_id);
-  if (rc == SQLITE_OK) rc = sqlite3_step(st);
-  if (rc == SQLITE_DONE) {
-    pt_done(st);
-    return pt_err_set(err, PT_ENOTFOUND, "%s: no trace %lld", s->path, (long long)trace_id);
-  }
-  if (rc != SQLITE_ROW) {
-    rc = pt_fail(s, rc, err, "reading a trace's source");
+    rc = pt_fail(s, rc, err, what);
     pt_done(st);
     return rc;
   }
@@ -1536,9 +1517,22 @@ int pt_store_trace_source(pt_store *s, int64_t trace_id, pt_err *err, char *buf,
   size_t len = (size_t)sqlite3_column_bytes(st, 0);
   pt_get_text(&c, buf, n);
   pt_done(st);
-  if (len >= n) return pt_err_set(err, PT_ELIMIT, "%s: trace %lld: its source is longer than %zu bytes", s->path,
-                                  (long long)trace_id, n - 1);
+  if (len >= n && !cut)
+    return pt_err_set(err, PT_ELIMIT, "%s: trace %lld: its source is longer than %zu bytes", s->path,
+                      (long long)trace_id, n - 1);
   return 0;
+}
+
+int pt_store_trace_settings(pt_store *s, int64_t trace_id, pt_err *err, char *buf, size_t n) {
+  if (!s->st[PT_ST_TRACE_SETTINGS]) { /* a file of schema < 4 read as it is: none stored */
+    if (n) buf[0] = 0;
+    return 0;
+  }
+  return pt_trace_text(s, s->st[PT_ST_TRACE_SETTINGS], trace_id, "reading a trace's settings", 1, err, buf, n);
+}
+
+int pt_store_trace_source(pt_store *s, int64_t trace_id, pt_err *err, char *buf, size_t n) {
+  return pt_trace_text(s, s->st[PT_ST_TRACE_SOURCE], trace_id, "reading a trace's source", 0, err, buf, n);
 }
 
 int pt_store_policy_text(pt_store *s, int64_t policy_id, pt_err *err, char **text, size_t *len) {
