@@ -3,15 +3,7 @@
 # its parameters as the policy declares them and the mechanism bounds them, its
 # hooks and its doc; a policy that does not load is listed with its error, not
 # fatal; no policy at all is exit 1; bad usage exit 2.
-set -u
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
-pt="$top_builddir/pagetune"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
-command -v python3 >/dev/null 2>&1 || { echo "python3 is missing: skipped"; exit 77; }
+. "${top_srcdir:-.}/tests/wb_setup.sh"
 export PAGETUNE_POLICY_DIR="$top_srcdir/policies"
 
 "$pt" policies >"$tmp/list.txt" 2>"$tmp/err" || { fail "policies: exit $?"; cat "$tmp/err"; }

@@ -3,14 +3,7 @@
 # that ran out of memory (issue 13): varlen_infer under its 378702643-byte cap,
 # where pytorch_native fails a request and so has the smallest peak of all.
 # Also: a database of schema 2 gains the new views when opened read-write.
-set -u
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
-pt="$top_builddir/pagetune"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "${top_srcdir:-.}/tests/wb_setup.sh"
 tr="$top_srcdir/traces/varlen_infer.pickle.gz"
 "$pt" sweep --db "$tmp/v.db" --trace "$tr" --policy pytorch_native --policy pytorch_expandable --policy cuda_async \
   --policy direct --capacity 378702643 >/dev/null 2>"$tmp/err" || fail "sweep: $(cat "$tmp/err")"
@@ -70,5 +63,4 @@ d = json.load(open(sys.argv[1]))
 r = d["recommendations"][0]
 assert len(d["runs"]) == 2 and r["baseline_run"] == 2 and "expandable_segments:True" in r["baseline"], r' "$tmp/v4.json" ||
   fail "the v4 store: the captured settings not read"
-[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
-echo "all store view checks passed"
+done_ok store_views

@@ -1,4 +1,4 @@
-# wb_setup.sh — sourced by the workbench's test scripts (check.sh, report_rec.sh, knobs.sh,
+# wb_setup.sh — sourced by the workbench's test scripts (check.sh, report_rec.sh, knobs.sh, store_views.sh, policies.sh,
 # readme_tour.sh): the build's program and bundled policies, a temporary folder
 # removed at exit ($tmp), fail() counting into $fails, done_ok NAME to end with the
 # verdict, and a skip (exit 77, automake's SKIP) without python3, which checks the JSON.
