@@ -580,7 +580,6 @@ static int place(async_state *st, uint64_t size, ablock **out) {
   int calls = 0;
   if (pl.first <= pl.lastslot && (rc = back(st, pl.first, pl.lastslot, &calls)) < 0) {
     st->allocated += b->size;
-    b->ticket = 0;
     (void)unallocate(st, b); /* the request fails: its block is free again (the failure is rc) */
     return rc;
   }
