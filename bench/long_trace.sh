@@ -16,15 +16,20 @@
 # input format (simulation only, median of N processes).
 #
 #   sh bench/long_trace.sh [-b BASE_PAGETUNE] [-a ALLOCATORSIM_DIR] [-n N] [-s SEED]
-#                          [-t STEPS] [-c CORE] [PAGETUNE]
+#                          [-t STEPS] [-c CORE] [-T CAPTURED] [PAGETUNE]
+#
+# -T CAPTURED: a captured trace too (a PyTorch snapshot, imported with --strip-frames, or a
+# pagetune trace), replayed beside the generated ones and, with -a, by allocatorSim (the
+# one traces/capture/long_frag_on_device.sh makes: long_decode_cat_1208, 5.04 M records,
+# 1 199 segments; it is 37 MB gzip'd, not in the repository: that script remakes it).
 #
 # Peak RSS comes from /usr/bin/time when present, else from getrusage through
 # python3, else it reads n/a.  The trace in memory is 56 bytes a record
 # (pt_event); what the replay adds beyond it is RSS less that.
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
-base= asim= n=7 seed=1 steps=1024 core=1
-while getopts b:a:n:s:t:c: opt; do
+base= asim= n=7 seed=1 steps=1024 core=1 cap=
+while getopts b:a:n:s:t:c:T: opt; do
   case $opt in
   b) base=$OPTARG ;;
   a) asim=$OPTARG ;;
@@ -32,6 +37,7 @@ while getopts b:a:n:s:t:c: opt; do
   s) seed=$OPTARG ;;
   t) steps=$OPTARG ;;
   c) core=$OPTARG ;;
+  T) cap=$OPTARG ;;
   *) sed -n '/^#   sh bench\/long_trace.sh/,/^#  *\[-t/p' "$0" >&2; exit 2 ;;
   esac
 done
@@ -68,7 +74,12 @@ long=$dir/long_decode.trace
 longer=$dir/long_decode_x2.trace
 "$pt" trace gen --kind long_decode --seed "$seed" --steps "$steps" -o "$long"
 "$pt" trace gen --kind long_decode --seed "$seed" --steps $((2 * steps)) -o "$longer"
-for t in "$long" "$longer"; do
+captured=
+if [ -n "$cap" ]; then
+  captured=$dir/$(basename "$cap" | sed 's/\.gz$//; s/\.pickle$//; s/\.trace$//').trace
+  "$pt" trace import "$cap" --strip-frames -o "$captured" >/dev/null 2>&1 || cp "$cap" "$captured"
+fi
+for t in "$long" "$longer" $captured; do
   "$pt" sim --trace "$t" --policy pytorch_native >"$dir/shape"
   awk -v t="$(basename "$t")" '$1 == "events" {r = $2} $1 == "segments_allocated" {s = $2} $1 == "fragmentation" {f = $2}
     END {printf "%s: %d records, %d segments, fragmentation %.1f%% (pytorch_native)\n", t, r, s, 100 * f}' "$dir/shape"
@@ -79,7 +90,7 @@ printf '\n%-22s %-20s %12s %10s' policy trace "M rec/s" "RSS MiB"
 [ -n "$base" ] && printf ' %12s %10s' "base M/s" "base MiB"
 echo
 for p in pytorch_native tunable_caching large_page_threshold pytorch_expandable cuda_async stitch direct; do
-  for t in "$long" "$longer"; do
+  for t in "$long" "$longer" $captured; do
     [ "$t" = "$longer" ] && [ "$p" != pytorch_native ] && continue # the memory check: one policy is enough
     rss=$(peak_rss "$dir/out" $pin "$pt" sim --trace "$t" --policy "$p" --repeat "$n")
     printf '%-22s %-20s %12s %10s' "$p" "$(basename "$t" .trace)" "$(rate "$dir/out")" "$rss"
@@ -118,7 +129,7 @@ stubs=$here/bench/allocatorsim/stubs
 # allocatorSim (median of N processes), with both models' peak reserved bytes.
 printf '%s\n' '{}' >"$dir/asim.json"
 "$pt" trace import "$here/traces/llm_decode.pickle.gz" -o "$dir/llm_decode.trace" >/dev/null
-for t in "$long" "$dir/llm_decode.trace"; do
+for t in "$long" $captured "$dir/llm_decode.trace"; do
   awk '$1 == "a" {op++; st[$2] = op; sz[$2] = $3} $1 == "f" {op++; print st[$2], op, sz[$2]; delete st[$2]}
     END {for (i in st) print st[i], op + 1, sz[i]}' "$t" >"$dir/asim.trace"
   $pin "$pt" sim --trace "$t" --policy pytorch_native --repeat "$n" >"$dir/out"

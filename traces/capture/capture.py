@@ -312,6 +312,135 @@ def wl_long_decode(torch, impl):
             "dtype": "bfloat16", "loop": "greedy with past_key_values, one sequence after another"}
 
 
+def wl_long_decode_frag(torch, impl):
+    """Issue 12's fragmented long decode, in the shape `pagetune trace gen --kind long_decode` makes: one
+    greedy decode of a 7B-class Llama (hidden 4096, 32 heads, 8 KV heads of 128, MLP 11008; layers, batch
+    and prompt drawn from random.Random(LONG_DECODE_SEED, default 1206)), the prompt prefilled
+    LONG_DECODE_CHUNK (16) tokens at a time through the growing DynamicCache, then LONG_DECODE_STEPS (1024)
+    tokens.  Each cache tensor is remade a token longer every step and the old one freed, so the large
+    pool fills with holes no later cache fits: thousands of segments.  Weights are made on the GPU in
+    bfloat16 (random, nothing downloaded)."""
+    import random
+    import transformers
+    from transformers import LlamaConfig, LlamaForCausalLM
+    rng = random.Random(int(os.environ.get("LONG_DECODE_SEED", "1206")))
+    L = int(os.environ.get("LONG_DECODE_LAYERS", "0")) or rng.randrange(24, 41)
+    B, P = rng.randrange(8, 17), rng.randrange(512, 1537)
+    N = int(os.environ.get("LONG_DECODE_STEPS", "1024"))
+    C = int(os.environ.get("LONG_DECODE_CHUNK", "16"))
+    V, D = 8192, 4096
+    cfg = LlamaConfig(vocab_size=V, hidden_size=D, intermediate_size=11008, num_hidden_layers=L,
+                      num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=P + N + 16)
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        with torch.device("cuda"):
+            model = LlamaForCausalLM(cfg).eval()
+    finally:
+        torch.set_default_dtype(old)
+    with torch.no_grad():
+        ids = torch.randint(0, V, (B, P), device="cuda")
+        past = None
+        for t in range(0, P, C):
+            out = model(input_ids=ids[:, t:t + C], past_key_values=past, use_cache=True)
+            past = out.past_key_values
+            tok = out.logits[:, -1:].argmax(-1)
+            del out
+        del ids
+        for _ in range(N):
+            out = model(input_ids=tok, past_key_values=past, use_cache=True)
+            past = out.past_key_values
+            tok = out.logits[:, -1:].argmax(-1)
+            del out
+        del past, tok
+        _step()
+    return {"model": f"transformers LlamaForCausalLM(layers={L}, hidden={D}, heads=32, kv_heads=8, "
+                     f"intermediate=11008, vocab={V})", "transformers_version": transformers.__version__,
+            "batch": B, "prompt": P, "prefill_chunk": C, "new_tokens": N, "dtype": "bfloat16",
+            "seed": int(os.environ.get("LONG_DECODE_SEED", "1206"))}
+
+
+def wl_long_decode_cat(torch, impl):
+    """Issue 12's fragmented long decode, written the way many inference loops are (nanoGPT-style, and
+    Hugging Face's DynamicCache before it preallocated): a 7B-class Llama layer stack in plain torch
+    (hidden 4096, 32 heads, 8 KV heads of 128, MLP 11008, RMSNorm, rotary, SDPA with grouped KV) whose
+    KV cache grows by torch.cat, a new tensor a token longer each step and the old one freed.  Each time
+    the caches cross a 2 MiB rounding step, every layer's K and V need a larger segment and leave their
+    old ones free: thousands of segments.  Layers, batch and prompt from random.Random(LONG_DECODE_SEED,
+    default 1208); the prompt prefilled LONG_DECODE_CHUNK (64) tokens at a time, then LONG_DECODE_STEPS
+    (2048) tokens.  Random bfloat16 weights made on the GPU (nothing downloaded)."""
+    import random
+    F = torch.nn.functional
+    seed = int(os.environ.get("LONG_DECODE_SEED", "1208"))
+    rng = random.Random(seed)
+    L = int(os.environ.get("LONG_DECODE_LAYERS", "0")) or rng.randrange(28, 37)
+    B, P = rng.randrange(8, 13), rng.randrange(512, 1025)
+    N = int(os.environ.get("LONG_DECODE_STEPS", "2048"))
+    C = int(os.environ.get("LONG_DECODE_CHUNK", "64"))
+    V, D, H, KV, HD, I = 8192, 4096, 32, 8, 128, 11008
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    bf = torch.bfloat16
+
+    def w(*shape):
+        return (torch.randn(*shape, device="cuda", generator=g, dtype=bf) * 0.02)
+
+    emb, head = w(V, D), w(V, D)
+    layers = [dict(q=w(H * HD, D), k=w(KV * HD, D), v=w(KV * HD, D), o=w(D, H * HD),
+                   gate=w(I, D), up=w(I, D), down=w(D, I),
+                   n1=torch.ones(D, device="cuda", dtype=bf), n2=torch.ones(D, device="cuda", dtype=bf))
+              for _ in range(L)]
+    inv = 1.0 / (10000.0 ** (torch.arange(0, HD, 2, device="cuda", dtype=torch.float32) / HD))
+
+    def norm(x, wt):
+        xf = x.float()
+        return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)).to(bf) * wt
+
+    def rope(x, cos, sin):
+        x1, x2 = x[..., :HD // 2], x[..., HD // 2:]
+        return x * cos + torch.cat((-x2, x1), dim=-1) * sin
+
+    def forward(ids, pos0, cache):
+        T = ids.shape[1]
+        x = F.embedding(ids, emb)
+        t = torch.arange(pos0, pos0 + T, device="cuda", dtype=torch.float32)
+        f = torch.outer(t, inv)
+        e = torch.cat((f, f), dim=-1)
+        cos, sin = e.cos().to(bf)[None, None], e.sin().to(bf)[None, None]
+        for li, ly in enumerate(layers):
+            h = norm(x, ly["n1"])
+            q = F.linear(h, ly["q"]).view(B, T, H, HD).transpose(1, 2)
+            k = F.linear(h, ly["k"]).view(B, T, KV, HD).transpose(1, 2)
+            v = F.linear(h, ly["v"]).view(B, T, KV, HD).transpose(1, 2)
+            q, k = rope(q, cos, sin), rope(k, cos, sin)
+            if cache[li] is None:
+                cache[li] = (k.contiguous(), v.contiguous())
+            else:
+                cache[li] = (torch.cat((cache[li][0], k), dim=2), torch.cat((cache[li][1], v), dim=2))
+            a = F.scaled_dot_product_attention(q, cache[li][0], cache[li][1], is_causal=T > 1 and pos0 == 0,
+                                               enable_gqa=True)
+            x = x + F.linear(a.transpose(1, 2).reshape(B, T, H * HD), ly["o"])
+            h = norm(x, ly["n2"])
+            x = x + F.linear(F.silu(F.linear(h, ly["gate"])) * F.linear(h, ly["up"]), ly["down"])
+        return F.linear(norm(x, layers[-1]["n2"])[:, -1:], head)
+
+    with torch.no_grad():
+        cache = [None] * L
+        ids = torch.randint(0, V, (B, P), device="cuda", generator=g)
+        for t in range(0, P, C):
+            logits = forward(ids[:, t:t + C], t, cache)
+        tok = logits.argmax(-1)
+        del ids, logits
+        for s in range(N):
+            logits = forward(tok, P + s, cache)
+            tok = logits.argmax(-1)
+            del logits
+        del cache, tok
+        _step()
+    return {"model": f"plain-torch Llama layers={L} hidden={D} heads={H} kv_heads={KV} intermediate={I} "
+                     f"vocab={V}, KV cache grown by torch.cat", "batch": B, "prompt": P, "prefill_chunk": C,
+            "new_tokens": N, "dtype": "bfloat16", "seed": seed}
+
+
 def wl_weights_load(torch, impl):
     # A 24-layer Llama-like (with q/k/v biases) state_dict built on CPU, then
     # copied to the GPU tensor by tensor (fp32), then cast to bf16 one tensor
@@ -599,6 +728,14 @@ WORKLOADS = {
     "long_decode": dict(fn=wl_long_decode, fallback=False,
                         desc="five greedy decodes of a 16-layer Llama (hidden 1024) one after another, batch 4-16, "
                              "prompt 64-512, 300-500 new tokens each (random.Random(1205)): issue 12's long trace"),
+    "long_decode_frag": dict(fn=wl_long_decode_frag, fallback=False,
+                             desc="one greedy decode of a 7B-class Llama (hidden 4096, 24-40 layers), batch 8-16, "
+                                  "a 512-1536-token prompt prefilled 16 tokens at a time, then 1024 tokens "
+                                  "(random.Random(LONG_DECODE_SEED=1206)): issue 12's fragmented long trace"),
+    "long_decode_cat": dict(fn=wl_long_decode_cat, fallback=False,
+                            desc="a 7B-class Llama decode in plain torch, 28-36 layers, batch 8-12, 512-1024-token "
+                                 "prompt, 2048 new tokens, KV cache grown by torch.cat "
+                                 "(random.Random(LONG_DECODE_SEED=1208)): issue 12's fragmented long trace"),
     "two_streams": dict(fn=wl_two_streams, fallback=False,
                         desc="300 iterations: tensors made on the main stream used on a side stream "
                              "(record_stream) and vice versa, so frees are deferred across streams"),
@@ -923,7 +1060,7 @@ KNOB_JOBS = [
      "expandable_segments:True,garbage_collection_threshold:0.6,max_split_size_mb:64", CAP_FRACTION),
 ]
 PEAK_JOBS = [("async_%s_%d" % (w, i), w, "backend:cudaMallocAsync")
-             for w in ("llm_decode", "varlen_infer", "transformer_train", "cnn_train")
+             for w in os.environ.get("PEAK_WORKLOADS", "llm_decode,varlen_infer,transformer_train,cnn_train").split(",")
              for i in range(1, int(os.environ.get("PEAK_RUNS", "3")) + 1)]  # runs of each (they vary)
 
 GC_CONF = "garbage_collection_threshold:0.6,max_split_size_mb:64"
