@@ -43,5 +43,11 @@ return {
         .. "0: every free seen complete at once (the GPU keeps up). The GPU's lag, not a setting: "
         .. "sweep it to see the spread a real run can fall in",
     },
+    adopt_initial = {
+      default = 0,
+      integer = true,
+      doc = "1: segments alive at trace start are kept as recorded (another allocator made them); "
+        .. "0: their live blocks are allocated from the pool first, as the backend would have",
+    },
   },
 }

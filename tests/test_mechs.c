@@ -665,6 +665,7 @@ static void test_async_capacity(void) {
   uint64_t h;
   rig_init(&r, &pt_mech_async_pool, 64 * MIB);
   CU_ASSERT_EQUAL(pt_params_set(&r.params, "release_threshold", ASYNC_UINT64_MAX_THRESHOLD), 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "adopt_initial", 1), 0);
   CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
   CU_ASSERT_EQUAL(r.ops->init_segment(r.st, 0x10000000, 8 * MIB, 0, 0), 0); /* idle */
   A(&r, 20 * MIB); /* not in the 8 MiB segment: a chunk, 40 MiB held */
@@ -774,11 +775,13 @@ static void test_async_streams(void) {
   rig_done(&r);
 }
 
-/* Segments alive at trace start: their free parts serve requests; they are released when idle. */
+/* Segments alive at trace start, adopted (adopt_initial 1): their free parts serve requests; they are
+   released when idle. */
 static void test_async_initial(void) {
   rig r;
   uint64_t h;
   rig_init(&r, &pt_mech_async_pool, 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "adopt_initial", 1), 0);
   CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
   CU_ASSERT_EQUAL(r.ops->init_segment(r.st, 0x40000000, 4 * MIB, 0, 0), 0);
   CU_ASSERT_EQUAL(r.ops->init_alloc(r.st, 0x40000000 + MIB, 4096, 0, &h), 0);
@@ -792,6 +795,33 @@ static void test_async_initial(void) {
   F(&r, a); /* the pool is unused: the segment is released (threshold 0) */
   CU_ASSERT_EQUAL(CALLS(&r, mem_release), 1);
   CU_ASSERT_EQUAL(r.dev.reserved, 0);
+  rig_done(&r);
+}
+
+/* By default the segments alive at trace start are another allocator's: the pool allocates their live
+   blocks itself, in one 32 MiB chunk here, and the recorded segments cost nothing. */
+static void test_async_initial_replaced(void) {
+  rig r;
+  uint64_t h1, h2;
+  rig_init(&r, &pt_mech_async_pool, 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "release_threshold", ASYNC_UINT64_MAX_THRESHOLD), 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  CU_ASSERT_EQUAL(r.ops->init_segment(r.st, 0x40000000, 20 * MIB, 0, 0), 0);
+  CU_ASSERT_EQUAL(r.ops->init_segment(r.st, 0x50000000, 2 * MIB, 0, 0), 0);
+  CU_ASSERT_EQUAL(r.dev.reserved, 0);
+  CU_ASSERT_EQUAL(r.ops->init_alloc(r.st, 0x40000000, 12 * MIB, 0, &h1), 0);
+  CU_ASSERT_EQUAL(r.ops->init_alloc(r.st, 0x50000000, 4096, 0, &h2), 0);
+  CU_ASSERT_EQUAL(r.dev.reserved, 32 * MIB);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 1);
+  CU_ASSERT_EQUAL(AT(&r, h2, 0), AT(&r, h1, 0) + 12 * MIB); /* the pool's addresses, not the recorded ones */
+  uint64_t hits = r.ctr.cache_hits;
+  uint64_t a = A(&r, 16 * MIB); /* 16 MiB after 12 MiB + 4 KiB: still the one chunk */
+  CU_ASSERT_EQUAL(r.dev.reserved, 32 * MIB);
+  CU_ASSERT_EQUAL(r.ctr.cache_hits, hits + 1);
+  F(&r, a);
+  F(&r, h1);
+  F(&r, h2);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_release), 0); /* threshold UINT64_MAX: kept */
   rig_done(&r);
 }
 
@@ -815,7 +845,10 @@ static void test_async_traces(void) {
     uint64_t real, model;
   } t[] = {{"traces/varlen_infer.pickle.gz", UINT64_C(369098752), UINT64_C(369098752)},
            {"traces/llm_decode.pickle.gz", UINT64_C(67108864), UINT64_C(67108864)},
-           {"traces/transformer_train.pickle.gz", UINT64_C(1073741824), UINT64_C(1040187392)}};
+           {"traces/transformer_train.pickle.gz", UINT64_C(1073741824), UINT64_C(1040187392)},
+           /* begins with 22 MiB of segments alive: the real run held one 32 MiB chunk (5 runs,
+              traces/knobs/async_peaks/run3) */
+           {"traces/randn_loop.pickle.gz", UINT64_C(33554432), UINT64_C(33554432)}};
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
     pt_trace_data d;
     pt_err err;
@@ -1206,20 +1239,28 @@ static void test_log_walk_alias(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "driver call 1: a map of a handle never created"));
 }
 
-/* A VMM mechanism on a trace that begins with VMM segments (async_pool trims one: an unmap of a
-   handle the replay never made): refused, saying why. */
+/* A VMM mechanism on a trace that begins with VMM segments it adopts (async_pool with adopt_initial 1
+   trims one: an unmap of a handle the replay never made): refused, saying why. */
 static void test_log_walk_initial_vmm(void) {
   pt_err err = {{0}};
   pt_trace_data t;
   CU_ASSERT_EQUAL_FATAL(pt_trace_load(pt_test_src("tests/data/expandable.pickle"), NULL, &err, &t), 0);
   pt_call_log log = {0};
   pt_sim_config cfg = {.mech = &pt_mech_async_pool, .log = &log};
+  CU_ASSERT_EQUAL(pt_params_set(&cfg.params, "adopt_initial", 1), 0);
   pt_sim_result r;
   CU_ASSERT_EQUAL_FATAL(pt_sim_run(&t, &cfg, &err, &r), 0);
   CU_ASSERT_EQUAL(pt_call_log_walk(&log, NULL, &err), PT_EFORMAT);
   CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "VMM segments from before the trace"));
   pt_sim_result_free(&r);
   pt_call_log_free(&log);
+  /* by default the pool makes the initial blocks itself: a log it can repeat */
+  pt_call_log log2 = {0};
+  pt_sim_config cfg2 = {.mech = &pt_mech_async_pool, .log = &log2};
+  CU_ASSERT_EQUAL_FATAL(pt_sim_run(&t, &cfg2, &err, &r), 0);
+  CU_ASSERT_EQUAL(pt_call_log_walk(&log2, NULL, &err), 0);
+  pt_sim_result_free(&r);
+  pt_call_log_free(&log2);
   pt_trace_data_free(&t);
 }
 
@@ -1384,6 +1425,7 @@ int pt_test_add_mechs(void) {
   CU_add_test(s, "async_pool: cap trims idle chunks, retries once, then OOM", test_async_capacity);
   CU_add_test(s, "async_pool: one pool for every stream", test_async_streams);
   CU_add_test(s, "async_pool: initial segments serve requests, released when idle", test_async_initial);
+  CU_add_test(s, "async_pool: initial blocks allocated from the pool (adopt_initial 0)", test_async_initial_replaced);
   CU_add_test(s, "async_pool: real traces within 3.125% of the H200's cudaMallocAsync peaks", test_async_traces);
   CU_add_test(s, "stitch: two freed 2 MiB handles stitched for 4 MiB, no cuMemCreate", test_stitch_two_chunks);
   CU_add_test(s, "stitch: a cached range waits until all its pages are free", test_stitch_reuse_blocked);

@@ -104,6 +104,15 @@
  * work on the GPU, clocks), so the real peak is a spread: swept over free_lag
  * the model gives the spread it expects (docs/model.md).  The stream a free
  * was made on is not followed (one pool, streams ignored, as above).
+ *
+ * A trace that begins with segments alive was captured under another
+ * allocator (a snapshot cannot be taken under backend:cudaMallocAsync), so
+ * by default (adopt_initial 0) those segments are not the pool's: their live
+ * blocks are allocated from the pool, in trace order, before the first
+ * request, as the backend would have served them from the process's start
+ * (randn_loop: 3 blocks, 15.7 MB, in one 32 MiB chunk; the real peak is
+ * 32 MiB, the recorded segments 22 MiB).  adopt_initial 1 keeps the
+ * recorded segments as they are, idle ones releasable like chunks.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -165,6 +174,7 @@ typedef struct async_state {
   uint64_t unit;               /* bytes of a chunk */
   uint64_t threshold;
   int every_free;
+  int adopt;                   /* adopt_initial: keep the segments alive at trace start as they are */
   /* the heap: [base, end) of the VA reserved at [base, base + POOL_VA) */
   uint64_t base, end;
   aslot *slots;
@@ -600,6 +610,9 @@ static const pt_mech_param async_params[] = {
      "MiB of backing the pool adds, maps and moves at a time, a multiple of 2; default 32, measured on the H200", 0},
     {"free_lag", 0, 1e9, PT_PARAM_WHOLE, 0,
      "requests a free stays pending on the GPU (reused, merged only with pending frees); 0 (default): seen complete at once", 0},
+    {"adopt_initial", 0, 1, PT_PARAM_FLAG, 0,
+     "1: the segments alive at trace start are kept as recorded; 0 (default): their live blocks are allocated from the pool first, "
+     "as under backend:cudaMallocAsync from the process's start", 0},
     {NULL, 0, 0, PT_PARAM_REAL, 0, NULL, 0}};
 
 static int async_create(const pt_mech_env *env, void **state) {
@@ -614,6 +627,7 @@ static int async_create(const pt_mech_env *env, void **state) {
   st->threshold = (uint64_t)thr;
   st->every_free = every == 1;
   st->lag = (uint64_t)lag;
+  st->adopt = pt_mech_param_get(async_params, "adopt_initial", env->params) == 1;
   st->unit = env->hooks && env->hooks->segment_size ? GRAIN : (uint64_t)chunk * MIB;
   st->init_phase = 1;
   *state = st;
@@ -703,6 +717,7 @@ static int async_init_segment(void *state, uint64_t addr, uint64_t bytes, uint64
   async_state *st = state;
   (void)stream;
   (void)expandable;
+  if (!st->adopt) return 0; /* the pool makes its own: the blocks come next */
   if (!st->init_phase) return pt_err_set(st->env.err, PT_EUSAGE, "async_pool: initial segment after the first request");
   if (!bytes) return pt_err_set(st->env.err, PT_EFORMAT, "async_pool: initial segment of 0 bytes");
   int rc = ensure_spare(st, 1);
@@ -734,7 +749,7 @@ static ablock *piece_new(async_state *st, const ablock *b, uint64_t addr, uint64
 /* A block live at trace start, carved out of the free part of an initial segment. */
 static int async_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_t stream, uint64_t *handle) {
   async_state *st = state;
-  (void)stream;
+  if (!st->adopt) return async_alloc(state, bytes, stream, handle); /* in trace order, before any request */
   if (!st->init_phase) return pt_err_set(st->env.err, PT_EUSAGE, "async_pool: initial block after the first request");
   uint64_t size = pt_mech_round512(bytes);
   pt_bnode *n = pt_bset_before(&st->addrt, &(pt_bkey){0, 0, addr + 1}); /* last at or below */
