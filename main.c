@@ -41,7 +41,7 @@ static const char *prog = "pagetune";
 static const pt_cli_cmd trace_cmds[] = {
     {"import", "PyTorch memory snapshot -> pagetune trace", pt_cmd_trace_import, &pt_opts_trace_import, NULL},
     {"stats", "counts and peaks of a trace or snapshot", pt_cmd_trace_stats, &pt_opts_trace_stats, NULL},
-    {"gen", "a synthetic trace (train, infer, kvcache)", pt_cmd_trace_gen, &pt_opts_trace_gen, NULL},
+    {"gen", "a synthetic trace (train, infer, kvcache, long_decode)", pt_cmd_trace_gen, &pt_opts_trace_gen, NULL},
     {0}};
 
 static const pt_cli_cmd gpu_cmds[] = {
