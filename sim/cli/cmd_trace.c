@@ -149,6 +149,7 @@ int pt_cmd_trace_import(void *args, char **pos, int npos, pt_err *err) {
     return rc;
   }
   if (!a->strip_frames) pt_trace_writer_set_frames(w, pt_trace_frames(t));
+  pt_trace_writer_set_pools(w, pt_trace_pools(t));
   pt_event ev;
   uint64_t n = 0;
   while ((rc = pt_trace_next(t, &ev, err)) > 0) {
