@@ -726,7 +726,7 @@ static int native_extension(pt_trace *t, native_state *st, const char *s, const 
   }
   if (klen == 4 && !memcmp(k, "pool", 4)) {
     uint16_t pool;
-    if ((rc = parse_u64(&p, e, "pool id", &id, err)) < 0 || (rc = parse_u64(&p, e, "pool id's second number", &v, err)) < 0)
+    if ((rc = parse_u64(&p, e, "pool id (first)", &id, err)) < 0 || (rc = parse_u64(&p, e, "pool id (second)", &v, err)) < 0)
       return rc;
     if (!at_end(p, e)) return pt_err_set(err, PT_EFORMAT, "extra fields after +pool");
     if (st->pool) return pt_err_set(err, PT_EFORMAT, "two +pool lines for one record");
