@@ -28,7 +28,7 @@ PY
 done
 "$pt" trace stats "$tr" | grep -Eq '^private_pools +1 ' || fail "stats text has no private_pools line"
 # a trace without pools says nothing of them
-"$pt" trace stats --json "$top_srcdir/traces/llm_decode.pickle.gz" | grep -q private_pools && fail "private_pools on a trace without"
+"$pt" trace stats --json "$top_srcdir/traces/llm_decode.pickle.gz" | grep -Eq "private_pool|captures" && fail "pool figures on a trace without"
 
 # the model: exact from either, and the same figures
 figures() { # TRACE -> "segments releases peak"
@@ -41,7 +41,7 @@ figures() { # TRACE -> "segments releases peak"
 # a reader that skips the lines: the same records, the model without graph pools
 grep -v -e '^+pool' -e '^+capture' "$tr" >"$tmp/old.trace"
 "$pt" trace stats --json "$tmp/old.trace" >"$tmp/o.json" || fail "the trace without +pool/+capture does not read"
-grep -q private_pools "$tmp/o.json" && fail "pools without +pool lines"
+grep -Eq "private_pool|captures" "$tmp/o.json" && fail "pool figures without +pool lines"
 [ "$(figures "$tmp/old.trace")" = "12 0 136314880 13 1 136314880" ] || fail "sim without pools: $(figures "$tmp/old.trace")"
 
 # malformed: one line naming the file and the line, exit 1

@@ -79,7 +79,7 @@ void pt_trace_stats_print_text(FILE *f, const pt_trace_info *info, const pt_trac
   if (info->settings[0]) fprintf(f, "settings: %s\n", info->settings);
 #define PT_X(fld, h) fprintf(f, "%-30s %15" PRIu64 "  %s\n", #fld, s->fld, h);
   PT_TRACE_STATS_FIELDS(PT_X)
-  if (s->private_pools || s->captures) PT_TRACE_STATS_POOL_FIELDS(PT_X)
+  if (s->private_pools || s->captures) { PT_TRACE_STATS_POOL_FIELDS(PT_X) } /* braces: the list is several statements */
 #undef PT_X
 }
 
@@ -93,7 +93,7 @@ void pt_trace_stats_print_json(FILE *f, const char *path, const pt_trace_info *i
   pt_json_str(f, info->settings);
 #define PT_X(fld, h) fprintf(f, ",\"" #fld "\":%" PRIu64, s->fld);
   PT_TRACE_STATS_FIELDS(PT_X)
-  if (s->private_pools || s->captures) PT_TRACE_STATS_POOL_FIELDS(PT_X)
+  if (s->private_pools || s->captures) { PT_TRACE_STATS_POOL_FIELDS(PT_X) } /* braces: the list is several statements */
 #undef PT_X
   fputs("}\n", f);
 }
