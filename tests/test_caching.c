@@ -441,6 +441,11 @@ static void test_private_pools(void) {
   CU_ASSERT_EQUAL(pt_mech_caching.empty_cache(f.st), 0);
   CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_free], 1);  /* both private pools keep their segments */
   CU_ASSERT_EQUAL(f.dev.reserved, 4 * MiB);
+  pt_mech_caching.release_pool(f.st, 1);         /* pool 1's graph goes (releasePool): freed at the next release */
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_free], 1);
+  CU_ASSERT_EQUAL(pt_mech_caching.empty_cache(f.st), 0);
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_free], 2);
+  CU_ASSERT_EQUAL(f.dev.reserved, 2 * MiB);      /* pool 2's stays */
   pt_mech_caching.destroy(f.st);
 }
 

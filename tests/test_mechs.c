@@ -170,6 +170,12 @@ static void test_expandable_private_pools(void) {
   CU_ASSERT_EQUAL(r.ops->addr_of(r.st, d), base_b);
   CU_ASSERT_EQUAL(CALLS(&r, mem_create), 2);
   F(&r, d);
+  CU_ASSERT_EQUAL(r.ops->empty_cache(r.st), 0);
+  CU_ASSERT_EQUAL(r.dev.reserved, 2 * MIB);       /* pool 1 lives: its page stays */
+  r.ops->release_pool(r.st, 1);
+  CU_ASSERT_EQUAL(r.ops->empty_cache(r.st), 0);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_unmap), 2);       /* released: unmapped at the next release */
+  CU_ASSERT_EQUAL(r.dev.reserved, 0);
   rig_done(&r);
 }
 

@@ -493,7 +493,8 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   if (out->call_sizes) *out->call_sizes = r.dev.sizes;
   for (size_t i = 0; i < t->nallocs; i++)
     if (r.handles[i] != FAILED && r.handles[i] != FREED) cfg->mech->free(st, r.handles[i]);
-  if (cfg->device_ops && cfg->mech->empty_cache) { /* a real device gets its memory back */
+  if (cfg->device_ops && cfg->mech->empty_cache) { /* a real device gets its memory back, graphs' pools too */
+    for (size_t k = 1; cfg->mech->release_pool && k <= t->pools.n; k++) cfg->mech->release_pool(st, (unsigned)k);
     int erc = cfg->mech->empty_cache(st);
     if (rc == 0 && erc < 0) rc = pt_err_prefix(err, erc, "%s: giving the memory back", t->path);
   }

@@ -23,8 +23,9 @@
  * PrivatePool: a small and a large pool of their own, chosen by use_pool as
  * beginAllocateToPool routes a capture's requests.  Their blocks serve only
  * their own pool's requests; empty_cache, the retry's release and the
- * garbage collection free the default pool's segments only (PyTorch frees a
- * private pool's once the pool is released, which a trace does not record).
+ * garbage collection free the default pool's segments only, and a private
+ * pool's once it is released (release_pool; a trace does not record when, so
+ * the engine releases them only at the end of a run on a real device).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -68,6 +69,7 @@ struct pool {
 /* A memory pool: the default one, or a private one (PyTorch's PrivatePool). */
 typedef struct mempool {
   pool small, large;
+  int freeable;                /* released (release_pool): release_cached frees its segments too */
 } mempool;
 
 typedef struct caching {
@@ -226,20 +228,26 @@ static int release_available(caching *c, pool *p, uint64_t size, uint64_t stream
   return released >= key.size;
 }
 
-/* release_cached_blocks: free every whole cached segment of the default pool, large first (private pools
-   live on: their release is not in the trace). */
-static int release_cached(caching *c) {
-  pool *pools[2] = {&c->def.large, &c->def.small};
-  for (int i = 0; i < 2; i++) {
-    pool *p = pools[i];
-    for (pt_bnode *n = pt_bset_first(&p->blocks); n;) {
-      block *b = of(n);
-      n = pt_bset_next(&p->blocks, n);
-      int rc = !b->prev && !b->next ? release_block(c, b) : 0;
-      if (rc < 0) return rc;
-    }
+/* One pool's whole free segments back to the driver (release_blocks). */
+static int release_blocks(caching *c, pool *p) {
+  for (pt_bnode *n = pt_bset_first(&p->blocks); n;) {
+    block *b = of(n);
+    n = pt_bset_next(&p->blocks, n);
+    int rc = !b->prev && !b->next ? release_block(c, b) : 0;
+    if (rc < 0) return rc;
   }
   return 0;
+}
+
+/* release_cached_blocks: every whole cached segment of the default pool, large first, then those of the
+   private pools released (small first, as PyTorch). */
+static int release_cached(caching *c) {
+  int rc = release_blocks(c, &c->def.large);
+  if (rc == 0) rc = release_blocks(c, &c->def.small);
+  for (size_t k = 0; rc == 0 && k < c->npriv; k++)
+    if (c->priv[k] && c->priv[k]->freeable && (rc = release_blocks(c, &c->priv[k]->small)) == 0)
+      rc = release_blocks(c, &c->priv[k]->large);
+  return rc;
 }
 
 static int should_split(const caching *c, const block *b, uint64_t size) {
@@ -338,7 +346,13 @@ static int caching_use_pool(void *state, unsigned k) {
     c->priv[k - 1]->small.is_small = 1;
   }
   c->cur = c->priv[k - 1];
+  c->cur->freeable = 0;
   return 0;
+}
+
+static void caching_release_pool(void *state, unsigned k) {
+  caching *c = state;
+  if (k && k <= c->npriv && c->priv[k - 1]) c->priv[k - 1]->freeable = 1;
 }
 
 /* ---- initial state ------------------------------------------------------------ */
@@ -451,6 +465,7 @@ const pt_mech_ops pt_mech_caching = {
     .alloc = caching_alloc,
     .free = caching_free,
     .use_pool = caching_use_pool,
+    .release_pool = caching_release_pool,
     .empty_cache = caching_empty_cache,
     .destroy = caching_destroy,
     .addr_of = caching_addr_of,

@@ -46,8 +46,8 @@
  * Private pools (a CUDA graph's; PyTorch's PrivatePool uses expandable
  * segments too): each has a small and a large pool of its own, so its own
  * (stream, pool) segments, chosen by use_pool; release_cached (empty_cache,
- * the retry) unmaps the default pool's pages only, as PyTorch frees a
- * private pool's only once it is released, which a trace does not record.
+ * the retry) unmaps the default pool's pages, and a private pool's only once
+ * it is released (release_pool), as PyTorch.
  *
  * Policy hooks: round replaces round_size; segment_size gives the least
  * bytes a growth maps for a request (PyTorch: the request itself);
@@ -111,6 +111,7 @@ typedef struct exp_state {
   pt_mech_env env;
   pt_bset *freet, *unmapped;   /* by pool index, nsets of each */
   size_t nsets;
+  uint8_t *freeable;           /* by memory pool (nsets / NPOOLS): released (release_pool) */
   int cur;                     /* pool index of the current memory pool's SMALL (use_pool) */
   pt_bset addrt;               /* free mapped blocks by address: initial state only */
   int init_phase;              /* still reading initial segments and blocks */
@@ -442,10 +443,15 @@ static int release_blocks(exp_state *st, int pool) {
   return 0;
 }
 
-/* release_cached_blocks: the default pool's large pool first, then small (events: none in the model). */
+/* release_cached_blocks: the default pool's large pool first, then small, then the private pools released,
+   small first (events: none in the model). */
 static int release_cached(exp_state *st) {
   int rc = release_blocks(st, LARGE);
-  return rc < 0 ? rc : release_blocks(st, SMALL);
+  if (rc == 0) rc = release_blocks(st, SMALL);
+  for (size_t k = 1; rc == 0 && k < st->nsets / NPOOLS; k++)
+    if (st->freeable[k] && (rc = release_blocks(st, (int)k * NPOOLS + SMALL)) == 0)
+      rc = release_blocks(st, (int)k * NPOOLS + LARGE);
+  return rc;
 }
 
 /* ---- the mechanism ------------------------------------------------------ */
@@ -464,8 +470,10 @@ static int exp_create(const pt_mech_env *env, void **state) {
   double large = pt_mech_param_get(exp_params, "large_segment_size_mb", env->params);
   exp_state *st = calloc(1, sizeof *st);
   if (st) pt_slab_init(&st->blocks, sizeof(eblock), SLAB_BLOCKS);
-  if (st && (!(st->freet = calloc(NPOOLS, sizeof *st->freet)) || !(st->unmapped = calloc(NPOOLS, sizeof *st->unmapped)))) {
+  if (st && (!(st->freet = calloc(NPOOLS, sizeof *st->freet)) || !(st->unmapped = calloc(NPOOLS, sizeof *st->unmapped)) ||
+             !(st->freeable = calloc(1, 1)))) {
     free(st->freet);
+    free(st->unmapped);
     free(st);
     st = NULL;
   }
@@ -557,14 +565,23 @@ static int exp_use_pool(void *state, unsigned k) {
     pt_bset *f = realloc(st->freet, need * sizeof *f);
     if (f) st->freet = f;
     pt_bset *u = f ? realloc(st->unmapped, need * sizeof *u) : NULL;
-    if (!u) return pt_err_set(st->env.err, PT_ENOMEM, "expandable: out of memory");
-    st->unmapped = u;
+    if (u) st->unmapped = u;
+    uint8_t *fr = u ? realloc(st->freeable, need / NPOOLS) : NULL;
+    if (!fr) return pt_err_set(st->env.err, PT_ENOMEM, "expandable: out of memory");
+    st->freeable = fr;
+    memset(fr + st->nsets / NPOOLS, 0, (need - st->nsets) / NPOOLS);
     memset(st->freet + st->nsets, 0, (need - st->nsets) * sizeof *f);
     memset(st->unmapped + st->nsets, 0, (need - st->nsets) * sizeof *u);
     st->nsets = need;
   }
   st->cur = (int)k * NPOOLS;
+  st->freeable[k] = 0;
   return 0;
+}
+
+static void exp_release_pool(void *state, unsigned k) {
+  exp_state *st = state;
+  if (k && k < st->nsets / NPOOLS) st->freeable[k] = 1;
 }
 
 static int exp_init_segment(void *state, uint64_t addr, uint64_t bytes, uint64_t stream, int expandable) {
@@ -655,6 +672,7 @@ static void exp_destroy(void *state) {
   }
   free(st->freet);
   free(st->unmapped);
+  free(st->freeable);
   pt_bset_free(&st->addrt);
   pt_slab_free(&st->blocks);
   free(st->scratch);
@@ -670,6 +688,7 @@ const pt_mech_ops pt_mech_expandable = {
     .alloc = exp_alloc,
     .free = exp_free,
     .use_pool = exp_use_pool,
+    .release_pool = exp_release_pool,
     .empty_cache = exp_empty_cache,
     .destroy = exp_destroy,
     .addr_of = exp_addr_of,

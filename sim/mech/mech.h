@@ -165,6 +165,9 @@ typedef struct pt_mech_ops {
    * the mechanism keeps one pool, and a pool's requests are served as any other.
    */
   int (*use_pool)(void *state, unsigned pool);
+  /* private pool `pool` is released (PyTorch's releasePool, when its graph goes): the next empty_cache frees
+     its whole segments too, until use_pool names it again.  NULL with use_pool NULL. */
+  void (*release_pool)(void *state, unsigned pool);
   /* release cached memory, as torch.cuda.empty_cache() (NULL when meaningless) */
   int (*empty_cache)(void *state);
   void (*destroy)(void *state);
