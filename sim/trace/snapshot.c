@@ -422,9 +422,12 @@ static int has_addr(int kind) {
  * request whose stream's request before it was in another pool (or there
  * was none).  torch.cuda.graph empties the cache first, before the
  * generators' prologue (requests on the capture stream still in the default
- * pool): the mark goes back over those and their segment_allocs to the run
- * of segment_free records just before them, which is that empty_cache's,
- * when there is one; else it freed nothing and the mark stays on the request.
+ * pool): going back over those and their segment_allocs, the run of
+ * segment_free records just before them is that empty_cache's, and the mark
+ * goes on its first.  Without such a run there is nothing to mark: no
+ * empty_cache (a raw capture_begin, a torch.cuda.MemPool, whose ids PyTorch
+ * makes (0, N) like a shared graph pool's), or one that freed nothing, which
+ * a faithful model's would not either.
  */
 static int mark_captures(snap_state *st) {
   pt_u64map last = {0}; /* stream -> pool of its last request + 1 */
@@ -444,7 +447,7 @@ static int mark_captures(snap_state *st) {
       m--;
     size_t f = m;
     while (f > 0 && st->ev[f - 1].kind == PT_EV_SEG_FREE) f--;
-    st->ev[f < m ? f : q].flags |= PT_EVF_CAPTURE;
+    if (f < m) st->ev[f].flags |= PT_EVF_CAPTURE;
   }
   pt_u64map_free(&last);
   return 0;

@@ -41,7 +41,7 @@
   X(private_pools, "private memory pools (CUDA graphs' segment_pool_id)")                 \
   X(private_pool_allocs, "allocation requests served from a private pool")                \
   X(private_pool_segment_allocs, "segment allocations the real allocator made for one")   \
-  X(captures, "CUDA graph captures begun (torch.cuda.graph's empty_cache)")
+  X(captures, "CUDA graph captures begun with an empty_cache that freed memory")
 
 typedef struct pt_trace_stats {
 #define PT_X(f, h) uint64_t f;
