@@ -160,9 +160,9 @@ typedef struct pt_mech_ops {
   /*
    * Later requests, initial segments and initial blocks go to private pool `pool` (the trace's number,
    * 1..; 0: the default pool), as between PyTorch's beginAllocateToPool and endAllocateToPool: a private
-   * pool's blocks never serve a request outside it, and are not released while the pool lives (the
-   * trace does not say when a pool is released, so never).  Frees go to their block's own pool.  NULL:
-   * the mechanism keeps one pool, and a pool's requests are served as any other.
+   * pool's blocks never serve a request outside it, and are not released while the pool lives (until
+   * release_pool; a trace does not say when a pool is released).  Frees go to their block's own pool.
+   * NULL: the mechanism keeps one pool, and a pool's requests are served as any other.
    */
   int (*use_pool)(void *state, unsigned pool);
   /* private pool `pool` is released (PyTorch's releasePool, when its graph goes): the next empty_cache frees
