@@ -6,7 +6,8 @@
 # run as the snapshot (exact: 13 segments, 1 release, peak 136314880), the
 # same trace without those lines (what a reader that skips them sees) still
 # reads and gives the model without graph pools (12 segments, no release), and a
-# malformed +pool line is one error naming the file and line, exit 1.
+# malformed +pool line is one error naming the file and line, exit 1; explain
+# does not count the pool's empty segment among those empty_cache gives back.
 . "${top_srcdir:-.}/tests/wb_setup.sh"
 snap=$top_srcdir/traces/knobs/graph_pool.pickle.gz
 tr=$tmp/g.trace
@@ -43,6 +44,24 @@ grep -v -e '^+pool' -e '^+capture' "$tr" >"$tmp/old.trace"
 "$pt" trace stats --json "$tmp/old.trace" >"$tmp/o.json" || fail "the trace without +pool/+capture does not read"
 grep -Eq "private_pool|captures" "$tmp/o.json" && fail "pool figures without +pool lines"
 [ "$(figures "$tmp/old.trace")" = "12 0 136314880 13 1 136314880" ] || fail "sim without pools: $(figures "$tmp/old.trace")"
+
+# explain: the graph pool's empty segment at the peak is not one empty_cache gives back
+"$pt" explain --trace "$tr" --policy pytorch_native --json >"$tmp/x.json" || fail "explain --json"
+python3 - "$tmp/x.json" <<'PY' || fail "explain on the graph pool"
+import json, sys
+x = json.load(open(sys.argv[1]))
+segs = {g["addr"]: g for g in x["segments_with_free_space"]}
+bad = []
+if (x["pool_segments"], x["pool_free_bytes"], x["cached_segments"]) != (1, 2097152, 2):
+    bad.append("pool_segments, pool_free_bytes, cached_segments: %r" % ((x["pool_segments"], x["pool_free_bytes"], x["cached_segments"]),))
+if not segs.get(0x7f40b7e00000, {}).get("private_pool") or segs.get(0x7f40bee00000, {}).get("private_pool") is not False:
+    bad.append("private_pool of 0x7f40b7e00000 (pool (1, 0)) and 0x7f40bee00000 (default)")
+if x["pinned_free_bytes"] + x["cached_free_bytes"] + x["pool_free_bytes"] != sum(g["free_bytes"] for g in segs.values()):
+    bad.append("pinned + cached + pool != the segments' free bytes")
+sys.exit("; ".join(bad) if bad else 0)
+PY
+"$pt" explain --trace "$tr" --policy pytorch_native | grep -q "0x7f40b7e00000  no live block: cached in a CUDA graph's private pool" ||
+  fail "explain text on the pool's segment"
 
 # malformed: one line naming the file and the line, exit 1
 n=$(grep -n '^+pool 1 0$' "$tr" | head -1 | cut -d: -f1)
