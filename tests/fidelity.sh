@@ -65,6 +65,8 @@ check cap_retry_oom pytorch_native --capacity 378702643
 # issue 12's captures (traces/knobs/README.md): the list form of roundup_power2_divisions
 check knobs/rp2_list_decode pytorch_native --set "roundup_power2_divisions=[256:1,512:2,1024:4,>:8]"
 check knobs/rp2_list_infer pytorch_native --set "roundup_power2_divisions=[256:1,512:2,1024:4,>:8]"
+# a CUDA graph's private pool (segment_pool_id (1, 0)) and the empty_cache its capture begins with
+check knobs/graph_pool pytorch_native
 # expandable segments record maps, not segments: compare the peak mapped bytes, the maps as the
 # snapshot counts them (one segment_map a growth, which the model makes accessible with one cuMemSetAccess)
 # and the unmaps (one segment_unmap a range, however many handles: segment_releases)
@@ -116,7 +118,7 @@ print("ok: knobs/%s (sim --conf %r): segments %d, releases %d, peak %d, retries 
       fails=$((fails + 1))
   else echo "FAIL: knobs/$1: sim --conf '$2' failed"; fails=$((fails + 1)); fi
 }
-for n in rp2_list_decode rp2_list_infer exp_rp2 exp_split exp_gc_cap; do
+for n in rp2_list_decode rp2_list_infer exp_rp2 exp_split exp_gc_cap graph_pool; do
   check_conf $n
 done
 # the second capture: workloads whose results depend on the knob (traces/knobs/README.md), each beside the same

@@ -398,6 +398,57 @@ static void test_bset_against_sorted_array(void) {
   CU_ASSERT_PTR_NULL(pt_bset_first(&s));
 }
 
+/*
+ * Private pools (use_pool, PyTorch's PrivatePool): a pool's free blocks
+ * serve only its own requests, the default pool's serve none of a private
+ * pool's, and empty_cache frees the default pool's whole segments only.
+ */
+static void test_private_pools(void) {
+  fixture f;
+  setup(&f, 0);
+  create(&f);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(pt_mech_caching.use_pool);
+  uint64_t a = alloc(&f, MiB, 0), seg_a = addr_of(a);
+  pt_mech_caching.free(f.st, a);                 /* the default pool: one whole free 2 MiB segment */
+  CU_ASSERT_EQUAL(pt_mech_caching.use_pool(f.st, 1), 0);
+  uint64_t b = alloc(&f, MiB, 0), seg_b = addr_of(b);
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_malloc], 2); /* not the default pool's free segment */
+  CU_ASSERT_NOT_EQUAL(seg_b, seg_a);
+  pt_mech_caching.free(f.st, b);                 /* pool 1: one whole free segment */
+  CU_ASSERT_EQUAL(pt_mech_caching.use_pool(f.st, 0), 0);
+  uint64_t c = alloc(&f, MiB, 0);
+  CU_ASSERT_EQUAL(addr_of(c), seg_a);            /* the default pool's own, not pool 1's */
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_malloc], 2);
+  pt_mech_caching.free(f.st, c);
+  CU_ASSERT_EQUAL(pt_mech_caching.empty_cache(f.st), 0);
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_free], 1);  /* the default pool's segment; pool 1's lives on */
+  CU_ASSERT_EQUAL(f.dev.reserved, 2 * MiB);
+  CU_ASSERT_EQUAL(pt_mech_caching.use_pool(f.st, 2), 0);
+  uint64_t d = alloc(&f, MiB, 0);                /* another private pool: not pool 1's free segment */
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_malloc], 3);
+  CU_ASSERT_NOT_EQUAL(addr_of(d), seg_b);
+  CU_ASSERT_EQUAL(pt_mech_caching.use_pool(f.st, 1), 0);
+  uint64_t e = alloc(&f, MiB, 0);                /* back in pool 1: its cached segment */
+  CU_ASSERT_EQUAL(addr_of(e), seg_b);
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_malloc], 3);
+  pt_mech_caching.free(f.st, d);                 /* frees go to the block's own pool, whichever is current */
+  CU_ASSERT_EQUAL(pt_mech_caching.use_pool(f.st, 2), 0);
+  uint64_t g = alloc(&f, MiB, 0);
+  CU_ASSERT_EQUAL(addr_of(g), addr_of(d));
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_malloc], 3);
+  pt_mech_caching.free(f.st, g);
+  pt_mech_caching.free(f.st, e);
+  CU_ASSERT_EQUAL(pt_mech_caching.empty_cache(f.st), 0);
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_free], 1);  /* both private pools keep their segments */
+  CU_ASSERT_EQUAL(f.dev.reserved, 4 * MiB);
+  pt_mech_caching.release_pool(f.st, 1);         /* pool 1's graph goes (releasePool): freed at the next release */
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_free], 1);
+  CU_ASSERT_EQUAL(pt_mech_caching.empty_cache(f.st), 0);
+  CU_ASSERT_EQUAL(f.dev.calls[PT_DRV_free], 2);
+  CU_ASSERT_EQUAL(f.dev.reserved, 2 * MiB);      /* pool 2's stays */
+  pt_mech_caching.destroy(f.st);
+}
+
 /* ---- fidelity on the real traces ------------------------------------------------- */
 
 static const struct {
@@ -417,6 +468,7 @@ static const struct {
     {"traces/gc_cap.pickle.gz", 378702643, 0.6, 64, 0, 0, 2},
     {"traces/cap_retry.pickle.gz", 631171072, 0, INFINITY, 0, 0, 1},
     {"traces/cap_retry_oom.pickle.gz", 378702643, 0, INFINITY, 0, 1, 2},
+    {"traces/knobs/graph_pool.pickle.gz", 0, 0, INFINITY, 0, 0, 0}, /* a CUDA graph's private pool */
 };
 
 static void test_fidelity(void) {
@@ -436,6 +488,7 @@ static void test_fidelity(void) {
               (unsigned long long)r.observed_segment_allocs, (unsigned long long)r.observed_peak_reserved_bytes);
     CU_ASSERT_EQUAL(r.segments_allocated, r.observed_segment_allocs);
     CU_ASSERT_EQUAL(r.peak_reserved_bytes, r.observed_peak_reserved_bytes);
+    CU_ASSERT_EQUAL(r.segment_releases, r.observed_segment_releases);
     CU_ASSERT_EQUAL(r.ooms, real[i].ooms);
     CU_ASSERT_EQUAL(r.alloc_retries, real[i].retries);
     pt_sim_result_free(&r);
@@ -523,6 +576,7 @@ int pt_test_add_caching(void) {
   CU_add_test(s, "max_split_size_mb and max_non_split_rounding", test_max_split);
   CU_add_test(s, "capacity: free cached and retry, then OOM", test_capacity_retry_and_oom);
   CU_add_test(s, "bad parameters refused", test_bad_params);
+  CU_add_test(s, "private pools: blocks kept apart, empty_cache frees the default pool's only", test_private_pools);
   CU_add_test(s, "free-block set: 60k random operations against a sorted array", test_bset_against_sorted_array);
   CU_add_test(s, "free-block set: emptied, it answers and fills again", test_bset_empty_again);
   CU_add_test(s, "fidelity on every real H200 trace", test_fidelity);

@@ -141,6 +141,71 @@ static void test_expandable_small_share(void) {
   rig_done(&r);
 }
 
+/* Private pools: a pool's own (stream, pool) segments; empty_cache unmaps the default pool's pages only. */
+static void test_expandable_private_pools(void) {
+  rig r;
+  rig_init(&r, &pt_mech_expandable, 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(r.ops->use_pool);
+  uint64_t a = A(&r, MIB), base_a = r.ops->addr_of(r.st, a);
+  F(&r, a);
+  CU_ASSERT_EQUAL(r.ops->use_pool(r.st, 1), 0);
+  uint64_t b = A(&r, MIB), base_b = r.ops->addr_of(r.st, b);
+  CU_ASSERT_EQUAL(CALLS(&r, address_reserve), 2); /* a segment of its own, not the default pool's free page */
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 2);
+  CU_ASSERT_NOT_EQUAL(base_b, base_a);
+  F(&r, b);
+  CU_ASSERT_EQUAL(r.ops->use_pool(r.st, 0), 0);
+  uint64_t c = A(&r, MIB);
+  CU_ASSERT_EQUAL(r.ops->addr_of(r.st, c), base_a);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 2);
+  F(&r, c);
+  CU_ASSERT_EQUAL(r.ops->empty_cache(r.st), 0);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_unmap), 1);       /* the default pool's page; pool 1's stays mapped */
+  CU_ASSERT_EQUAL(r.ctr.unmap_ranges, 1);
+  CU_ASSERT_EQUAL(r.dev.reserved, 2 * MIB);
+  CU_ASSERT_EQUAL(r.ops->use_pool(r.st, 3), 0);   /* pools met out of order */
+  CU_ASSERT_EQUAL(r.ops->use_pool(r.st, 1), 0);
+  uint64_t d = A(&r, MIB);
+  CU_ASSERT_EQUAL(r.ops->addr_of(r.st, d), base_b);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_create), 2);
+  F(&r, d);
+  CU_ASSERT_EQUAL(r.ops->empty_cache(r.st), 0);
+  CU_ASSERT_EQUAL(r.dev.reserved, 2 * MIB);       /* pool 1 lives: its page stays */
+  r.ops->release_pool(r.st, 1);
+  CU_ASSERT_EQUAL(r.ops->empty_cache(r.st), 0);
+  CU_ASSERT_EQUAL(CALLS(&r, mem_unmap), 2);       /* released: unmapped at the next release */
+  CU_ASSERT_EQUAL(r.dev.reserved, 0);
+  rig_done(&r);
+}
+
+/*
+ * A trace with a private pool (traces/knobs/graph_pool) through every
+ * mechanism: those without pools (direct, async_pool, stitch) serve the
+ * pool's requests as any other; none fails, and each holds at least the
+ * 69206016 bytes live at the end (trace stats' live_bytes_at_end).
+ */
+static void test_pools_every_mechanism(void) {
+  pt_err err = {{0}};
+  pt_trace_data t;
+  CU_ASSERT_EQUAL_FATAL(pt_trace_load(pt_test_src("traces/knobs/graph_pool.pickle.gz"), NULL, &err, &t), 0);
+  CU_ASSERT_EQUAL(t.pools.n, 1);
+  const pt_mech_ops *m[] = {&pt_mech_direct, &pt_mech_caching, &pt_mech_expandable, &pt_mech_async_pool, &pt_mech_stitch};
+  for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+    pt_sim_config cfg = {.mech = m[i]};
+    pt_sim_result res;
+    int rc = pt_sim_run(&t, &cfg, &err, &res);
+    if (rc < 0) fprintf(stderr, "\n  %s: %s\n", m[i]->name, err.msg);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    CU_ASSERT_EQUAL(res.allocs, 133);
+    CU_ASSERT_EQUAL(res.ooms, 0);
+    CU_ASSERT(res.final_reserved_bytes >= UINT64_C(69206016));
+    if (m[i] == &pt_mech_direct) CU_ASSERT_EQUAL(res.segments_allocated, 133); /* one cudaMalloc a request */
+    pt_sim_result_free(&res);
+  }
+  pt_trace_data_free(&t);
+}
+
 static void test_expandable_large(void) {
   rig r;
   rig_init(&r, &pt_mech_expandable, 0);
@@ -1409,6 +1474,8 @@ int pt_test_add_mechs(void) {
   CU_add_test(s, "direct: initial segments held until their blocks go", test_direct_initial);
   CU_add_test(s, "direct: cap frees idle segments, retries once, then OOM", test_direct_capacity);
   CU_add_test(s, "expandable: small requests share one 2 MiB handle", test_expandable_small_share);
+  CU_add_test(s, "expandable: private pools grow segments of their own", test_expandable_private_pools);
+  CU_add_test(s, "a trace with a private pool through every mechanism", test_pools_every_mechanism);
   CU_add_test(s, "expandable: large pool grows by 20 MiB handles, empty_cache unmaps", test_expandable_large);
   CU_add_test(s, "expandable: unmapped hole refilled at the lowest address", test_expandable_empty_cache_hole);
   CU_add_test(s, "expandable: cap releases pages and retries; device check stays", test_expandable_capacity);

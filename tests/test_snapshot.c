@@ -164,6 +164,49 @@ static void test_truncated_snapshot(void) {
   CU_ASSERT_EQUAL(clean, (int)n - 1);
 }
 
+/*
+ * traces/knobs/graph_pool: one CUDA graph captured on the H200.  The dump's
+ * segments name pool (1, 0) for three of them (0x7f40b7c00000,
+ * 0x7f40b7e00000, 0x7f40c4000000); the five requests placed in them
+ * (device_traces[0][45, 47, 48, 50, 53]) and their three segment_allocs are
+ * the pool's, the two 8-byte requests before them on the capture stream (the
+ * RNG prologue, in 0x7f40b7a00000, pool (0, 0)) are not, and the capture's
+ * mark is on the segment_free torch.cuda.graph's empty_cache made
+ * (device_traces[0][40]).
+ */
+static void test_graph_pool(void) {
+  pt_trace *t;
+  pt_err err = {{0}};
+  CU_ASSERT_EQUAL_FATAL(pt_trace_open(pt_test_src("traces/knobs/graph_pool.pickle.gz"), NULL, &err, &t), 0);
+  pt_event ev;
+  int rc, allocs = 0, segs = 0, captures = 0;
+  uint64_t pooled_addr_lo = UINT64_MAX;
+  while ((rc = pt_trace_next(t, &ev, &err)) > 0) {
+    if (ev.flags & PT_EVF_CAPTURE) {
+      captures++;
+      CU_ASSERT_EQUAL(ev.kind, PT_EV_SEG_FREE);
+      CU_ASSERT_EQUAL(ev.addr, 0x7f40bee00000);
+    }
+    if (ev.kind == PT_EV_ALLOC && ev.bytes == 8) CU_ASSERT_EQUAL(ev.pool, 0);
+    if (!ev.pool) continue;
+    CU_ASSERT_EQUAL(ev.pool, 1);
+    CU_ASSERT_EQUAL(ev.stream, 0x1f559dc0);
+    allocs += ev.kind == PT_EV_ALLOC;
+    segs += ev.kind == PT_EV_SEG_ALLOC;
+    if (ev.addr < pooled_addr_lo) pooled_addr_lo = ev.addr;
+  }
+  CU_ASSERT_EQUAL(rc, 0);
+  CU_ASSERT_EQUAL(allocs, 5);
+  CU_ASSERT_EQUAL(segs, 3);
+  CU_ASSERT_EQUAL(captures, 1);
+  CU_ASSERT_EQUAL(pooled_addr_lo, 0x7f40b7c00000);
+  const pt_pools *p = pt_trace_pools(t);
+  CU_ASSERT_EQUAL_FATAL(p->n, 1);
+  CU_ASSERT_EQUAL(p->id[0].first, 1);
+  CU_ASSERT_EQUAL(p->id[0].second, 0);
+  pt_trace_close(t);
+}
+
 int pt_test_add_snapshot(void) {
   CU_pSuite s = CU_add_suite("snapshot", NULL, NULL);
   if (!s) return CU_get_error();
@@ -173,6 +216,7 @@ int pt_test_add_snapshot(void) {
   CU_add_test(s, "expandable segments: a hole in the end state is no initial mapping", test_expandable_hole);
   CU_add_test(s, "device choice", test_device_pick);
   CU_add_test(s, "real H200 capture matches python", test_real_capture);
+  CU_add_test(s, "a CUDA graph's private pool and its capture found (traces/knobs/graph_pool)", test_graph_pool);
   CU_add_test(s, "bad snapshots: one clear error", test_bad_snapshots);
   CU_add_test(s, "every truncation fails cleanly", test_truncated_snapshot);
   return CU_get_error();

@@ -82,6 +82,71 @@ static void round_trip(const char *suffix) {
 static void test_round_trip_plain(void) { round_trip(".trace"); }
 static void test_round_trip_gzip(void) { round_trip(".trace.gz"); }
 
+/*
+ * Private pools and captures (+pool FIRST SECOND, +capture): written before
+ * the records they annotate, read back as each record's pool number, the
+ * same pool ids in the order first met, and the capture flag.
+ */
+static void test_pools_round_trip(void) {
+  const char *path = pt_test_tmp(".trace");
+  char saved[4096];
+  snprintf(saved, sizeof saved, "%s", path);
+  pt_err err = {{0}};
+  pt_pools pools = {0};
+  uint16_t k1, k2, again;
+  CU_ASSERT_EQUAL_FATAL(pt_pools_intern(&pools, 7, 3, &k1), 0);
+  CU_ASSERT_EQUAL_FATAL(pt_pools_intern(&pools, 1, 0, &k2), 0);
+  CU_ASSERT_EQUAL(pt_pools_intern(&pools, 7, 3, &again), 0);
+  CU_ASSERT_EQUAL(again, k1);
+  CU_ASSERT_EQUAL(pt_pools_intern(&pools, 0, 0, &again), PT_EFORMAT); /* the default pool has no number */
+  /* written with pool 2 = (1, 0) met first: the file numbers (1, 0) as 1 */
+  const pt_event ev[] = {
+      {.kind = PT_EV_INIT_SEGMENT, .addr = 0x7f0000000000, .bytes = 2 << 20, .pool = k2},
+      {.kind = PT_EV_SEG_ALLOC, .addr = 0x7f0000200000, .bytes = 2 << 20, .time_us = 1, .flags = PT_EVF_CAPTURE},
+      {.kind = PT_EV_ALLOC, .id = 1, .bytes = 512, .time_us = 2, .addr = 0x7f0000000000, .flags = PT_EVF_HAS_ADDR,
+       .pool = k2},
+      {.kind = PT_EV_ALLOC, .id = 2, .bytes = 512, .time_us = 3, .addr = 0x7f0000200000,
+       .flags = PT_EVF_HAS_ADDR | PT_EVF_CAPTURE, .pool = k1},
+      {.kind = PT_EV_ALLOC, .id = 3, .bytes = 512, .time_us = 4},
+      {.kind = PT_EV_FREE, .id = 1, .time_us = 5},
+  };
+  const uint16_t want_pool[] = {1, 0, 1, 2, 0, 0};
+  pt_trace_info info = {.version = 1, .device = 0};
+  pt_trace_writer *w;
+  CU_ASSERT_EQUAL_FATAL(pt_trace_writer_open(saved, &info, &err, &w), 0);
+  pt_trace_writer_set_pools(w, &pools);
+  for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++) CU_ASSERT_EQUAL(pt_trace_writer_put(w, &ev[i], &err), 0);
+  CU_ASSERT_EQUAL_FATAL(pt_trace_writer_commit(w, &err), 0);
+  pt_trace *t;
+  CU_ASSERT_EQUAL_FATAL(pt_trace_open(saved, NULL, &err, &t), 0);
+  pt_event got;
+  size_t n = 0;
+  int rc;
+  while ((rc = pt_trace_next(t, &got, &err)) > 0) {
+    CU_ASSERT_FATAL(n < sizeof ev / sizeof ev[0]);
+    CU_ASSERT_EQUAL(got.kind, ev[n].kind);
+    CU_ASSERT_EQUAL(got.pool, want_pool[n]);
+    CU_ASSERT_EQUAL(got.flags & PT_EVF_CAPTURE, ev[n].flags & PT_EVF_CAPTURE);
+    n++;
+  }
+  CU_ASSERT_EQUAL(rc, 0);
+  CU_ASSERT_EQUAL(n, sizeof ev / sizeof ev[0]);
+  const pt_pools *rp = pt_trace_pools(t);
+  CU_ASSERT_EQUAL_FATAL(rp->n, 2);
+  CU_ASSERT_EQUAL(rp->id[0].first, 1);
+  CU_ASSERT_EQUAL(rp->id[0].second, 0);
+  CU_ASSERT_EQUAL(rp->id[1].first, 7);
+  CU_ASSERT_EQUAL(rp->id[1].second, 3);
+  pt_trace_close(t);
+  /* a record with a pool the writer was not given a table for is an error, and no file is left */
+  CU_ASSERT_EQUAL_FATAL(pt_trace_writer_open(saved, &info, &err, &w), 0);
+  CU_ASSERT(pt_trace_writer_put(w, &ev[2], &err) < 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "pool 2 unknown") ? err.msg : NULL);
+  pt_trace_writer_abort(w);
+  pt_pools_free(&pools);
+  unlink(saved);
+}
+
 /* Read text as a trace; return the first error's message ("" when it reads clean). */
 static const char *read_text(const char *text) {
   static pt_err err;
@@ -143,12 +208,32 @@ static void test_v1_fixtures(void) {
     CU_ASSERT_EQUAL(pt_trace_get_info(t)->version, 1);
     pt_event ev;
     unsigned long long n = 0;
-    while ((rc = pt_trace_next(t, &ev, &err)) > 0) n++;
+    while ((rc = pt_trace_next(t, &ev, &err)) > 0) {
+      n++;
+      CU_ASSERT_EQUAL(ev.pool, 0); /* written before pools existed: all in the default pool */
+      CU_ASSERT_EQUAL(ev.flags & PT_EVF_CAPTURE, 0);
+    }
     if (rc < 0) fprintf(stderr, "\n  %s\n", err.msg);
     CU_ASSERT_EQUAL(rc, 0);
     CU_ASSERT_EQUAL(n, want[i]);
     pt_trace_close(t);
   }
+}
+
+/* Malformed +pool and +capture lines: one error naming the line and the reason. */
+static void test_bad_pool_lines(void) {
+  CU_ASSERT_STRING_EQUAL(read_text("pagetune-trace 1\n+pool 1 0\n+capture\na 1 10 0 5 0x100\nend 1\n"), "");
+  EXPECT_ERROR("pagetune-trace 1\n+pool 1\na 1 10 0 5\nend 1\n", "line 2", "missing field");
+  EXPECT_ERROR("pagetune-trace 1\n+pool one 0\na 1 10 0 5\nend 1\n", "line 2", "bad number");
+  EXPECT_ERROR("pagetune-trace 1\n+pool 1 0 9\na 1 10 0 5\nend 1\n", "line 2", "extra fields after +pool");
+  EXPECT_ERROR("pagetune-trace 1\n+pool 0 0\na 1 10 0 5\nend 1\n", "line 2", "default pool");
+  EXPECT_ERROR("pagetune-trace 1\n+pool 1 0\n+pool 2 0\na 1 10 0 5\nend 1\n", "line 3", "two +pool lines");
+  EXPECT_ERROR("pagetune-trace 1\na 1 10 0 5\n+pool 1 0\nf 1 6\nend 2\n", "line 4", "+pool before a 'f' record");
+  EXPECT_ERROR("pagetune-trace 1\n+pool 1 0\nend 0\n", "line 3", "+pool before the end line");
+  EXPECT_ERROR("pagetune-trace 1\n+capture now\na 1 10 0 5\nend 1\n", "line 2", "extra fields after +capture");
+  EXPECT_ERROR("pagetune-trace 1\n+capture\n+capture\na 1 10 0 5\nend 1\n", "line 3", "two +capture lines");
+  EXPECT_ERROR("pagetune-trace 1\n+capture\nS 0x100 512 0\nend 1\n", "line 3", "+capture before an initial-state");
+  EXPECT_ERROR("pagetune-trace 1\n+capture\nend 0\n", "line 3", "+capture before the end line");
 }
 
 static void test_bad_header(void) {
@@ -268,5 +353,7 @@ int pt_test_add_trace(void) {
   CU_add_test(s, "writer leaves no partial file", test_writer_no_partial);
   CU_add_test(s, "+ lines and unknown @ keys are skipped", test_skippable_additions);
   CU_add_test(s, "v1 fixtures read", test_v1_fixtures);
+  CU_add_test(s, "+pool and +capture: written, read back", test_pools_round_trip);
+  CU_add_test(s, "malformed +pool and +capture lines refused with their line", test_bad_pool_lines);
   return CU_get_error();
 }

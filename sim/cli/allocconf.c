@@ -245,8 +245,9 @@ static const struct {
     {"pinned_use_background_threads", "pinned host memory's background threads: nothing to model", 0},
     {"pinned_reserve_segment_size_mb", "a pinned host memory reserve: not device memory, nothing to model", 0},
     {"graph_capture_record_stream_reuse",
-     "reuse of record_stream blocks during CUDA graph capture: the model replays no graph capture; a trace captured "
-     "with graphs may differ", 1},
+     "reuse of record_stream blocks freed during a CUDA graph capture: frees are replayed when the trace recorded "
+     "them, which follows the setting a trace was captured with but cannot change it (graphs' private pools are "
+     "modelled, from the trace's +pool lines)", 1},
 };
 
 int pt_conf_model_of(pt_conf *c, const char *what, pt_conf_model *out, pt_err *err) {

@@ -46,7 +46,9 @@ const pt_cli_table pt_opts_trace_stats = {
     "Read TRACE (a pagetune trace, .gz or not, or a PyTorch memory snapshot\n"
     "pickle) and print what it holds: events, allocs, frees, streams,\n"
     "distinct_sizes, peak_live_bytes, bytes_allocated_total, initial_segments,\n"
-    "initial_reserved_bytes, duration_us, and what the real allocator recorded.\n",
+    "initial_reserved_bytes, duration_us, and what the real allocator recorded;\n"
+    "for a trace with CUDA graphs' private pools also private_pools,\n"
+    "private_pool_allocs, private_pool_segment_allocs and captures.\n",
     stats_opts, sizeof(trace_args), &defaults, 1};
 
 static const pt_cli_opt import_opts[] = {
@@ -67,7 +69,9 @@ const pt_cli_table pt_opts_trace_import = {
     "streamed: memory holds the records and the distinct stack frames, not\n"
     "the file.  Each allocation's stack frames (recorded with context=\"alloc\"\n"
     "or \"all\") are kept, each distinct frame and stack once, for\n"
-    "`pagetune explain`.  DST appears only when the whole import succeeded.\n",
+    "`pagetune explain`.  Requests in a CUDA graph's private pool (the pool of\n"
+    "the dump's segment they lie in) and where each capture begins are kept\n"
+    "too (+pool, +capture).  DST appears only when the whole import succeeded.\n",
     import_opts, sizeof(trace_args), &defaults, 1};
 
 static const pt_cli_opt gen_opts[] = {
@@ -149,6 +153,7 @@ int pt_cmd_trace_import(void *args, char **pos, int npos, pt_err *err) {
     return rc;
   }
   if (!a->strip_frames) pt_trace_writer_set_frames(w, pt_trace_frames(t));
+  pt_trace_writer_set_pools(w, pt_trace_pools(t));
   pt_event ev;
   uint64_t n = 0;
   while ((rc = pt_trace_next(t, &ev, err)) > 0) {

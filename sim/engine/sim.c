@@ -70,6 +70,7 @@ int pt_trace_load(const char *path, const pt_trace_opts *opts, pt_err *err, pt_t
   if (rc < 0) goto fail;
   out->info = *pt_trace_get_info(t);
   pt_trace_take_frames(t, &out->frames);
+  pt_trace_take_pools(t, &out->pools);
   pt_trace_close(t);
   return 0;
 fail:
@@ -80,6 +81,7 @@ fail:
 
 void pt_trace_data_free(pt_trace_data *t) {
   pt_frames_free(&t->frames);
+  pt_pools_free(&t->pools);
   free(t->hints);
   free(t->ev);
   free(t->path);
@@ -106,6 +108,11 @@ void pt_trace_content_hash(const pt_trace_data *t, char out[65]) {
     p = put_le(p, e->offset);
     p = put_le(p, (uint64_t)e->time_us);
     pt_sha256_update(&s, buf, (size_t)(p - buf));
+    if (e->pool && e->pool <= t->pools.n) { /* only then: a trace without pools hashes as before pools existed */
+      p = put_le(buf, t->pools.id[e->pool - 1].first);
+      p = put_le(p, t->pools.id[e->pool - 1].second);
+      pt_sha256_update(&s, buf, (size_t)(p - buf));
+    }
   }
   pt_sha256_final_hex(&s, out);
 }
@@ -134,7 +141,15 @@ typedef struct run {
   pt_sim_result *out;
   int stop_at_oom;
   uint64_t nlive;           /* on a device: blocks live, for own_live_* */
+  unsigned pool;            /* the private pool the mechanism now serves (use_pool), 0: the default */
 } run;
+
+/* The mechanism told which pool the next record's memory comes from, when it keeps pools and that changed. */
+static inline int use_pool(run *r, const pt_mech_ops *m, void *st, unsigned pool) {
+  if (!m->use_pool || pool == r->pool) return 0;
+  r->pool = pool;
+  return m->use_pool(st, pool);
+}
 
 /* A request on a given device, timed; the observer sees the block outside the timing. */
 /* A request's time (µs, from t0) and the allocator's own part of it (less the driver calls since calls0),
@@ -219,6 +234,7 @@ static int initial_state(const pt_trace_data *t, const pt_mech_ops *m, void *st,
   int rc;
   for (size_t i = 0; i < t->n && (t->ev[i].kind == PT_EV_INIT_SEGMENT || t->ev[i].kind == PT_EV_INIT_ALLOC); i++) {
     const pt_event *e = &t->ev[i];
+    if ((rc = use_pool(r, m, st, e->pool)) < 0) return pt_err_prefix(err, rc, "%s: initial state", t->path);
     if (e->kind == PT_EV_INIT_SEGMENT &&
         (rc = m->init_segment(st, e->addr, e->bytes, e->stream, e->flags & PT_SEGF_EXPANDABLE)) < 0)
       return pt_err_prefix(err, rc, "%s: initial segment at 0x%" PRIx64, t->path, e->addr);
@@ -227,6 +243,7 @@ static int initial_state(const pt_trace_data *t, const pt_mech_ops *m, void *st,
     const pt_event *e = &t->ev[i];
     if (e->kind != PT_EV_INIT_ALLOC) continue;
     uint64_t h;
+    if ((rc = use_pool(r, m, st, e->pool)) < 0) return pt_err_prefix(err, rc, "%s: initial state", t->path);
     if ((rc = m->init_alloc(st, e->addr, e->bytes, e->stream, &h)) < 0)
       return pt_err_prefix(err, rc, "%s: initial block at 0x%" PRIx64, t->path, e->addr);
     r->handles[e->id] = h;
@@ -283,9 +300,12 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
   int rc;
   for (size_t i = 0; i < t->n; i++) {
     const pt_event *e = &t->ev[i];
+    if (__builtin_expect(e->flags & PT_EVF_CAPTURE, 0) && m->empty_cache && (rc = m->empty_cache(st)) < 0)
+      return pt_err_prefix(err, rc, "%s: record %zu (the empty_cache a CUDA graph capture begins with)", t->path, i);
     if (e->kind == PT_EV_ALLOC) {
       uint64_t h, n0 = r->dev.ncalls;
       out->allocs++;
+      if ((rc = use_pool(r, m, st, e->pool)) < 0) return pt_err_prefix(err, rc, "%s: request %zu", t->path, i);
       rc = __builtin_expect(r->live != NULL, 0) ? live_alloc(r, m, st, e->bytes, e->stream, e->id, &h)
                                                  : m->alloc(st, e->bytes, e->stream, &h);
       count_request(out, r, n0, e->bytes);
@@ -310,6 +330,7 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
       /* a request that failed in the real run: the model tries it too; if it
          fits here, it is given back at once (the workload stopped there) */
       uint64_t h;
+      if ((rc = use_pool(r, m, st, 0)) < 0) return pt_err_prefix(err, rc, "%s: record %zu", t->path, i);
       rc = m->alloc(st, e->bytes, e->stream, &h);
       if (rc == PT_EOOM) out->ooms++;
       else if (rc < 0 || (rc = m->free(st, h)) < 0)
@@ -472,7 +493,8 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   if (out->call_sizes) *out->call_sizes = r.dev.sizes;
   for (size_t i = 0; i < t->nallocs; i++)
     if (r.handles[i] != FAILED && r.handles[i] != FREED) cfg->mech->free(st, r.handles[i]);
-  if (cfg->device_ops && cfg->mech->empty_cache) { /* a real device gets its memory back */
+  if (cfg->device_ops && cfg->mech->empty_cache) { /* a real device gets its memory back, graphs' pools too */
+    for (size_t k = 1; cfg->mech->release_pool && k <= t->pools.n; k++) cfg->mech->release_pool(st, (unsigned)k);
     int erc = cfg->mech->empty_cache(st);
     if (rc == 0 && erc < 0) rc = pt_err_prefix(err, erc, "%s: giving the memory back", t->path);
   }

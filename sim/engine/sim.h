@@ -36,6 +36,7 @@ typedef struct pt_trace_data {
   uint64_t observed_segment_allocs, observed_peak_reserved_bytes;
   uint64_t observed_segment_releases; /* its segment_free and segment_unmap records */
   pt_frames frames;         /* what the records' stack ids name (none: stripped, or never recorded) */
+  pt_pools pools;           /* what the records' pool numbers name (none: no private pool) */
 } pt_trace_data;
 
 int pt_trace_load(const char *path, const pt_trace_opts *opts, pt_err *err, pt_trace_data *out /* OUT */);

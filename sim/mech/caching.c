@@ -18,6 +18,14 @@
  *     whole cached segment and retry (counted as an alloc retry), then OOM.
  * The cap is --capacity (set_per_process_memory_fraction): without it there
  * is no garbage collection, as in PyTorch.
+ *
+ * Private pools (a CUDA graph's, a torch.cuda.MemPool's) are PyTorch's
+ * PrivatePool: a small and a large pool of their own, chosen by use_pool as
+ * beginAllocateToPool routes a capture's requests.  Their blocks serve only
+ * their own pool's requests; empty_cache, the retry's release and the
+ * garbage collection free the default pool's segments only, and a private
+ * pool's once it is released (release_pool; a trace does not record when, so
+ * the engine releases them only at the end of a run on a real device).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -58,9 +66,18 @@ struct pool {
   uint64_t get_free_blocks_calls;
 };
 
+/* A memory pool: the default one, or a private one (PyTorch's PrivatePool). */
+typedef struct mempool {
+  pool small, large;
+  int freeable;                /* released (release_pool): release_cached frees its segments too */
+} mempool;
+
 typedef struct caching {
   pt_mech_env env;
-  pool small, large;
+  mempool def;                 /* the default pool */
+  mempool **priv;              /* private pool k at priv[k - 1], made when first used */
+  size_t npriv;
+  mempool *cur;                /* where requests go: &def, or a private pool (use_pool) */
   pt_mech_alloc_conf k;        /* max_split_size_mb, max_non_split_rounding_mb, the GC threshold, the roundup table */
   pt_slab blocks;              /* block records: a split or a merge costs no malloc */
 } caching;
@@ -138,7 +155,7 @@ static int garbage_collect(caching *c) {
   if (reserved <= threshold) return 0;
   uint64_t target = reserved - threshold, reclaimed = 0, total_age = 0;
   size_t freeable = 0;
-  pool *p = &c->large;
+  pool *p = &c->def.large; /* PyTorch collects the default large pool only */
   for (pt_bnode *n = pt_bset_first(&p->blocks); n; n = pt_bset_next(&p->blocks, n))
     if (!of(n)->prev && !of(n)->next) {
       total_age += p->get_free_blocks_calls - of(n)->gc_count_base;
@@ -211,19 +228,26 @@ static int release_available(caching *c, pool *p, uint64_t size, uint64_t stream
   return released >= key.size;
 }
 
-/* release_cached_blocks: free every whole cached segment, large pool first. */
-static int release_cached(caching *c) {
-  pool *pools[2] = {&c->large, &c->small};
-  for (int i = 0; i < 2; i++) {
-    pool *p = pools[i];
-    for (pt_bnode *n = pt_bset_first(&p->blocks); n;) {
-      block *b = of(n);
-      n = pt_bset_next(&p->blocks, n);
-      int rc = !b->prev && !b->next ? release_block(c, b) : 0;
-      if (rc < 0) return rc;
-    }
+/* One pool's whole free segments back to the driver (release_blocks). */
+static int release_blocks(caching *c, pool *p) {
+  for (pt_bnode *n = pt_bset_first(&p->blocks); n;) {
+    block *b = of(n);
+    n = pt_bset_next(&p->blocks, n);
+    int rc = !b->prev && !b->next ? release_block(c, b) : 0;
+    if (rc < 0) return rc;
   }
   return 0;
+}
+
+/* release_cached_blocks: every whole cached segment of the default pool, large first, then those of the
+   private pools released (small first, as PyTorch). */
+static int release_cached(caching *c) {
+  int rc = release_blocks(c, &c->def.large);
+  if (rc == 0) rc = release_blocks(c, &c->def.small);
+  for (size_t k = 0; rc == 0 && k < c->npriv; k++)
+    if (c->priv[k] && c->priv[k]->freeable && (rc = release_blocks(c, &c->priv[k]->small)) == 0)
+      rc = release_blocks(c, &c->priv[k]->large);
+  return rc;
 }
 
 static int should_split(const caching *c, const block *b, uint64_t size) {
@@ -255,7 +279,7 @@ static int caching_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t 
   uint64_t size, alloc_size;
   int rc;
   if ((rc = round_size(c, bytes, &size)) < 0) return rc;
-  pool *p = size <= SMALL_SIZE ? &c->small : &c->large;
+  pool *p = size <= SMALL_SIZE ? &c->cur->small : &c->cur->large;
   block *b = get_free_block(c, p, size, stream);
   if (b) {
     c->env.counters->cache_hits++;
@@ -304,6 +328,33 @@ static int caching_empty_cache(void *state) {
   return release_cached(state);
 }
 
+static int caching_use_pool(void *state, unsigned k) {
+  caching *c = state;
+  if (!k) {
+    c->cur = &c->def;
+    return 0;
+  }
+  if (k > c->npriv) {
+    mempool **np = realloc(c->priv, k * sizeof *np);
+    if (!np) return pt_err_set(c->env.err, PT_ENOMEM, "caching: out of memory");
+    c->priv = np;
+    memset(np + c->npriv, 0, (k - c->npriv) * sizeof *np);
+    c->npriv = k;
+  }
+  if (!c->priv[k - 1]) {
+    if (!(c->priv[k - 1] = calloc(1, sizeof **c->priv))) return pt_err_set(c->env.err, PT_ENOMEM, "caching: out of memory");
+    c->priv[k - 1]->small.is_small = 1;
+  }
+  c->cur = c->priv[k - 1];
+  c->cur->freeable = 0;
+  return 0;
+}
+
+static void caching_release_pool(void *state, unsigned k) {
+  caching *c = state;
+  if (k && k <= c->npriv && c->priv[k - 1]) c->priv[k - 1]->freeable = 1;
+}
+
 /* ---- initial state ------------------------------------------------------------ */
 
 static int caching_init_segment(void *state, uint64_t addr, uint64_t bytes, uint64_t stream, int expandable) {
@@ -317,7 +368,7 @@ static int caching_init_segment(void *state, uint64_t addr, uint64_t bytes, uint
   b->addr = addr;
   b->size = bytes;
   b->stream = stream;
-  b->pool = bytes == SMALL_BUFFER ? &c->small : &c->large; /* only small segments are 2 MiB */
+  b->pool = bytes == SMALL_BUFFER ? &c->cur->small : &c->cur->large; /* only small segments are 2 MiB */
   int rc = pool_insert(c, b->pool, b);
   if (rc < 0) {
     block_dispose(c, b);
@@ -337,7 +388,7 @@ static int caching_init_segment(void *state, uint64_t addr, uint64_t bytes, uint
  */
 static int caching_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_t stream, uint64_t *handle) {
   caching *c = state;
-  pool *pools[2] = {&c->small, &c->large};
+  pool *pools[2] = {&c->cur->small, &c->cur->large};
   block *b = NULL;
   for (int i = 0; i < 2 && !b; i++)
     for (pt_bnode *n = pt_bset_first(&pools[i]->blocks); n; n = pt_bset_next(&pools[i]->blocks, n))
@@ -376,7 +427,8 @@ static int caching_create(const pt_mech_env *env, void **state) {
   if (!c) return PT_ENOMEM;
   c->env = *env;
   pt_slab_init(&c->blocks, sizeof(block), 256);
-  c->small.is_small = 1;
+  c->def.small.is_small = 1;
+  c->cur = &c->def;
   pt_mech_alloc_conf_read(caching_params, env->params, &c->k);
   *state = c;
   return 0;
@@ -386,8 +438,15 @@ static int caching_create(const pt_mech_env *env, void **state) {
 static void caching_destroy(void *state) {
   caching *c = state;
   if (!c) return;
-  pt_bset_free(&c->small.blocks);
-  pt_bset_free(&c->large.blocks);
+  pt_bset_free(&c->def.small.blocks);
+  pt_bset_free(&c->def.large.blocks);
+  for (size_t i = 0; i < c->npriv; i++)
+    if (c->priv[i]) {
+      pt_bset_free(&c->priv[i]->small.blocks);
+      pt_bset_free(&c->priv[i]->large.blocks);
+      free(c->priv[i]);
+    }
+  free(c->priv);
   pt_slab_free(&c->blocks); /* every block record, free or allocated */
   free(c);
 }
@@ -405,6 +464,8 @@ const pt_mech_ops pt_mech_caching = {
     .init_alloc = caching_init_alloc,
     .alloc = caching_alloc,
     .free = caching_free,
+    .use_pool = caching_use_pool,
+    .release_pool = caching_release_pool,
     .empty_cache = caching_empty_cache,
     .destroy = caching_destroy,
     .addr_of = caching_addr_of,

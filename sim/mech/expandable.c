@@ -43,6 +43,12 @@
  *     guessed from its size (a multiple of 20 MiB: large), that of a plain
  *     one likewise (2 MiB: small).
  *
+ * Private pools (a CUDA graph's; PyTorch's PrivatePool uses expandable
+ * segments too): each has a small and a large pool of its own, so its own
+ * (stream, pool) segments, chosen by use_pool; release_cached (empty_cache,
+ * the retry) unmaps the default pool's pages, and a private pool's only once
+ * it is released (release_pool), as PyTorch.
+ *
  * Policy hooks: round replaces round_size; segment_size gives the least
  * bytes a growth maps for a request (PyTorch: the request itself);
  * should_collect, asked before the segment grows, runs a release when it
@@ -67,7 +73,8 @@
 #define ROUND_LARGE (2 * MIB)         /* kRoundLarge */
 #define H200_TOTAL UINT64_C(150109880320) /* totalGlobalMem of the traces' H200 */
 
-enum { SMALL, LARGE, NPOOLS };
+enum { SMALL, LARGE, NPOOLS }; /* pool index: NPOOLS x the memory pool (0 the default, k private pool k) + kind */
+#define KIND(pool) ((pool) % NPOOLS)
 
 /* ---- blocks and segments ------------------------------------------------ */
 
@@ -102,7 +109,10 @@ typedef struct eblock {
 #define SLAB_BLOCKS 256
 typedef struct exp_state {
   pt_mech_env env;
-  pt_bset freet[NPOOLS], unmapped[NPOOLS];
+  pt_bset *freet, *unmapped;   /* by pool index, nsets of each */
+  size_t nsets;
+  uint8_t *freeable;           /* by memory pool (nsets / NPOOLS): released (release_pool) */
+  int cur;                     /* pool index of the current memory pool's SMALL (use_pool) */
   pt_bset addrt;               /* free mapped blocks by address: initial state only */
   int init_phase;              /* still reading initial segments and blocks */
   eseg *segs;
@@ -275,8 +285,8 @@ static int find_expandable(exp_state *st, int pool, uint64_t stream, uint64_t si
   }
   eseg *sg = calloc(1, sizeof *sg);
   if (!sg) return pt_err_set(st->env.err, PT_ENOMEM, "expandable: out of memory");
-  sg->page = st->page[pool];
-  sg->bytes = st->va_bytes[pool];
+  sg->page = st->page[KIND(pool)];
+  sg->bytes = st->va_bytes[KIND(pool)];
   sg->stream = stream;
   sg->pool = pool;
   int rc = pt_dev_address_reserve(st->env.dev, sg->bytes, sg->page, &sg->base);
@@ -433,10 +443,15 @@ static int release_blocks(exp_state *st, int pool) {
   return 0;
 }
 
-/* release_cached_blocks: large pool first, then small (events: none in the model). */
+/* release_cached_blocks: the default pool's large pool first, then small, then the private pools released,
+   small first (events: none in the model). */
 static int release_cached(exp_state *st) {
   int rc = release_blocks(st, LARGE);
-  return rc < 0 ? rc : release_blocks(st, SMALL);
+  if (rc == 0) rc = release_blocks(st, SMALL);
+  for (size_t k = 1; rc == 0 && k < st->nsets / NPOOLS; k++)
+    if (st->freeable[k] && (rc = release_blocks(st, (int)k * NPOOLS + SMALL)) == 0)
+      rc = release_blocks(st, (int)k * NPOOLS + LARGE);
+  return rc;
 }
 
 /* ---- the mechanism ------------------------------------------------------ */
@@ -455,7 +470,15 @@ static int exp_create(const pt_mech_env *env, void **state) {
   double large = pt_mech_param_get(exp_params, "large_segment_size_mb", env->params);
   exp_state *st = calloc(1, sizeof *st);
   if (st) pt_slab_init(&st->blocks, sizeof(eblock), SLAB_BLOCKS);
+  if (st && (!(st->freet = calloc(NPOOLS, sizeof *st->freet)) || !(st->unmapped = calloc(NPOOLS, sizeof *st->unmapped)) ||
+             !(st->freeable = calloc(1, 1)))) {
+    free(st->freet);
+    free(st->unmapped);
+    free(st);
+    st = NULL;
+  }
   if (!st) return pt_err_set(env->err, PT_ENOMEM, "expandable: out of memory");
+  st->nsets = NPOOLS;
   st->env = *env;
   st->init_phase = 1;
   pt_mech_alloc_conf_read(exp_params, env->params, &st->k);
@@ -476,7 +499,7 @@ static int exp_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *han
   if (h && h->round) rc = pt_mech_round(&st->env, "expandable", bytes, &size);
   else if (!(size = pt_mech_round_size(&st->k, bytes))) rc = pt_mech_round_slow(&st->env, "expandable", bytes, &size);
   if (rc < 0) return rc;
-  int pool = size <= SMALL_SIZE ? SMALL : LARGE;
+  int pool = st->cur + (size <= SMALL_SIZE ? SMALL : LARGE);
   if ((rc = ensure_spare(st, 1)) < 0) return rc;
   eblock *b = get_free_block(st, pool, stream, size);
   if (b) {
@@ -535,6 +558,32 @@ static int exp_empty_cache(void *state) {
   return release_cached(st);
 }
 
+static int exp_use_pool(void *state, unsigned k) {
+  exp_state *st = state;
+  size_t need = ((size_t)k + 1) * NPOOLS;
+  if (need > st->nsets) { /* a set may move: nodes know their chunk, not their set */
+    pt_bset *f = realloc(st->freet, need * sizeof *f);
+    if (f) st->freet = f;
+    pt_bset *u = f ? realloc(st->unmapped, need * sizeof *u) : NULL;
+    if (u) st->unmapped = u;
+    uint8_t *fr = u ? realloc(st->freeable, need / NPOOLS) : NULL;
+    if (!fr) return pt_err_set(st->env.err, PT_ENOMEM, "expandable: out of memory");
+    st->freeable = fr;
+    memset(fr + st->nsets / NPOOLS, 0, (need - st->nsets) / NPOOLS);
+    memset(st->freet + st->nsets, 0, (need - st->nsets) * sizeof *f);
+    memset(st->unmapped + st->nsets, 0, (need - st->nsets) * sizeof *u);
+    st->nsets = need;
+  }
+  st->cur = (int)k * NPOOLS;
+  st->freeable[k] = 0;
+  return 0;
+}
+
+static void exp_release_pool(void *state, unsigned k) {
+  exp_state *st = state;
+  if (k && k < st->nsets / NPOOLS) st->freeable[k] = 1;
+}
+
 static int exp_init_segment(void *state, uint64_t addr, uint64_t bytes, uint64_t stream, int expandable) {
   exp_state *st = state;
   pt_err *err = st->env.err;
@@ -546,13 +595,13 @@ static int exp_init_segment(void *state, uint64_t addr, uint64_t bytes, uint64_t
     if ((rc = pt_dev_adopt(st->env.dev, addr, bytes)) < 0) return rc;
     eseg *sg = malloc(sizeof *sg);
     if (!sg) return pt_err_set(err, PT_ENOMEM, "expandable: out of memory"); /* the run stops; the books are the engine's */
-    *sg = (eseg){.base = addr, .bytes = bytes, .stream = stream, .pool = bytes == SMALL_PAGE ? SMALL : LARGE};
+    *sg = (eseg){.base = addr, .bytes = bytes, .stream = stream, .pool = st->cur + (bytes == SMALL_PAGE ? SMALL : LARGE)};
     seg_link(st, sg);
     free_insert(st, take_block(st, sg, addr, bytes, 1));
     return 0;
   }
-  int pool = bytes % st->page[LARGE] == 0 ? LARGE : SMALL;
-  uint64_t page = st->page[pool];
+  int pool = st->cur + (bytes % st->page[LARGE] == 0 ? LARGE : SMALL);
+  uint64_t page = st->page[KIND(pool)];
   if (bytes % page)
     return pt_err_set(err, PT_EFORMAT, "expandable: initial expandable segment at 0x%llx maps %llu bytes, not whole 2 MiB pages",
                       (unsigned long long)addr, (unsigned long long)bytes);
@@ -561,7 +610,7 @@ static int exp_init_segment(void *state, uint64_t addr, uint64_t bytes, uint64_t
     if (s->page && s->pool == pool && s->stream == stream && addr >= s->base && addr - s->base < s->bytes) sg = s;
   if (!sg) { /* reserved before the trace began: no call counted */
     if (!(sg = malloc(sizeof *sg))) return pt_err_set(err, PT_ENOMEM, "expandable: out of memory");
-    *sg = (eseg){.base = addr, .bytes = st->va_bytes[pool], .page = page, .stream = stream, .pool = pool};
+    *sg = (eseg){.base = addr, .bytes = st->va_bytes[KIND(pool)], .page = page, .stream = stream, .pool = pool};
     seg_link(st, sg);
     unmapped_insert(st, take_block(st, sg, addr, sg->bytes, 0));
   }
@@ -617,10 +666,13 @@ static void exp_destroy(void *state) {
   exp_state *st = state;
   if (!st) return;
   while (st->segs) seg_unlink(st, st->segs);
-  for (int p = 0; p < NPOOLS; p++) {
+  for (size_t p = 0; p < st->nsets; p++) {
     pt_bset_free(&st->freet[p]);
     pt_bset_free(&st->unmapped[p]);
   }
+  free(st->freet);
+  free(st->unmapped);
+  free(st->freeable);
   pt_bset_free(&st->addrt);
   pt_slab_free(&st->blocks);
   free(st->scratch);
@@ -635,6 +687,8 @@ const pt_mech_ops pt_mech_expandable = {
     .init_alloc = exp_init_alloc,
     .alloc = exp_alloc,
     .free = exp_free,
+    .use_pool = exp_use_pool,
+    .release_pool = exp_release_pool,
     .empty_cache = exp_empty_cache,
     .destroy = exp_destroy,
     .addr_of = exp_addr_of,

@@ -157,6 +157,17 @@ typedef struct pt_mech_ops {
   /* a request of bytes on stream: 0 with a handle, PT_EOOM, or another error */
   int (*alloc)(void *state, uint64_t bytes, uint64_t stream, uint64_t *handle /* OUT */);
   int (*free)(void *state, uint64_t handle);
+  /*
+   * Later requests, initial segments and initial blocks go to private pool `pool` (the trace's number,
+   * 1..; 0: the default pool), as between PyTorch's beginAllocateToPool and endAllocateToPool: a private
+   * pool's blocks never serve a request outside it, and are not released while the pool lives (until
+   * release_pool; a trace does not say when a pool is released).  Frees go to their block's own pool.
+   * NULL: the mechanism keeps one pool, and a pool's requests are served as any other.
+   */
+  int (*use_pool)(void *state, unsigned pool);
+  /* private pool `pool` is released (PyTorch's releasePool, when its graph goes): the next empty_cache frees
+     its whole segments too, until use_pool names it again.  NULL with use_pool NULL. */
+  void (*release_pool)(void *state, unsigned pool);
   /* release cached memory, as torch.cuda.empty_cache() (NULL when meaningless) */
   int (*empty_cache)(void *state);
   void (*destroy)(void *state);

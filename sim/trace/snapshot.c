@@ -379,6 +379,134 @@ static int initial_segments(conv *c, const pt_pyobj *segments, pt_err *err) {
   return rc;
 }
 
+/*
+ * Private pools.  Trace entries carry no pool; the end state's segments do
+ * (segment_pool_id, (0, 0) the default pool), so a record is in a private
+ * pool when its address lies in a segment of that pool alive at the dump,
+ * and it comes at or after the segment's last segment_alloc (before it the
+ * address belonged to an earlier segment); a segment the trace never
+ * allocated was there from the start, its initial records included.
+ * Segments of a pool released and freed before the dump are not in the list:
+ * what was in them stays in the default pool.
+ */
+typedef struct pseg {
+  uint64_t lo, hi;     /* [lo, hi) */
+  size_t start;        /* index of its last segment_alloc in the trace; SIZE_MAX: none, there from the start */
+  uint16_t pool;
+} pseg;
+
+static int pseg_cmp(const void *a, const void *b) {
+  const pseg *x = a, *y = b;
+  return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* The private segment holding addr, or NULL. */
+static const pseg *pseg_find(const pseg *v, size_t n, uint64_t addr) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (v[mid].lo <= addr) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo && addr < v[lo - 1].hi ? &v[lo - 1] : NULL;
+}
+
+static int has_addr(int kind) {
+  return kind == PT_EV_ALLOC || kind == PT_EV_INIT_ALLOC || kind == PT_EV_INIT_SEGMENT || kind == PT_EV_SEG_ALLOC ||
+         kind == PT_EV_SEG_FREE || kind == PT_EV_SEG_MAP || kind == PT_EV_SEG_UNMAP;
+}
+
+/*
+ * Where each capture begins.  While a capture is underway, the capturing
+ * stream's requests go to the graph's pool, so a capture begins at a pooled
+ * request whose stream's request before it was in another pool (or there
+ * was none).  torch.cuda.graph empties the cache first, before the
+ * generators' prologue (requests on the capture stream still in the default
+ * pool): going back over those and their segment_allocs, the run of
+ * segment_free records just before them is that empty_cache's, and the mark
+ * goes on its first.  Without such a run there is nothing to mark: no
+ * empty_cache (a raw capture_begin, a torch.cuda.MemPool, whose ids PyTorch
+ * makes (0, N) like a shared graph pool's), or one that freed nothing, which
+ * a faithful model's would not either.
+ */
+static int mark_captures(snap_state *st) {
+  pt_u64map last = {0}; /* stream -> pool of its last request + 1 */
+  for (size_t q = 0; q < st->len; q++) {
+    pt_event *e = &st->ev[q];
+    if (e->kind != PT_EV_ALLOC) continue;
+    uint64_t *l = pt_u64map_get(&last, e->stream);
+    int begins = e->pool && (!l || *l != (uint64_t)e->pool + 1);
+    if (pt_u64map_put(&last, e->stream, (uint64_t)e->pool + 1) < 0) {
+      pt_u64map_free(&last);
+      return PT_ENOMEM;
+    }
+    if (!begins) continue;
+    size_t m = q;
+    while (m > 0 && (st->ev[m - 1].kind == PT_EV_SEG_ALLOC ||
+                     (st->ev[m - 1].kind == PT_EV_ALLOC && st->ev[m - 1].stream == e->stream && !st->ev[m - 1].pool)))
+      m--;
+    size_t f = m;
+    while (f > 0 && st->ev[f - 1].kind == PT_EV_SEG_FREE) f--;
+    if (f < m) st->ev[f].flags |= PT_EVF_CAPTURE;
+  }
+  pt_u64map_free(&last);
+  return 0;
+}
+
+static int pool_tags(conv *c, const pt_pyobj *segments, pt_pools *pools, pt_err *err) {
+  size_t n = pt_py_len(segments), np = 0;
+  pseg *v = NULL;
+  pt_u64map base = {0}; /* a private segment's lo -> its index in v */
+  int rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++) {
+    const pt_pyobj *s = pt_py_index(segments, i), *id = pt_py_get(s, "segment_pool_id");
+    int64_t dev = 0, addr, size, a = 0, b = 0;
+    (void)get_int(s, "device", &dev);
+    if (dev != c->dev || !id || get_int(s, "address", &addr) < 0 || get_int(s, "total_size", &size) < 0) continue;
+    const pt_pyobj *x = pt_py_index(id, 0), *y = pt_py_index(id, 1);
+    if ((id->type != PT_PY_TUPLE && id->type != PT_PY_LIST) || pt_py_len(id) != 2 || !x || !y ||
+        x->type != PT_PY_INT || y->type != PT_PY_INT || x->u.i < 0 || y->u.i < 0) {
+      rc = pt_err_set(err, PT_EFORMAT, "segments[%zu]: segment_pool_id is not two numbers", i);
+      break;
+    }
+    a = x->u.i, b = y->u.i;
+    if (!a && !b) continue;
+    uint16_t pool;
+    if ((rc = pt_pools_intern(pools, (uint64_t)a, (uint64_t)b, &pool)) < 0) {
+      rc = rc == PT_ELIMIT ? pt_err_set(err, PT_ELIMIT, "segments[%zu]: more than %d private pools", i, PT_TRACE_MAX_POOLS) : PT_ENOMEM;
+      break;
+    }
+    pseg *nv = realloc(v, (np + 1) * sizeof *v);
+    if (!nv || pt_u64map_put(&base, (uint64_t)addr, np) < 0) {
+      if (nv) v = nv;
+      rc = PT_ENOMEM;
+      break;
+    }
+    v = nv;
+    v[np++] = (pseg){(uint64_t)addr, (uint64_t)addr + (uint64_t)size, SIZE_MAX, pool};
+  }
+  snap_state *st = c->st;
+  for (size_t k = 0; rc == 0 && np && k < st->len; k++) {
+    uint64_t *j = st->ev[k].kind == PT_EV_SEG_ALLOC ? pt_u64map_get(&base, st->ev[k].addr) : NULL;
+    if (j) v[*j].start = k;
+  }
+  pt_u64map_free(&base);
+  if (rc == 0 && np) {
+    qsort(v, np, sizeof *v, pseg_cmp);
+    for (size_t k = 0; k < st->len; k++) {
+      const pseg *g = has_addr(st->ev[k].kind) ? pseg_find(v, np, st->ev[k].addr) : NULL;
+      if (g && (g->start == SIZE_MAX || k >= g->start)) st->ev[k].pool = g->pool;
+    }
+    for (size_t k = 0; k < c->init.len; k++) {
+      const pseg *g = pseg_find(v, np, c->init.ev[k].addr);
+      if (g && g->start == SIZE_MAX) c->init.ev[k].pool = g->pool;
+    }
+    rc = mark_captures(st);
+  }
+  free(v);
+  return rc == PT_ENOMEM ? pt_err_set(err, PT_ENOMEM, "out of memory") : rc;
+}
+
 /* The conversions, one per device seen (or only the one asked for). */
 typedef struct reading {
   pt_trace *t;
@@ -513,6 +641,7 @@ static int snapshot_open(pt_trace *t, const pt_trace_opts *opts, pt_err *err) {
   settings_text(pt_py_get(root, "allocator_settings"), info->settings, sizeof info->settings);
 
   if ((rc = initial_segments(c, segments, err)) < 0) goto out;
+  if ((rc = pool_tags(c, segments, pt_trace_pools_mut(t), err)) < 0) goto out;
   st->part[0] = c->init; /* initial state first, then the events */
   st->part[1] = *c->st;
   c->init = *c->st = (snap_state){0};

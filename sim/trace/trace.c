@@ -122,6 +122,7 @@ struct pt_trace {
   id_table ids;
   int seen_events;         /* a non-initial record has been yielded */
   pt_frames frames;        /* what records' stack ids name */
+  pt_pools pools;          /* what records' pool numbers name */
 };
 
 static const pt_trace_format pt_native_format;
@@ -166,6 +167,37 @@ int pt_trace_rewind(pt_trace *t, pt_err *err) {
 
 pt_trace_info *pt_trace_info_mut(pt_trace *t) { return &t->info; }
 pt_frames *pt_trace_frames_mut(pt_trace *t) { return &t->frames; }
+pt_pools *pt_trace_pools_mut(pt_trace *t) { return &t->pools; }
+const pt_pools *pt_trace_pools(const pt_trace *t) { return &t->pools; }
+void pt_trace_take_pools(pt_trace *t, pt_pools *out) {
+  *out = t->pools;
+  memset(&t->pools, 0, sizeof t->pools);
+}
+
+int pt_pools_intern(pt_pools *p, uint64_t first, uint64_t second, uint16_t *out) {
+  if (!first && !second) return PT_EFORMAT; /* the default pool has no number */
+  for (size_t i = 0; i < p->n; i++)
+    if (p->id[i].first == first && p->id[i].second == second) {
+      *out = (uint16_t)(i + 1);
+      return 0;
+    }
+  if (p->n == PT_TRACE_MAX_POOLS) return PT_ELIMIT;
+  if (p->n == p->cap) {
+    size_t cap = p->cap ? 2 * p->cap : 8;
+    pt_pool_id *id = realloc(p->id, cap * sizeof *id);
+    if (!id) return PT_ENOMEM;
+    p->id = id;
+    p->cap = cap;
+  }
+  p->id[p->n++] = (pt_pool_id){first, second};
+  *out = (uint16_t)p->n;
+  return 0;
+}
+
+void pt_pools_free(pt_pools *p) {
+  free(p->id);
+  memset(p, 0, sizeof *p);
+}
 const pt_frames *pt_trace_frames(const pt_trace *t) { return &t->frames; }
 void pt_trace_take_frames(pt_trace *t, pt_frames *out) {
   *out = t->frames;
@@ -182,6 +214,7 @@ void pt_trace_close(pt_trace *t) {
   if (t->gz) gzclose(t->gz);
   ids_free(&t->ids);
   pt_frames_free(&t->frames);
+  pt_pools_free(&t->pools);
   free(t->name);
   free(t);
 }
@@ -362,6 +395,8 @@ typedef struct native_state {
   int ended;           /* the "end" line was read */
   int pending;         /* [ps, pe) is a line put back, to be returned next */
   uint32_t at;         /* a +at line's stack, for the next record */
+  uint16_t pool;       /* a +pool line's pool, for the next record */
+  int capture;         /* a +capture line, for the next record */
   const char *ps, *pe;
   int (*record)(const char *s, const char *e, pt_event *ev, pt_err *err); /* the file's version's parser */
 } native_state;
@@ -689,6 +724,25 @@ static int native_extension(pt_trace *t, native_state *st, const char *s, const 
     st->at = (uint32_t)id;
     return 0;
   }
+  if (klen == 4 && !memcmp(k, "pool", 4)) {
+    uint16_t pool;
+    if ((rc = parse_u64(&p, e, "pool id (first)", &id, err)) < 0 || (rc = parse_u64(&p, e, "pool id (second)", &v, err)) < 0)
+      return rc;
+    if (!at_end(p, e)) return pt_err_set(err, PT_EFORMAT, "extra fields after +pool");
+    if (st->pool) return pt_err_set(err, PT_EFORMAT, "two +pool lines for one record");
+    rc = pt_pools_intern(&t->pools, id, v, &pool);
+    if (rc == PT_EFORMAT) return pt_err_set(err, PT_EFORMAT, "+pool 0 0 is the default pool, never written");
+    if (rc == PT_ELIMIT) return pt_err_set(err, PT_ELIMIT, "more than %d private pools", PT_TRACE_MAX_POOLS);
+    if (rc < 0) return pt_err_set(err, PT_ENOMEM, "out of memory");
+    st->pool = pool;
+    return 0;
+  }
+  if (klen == 7 && !memcmp(k, "capture", 7)) {
+    if (!at_end(p, e)) return pt_err_set(err, PT_EFORMAT, "extra fields after +capture");
+    if (st->capture) return pt_err_set(err, PT_EFORMAT, "two +capture lines for one record");
+    st->capture = 1;
+    return 0;
+  }
   return 0; /* a tag this build does not know */
 }
 
@@ -707,7 +761,9 @@ static int native_next(pt_trace *t, pt_event *ev, pt_err *err) {
       uint64_t n;
       if (parse_u64(&p, e, "count", &n, err) < 0 || !at_end(p, e))
         return pt_err_set(err, PT_EFORMAT, "line %llu: bad end line", (unsigned long long)st->line);
-      if (st->at) return pt_err_set(err, PT_EFORMAT, "line %llu: +at before the end line", (unsigned long long)st->line);
+      if (st->at || st->pool || st->capture)
+        return pt_err_set(err, PT_EFORMAT, "line %llu: +%s before the end line", (unsigned long long)st->line,
+                          st->at ? "at" : st->pool ? "pool" : "capture");
       if (n != st->records)
         return pt_err_set(err, PT_EFORMAT, "line %llu: end line says %llu records, file has %llu",
                           (unsigned long long)st->line, (unsigned long long)n,
@@ -731,6 +787,20 @@ static int native_next(pt_trace *t, pt_event *ev, pt_err *err) {
                           (unsigned long long)st->line, ev->kind);
       ev->stack = st->at;
       st->at = 0;
+    }
+    if (st->pool) {
+      if (ev->kind == PT_EV_FREE || ev->kind == PT_EV_ACCESS || ev->kind == PT_EV_OOM)
+        return pt_err_set(err, PT_EFORMAT, "line %llu: +pool before a '%c' record, which has no address of its own",
+                          (unsigned long long)st->line, ev->kind);
+      ev->pool = st->pool;
+      st->pool = 0;
+    }
+    if (st->capture) {
+      if (ev->kind == PT_EV_INIT_SEGMENT || ev->kind == PT_EV_INIT_ALLOC)
+        return pt_err_set(err, PT_EFORMAT, "line %llu: +capture before an initial-state record",
+                          (unsigned long long)st->line);
+      ev->flags |= PT_EVF_CAPTURE;
+      st->capture = 0;
     }
     st->records++;
     return 1;
@@ -766,6 +836,7 @@ struct pt_trace_writer {
   uint64_t records;
   /* frames: the source table, and the id each source frame / stack was written as (0: not yet) */
   const pt_frames *frames;
+  const pt_pools *pools;       /* what events' pool numbers name */
   uint32_t *frame_out, *stack_out;
   size_t frame_cap, stack_cap; /* source ids they cover */
   uint32_t nframes_out, nstacks_out;
@@ -881,6 +952,7 @@ int pt_trace_writer_open(const char *path, const pt_trace_info *info, pt_err *er
 }
 
 void pt_trace_writer_set_frames(pt_trace_writer *w, const pt_frames *f) { w->frames = f; }
+void pt_trace_writer_set_pools(pt_trace_writer *w, const pt_pools *p) { w->pools = p; }
 
 /* Room for n more bytes in the buffer. */
 static int wroom(pt_trace_writer *w, size_t n, pt_err *err) {
@@ -955,8 +1027,22 @@ int pt_trace_writer_put(pt_trace_writer *w, const pt_event *ev, pt_err *err) {
   if (ev->stack && w->frames && (ev->kind == PT_EV_ALLOC || ev->kind == PT_EV_INIT_ALLOC) &&
       (src = wstack(w, ev->stack, err)) < 0)
     return src;
-  if (w->len + 160 > WBUF && wflush(w, err) < 0) return PT_EIO;
+  if (w->len + 224 > WBUF && wflush(w, err) < 0) return PT_EIO;
   char *p = w->buf + w->len;
+  if (ev->flags & PT_EVF_CAPTURE) {
+    memcpy(p, "+capture\n", 9);
+    p += 9;
+  }
+  if (ev->pool) { /* +pool FIRST SECOND: the private pool the record is in */
+    if (!w->pools || ev->pool > w->pools->n)
+      return pt_err_set(err, PT_EFORMAT, "%s: pool %u unknown", w->path, (unsigned)ev->pool);
+    const pt_pool_id *id = &w->pools->id[ev->pool - 1];
+    memcpy(p, "+pool ", 6);
+    p = put_u64(p + 6, id->first);
+    *p++ = ' ';
+    p = put_u64(p, id->second);
+    *p++ = '\n';
+  }
   *p++ = (char)ev->kind;
 #define SP(x) (*p++ = ' ', p = (x))
   switch (ev->kind) {

@@ -54,6 +54,7 @@ typedef enum pt_ev_kind {
 
 #define PT_SEGF_EXPANDABLE 1u /* initial segment is an expandable (VMM) one */
 #define PT_EVF_HAS_ADDR 2u    /* alloc carries the address the real run used */
+#define PT_EVF_CAPTURE 4u     /* a CUDA graph capture begins before this record (torch.cuda.graph's empty_cache) */
 
 typedef struct pt_event {
   uint64_t id;      /* allocation id (ALLOC, FREE, ACCESS, INIT_ALLOC) */
@@ -64,8 +65,29 @@ typedef struct pt_event {
   int64_t time_us;  /* capture time, microseconds */
   uint8_t kind;     /* pt_ev_kind */
   uint8_t flags;    /* PT_SEGF_* / PT_EVF_* */
+  uint16_t pool;    /* the private memory pool it is in (pt_trace_pools), 0: the default pool */
   uint32_t stack;   /* ALLOC, INIT_ALLOC: where it was allocated (pt_trace_frames); 0 unknown */
 } pt_event;
+
+/*
+ * Private memory pools (a CUDA graph's, or a torch.cuda.MemPool's), as PyTorch
+ * names them: a MempoolId_t, two numbers ((0, 0) is the default pool, never
+ * listed).  A trace numbers the pools it holds from 1 in the order first met;
+ * pt_event.pool is that number.  Only records with an address carry one.
+ */
+#define PT_TRACE_MAX_POOLS 65535
+typedef struct pt_pool_id {
+  uint64_t first, second;
+} pt_pool_id;
+
+typedef struct pt_pools {
+  pt_pool_id *id;   /* id[k - 1]: pool k */
+  size_t n, cap;
+} pt_pools;
+
+/* The number of pool (first, second), added when new: 1.., or PT_ENOMEM / PT_ELIMIT; (0, 0) is PT_EFORMAT. */
+int pt_pools_intern(pt_pools *p, uint64_t first, uint64_t second, uint16_t *out /* OUT */);
+void pt_pools_free(pt_pools *p);
 
 /* What the header says about a trace. */
 typedef struct pt_trace_info {
@@ -111,6 +133,9 @@ const pt_trace_info *pt_trace_get_info(const pt_trace *t);
 const pt_frames *pt_trace_frames(const pt_trace *t);
 /* Move the frames to *out (the reader keeps none). */
 void pt_trace_take_frames(pt_trace *t, pt_frames *out /* OUT */);
+/* The private pools the records' pool numbers name: complete once the last record is read. */
+const pt_pools *pt_trace_pools(const pt_trace *t);
+void pt_trace_take_pools(pt_trace *t, pt_pools *out /* OUT */);
 const char *pt_trace_format_name(const pt_trace *t);
 void pt_trace_close(pt_trace *t);
 
@@ -129,6 +154,7 @@ long pt_trace_read(pt_trace *t, void *buf, size_t n, pt_err *err);
 int pt_trace_rewind(pt_trace *t, pt_err *err);
 pt_trace_info *pt_trace_info_mut(pt_trace *t);
 pt_frames *pt_trace_frames_mut(pt_trace *t);
+pt_pools *pt_trace_pools_mut(pt_trace *t);
 void *pt_trace_state(pt_trace *t);          /* format's private state */
 void pt_trace_set_state(pt_trace *t, void *state);
 
@@ -145,6 +171,8 @@ int pt_trace_writer_open(const char *path, const pt_trace_info *info, pt_err *er
                          pt_trace_writer **out /* OUT */);
 /* The table the events' stack ids name; without one (or with stack 0) no frames are written. */
 void pt_trace_writer_set_frames(pt_trace_writer *w, const pt_frames *f);
+/* The table the events' pool numbers name; needed to write an event with a pool (+pool lines). */
+void pt_trace_writer_set_pools(pt_trace_writer *w, const pt_pools *p);
 int pt_trace_writer_put(pt_trace_writer *w, const pt_event *ev, pt_err *err);
 int pt_trace_writer_commit(pt_trace_writer *w, pt_err *err);  /* frees w */
 void pt_trace_writer_abort(pt_trace_writer *w);               /* frees w */

@@ -16,6 +16,11 @@ int pt_trace_stats_compute(pt_trace *t, pt_trace_stats *s, pt_err *err) {
   int rc;
   while ((rc = pt_trace_next(t, &ev, err)) > 0) {
     s->events++;
+    s->captures += (ev.flags & PT_EVF_CAPTURE) != 0;
+    if (ev.pool) {
+      s->private_pool_allocs += ev.kind == PT_EV_ALLOC;
+      s->private_pool_segment_allocs += ev.kind == PT_EV_SEG_ALLOC;
+    }
     switch (ev.kind) {
     case PT_EV_INIT_ALLOC:
       s->initial_allocs++;
@@ -54,6 +59,7 @@ int pt_trace_stats_compute(pt_trace *t, pt_trace_stats *s, pt_err *err) {
       if (ev.time_us > tmax) tmax = ev.time_us;
     }
   }
+  s->private_pools = pt_trace_pools(t)->n;
   s->distinct_sizes = sizes.len;
   s->streams = streams.len;
   s->live_bytes_at_end = live;
@@ -73,6 +79,7 @@ void pt_trace_stats_print_text(FILE *f, const pt_trace_info *info, const pt_trac
   if (info->settings[0]) fprintf(f, "settings: %s\n", info->settings);
 #define PT_X(fld, h) fprintf(f, "%-30s %15" PRIu64 "  %s\n", #fld, s->fld, h);
   PT_TRACE_STATS_FIELDS(PT_X)
+  if (s->private_pools || s->captures) { PT_TRACE_STATS_POOL_FIELDS(PT_X) } /* braces: the list is several statements */
 #undef PT_X
 }
 
@@ -86,6 +93,7 @@ void pt_trace_stats_print_json(FILE *f, const char *path, const pt_trace_info *i
   pt_json_str(f, info->settings);
 #define PT_X(fld, h) fprintf(f, ",\"" #fld "\":%" PRIu64, s->fld);
   PT_TRACE_STATS_FIELDS(PT_X)
+  if (s->private_pools || s->captures) { PT_TRACE_STATS_POOL_FIELDS(PT_X) } /* braces: the list is several statements */
 #undef PT_X
   fputs("}\n", f);
 }

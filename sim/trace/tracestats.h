@@ -35,9 +35,18 @@
   X(observed_ooms, "out-of-memory events recorded")                                       \
   X(duration_us, "time from first to last timed record")
 
+/* Private memory pools (CUDA graphs): printed, text and JSON, only for a trace that has one, so that
+   the figures of every trace without stay as they were. */
+#define PT_TRACE_STATS_POOL_FIELDS(X)                                                      \
+  X(private_pools, "private memory pools (CUDA graphs' segment_pool_id)")                 \
+  X(private_pool_allocs, "allocation requests served from a private pool")                \
+  X(private_pool_segment_allocs, "segment allocations the real allocator made for one")   \
+  X(captures, "CUDA graph captures begun with an empty_cache that freed memory")
+
 typedef struct pt_trace_stats {
 #define PT_X(f, h) uint64_t f;
   PT_TRACE_STATS_FIELDS(PT_X)
+  PT_TRACE_STATS_POOL_FIELDS(PT_X)
 #undef PT_X
 } pt_trace_stats;
 

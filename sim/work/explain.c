@@ -190,8 +190,23 @@ static int take(watch *w) {
   }
   free(rec);
   free(stk);
-  for (size_t i = 0; i < d->nseg; i++)
-    x->seg[x->nseg++] = (pt_explain_segment){.addr = d->seg[i].addr, .bytes = d->seg[i].mapped, .vmm = d->seg[i].vmm};
+  /* a segment's pool: that of the trace's last record of a segment at its address before the peak (the model
+     follows the recorded addresses); a VMM reservation's base is in no record, so it stays 0 */
+  size_t peak_rec = (size_t)nth_alloc(t, w->allocs);
+  pt_u64map pools = {0};
+  for (size_t i = 0; t->pools.n && i <= peak_rec && i < t->n; i++) {
+    const pt_event *e = &t->ev[i];
+    if ((e->kind == PT_EV_SEG_ALLOC || e->kind == PT_EV_INIT_SEGMENT) && pt_u64map_put(&pools, e->addr, e->pool) < 0) {
+      pt_u64map_free(&pools);
+      return PT_ENOMEM;
+    }
+  }
+  for (size_t i = 0; i < d->nseg; i++) {
+    const uint64_t *k = d->seg[i].vmm ? NULL : pt_u64map_get(&pools, d->seg[i].addr);
+    x->seg[x->nseg++] = (pt_explain_segment){.addr = d->seg[i].addr, .bytes = d->seg[i].mapped, .vmm = d->seg[i].vmm,
+                                             .pool = k ? (unsigned)*k : 0};
+  }
+  pt_u64map_free(&pools);
   qsort(x->blocks, x->nblocks, sizeof *x->blocks, cmp_block_addr);
   qsort(x->seg, x->nseg, sizeof *x->seg, cmp_seg_addr);
   /* each segment's blocks: those from its address up to its end (VMM: the reservation's) */
@@ -211,7 +226,7 @@ static int take(watch *w) {
   qsort(x->seg, x->nseg, sizeof *x->seg, cmp_seg_free);
   pt_explain_summary *s = &x->sum;
   s->peak_reserved_bytes = w->peak;
-  s->record = nth_alloc(t, w->allocs) + 1;
+  s->record = peak_rec + 1;
   s->time_us = t->n ? t->ev[s->record - 1].time_us : 0;
   for (size_t i = 0; i < x->nblocks; i++) s->live_bytes += x->blocks[i].bytes;
   s->free_bytes = w->peak > s->live_bytes ? w->peak - s->live_bytes : 0;
@@ -230,6 +245,9 @@ static int take(watch *w) {
         s->top_block_bytes = x->blocks[g->first].bytes;
         s->top_block_stack = x->blocks[g->first].stack;
       }
+    } else if (g->pool) {
+      s->pool_segments++;
+      s->pool_free_bytes += g->free_bytes;
     } else {
       s->cached_segments++;
       s->cached_free_bytes += g->free_bytes;
@@ -351,6 +369,10 @@ void pt_explain_summary_text(const pt_explain_summary *s, const pt_frames *frame
   if (s->cached_free_bytes)
     w += snprintf(buf + w, n - (size_t)w, ", %s cached in %" PRIu64 " empty segment%s", human(s->cached_free_bytes, h[4]),
                   s->cached_segments, s->cached_segments == 1 ? "" : "s");
+  if (w < 0 || (size_t)w >= n) return;
+  if (s->pool_free_bytes)
+    w += snprintf(buf + w, n - (size_t)w, ", %s in %" PRIu64 " empty segment%s of CUDA graphs' private pools",
+                  human(s->pool_free_bytes, h[4]), s->pool_segments, s->pool_segments == 1 ? "" : "s");
   if (w < 0 || (size_t)w >= n || !s->top_free_bytes) return;
   char where[512];
   frame_text(frames, s->top_block_stack, 0, where, sizeof where);
@@ -377,7 +399,9 @@ void pt_explain_print_text(FILE *f, const pt_explain *x, const pt_frames *frames
     fprintf(f, "  %10s free of %10s  segment 0x%" PRIx64 "%s  ", human(g->free_bytes, h1), human(g->bytes, h2), g->addr,
             g->vmm ? " (VMM, mapped)" : "");
     if (!g->nblocks) {
-      fprintf(f, "no live block: cached, empty_cache would give it back\n");
+      fprintf(f, g->pool ? "no live block: cached in a CUDA graph's private pool, which empty_cache keeps until the pool "
+                           "is released\n"
+                         : "no live block: cached, empty_cache would give it back\n");
       continue;
     }
     fprintf(f, "pinned by %zu live block%s (%s)\n", g->nblocks, g->nblocks == 1 ? "" : "s", human(g->live_bytes, h3));
@@ -427,16 +451,19 @@ void pt_explain_print_json_members(FILE *f, const pt_explain *x, const pt_frames
   fprintf(f, "\"peak_reserved_bytes\":%" PRIu64 ",\"record_at_peak\":%" PRIu64 ",\"time_us_at_peak\":%" PRId64
              ",\"live_bytes\":%" PRIu64 ",\"live_blocks\":%zu,\"free_bytes\":%" PRIu64 ",\"segments\":%" PRIu64
              ",\"pinned_segments\":%" PRIu64 ",\"pinned_free_bytes\":%" PRIu64 ",\"cached_segments\":%" PRIu64
-             ",\"cached_free_bytes\":%" PRIu64 ",\"summary\":",
+             ",\"cached_free_bytes\":%" PRIu64 ",\"pool_segments\":%" PRIu64 ",\"pool_free_bytes\":%" PRIu64
+             ",\"summary\":",
           s->peak_reserved_bytes, s->record, s->time_us, s->live_bytes, x->nblocks, s->free_bytes, s->segments,
-          s->pinned_segments, s->pinned_free_bytes, s->cached_segments, s->cached_free_bytes);
+          s->pinned_segments, s->pinned_free_bytes, s->cached_segments, s->cached_free_bytes, s->pool_segments,
+          s->pool_free_bytes);
   pt_json_str(f, sum);
   fprintf(f, ",\"segments_with_free_space\":[");
   for (size_t i = 0; i < x->nseg && x->seg[i].free_bytes; i++) {
     const pt_explain_segment *g = &x->seg[i];
-    fprintf(f, "%s{\"addr\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"vmm\":%s,\"free_bytes\":%" PRIu64 ",\"live_bytes\":%" PRIu64
-               ",\"blocks\":[",
-            i ? "," : "", g->addr, g->bytes, g->vmm ? "true" : "false", g->free_bytes, g->live_bytes);
+    fprintf(f, "%s{\"addr\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"vmm\":%s,\"private_pool\":%s,\"free_bytes\":%" PRIu64
+               ",\"live_bytes\":%" PRIu64 ",\"blocks\":[",
+            i ? "," : "", g->addr, g->bytes, g->vmm ? "true" : "false", g->pool ? "true" : "false", g->free_bytes,
+            g->live_bytes);
     for (size_t b = 0; b < g->nblocks; b++) {
       const pt_explain_block *bl = &x->blocks[g->first + b];
       fprintf(f, "%s{\"addr\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"record\":%" PRIu64 ",\"frames\":", b ? "," : "", bl->addr,

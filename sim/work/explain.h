@@ -31,7 +31,8 @@ typedef struct pt_explain_summary {
   uint64_t free_bytes;          /* reserved at the peak less live_bytes */
   uint64_t pinned_free_bytes;   /* free bytes in segments that hold a live block */
   uint64_t cached_free_bytes;   /* free bytes in segments that hold none (empty_cache would give them back) */
-  uint64_t segments, pinned_segments, cached_segments;
+  uint64_t pool_free_bytes;     /* ... in empty segments of CUDA graphs' private pools (empty_cache keeps them) */
+  uint64_t segments, pinned_segments, cached_segments, pool_segments;
   uint64_t record;              /* the request after which the peak holds: its record number in the trace, from 1 */
   int64_t time_us;              /* that request's time */
   /* the largest waste a live block causes: its segment, and that segment's largest live block */
@@ -50,6 +51,7 @@ typedef struct pt_explain_segment {
   uint64_t addr, bytes;         /* bytes: the segment's (VMM: mapped) */
   uint64_t live_bytes, free_bytes;
   int vmm;                      /* a VA reservation with mapped memory, not a cudaMalloc */
+  unsigned pool;                /* the private pool (the trace's number) its recorded segment was in; 0: default */
   size_t first, nblocks;        /* its live blocks: blocks[first ..], largest first */
 } pt_explain_segment;
 
