@@ -134,6 +134,10 @@ typedef struct run {
   pt_sim_result *out;
   int stop_at_oom;
   uint64_t nlive;           /* on a device: blocks live, for own_live_* */
+  /* request classes (sim.h), when classified */
+  int classify, cls;        /* classified at all; the class of the request being made */
+  uint64_t freed[PT_REPEAT_RING]; /* the sizes of the last frees, the latest first (UINT64_MAX: none yet) */
+  pt_call_sizes repeat_sizes;     /* the calls made in repeat-class requests */
 } run;
 
 /* A request on a given device, timed; the observer sees the block outside the timing. */
@@ -144,8 +148,10 @@ static float live_took(run *r, double t0, double calls0, uint64_t n0, uint64_t b
   int k = 63 - __builtin_clzll(bytes | 1);
   if (r->dev.ncalls != n0) {
     r->out->own_call_us[k] += own;
+    if (r->cls) r->out->own_call_repeat_us[k] += own;
   } else {
     r->out->own_us[k] += own;
+    if (r->cls) r->out->own_repeat_us[k] += own;
     int b = 63 - __builtin_clzll(r->nlive + 1);
     if (b >= PT_LIVE_BINS) b = PT_LIVE_BINS - 1;
     r->out->own_live_n[b]++;
@@ -278,6 +284,39 @@ static inline void count_request(pt_sim_result *out, const run *r, uint64_t n0, 
   }
 }
 
+/* A request's or free's class (sim.h), its distance counted; the repeat class's calls counted apart while it runs. */
+static inline void class_begin(run *r, pt_sim_result *out, uint64_t bytes) {
+  unsigned hit = 0;
+  for (int i = 0; i < PT_REPEAT_RING; i++) hit |= (unsigned)(r->freed[i] == bytes) << i;
+  int d = hit ? __builtin_ctz(hit) : PT_REPEAT_RING; /* distance - 1 */
+  out->by_free_distance[d]++;
+  r->cls = d < PT_REPEAT_WINDOW ? PT_REQ_REPEAT : PT_REQ_OTHER;
+  if (r->cls) {
+    r->dev.class_sizes = &r->repeat_sizes;
+    r->dev.class_times = out->repeat_call_times; /* NULL but on a given device */
+  }
+}
+
+static inline void class_end(run *r, pt_sim_result *out, uint64_t n0, uint64_t bytes, int freed) {
+  if (r->cls) {
+    int k = 63 - __builtin_clzll(bytes | 1);
+    if (r->dev.ncalls != n0) {
+      out->req_repeat.n_call[k]++;
+      out->req_repeat.bytes_call[k] += bytes;
+    } else {
+      out->req_repeat.n[k]++;
+      out->req_repeat.bytes[k] += bytes;
+    }
+    r->dev.class_sizes = NULL;
+    r->dev.class_times = NULL;
+    r->cls = PT_REQ_OTHER;
+  }
+  if (freed) {
+    memmove(r->freed + 1, r->freed, (PT_REPEAT_RING - 1) * sizeof r->freed[0]);
+    r->freed[0] = bytes;
+  }
+}
+
 static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r, pt_sim_result *out, pt_err *err) {
   uint64_t win = 0;
   int rc;
@@ -286,9 +325,11 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
     if (e->kind == PT_EV_ALLOC) {
       uint64_t h, n0 = r->dev.ncalls;
       out->allocs++;
+      if (r->classify) class_begin(r, out, e->bytes);
       rc = __builtin_expect(r->live != NULL, 0) ? live_alloc(r, m, st, e->bytes, e->stream, e->id, &h)
                                                  : m->alloc(st, e->bytes, e->stream, &h);
       count_request(out, r, n0, e->bytes);
+      if (r->classify) class_end(r, out, n0, e->bytes, 0);
       if (rc == PT_EOOM && r->stop_at_oom) {
         return pt_err_set(err, PT_EOOM, "%s: request %zu (%" PRIu64 " bytes): out of GPU memory", t->path, i, e->bytes);
       } else if (rc == PT_EOOM) {
@@ -320,8 +361,10 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
       if (*h != FAILED) {
         uint64_t n0 = r->dev.ncalls;
         touch(r, m, st, *h, e->bytes);
+        if (r->classify) class_begin(r, out, e->bytes);
         rc = __builtin_expect(r->live != NULL, 0) ? live_free(r, m, st, *h, e->bytes, e->id) : m->free(st, *h);
         count_request(out, r, n0, e->bytes);
+        if (r->classify) class_end(r, out, n0, e->bytes, 1);
         if (rc < 0) return pt_err_prefix(err, rc, "%s: record %zu (free)", t->path, i);
         r->allocated -= e->bytes;
       }
@@ -362,7 +405,10 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
     out->free_us = malloc((nreq ? nreq : 1) * sizeof *out->free_us);
     out->call_times = calloc(1, sizeof *out->call_times);
     out->call_sizes = calloc(1, sizeof *out->call_sizes);
-    if (!out->alloc_us || !out->free_us || !out->call_times || !out->call_sizes) {
+    out->repeat_call_times = calloc(1, sizeof *out->repeat_call_times);
+    out->repeat_call_sizes = calloc(1, sizeof *out->repeat_call_sizes);
+    if (!out->alloc_us || !out->free_us || !out->call_times || !out->call_sizes || !out->repeat_call_times ||
+        !out->repeat_call_sizes) {
       free(r.handles);
       pt_sim_result_free(out);
       return pt_err_set(err, PT_ENOMEM, "out of memory");
@@ -382,6 +428,8 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   r.dev.log = cfg->log;
   r.dev.times = out->call_times; /* NULL but on a given device */
   r.stop_at_oom = cfg->stop_at_oom;
+  r.classify = out->classified = cfg->gpu || cfg->device_ops; /* a cost is asked for */
+  for (int i = 0; i < PT_REPEAT_RING; i++) r.freed[i] = UINT64_MAX;
   int rc = 0;
   if (cfg->gpu && !cfg->device_ops) { /* page tables are the model's */
     const pt_mmu_desc *mmu = cfg->gpu->mmu;
@@ -451,12 +499,18 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
       out->page_table = *pt_pagetable_get_stats(r.pt);
       out->mmu = cfg->gpu->mmu;
     }
-    pt_cost_model cost = cfg->gpu->cost;
-    cost.bookkeeping = *pt_gpu_bookkeeping(cfg->gpu, cfg->mech->name, 0);
-    cost.bookkeeping_call = *pt_gpu_bookkeeping(cfg->gpu, cfg->mech->name, 1);
-    out->predicted_alloc_us = pt_cost_alloc_us(&cost, &r.dev.sizes, &out->req);
-    for (int k = 0; k < PT_DRV_NCALLS; k++)
-      out->predicted_call_us[k] = pt_cost_calls_us(&cost.call[k], r.dev.sizes.calls[k], r.dev.sizes.bytes[k]);
+    pt_cost_model cost = pt_gpu_cost_of(cfg->gpu, cfg->mech->name);
+    out->predicted_alloc_us = pt_cost_alloc_class_us(&cost, &r.dev.sizes, &out->req, &r.repeat_sizes, &out->req_repeat);
+    for (int k = 0; k < PT_DRV_NCALLS; k++) {
+      uint64_t n[PT_SIZE_CLASSES], b[PT_SIZE_CLASSES]; /* the other class's calls, then the repeats' */
+      for (int j = 0; j < PT_SIZE_CLASSES; j++) {
+        n[j] = r.dev.sizes.calls[k][j] - r.repeat_sizes.calls[k][j];
+        b[j] = r.dev.sizes.bytes[k][j] - r.repeat_sizes.bytes[k][j];
+      }
+      const pt_cost_line *rl = cost.call_repeat[k].n ? &cost.call_repeat[k] : &cost.call[k];
+      out->predicted_call_us[k] = pt_cost_calls_us(&cost.call[k], n, b) +
+                                  pt_cost_calls_us(rl, r.repeat_sizes.calls[k], r.repeat_sizes.bytes[k]);
+    }
     out->gpu_note = cfg->gpu->note;
   }
   if (r.tlb) {
@@ -470,6 +524,9 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   r.dev.log = NULL;
   r.dev.times = NULL;
   if (out->call_sizes) *out->call_sizes = r.dev.sizes;
+  if (out->repeat_call_sizes) *out->repeat_call_sizes = r.repeat_sizes;
+  for (int c = 0; c < PT_DRV_NCALLS; c++)
+    for (int k = 0; k < PT_SIZE_CLASSES; k++) out->repeat_driver_calls[c] += r.repeat_sizes.calls[c][k];
   for (size_t i = 0; i < t->nallocs; i++)
     if (r.handles[i] != FAILED && r.handles[i] != FREED) cfg->mech->free(st, r.handles[i]);
   if (cfg->device_ops && cfg->mech->empty_cache) { /* a real device gets its memory back */
@@ -497,8 +554,12 @@ void pt_sim_result_free(pt_sim_result *r) {
   free(r->free_us);
   free(r->call_times);
   free(r->call_sizes);
+  free(r->repeat_call_times);
+  free(r->repeat_call_sizes);
   r->call_times = NULL;
   r->call_sizes = NULL;
+  r->repeat_call_times = NULL;
+  r->repeat_call_sizes = NULL;
   r->alloc_us = r->free_us = NULL;
   r->nalloc_us = r->nfree_us = 0;
 }
@@ -571,6 +632,17 @@ void pt_sim_print_json_members(FILE *f, const pt_sim_result *r, int with_timelin
   fprintf(f, ",\"addresses_followed\":%s", r->addresses_followed ? "true" : "false");
   fprintf(f, ",\"segment_releases\":%" PRIu64 ",\"observed_segment_releases\":%" PRIu64, r->segment_releases,
           r->observed_segment_releases);
+  if (r->classified) { /* the class axis (sim.h): what a prediction priced by class */
+    uint64_t n = 0, nc = 0;
+    for (int k = 0; k < PT_SIZE_CLASSES; k++) n += r->req_repeat.n[k], nc += r->req_repeat.n_call[k];
+    fprintf(f, ",\"request_classes\":{\"repeat_window\":%d,\"repeat_requests\":%" PRIu64
+               ",\"repeat_requests_with_calls\":%" PRIu64 ",",
+            PT_REPEAT_WINDOW, n + nc, nc);
+    pt_sim_print_calls_json(f, "repeat_driver_calls", r->repeat_driver_calls);
+    fputs(",\"by_free_distance\":[", f);
+    for (int d = 0; d <= PT_REPEAT_RING; d++) fprintf(f, "%s%" PRIu64, d ? "," : "", r->by_free_distance[d]);
+    fputs("]}", f);
+  }
   if (r->has_gpu) fprintf(f, ",\"predicted_alloc_us\":%.6g", r->predicted_alloc_us);
   else fputs(",\"predicted_alloc_us\":null", f); /* never predicted: no GPU description */
   if (r->has_gpu && r->mmu) { /* stored runs keep no page-table detail */

@@ -106,6 +106,16 @@ typedef struct pt_sim_point {
 
 #define PT_LIVE_BINS 16
 
+/*
+ * Request classes (cost.h): a request or free is a repeat when its size (as the trace gives it) is one of the
+ * sizes of the last PT_REPEAT_WINDOW frees before it.  The engine decides it from the trace alone, the same
+ * on the model and on a real device, whatever the mechanism, so a prediction counts what a measurement
+ * timed.  The window was chosen on the traces in traces/ (bench/RESULTS.md, issue 11: the cost axis).
+ * Classified only when a cost is asked for (a GPU description, or a device given by the config).
+ */
+#define PT_REPEAT_RING 8    /* the distances counted (by_free_distance) */
+#define PT_REPEAT_WINDOW 6 /* a repeat: within this many frees back */
+
 typedef struct pt_sim_result {
 #define PT_U uint64_t
 #define PT_D double
@@ -136,6 +146,18 @@ typedef struct pt_sim_result {
      2^k - 1 up to 2^(k+1) - 2 live blocks (the last bin everything above) */
   uint64_t own_live_n[PT_LIVE_BINS];
   double own_live_us[PT_LIVE_BINS];
+  /* the class axis, when classified: the repeat class's requests and frees (a subset of req), the driver calls
+     they made (repeat_driver_calls counts as the cost model does: a cuMemSetAccess once a handle it covers),
+     and (on a given device) their measured share of own_us / own_call_us and of call_times */
+  int classified;
+  pt_req_sizes req_repeat;
+  uint64_t repeat_driver_calls[PT_DRV_NCALLS];
+  double own_repeat_us[PT_SIZE_CLASSES], own_call_repeat_us[PT_SIZE_CLASSES];
+  pt_call_times *repeat_call_times;
+  pt_call_sizes *repeat_call_sizes;
+  /* requests and frees by how many frees back their size was last freed: [d - 1] for d = 1 ..
+     PT_REPEAT_RING, [PT_REPEAT_RING] for none as recent (what the window was chosen by) */
+  uint64_t by_free_distance[PT_REPEAT_RING + 1];
   double seconds;            /* wall time of the replay itself */
   /* with a GPU description */
   int has_gpu, has_tlb;
