@@ -19,6 +19,7 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 json() { python3 -c "import json,sys; o=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
+# (16 distances back counted, then none)
 # a1 512 (none freed yet), f1 (nothing freed before), a2 512 (freed 1 back: repeat), f2 (repeat),
 # a3 1024 (never freed), f3 (1024 not freed before): 2 repeats, 4 others
 cat >"$tmp/t.trace" <<'T'
@@ -49,7 +50,7 @@ grep -v _repeat "$tmp/g.gpu" | sed 's/^name classes/name plain/' >"$tmp/p.gpu"
 "$pt" sim --trace "$tmp/t.trace" --policy pytorch_native --gpu "$tmp/g.gpu" --json >"$tmp/c.json" 2>"$tmp/err" ||
   fail "sim: $(cat "$tmp/err")"
 [ "$(json "$tmp/c.json" 'o["request_classes"]["repeat_requests"]')" = 2 ] || fail "caching: repeats $(json "$tmp/c.json" 'o["request_classes"]')"
-[ "$(json "$tmp/c.json" 'o["request_classes"]["by_free_distance"]')" = "[2, 0, 0, 0, 0, 0, 0, 0, 4]" ] ||
+[ "$(json "$tmp/c.json" 'o["request_classes"]["by_free_distance"]')" = "[2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4]" ] ||
   fail "distances: $(json "$tmp/c.json" 'o["request_classes"]["by_free_distance"]')"
 [ "$(json "$tmp/c.json" 'o["request_classes"]["repeat_window"]')" = 6 ] || fail "the window is not 6"
 # one cudaMalloc (the first request's segment) at 10; 4 others at 1.0, 2 repeats at 0.25

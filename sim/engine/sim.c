@@ -80,6 +80,7 @@ fail:
 
 void pt_trace_data_free(pt_trace_data *t) {
   pt_frames_free(&t->frames);
+  free(t->repeat);
   free(t->hints);
   free(t->ev);
   free(t->path);
@@ -134,10 +135,9 @@ typedef struct run {
   pt_sim_result *out;
   int stop_at_oom;
   uint64_t nlive;           /* on a device: blocks live, for own_live_* */
-  /* request classes (sim.h), when classified */
+  /* request classes (sim.h), when classified: the trace's (pt_trace_data.repeat) */
   int classify, cls;        /* classified at all; the class of the request being made */
-  uint64_t freed[PT_REPEAT_RING]; /* the sizes of the last frees, the latest first (UINT64_MAX: none yet) */
-  pt_call_sizes repeat_sizes;     /* the calls made in repeat-class requests */
+  pt_call_sizes repeat_sizes; /* the calls made in repeat-class requests */
 } run;
 
 /* A request on a given device, timed; the observer sees the block outside the timing. */
@@ -203,8 +203,32 @@ static int close_window(run *r, uint64_t event, int64_t time_us) {
 
 /* Ground truth from the observed records: the recorded segment addresses,
    segment count and peak reserved, gathered once when the trace is loaded. */
+/*
+ * The request classes (sim.h), from the records alone: each allocation and free record is a repeat when its
+ * size is that of one of the PT_REPEAT_WINDOW free records before it; by_free_distance counts how far back.
+ */
+static int classify(pt_trace_data *t) {
+  if (!(t->repeat = calloc(t->n / 64 + 1, sizeof *t->repeat))) return PT_ENOMEM;
+  uint64_t freed[PT_REPEAT_RING]; /* the last frees' sizes, the latest first */
+  for (int k = 0; k < PT_REPEAT_RING; k++) freed[k] = UINT64_MAX;
+  for (size_t i = 0; i < t->n; i++) {
+    const pt_event *e = &t->ev[i];
+    if (e->kind != PT_EV_ALLOC && e->kind != PT_EV_FREE) continue;
+    int back = 0;
+    while (back < PT_REPEAT_RING && freed[back] != e->bytes) back++;
+    t->by_free_distance[back]++;
+    if (back < PT_REPEAT_WINDOW) t->repeat[i >> 6] |= UINT64_C(1) << (i & 63);
+    if (e->kind == PT_EV_FREE) {
+      memmove(freed + 1, freed, (PT_REPEAT_RING - 1) * sizeof freed[0]);
+      freed[0] = e->bytes;
+    }
+  }
+  return 0;
+}
+
 static int observe(pt_trace_data *t) {
   uint64_t reserved = 0, peak = 0, n = 0;
+  if (classify(t) < 0) return PT_ENOMEM;
   for (size_t i = 0; i < t->n; i++) n += t->ev[i].kind == PT_EV_SEG_ALLOC;
   if (n && !(t->hints = malloc(n * sizeof *t->hints))) return PT_ENOMEM;
   t->nhints = 0;
@@ -284,38 +308,29 @@ static inline void count_request(pt_sim_result *out, const run *r, uint64_t n0, 
   }
 }
 
-/* A request's or free's class (sim.h), its distance counted; the repeat class's calls counted apart while it runs. */
-static inline void class_begin(run *r, pt_sim_result *out, uint64_t bytes) {
-  unsigned hit = 0;
-  for (int i = 0; i < PT_REPEAT_RING; i++) hit |= (unsigned)(r->freed[i] == bytes) << i;
-  int d = hit ? __builtin_ctz(hit) : PT_REPEAT_RING; /* distance - 1 */
-  out->by_free_distance[d]++;
-  r->cls = d < PT_REPEAT_WINDOW ? PT_REQ_REPEAT : PT_REQ_OTHER;
-  if (r->cls) {
-    r->dev.class_sizes = &r->repeat_sizes;
-    r->dev.class_times = out->repeat_call_times; /* NULL but on a given device */
-  }
+/* A repeat (sim.h: the trace's class of record i) begins: its calls are counted apart while it runs. */
+static inline void repeat_begin(run *r, pt_sim_result *out) {
+  r->cls = PT_REQ_REPEAT;
+  r->dev.class_sizes = &r->repeat_sizes;
+  r->dev.class_times = out->repeat_call_times; /* NULL but on a given device */
 }
 
-static inline void class_end(run *r, pt_sim_result *out, uint64_t n0, uint64_t bytes, int freed) {
-  if (r->cls) {
-    int k = 63 - __builtin_clzll(bytes | 1);
-    if (r->dev.ncalls != n0) {
-      out->req_repeat.n_call[k]++;
-      out->req_repeat.bytes_call[k] += bytes;
-    } else {
-      out->req_repeat.n[k]++;
-      out->req_repeat.bytes[k] += bytes;
-    }
-    r->dev.class_sizes = NULL;
-    r->dev.class_times = NULL;
-    r->cls = PT_REQ_OTHER;
+/* ... and ends, counted by its size class and whether it made driver calls (the books' count was n0 before it). */
+static inline void repeat_end(run *r, pt_sim_result *out, uint64_t n0, uint64_t bytes) {
+  int k = 63 - __builtin_clzll(bytes | 1);
+  if (r->dev.ncalls != n0) {
+    out->req_repeat.n_call[k]++;
+    out->req_repeat.bytes_call[k] += bytes;
+  } else {
+    out->req_repeat.n[k]++;
+    out->req_repeat.bytes[k] += bytes;
   }
-  if (freed) {
-    memmove(r->freed + 1, r->freed, (PT_REPEAT_RING - 1) * sizeof r->freed[0]);
-    r->freed[0] = bytes;
-  }
+  r->dev.class_sizes = NULL;
+  r->dev.class_times = NULL;
+  r->cls = PT_REQ_OTHER;
 }
+
+static inline int is_repeat(const pt_trace_data *t, size_t i) { return (int)(t->repeat[i >> 6] >> (i & 63)) & 1; }
 
 static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r, pt_sim_result *out, pt_err *err) {
   uint64_t win = 0;
@@ -325,11 +340,12 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
     if (e->kind == PT_EV_ALLOC) {
       uint64_t h, n0 = r->dev.ncalls;
       out->allocs++;
-      if (r->classify) class_begin(r, out, e->bytes);
+      int rep = r->classify && is_repeat(t, i);
+      if (rep) repeat_begin(r, out);
       rc = __builtin_expect(r->live != NULL, 0) ? live_alloc(r, m, st, e->bytes, e->stream, e->id, &h)
                                                  : m->alloc(st, e->bytes, e->stream, &h);
       count_request(out, r, n0, e->bytes);
-      if (r->classify) class_end(r, out, n0, e->bytes, 0);
+      if (rep) repeat_end(r, out, n0, e->bytes);
       if (rc == PT_EOOM && r->stop_at_oom) {
         return pt_err_set(err, PT_EOOM, "%s: request %zu (%" PRIu64 " bytes): out of GPU memory", t->path, i, e->bytes);
       } else if (rc == PT_EOOM) {
@@ -361,10 +377,11 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
       if (*h != FAILED) {
         uint64_t n0 = r->dev.ncalls;
         touch(r, m, st, *h, e->bytes);
-        if (r->classify) class_begin(r, out, e->bytes);
+        int rep = r->classify && is_repeat(t, i);
+        if (rep) repeat_begin(r, out);
         rc = __builtin_expect(r->live != NULL, 0) ? live_free(r, m, st, *h, e->bytes, e->id) : m->free(st, *h);
         count_request(out, r, n0, e->bytes);
-        if (r->classify) class_end(r, out, n0, e->bytes, 1);
+        if (rep) repeat_end(r, out, n0, e->bytes);
         if (rc < 0) return pt_err_prefix(err, rc, "%s: record %zu (free)", t->path, i);
         r->allocated -= e->bytes;
       }
@@ -428,8 +445,8 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   r.dev.log = cfg->log;
   r.dev.times = out->call_times; /* NULL but on a given device */
   r.stop_at_oom = cfg->stop_at_oom;
-  r.classify = out->classified = cfg->gpu || cfg->device_ops; /* a cost is asked for */
-  for (int i = 0; i < PT_REPEAT_RING; i++) r.freed[i] = UINT64_MAX;
+  r.classify = out->classified = (cfg->gpu || cfg->device_ops) && t->repeat; /* a cost is asked for */
+  if (out->classified) memcpy(out->by_free_distance, t->by_free_distance, sizeof out->by_free_distance);
   int rc = 0;
   if (cfg->gpu && !cfg->device_ops) { /* page tables are the model's */
     const pt_mmu_desc *mmu = cfg->gpu->mmu;

@@ -20,6 +20,17 @@
 #include "trace.h"
 
 /*
+ * Request classes (cost.h): a request or free is a repeat when its size (as the trace gives it) is one of the
+ * sizes of the last PT_REPEAT_WINDOW free records before it.  Decided once, when the trace is loaded, from its
+ * records alone: the same on the model and on a real device, whatever the mechanism and whatever a run
+ * makes of the records, so a prediction counts what a measurement timed.  The window was chosen on the
+ * traces in traces/ (bench/RESULTS.md, issue 11: the cost axis).  A run uses the classes only when a cost
+ * is asked for (a GPU description, or a device given by the config).
+ */
+#define PT_REPEAT_RING 16   /* the distances counted (by_free_distance) */
+#define PT_REPEAT_WINDOW 6 /* a repeat: within this many frees back */
+
+/*
  * A trace read into memory: initial-state records first, in file order.
  * Allocation ids are renumbered densely (the k-th allocation gets id k, its
  * frees and accesses follow), so the replay indexes arrays, not hash maps.
@@ -36,6 +47,10 @@ typedef struct pt_trace_data {
   uint64_t observed_segment_allocs, observed_peak_reserved_bytes;
   uint64_t observed_segment_releases; /* its segment_free and segment_unmap records */
   pt_frames frames;         /* what the records' stack ids name (none: stripped, or never recorded) */
+  uint64_t *repeat;         /* bit i: record i is a repeat (request classes, above) */
+  /* the allocation and free records by how many frees back their size was last freed: [d - 1] for d = 1 ..
+     PT_REPEAT_RING, [PT_REPEAT_RING] for none as recent (what the window was chosen by) */
+  uint64_t by_free_distance[PT_REPEAT_RING + 1];
 } pt_trace_data;
 
 int pt_trace_load(const char *path, const pt_trace_opts *opts, pt_err *err, pt_trace_data *out /* OUT */);
@@ -106,15 +121,6 @@ typedef struct pt_sim_point {
 
 #define PT_LIVE_BINS 16
 
-/*
- * Request classes (cost.h): a request or free is a repeat when its size (as the trace gives it) is one of the
- * sizes of the last PT_REPEAT_WINDOW frees before it.  The engine decides it from the trace alone, the same
- * on the model and on a real device, whatever the mechanism, so a prediction counts what a measurement
- * timed.  The window was chosen on the traces in traces/ (bench/RESULTS.md, issue 11: the cost axis).
- * Classified only when a cost is asked for (a GPU description, or a device given by the config).
- */
-#define PT_REPEAT_RING 8    /* the distances counted (by_free_distance) */
-#define PT_REPEAT_WINDOW 6 /* a repeat: within this many frees back */
 
 typedef struct pt_sim_result {
 #define PT_U uint64_t
@@ -155,9 +161,7 @@ typedef struct pt_sim_result {
   double own_repeat_us[PT_SIZE_CLASSES], own_call_repeat_us[PT_SIZE_CLASSES];
   pt_call_times *repeat_call_times;
   pt_call_sizes *repeat_call_sizes;
-  /* requests and frees by how many frees back their size was last freed: [d - 1] for d = 1 ..
-     PT_REPEAT_RING, [PT_REPEAT_RING] for none as recent (what the window was chosen by) */
-  uint64_t by_free_distance[PT_REPEAT_RING + 1];
+  uint64_t by_free_distance[PT_REPEAT_RING + 1]; /* the trace's (pt_trace_data), when classified */
   double seconds;            /* wall time of the replay itself */
   /* with a GPU description */
   int has_gpu, has_tlb;
