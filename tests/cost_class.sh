@@ -53,6 +53,10 @@ grep -v _repeat "$tmp/g.gpu" | sed 's/^name classes/name plain/' >"$tmp/p.gpu"
 [ "$(json "$tmp/c.json" 'o["request_classes"]["by_free_distance"]')" = "[2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4]" ] ||
   fail "distances: $(json "$tmp/c.json" 'o["request_classes"]["by_free_distance"]')"
 [ "$(json "$tmp/c.json" 'o["request_classes"]["repeat_window"]')" = 6 ] || fail "the window is not 6"
+# the mechanism's outcomes: a1 carves a new segment (no hit), a2 and a3 split the free rest (2 hits, 2 splits);
+# every free merges with the free rest of the segment
+[ "$(json "$tmp/c.json" 'o["cache_hits"], o["request_classes"]["cache_hit_splits"], o["request_classes"]["free_merges"]')" = "(2, 2, 3)" ] ||
+  fail "caching's outcomes: $(json "$tmp/c.json" 'o["request_classes"]')"
 # one cudaMalloc (the first request's segment) at 10; 4 others at 1.0, 2 repeats at 0.25
 [ "$(json "$tmp/c.json" '"%.4f" % o["predicted_alloc_us"]')" = 14.5000 ] ||
   fail "caching predicted $(json "$tmp/c.json" 'o["predicted_alloc_us"]'), wanted 14.5"

@@ -503,6 +503,8 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   out->alloc_retries = r.counters.alloc_retries;
   out->collections = r.counters.collections;
   out->cache_hits = r.counters.cache_hits;
+  out->hit_splits = r.counters.hit_splits;
+  out->free_merges = r.counters.free_merges;
   out->final_reserved_bytes = r.dev.reserved;
   memcpy(out->driver_calls, r.dev.calls, sizeof out->driver_calls);
   memcpy(out->driver_bytes, r.dev.call_bytes, sizeof out->driver_bytes);
@@ -658,7 +660,7 @@ void pt_sim_print_json_members(FILE *f, const pt_sim_result *r, int with_timelin
     pt_sim_print_calls_json(f, "repeat_driver_calls", r->repeat_driver_calls);
     fputs(",\"by_free_distance\":[", f);
     for (int d = 0; d <= PT_REPEAT_RING; d++) fprintf(f, "%s%" PRIu64, d ? "," : "", r->by_free_distance[d]);
-    fputs("]}", f);
+    fprintf(f, "],\"cache_hit_splits\":%" PRIu64 ",\"free_merges\":%" PRIu64 "}", r->hit_splits, r->free_merges);
   }
   if (r->has_gpu) fprintf(f, ",\"predicted_alloc_us\":%.6g", r->predicted_alloc_us);
   else fputs(",\"predicted_alloc_us\":null", f); /* never predicted: no GPU description */

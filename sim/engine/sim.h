@@ -162,6 +162,7 @@ typedef struct pt_sim_result {
   pt_call_times *repeat_call_times;
   pt_call_sizes *repeat_call_sizes;
   uint64_t by_free_distance[PT_REPEAT_RING + 1]; /* the trace's (pt_trace_data), when classified */
+  uint64_t hit_splits, free_merges; /* the mechanism's (pt_mech_counters: caching's only); in JSON when classified */
   double seconds;            /* wall time of the replay itself */
   /* with a GPU description */
   int has_gpu, has_tlb;
