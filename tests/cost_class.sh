@@ -7,16 +7,8 @@
 # build with CUDA, `replay --mechanism` on the stand-in driver tests/fakecuda.c
 # (the engine's live path, timed): its by_class halves add up to its totals,
 # its repeats are the model's, and `gpu fit` makes repeat lines from it.
-set -u
-top_srcdir=${top_srcdir:-.}
-top_builddir=${top_builddir:-.}
-pt="$top_builddir/pagetune"
-export PAGETUNE_POLICY_DIR=${PAGETUNE_POLICY_DIR:-$top_srcdir/policies}
+. "${top_srcdir:-.}/tests/wb_setup.sh"
 export PAGETUNE_GPU_DIR=${PAGETUNE_GPU_DIR:-$top_srcdir/sim/gpus}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 json() { python3 -c "import json,sys; o=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
 # (16 distances back counted, then none)
@@ -156,5 +148,4 @@ else
   echo "ok: a build without CUDA: the stand-in driver's replay not run"
 fi
 
-[ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
-echo "request classes: all checks passed"
+done_ok "request classes"

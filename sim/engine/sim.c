@@ -296,15 +296,15 @@ static inline void touch(run *r, const pt_mech_ops *m, void *st, uint64_t handle
   if (r->tlb && !r->recorded_accesses) touch_at(r, m, st, handle, 0, bytes);
 }
 
-/* A request or free of bytes, served with or without driver calls (the books' count was n0 before it). */
-static inline void count_request(pt_sim_result *out, const run *r, uint64_t n0, uint64_t bytes) {
+/* A request or free of bytes into q, served with or without driver calls (the books' count was n0 before it). */
+static inline void count_request(pt_req_sizes *q, const run *r, uint64_t n0, uint64_t bytes) {
   int k = 63 - __builtin_clzll(bytes | 1);
   if (r->dev.ncalls != n0) {
-    out->req.n_call[k]++;
-    out->req.bytes_call[k] += bytes;
+    q->n_call[k]++;
+    q->bytes_call[k] += bytes;
   } else {
-    out->req.n[k]++;
-    out->req.bytes[k] += bytes;
+    q->n[k]++;
+    q->bytes[k] += bytes;
   }
 }
 
@@ -315,16 +315,9 @@ static inline void repeat_begin(run *r, pt_sim_result *out) {
   r->dev.class_times = out->repeat_call_times; /* NULL but on a given device */
 }
 
-/* ... and ends, counted by its size class and whether it made driver calls (the books' count was n0 before it). */
+/* ... and ends, counted among the repeats (the books' count was n0 before it). */
 static inline void repeat_end(run *r, pt_sim_result *out, uint64_t n0, uint64_t bytes) {
-  int k = 63 - __builtin_clzll(bytes | 1);
-  if (r->dev.ncalls != n0) {
-    out->req_repeat.n_call[k]++;
-    out->req_repeat.bytes_call[k] += bytes;
-  } else {
-    out->req_repeat.n[k]++;
-    out->req_repeat.bytes[k] += bytes;
-  }
+  count_request(&out->req_repeat, r, n0, bytes);
   r->dev.class_sizes = NULL;
   r->dev.class_times = NULL;
   r->cls = PT_REQ_OTHER;
@@ -344,7 +337,7 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
       if (rep) repeat_begin(r, out);
       rc = __builtin_expect(r->live != NULL, 0) ? live_alloc(r, m, st, e->bytes, e->stream, e->id, &h)
                                                  : m->alloc(st, e->bytes, e->stream, &h);
-      count_request(out, r, n0, e->bytes);
+      count_request(&out->req, r, n0, e->bytes);
       if (rep) repeat_end(r, out, n0, e->bytes);
       if (rc == PT_EOOM && r->stop_at_oom) {
         return pt_err_set(err, PT_EOOM, "%s: request %zu (%" PRIu64 " bytes): out of GPU memory", t->path, i, e->bytes);
@@ -380,7 +373,7 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
         int rep = r->classify && is_repeat(t, i);
         if (rep) repeat_begin(r, out);
         rc = __builtin_expect(r->live != NULL, 0) ? live_free(r, m, st, *h, e->bytes, e->id) : m->free(st, *h);
-        count_request(out, r, n0, e->bytes);
+        count_request(&out->req, r, n0, e->bytes);
         if (rep) repeat_end(r, out, n0, e->bytes);
         if (rc < 0) return pt_err_prefix(err, rc, "%s: record %zu (free)", t->path, i);
         r->allocated -= e->bytes;
