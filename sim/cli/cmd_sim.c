@@ -56,7 +56,9 @@ static const pt_cli_opt sim_opts[] = {
                      "replay N times and report the median replay rate (benchmarks)"),
     PT_CLI_OPT_STR("gpu", 0, "NAME", sim_args, gpu,
                    "model that GPU's page tables and costs (" PT_WB_GPU_RULE "):\n"
-                   "adds page_table and predicted_alloc_us to the output (default: none)"),
+                   "adds page_table, predicted_alloc_us and request_classes (the repeats\n"
+                   "the prediction prices apart: requests and frees whose size was freed\n"
+                   "among the last 6 frees) to the output (default: none)"),
     PT_CLI_OPT_FLAG("tlb", sim_args, tlb,
                     "also run the synthetic access stream through its TLBs (needs --gpu;\n"
                     "time grows with bytes allocated / page size): adds tlb and\n"
@@ -139,7 +141,9 @@ const pt_cli_table pt_opts_replay = {
     "device 0 instead (the code pagetune's allocator library runs): each request\n"
     "is timed, allocator work and driver calls together, and each driver call\n"
     "on its own, so a request's time splits into its calls and the allocator's\n"
-    "own work (measured_costs in --json: what 'pagetune gpu fit' reads); peak\n"
+    "own work (measured_costs in --json: what 'pagetune gpu fit' reads; by_class\n"
+    "splits it into the repeats, requests and frees whose size was freed among\n"
+    "the last 6 frees, and the rest); peak\n"
     "reserved and the driver calls come from the same books as the model's; free\n"
     "GPU memory is read before and after, and what the run took must come back.\n"
     "Then one untimed check pass polls cuMemGetInfo whenever reserved bytes\n"
