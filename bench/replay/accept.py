@@ -23,6 +23,7 @@
    Then the misses by trace and each trace's share of repeats.
 3. The measurement's own reproducibility.
 4. The allocator's own work per request by how many blocks were live.
+5. With the class axis: the measured own work and driver-call time by request class, by trace.
 
 With several processes a configuration (mechanism.sh PROCS=N), each check of 1
 must hold in every process, and a configuration's measured time is the median
@@ -269,4 +270,36 @@ if bins:
     for mech in sorted(bins):
         print("| %s | " % mech + " | ".join("%.3f (%d)" % (bins[mech][lo][1] / bins[mech][lo][0], bins[mech][lo][0])
                                            if lo in bins[mech] else "" for lo in los) + " |")
+    print()
+
+print("## 5. measured costs by request class, by trace\n")
+if not classed:
+    print("No replay here carries request classes (measured_costs.by_class).\n")
+else:
+    print("Every process pooled: the allocator's own work a request or free served without a driver call\n"
+          "(mean us, count), other against repeat, and the mean time of a driver call made in each class;\n"
+          "repeat / other below 1 is what the hypothesis (exact-size reuse is cheaper) predicts.\n")
+    print("| trace | mechanism | own other | own repeat | repeat / other | call other | call repeat | repeat / other |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    pool = {}
+    for r in runs:
+        g = r["gpu_mechanism_replay"]
+        bc = g["measured_costs"].get("by_class")
+        if not bc:
+            continue
+        v = pool.setdefault((name(r), g["mechanism"]), {c: [0, 0.0, 0, 0.0] for c in ("other", "repeat")})
+        for c in ("other", "repeat"):
+            for n, b, us in bc[c]["requests"]:
+                v[c][0] += n; v[c][1] += us
+            for pts in bc[c]["calls"].values():
+                for n, b, us in pts:
+                    v[c][2] += n; v[c][3] += us
+    mean = lambda n, us: us / n if n else float("nan")
+    show = lambda n, us: "%.3f (%d)" % (us / n, n) if n else "-"
+    ratio = lambda x, y: "%.2f" % (x / y) if x == x and y == y and y > 0 else "-"
+    for (t, mech), v in sorted(pool.items()):
+        o, p = v["other"], v["repeat"]
+        print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            t, mech, show(o[0], o[1]), show(p[0], p[1]), ratio(mean(p[0], p[1]), mean(o[0], o[1])),
+            show(o[2], o[3]), show(p[2], p[3]), ratio(mean(p[2], p[3]), mean(o[2], o[3]))))
     print()
