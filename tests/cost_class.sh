@@ -99,6 +99,11 @@ done
 grep -q '^cost malloc 256:1.0000 2097152:25.0000 1073741824:70.0000$' "$tmp/o.gpu" || fail "--one-class malloc: $(grep '^cost malloc' "$tmp/o.gpu")"
 grep -q '^bookkeeping_us caching 512:0.1250$' "$tmp/o.gpu" || fail "--one-class bookkeeping: $(grep '^bookkeeping_us caching' "$tmp/o.gpu")"
 grep -qE '^[a-z_]+_repeat' "$tmp/o.gpu" && fail "--one-class left repeat lines: $(grep -E '^[a-z_]+_repeat' "$tmp/o.gpu")"
+# a repeat point whose mean rounds to the plain line's point (2097151.8 and 2097152.4 bytes): one point, not two
+echo '{"gpu_mechanism_replay":{"mechanism":"caching","measured_costs":{"calls":{},"requests":[],"by_class":{"other":{"calls":{"malloc":[[5,10485762,200.0]]},"requests":[]},"repeat":{"calls":{"malloc":[[5,10485759,50.0]]},"requests":[]}}}}}' >"$tmp/round.json"
+"$pt" gpu fit --gpu "$tmp/base.gpu" -o "$tmp/round.gpu" "$tmp/round.json" 2>"$tmp/err" || fail "fit of rounding means: $(cat "$tmp/err")"
+grep -q '^cost_repeat malloc 256:1.0000 2097152:10.0000 1073741824:70.0000$' "$tmp/round.gpu" ||
+  fail "rounding means: $(grep '^cost_repeat' "$tmp/round.gpu" 2>/dev/null)"
 # refused: by_class without its repeat half, one line, exit 1, no file
 echo '{"gpu_mechanism_replay":{"mechanism":"caching","measured_costs":{"calls":{},"requests":[[1,512,0.1]],"by_class":{"other":{"calls":{},"requests":[[1,512,0.1]]}}}}}' >"$tmp/half.json"
 "$pt" gpu fit -o "$tmp/x.gpu" "$tmp/half.json" 2>"$tmp/err"

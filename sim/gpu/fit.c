@@ -1,6 +1,7 @@
 /* fit.c — cost and bookkeeping lines from measured sums (see fit.h). */
 #include "fit.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,12 +54,16 @@ static int enough(const pt_fit_sum *s, int k) {
 /* The points of sums s (each class's mean, a time below 1 ns written as 1 ns: a point's time must be > 0, and
    own work can measure 0 at the clock's grain), with base's (the description's own points for the same kind,
    or NULL) kept below and above the sizes measured: where a replay says nothing, the calibration still does. */
+static double mean_bytes(const pt_fit_sum *s) { /* whole bytes, as written: a base's point is never the same size */
+  return floor((double)s->bytes / (double)s->n + 0.5);
+}
+
 static void fitted_points(const pt_fit_sum *s, const pt_cost_points *base, pt_cost_points *p /* OUT */) {
   double lo = -1, hi = -1;
   p->n = 0;
   for (int k = 0; k < PT_SIZE_CLASSES; k++)
     if (enough(s, k)) {
-      double b = (double)s[k].bytes / (double)s[k].n;
+      double b = mean_bytes(&s[k]);
       if (lo < 0) lo = b;
       hi = b;
     }
@@ -67,7 +72,7 @@ static void fitted_points(const pt_fit_sum *s, const pt_cost_points *base, pt_co
   for (int k = 0; k < PT_SIZE_CLASSES && p->n < PT_COST_MAX_POINTS; k++)
     if (enough(s, k)) {
       double us = s[k].us / (double)s[k].n;
-      p->bytes[p->n] = (double)s[k].bytes / (double)s[k].n;
+      p->bytes[p->n] = mean_bytes(&s[k]);
       p->us[p->n++] = us > 0.001 ? us : 0.001;
     }
   for (size_t i = 0; base && i < base->n && p->n < PT_COST_MAX_POINTS; i++)
