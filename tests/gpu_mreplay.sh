@@ -24,6 +24,28 @@ assert c["peak_reserved_bytes"] >= 23068672, c  # the initial segments are held 
 mc = g["measured_costs"]  # the requests without calls, by size and again by live blocks ([fewest live, n, us])
 assert sum(r[1] for r in mc["requests_by_live"]) == sum(r[0] for r in mc["requests"]), mc
 assert abs(sum(r[2] for r in mc["requests_by_live"]) - sum(r[2] for r in mc["requests"])) < 1e-3 * len(mc["requests"]) + 1e-2, mc
+# the class axis: the repeats and the rest add up to the totals, kind by kind and size class by size class,
+# and the repeats are as many as the model counted (the same classes, decided from the trace)
+assert mc["repeat_window"] == o["request_classes"]["repeat_window"] == 6, mc.get("repeat_window")
+bc = mc["by_class"]
+def by_class(part, key=None):
+    sums = {}
+    for cls in ("other", "repeat"):
+        pts = bc[cls][part] if key is None else bc[cls][part].get(key, [])
+        for n, b, us in pts:
+            s = sums.setdefault(max(b // n, 1).bit_length() - 1, [0, 0, 0.0])  # the size class of the point
+            s[0] += n; s[1] += b; s[2] += us
+    return sorted((v[0], v[1]) for v in sums.values()), sum(v[2] for v in sums.values())
+for part in ("requests", "requests_with_calls"):
+    got, us = by_class(part)
+    assert got == sorted((n, b) for n, b, _ in mc[part]), (part, got, mc[part])
+    assert abs(us - sum(r[2] for r in mc[part])) < 1e-3 * len(mc[part]) + 1e-2, (part, us)
+for kind in mc["calls"]:
+    got, us = by_class("calls", kind)
+    assert got == sorted((n, b) for n, b, _ in mc["calls"][kind]), (kind, got, mc["calls"][kind])
+    assert abs(us - sum(r[2] for r in mc["calls"][kind])) < 1e-3 * len(mc["calls"][kind]) + 1e-2, (kind, us)
+rep = sum(r[0] for r in bc["repeat"]["requests"] + bc["repeat"]["requests_with_calls"])
+assert rep == o["request_classes"]["repeat_requests"] > 0, (rep, o["request_classes"])
 print("ok: randn_loop %s: peak %d (driver saw %d), calls %s" % (sys.argv[2], c["peak_reserved_bytes"],
       c["driver_peak_used_bytes"], {k: v for k, v in c["driver_calls"].items() if v}))
 PY

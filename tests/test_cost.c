@@ -82,6 +82,40 @@ static void test_totals_by_size(void) {
   CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_us(&m, &sz, &req), 3 * 11 + (10 + 4096e-6) + 10, 1e-9);
 }
 
+/*
+ * The class axis: of 5 requests of 512 B (2 with driver calls) and 4 calls of 1 MB, 3 requests (1 with calls)
+ * and 1 call are repeats.  Plain: 2 µs a request, 5 with calls, calls 10 + 1e-6 b.  Repeat lines: 0.5 µs,
+ * 1.5 with calls, a call 4 µs.
+ */
+static void test_totals_by_class(void) {
+  pt_cost_points p = {2, {0, 1e7}, {10, 20}};
+  pt_cost_model m = {.bookkeeping = pt_cost_constant(2), .bookkeeping_call = pt_cost_constant(5)};
+  pt_err err;
+  CU_ASSERT_EQUAL_FATAL(pt_cost_line_from_points(&p, &m.call[PT_DRV_malloc], &err), 0);
+  pt_req_sizes req = {.n = {[9] = 3}, .bytes = {[9] = 3 * 512}, .n_call = {[9] = 2}, .bytes_call = {[9] = 2 * 512}};
+  pt_req_sizes rep = {.n = {[9] = 2}, .bytes = {[9] = 2 * 512}, .n_call = {[9] = 1}, .bytes_call = {[9] = 512}};
+  static pt_call_sizes sz, rsz;
+  memset(&sz, 0, sizeof sz);
+  memset(&rsz, 0, sizeof rsz);
+  sz.calls[PT_DRV_malloc][19] = 4;
+  sz.bytes[PT_DRV_malloc][19] = 4000000;
+  rsz.calls[PT_DRV_malloc][19] = 1;
+  rsz.bytes[PT_DRV_malloc][19] = 1000000;
+  double plain = 4 * 11 + 3 * 2 + 2 * 5;
+  /* no repeat line: what pt_cost_alloc_us says */
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_class_us(&m, &sz, &req, &rsz, &rep), plain, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_us(&m, &sz, &req), plain, 1e-9);
+  m.bookkeeping_repeat = pt_cost_constant(0.5);
+  /* the repeats' plain requests at 0.5; the one with calls still at the plain call line (5) */
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_class_us(&m, &sz, &req, &rsz, &rep), 4 * 11 + 1 * 2 + 2 * 0.5 + 2 * 5, 1e-9);
+  m.bookkeeping_call_repeat = pt_cost_constant(1.5);
+  m.call_repeat[PT_DRV_malloc] = pt_cost_constant(4);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_class_us(&m, &sz, &req, &rsz, &rep),
+                         3 * 11 + 4 + 1 * 2 + 2 * 0.5 + 1 * 5 + 1 * 1.5, 1e-9);
+  /* every request a repeat: only repeat lines */
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_class_us(&m, &sz, &req, &sz, &req), 4 * 4 + 3 * 0.5 + 2 * 1.5, 1e-9);
+}
+
 /* cuMemSetAccess over a range of three mapped 2 MiB handles: one call, costed as three handles. */
 static void test_set_access_by_handles(void) {
   static pt_device d;
@@ -108,6 +142,7 @@ static void test_set_access_by_handles(void) {
 int pt_test_add_cost(void) {
   CU_pSuite s = CU_add_suite("cost", NULL, NULL);
   if (!s) return CU_get_error();
+  CU_add_test(s, "request classes: repeats priced by the repeat lines, the rest by the plain ones", test_totals_by_class);
   CU_add_test(s, "points on a line give that line, past the last too", test_exact_line);
   CU_add_test(s, "a step between points is kept (cuMemAlloc on the H200)", test_step);
   CU_add_test(s, "the first H200 cudaFree points (docs/design.md)", test_h200_cudafree);

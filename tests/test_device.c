@@ -380,6 +380,47 @@ static void test_timed_and_fed(void) {
     CU_ASSERT(counted > 0);
     CU_ASSERT_DOUBLE_EQUAL(calls, got.call_times->total_us, 1e-6 * (1 + calls));
     CU_ASSERT_DOUBLE_EQUAL(own + calls, req, 1e-3 * req + 1); /* request times are floats */
+    /* the class axis on the live path: the repeats' calls, times and own work are a part of the whole, their
+       call times are those of the calls counted for them, and the classes are the model's (the same trace,
+       the same rule, whatever the device) */
+    CU_ASSERT_FATAL(got.classified);
+    double rcalls = 0, rown = 0;
+    uint64_t rcounted = 0, nrep = 0, dist = 0;
+    for (int c = 0; c < PT_DRV_NCALLS; c++)
+      for (int k = 0; k < PT_SIZE_CLASSES; k++) {
+        rcalls += got.repeat_call_times->us[c][k];
+        rcounted += got.repeat_call_sizes->calls[c][k];
+        CU_ASSERT(got.repeat_call_sizes->calls[c][k] <= got.call_sizes->calls[c][k]);
+        CU_ASSERT(got.repeat_call_times->us[c][k] <= got.call_times->us[c][k] + 1e-9);
+      }
+    for (int k = 0; k < PT_SIZE_CLASSES; k++) {
+      rown += got.own_repeat_us[k] + got.own_call_repeat_us[k];
+      nrep += got.req_repeat.n[k] + got.req_repeat.n_call[k];
+      CU_ASSERT(got.req_repeat.n[k] <= got.req.n[k] && got.req_repeat.n_call[k] <= got.req.n_call[k]);
+    }
+    for (int k = 0; k <= PT_REPEAT_RING; k++) dist += got.by_free_distance[k];
+    CU_ASSERT_DOUBLE_EQUAL(rcalls, got.repeat_call_times->total_us, 1e-6 * (1 + rcalls));
+    CU_ASSERT(rcalls <= calls + 1e-9);
+    CU_ASSERT(nrep > 0 && nrep < got.allocs + got.frees);
+    CU_ASSERT_EQUAL(dist, got.allocs + got.frees); /* the trace's records, classed once */
+    CU_ASSERT(rown <= own + 1e-3 * own + 1);
+    uint64_t rdrv = 0;
+    for (int c = 0; c < PT_DRV_NCALLS; c++) rdrv += got.repeat_driver_calls[c];
+    CU_ASSERT_EQUAL(rdrv, rcounted);
+    if (all[i] == &pt_mech_direct) { /* a call a request: a repeat's call is counted and timed as one */
+      CU_ASSERT_EQUAL(rcounted, nrep);
+      CU_ASSERT(rcalls > 0);
+    }
+    pt_gpu g;
+    CU_ASSERT_EQUAL_FATAL(pt_gpu_load("h200", &err, &g), 0);
+    pt_sim_config mc = {.mech = all[i], .gpu = &g};
+    pt_sim_result model;
+    CU_ASSERT_EQUAL_FATAL(pt_sim_run(&t, &mc, &err, &model), 0);
+    CU_ASSERT_EQUAL(memcmp(model.by_free_distance, got.by_free_distance, sizeof got.by_free_distance), 0);
+    uint64_t mrep = 0;
+    for (int k = 0; k < PT_SIZE_CLASSES; k++) mrep += model.req_repeat.n[k] + model.req_repeat.n_call[k];
+    CU_ASSERT_EQUAL(mrep, nrep);
+    pt_sim_result_free(&model);
     pt_addr_hint *mh, *vh;
     size_t nm, nv;
     CU_ASSERT_EQUAL_FATAL(pt_mreplay_hints(&log, &mh, &nm, &vh, &nv, &err), 0);

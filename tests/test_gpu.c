@@ -177,6 +177,63 @@ static void run_stream(const char *text, uint64_t *accesses, uint64_t *walks) {
   remove(path);
 }
 
+/* A description of base plus text written to path and loaded into g. */
+static void load_desc(const char *path, const char *base, const char *text, pt_gpu *g) {
+  FILE *f = fopen(path, "w");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  fprintf(f, "%s%s", base, text);
+  fclose(f);
+  pt_err err = {{0}};
+  CU_ASSERT_EQUAL_FATAL(pt_gpu_load(path, &err, g), 0);
+}
+
+/* Each of bad, after base (6 lines), refused naming line 7. */
+static void expect_refused(const char *path, const char *base, const char *const *bad, size_t n) {
+  pt_gpu g;
+  pt_err err = {{0}};
+  for (size_t i = 0; i < n; i++) {
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "%s%s", base, bad[i]);
+    fclose(f);
+    err.msg[0] = 0;
+    CU_ASSERT(pt_gpu_load(path, &err, &g) < 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, ":7"));
+  }
+}
+
+/* The class axis's lines: repeat twins per mechanism and per call; absent, the plain lines (n = 0). */
+static void test_repeat_lines(void) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s", pt_test_tmp(".gpu"));
+  const char *base = "name x\nmmu v3\nsms 1\nl1_tlb 1 1 0\nl2_tlb 1 1 0\npwc 1 1\n";
+  pt_gpu g;
+  pt_err err = {{0}};
+  load_desc(path, base, "bookkeeping_us 0.5\nbookkeeping_repeat_us 0.25\nbookkeeping_us caching 512:0.2\n"
+                        "bookkeeping_repeat_us caching 512:0.05 4096:0.1\nbookkeeping_call_repeat_us caching 0.7\n"
+                        "cost malloc 512:2 2097152:40\ncost_repeat malloc 512:1\n", &g);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(pt_gpu_bookkeeping_repeat(&g, "caching", 0), 2304), 0.075, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(pt_gpu_bookkeeping_repeat(&g, "caching", 1), 1), 0.7, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(pt_gpu_bookkeeping(&g, "caching", 0), 512), 0.2, 1e-12); /* plain unchanged */
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(pt_gpu_bookkeeping_repeat(&g, "expandable", 0), 1), 0.25, 1e-12); /* the default's */
+  CU_ASSERT_EQUAL(pt_gpu_bookkeeping_repeat(&g, "expandable", 1)->n, 0);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(&g.cost.call_repeat[PT_DRV_malloc], 1e6), 1, 1e-12);
+  CU_ASSERT_EQUAL(g.cost.call_repeat[PT_DRV_free].n, 0);
+  CU_ASSERT_EQUAL(g.points[PT_DRV_malloc].n, 2); /* the plain points, what a fit keeps, are cost's */
+  pt_cost_model m = pt_gpu_cost_of(&g, "caching");
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(&m.bookkeeping_repeat, 512), 0.05, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(&m.bookkeeping_call_repeat, 512), 0.7, 1e-12);
+  /* a description without class lines: none, so every repeat is priced by the plain lines */
+  CU_ASSERT_EQUAL_FATAL(pt_gpu_load("h200", &err, &g), 0);
+  m = pt_gpu_cost_of(&g, "caching");
+  CU_ASSERT_EQUAL(m.bookkeeping_repeat.n + m.bookkeeping_call_repeat.n, 0);
+  for (int c = 0; c < PT_DRV_NCALLS; c++) CU_ASSERT_EQUAL(m.call_repeat[c].n, 0);
+  const char *bad[] = {"cost_repeat mmap 512:1\n", "cost_repeat malloc\n", "cost_repeat malloc 512:0\n",
+                       "bookkeeping_repeat_us caching\n", "bookkeeping_call_repeat_us caching 512:x\n"};
+  expect_refused(path, base, bad, sizeof bad / sizeof *bad);
+  remove(path);
+}
+
 static void test_access_stream(void) {
   uint64_t acc, walks;
   /* 8 MiB (its own 8 MiB segment, 2 MiB pages): synthetic = 4 pages after alloc + 4 before free */
@@ -285,15 +342,10 @@ static void test_bookkeeping_lines(void) {
   char path[4096];
   snprintf(path, sizeof path, "%s", pt_test_tmp(".gpu"));
   const char *base = "name x\nmmu v3\nsms 1\nl1_tlb 1 1 0\nl2_tlb 1 1 0\npwc 1 1\n";
-  FILE *f = fopen(path, "w");
-  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-  fprintf(f, "%sbookkeeping_us 0.5\nbookkeeping_us direct 0\nbookkeeping_us caching 1024:0.2 512:0.1 1048576:0.3\n"
-             "bookkeeping_us stitch 2\nbookkeeping_us stitch 3\nbookkeeping_call_us stitch 7\n"
-             "torch_pair_us native 512:0.4 1048576:0.3\n", base);
-  fclose(f);
   pt_gpu g;
-  pt_err err = {{0}};
-  CU_ASSERT_EQUAL_FATAL(pt_gpu_load(path, &err, &g), 0);
+  load_desc(path, base, "bookkeeping_us 0.5\nbookkeeping_us direct 0\nbookkeeping_us caching 1024:0.2 512:0.1 1048576:0.3\n"
+                        "bookkeeping_us stitch 2\nbookkeeping_us stitch 3\nbookkeeping_call_us stitch 7\n"
+                        "torch_pair_us native 512:0.4 1048576:0.3\n", &g);
   CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(pt_gpu_bookkeeping(&g, "expandable", 0), 1e6), 0.5, 1e-12); /* the default */
   CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(pt_gpu_bookkeeping(&g, "direct", 0), 1e6), 0, 0);
   CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(pt_gpu_bookkeeping(&g, "stitch", 0), 1), 3, 1e-12); /* the last line wins */
@@ -316,15 +368,7 @@ static void test_bookkeeping_lines(void) {
                        "bookkeeping_us caching 1 2\n", "bookkeeping_us caching 512:0.1 512:0.2\n",
                        "bookkeeping_us caching 512:0\n", "bookkeeping_call_us caching\n", "torch_pair_us\n",
                        "torch_pair_us native 512:-1\n"};
-  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-    f = fopen(path, "w");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-    fprintf(f, "%s%s", base, bad[i]);
-    fclose(f);
-    err.msg[0] = 0;
-    CU_ASSERT(pt_gpu_load(path, &err, &g) < 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, ":7"));
-  }
+  expect_refused(path, base, bad, sizeof bad / sizeof *bad);
   remove(path);
 }
 
@@ -361,6 +405,7 @@ int pt_test_add_gpu(void) {
   CU_add_test(s, "H200 description: gather ratios within 5 pp of the measured", test_h200_gather_ratios);
   CU_add_test(s, "description parse errors name file and line", test_parse_errors);
   CU_add_test(s, "bookkeeping: constants and lines by request size, per mechanism", test_bookkeeping_lines);
+  CU_add_test(s, "the repeat class's lines, and their absence", test_repeat_lines);
   CU_add_test(s, "access records replace the synthetic stream", test_access_stream);
   CU_add_test(s, "predicted driver time follows each call's size", test_prediction_by_size);
   CU_add_test(s, "a recorded address the model still holds ends the recorded path", test_recorded_address_still_held);

@@ -16,9 +16,14 @@
    (the sum of the requests' times), within 25%; and, within each judged trace,
    the policy pairs the GPU separates by more than 20%: how many the
    prediction orders the same way (goal 95%).  Both splits are reported
-   (calibrate on A, judge B; calibrate on B, judge A).
+   (calibrate on A, judge B; calibrate on B, judge A).  Each fit is made twice,
+   side by side: one class (gpu fit --one-class, as before issue 11's cost
+   axis) and with the request classes (repeats priced by their own lines);
+   replays without measured_costs.by_class (older ones) fall back to one class.
+   Then the misses by trace and each trace's share of repeats.
 3. The measurement's own reproducibility.
 4. The allocator's own work per request by how many blocks were live.
+5. With the class axis: the measured own work and driver-call time by request class, by trace.
 
 With several processes a configuration (mechanism.sh PROCS=N), each check of 1
 must hold in every process, and a configuration's measured time is the median
@@ -110,48 +115,112 @@ def trace_path(p):
     return os.path.join(HERE, "..", "..", "traces", os.path.basename(p))
 
 
-def predict(r, gpu):
+def sim(r, gpu):
     g = r["gpu_mechanism_replay"]
     cmd = [a.pagetune, "sim", "--trace", trace_path(g["trace"]), "--policy", g["policy"], "--gpu", gpu, "--json"]
-    o = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
-    return o["predicted_alloc_us"]
+    return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 
 
+def predict(r, gpu):
+    return sim(r, gpu)["predicted_alloc_us"]
+
+
+# the class axis (measured_costs.by_class, pagetune replay --mechanism since issue 11's cost axis): replays
+# without it are fitted whole into the plain lines, so the "with classes" fit is then the one-class fit
+classed = sum("by_class" in r["gpu_mechanism_replay"]["measured_costs"] for r in runs)
 print("## 2. predicted against measured allocator time, costs calibrated on other traces\n")
 print("Two fits: every cost in context (driver calls and the allocator's own work), and the\n"
-      "allocator's own work only (driver calls from the base description's calibration points).\n")
-allerr = []
-for (k, (cal, judge)), (label, extra) in itertools.product(enumerate((halves, halves[::-1])),
-                                                            (("all costs", []), ("own work only", ["--bookkeeping-only"]))):
-    gpu = os.path.join(out, "fit%d%s.gpu" % (k + 1, "b" if extra else ""))
-    fit(cal, gpu, extra)
-    print("### %s, calibrated on %s; judged on %s\n" % (label, ", ".join(cal), ", ".join(judge)))
-    print("| trace | policy | measured us | predicted us | error | assumed-cost model us |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    pairs_same = pairs = 0
-    errs = []
-    for t in judge:
+      "allocator's own work only (driver calls from the base description's calibration points).\n"
+      "Each fitted twice: one class (every request in the plain lines, as before the class axis) and\n"
+      "with the request classes (a repeat: a request or free whose size was freed among the last few\n"
+      "frees, priced by its own lines), side by side.\n")
+if not classed:
+    print("These replays carry no request classes (no measured_costs.by_class: made before the class\n"
+          "axis): the class fit falls back to the one-class fit, and only the one-class figures are shown.\n")
+elif classed < len(runs):
+    print("%d of %d replays carry request classes; the others go whole into the plain lines.\n" % (classed, len(runs)))
+
+
+def judge(judge_traces, gpu):
+    """Per judged run (trace, policy, measured, predicted, error), and the pairs the GPU separates by > 20%."""
+    rows, pairs_same, pairs = [], 0, 0
+    for t in judge_traces:
         meas, pred = {}, {}
         for (tt, pol), rs in procs.items():
             if tt != t:
                 continue
-            g = rs[0]["gpu_mechanism_replay"]
             m, p = measured(rs), predict(rs[0], gpu)
-            meas[g["policy"]], pred[g["policy"]] = m, p
-            e = (p - m) / m
-            errs.append(e)
-            print("| %s | %s | %.0f | %.0f | %+.1f%% | %.0f |" % (t, g["policy"], m, p, 100 * e, g["predicted_total_us"]))
+            meas[pol], pred[pol] = m, p
+            rows.append((t, pol, m, p, (p - m) / m, rs[0]["gpu_mechanism_replay"]["predicted_total_us"]))
         for x, y in itertools.combinations(sorted(meas), 2):
             lo, hi = sorted((meas[x], meas[y]))
             if hi > 1.2 * lo:
                 pairs += 1
                 pairs_same += (meas[x] < meas[y]) == (pred[x] < pred[y])
-    within = sum(abs(e) <= 0.25 for e in errs)
-    print("\n%d of %d judged runs within 25%% (median |error| %.1f%%, worst %+.1f%%); pairs the GPU separates by > 20%%: "
-          "%d of %d ordered the same (%.1f%%)\n" % (within, len(errs), 100 * statistics.median(abs(e) for e in errs),
-                                                   100 * max(errs, key=abs), pairs_same, pairs,
-                                                   100.0 * pairs_same / pairs if pairs else 100.0))
-    allerr += errs
+    return rows, pairs_same, pairs
+
+
+def summary(rows, pairs_same, pairs):
+    errs = [r[4] for r in rows]
+    return ("%d of %d judged runs within 25%% (median |error| %.1f%%, worst %+.1f%%); pairs the GPU separates by > 20%%: "
+            "%d of %d ordered the same (%.1f%%)" % (sum(abs(e) <= 0.25 for e in errs), len(errs),
+                                                    100 * statistics.median(abs(e) for e in errs), 100 * max(errs, key=abs),
+                                                    pairs_same, pairs, 100.0 * pairs_same / pairs if pairs else 100.0))
+
+
+misses = {}  # (fit, classes) -> trace -> [misses, judged]
+for (k, (cal, judge_traces)), (label, extra) in itertools.product(enumerate((halves, halves[::-1])),
+                                                                  (("all costs", []), ("own work only", ["--bookkeeping-only"]))):
+    stem = os.path.join(out, "fit%d%s" % (k + 1, "b" if extra else ""))
+    fit(cal, stem + ".gpu", extra + ["--one-class"])
+    old = judge(judge_traces, stem + ".gpu")
+    new = None
+    if classed:
+        fit(cal, stem + "c.gpu", extra)
+        new = judge(judge_traces, stem + "c.gpu")
+    print("### %s, calibrated on %s; judged on %s\n" % (label, ", ".join(cal), ", ".join(judge_traces)))
+    if new:
+        print("| trace | policy | measured us | one class us | error | with classes us | error | assumed-cost model us |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        for (t, pol, m, p, e, assumed), (_, _, _, pc, ec, _) in zip(old[0], new[0]):
+            print("| %s | %s | %.0f | %.0f | %+.1f%% | %.0f | %+.1f%% | %.0f |" % (t, pol, m, p, 100 * e, pc, 100 * ec, assumed))
+    else:
+        print("| trace | policy | measured us | predicted us | error | assumed-cost model us |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for t, pol, m, p, e, assumed in old[0]:
+            print("| %s | %s | %.0f | %.0f | %+.1f%% | %.0f |" % (t, pol, m, p, 100 * e, assumed))
+    print("\none class: %s" % summary(*old))
+    if new:
+        print("with classes: %s" % summary(*new))
+    print()
+    for cls, res in (("one class", old), ("with classes", new)):
+        for t, pol, m, p, e, _ in (res[0] if res else []):
+            v = misses.setdefault((label, cls), {}).setdefault(t, [0, 0])
+            v[0] += abs(e) > 0.25
+            v[1] += 1
+
+print("### the misses (> 25%) by trace, both splits together\n")
+cols = [key for key in misses]
+print("| trace | " + " | ".join("%s, %s" % key for key in cols) + " |")
+print("| --- |" + " --- |" * len(cols))
+for t in traces:
+    print("| %s | " % t + " | ".join("%d of %d" % tuple(misses[key].get(t, [0, 0])) for key in cols) + " |")
+print()
+
+print("### the repeat class by trace (pagetune sim's request_classes, the first policy's run)\n")
+print("| trace | requests and frees | repeats | share | by frees back (1..8, none) |")
+print("| --- | --- | --- | --- | --- |")
+for t in traces:
+    rs = next(rs for (tt, _), rs in procs.items() if tt == t)
+    o = sim(rs[0], base)
+    c = o.get("request_classes")
+    if not c:
+        print("| %s | %d | - | - | (this pagetune has no request classes) |" % (t, o["allocs"] + o["frees"]))
+        continue
+    n = sum(c["by_free_distance"])
+    print("| %s | %d | %d | %.2f | %s |" % (t, n, c["repeat_requests"], c["repeat_requests"] / n if n else 0,
+                                           " ".join(str(x) for x in c["by_free_distance"])))
+print()
 
 print("## 3. the measurement's own reproducibility\n")
 print("pytorch_native and tunable_caching at its defaults are the same mechanism with the same parameters,\n"
@@ -201,4 +270,36 @@ if bins:
     for mech in sorted(bins):
         print("| %s | " % mech + " | ".join("%.3f (%d)" % (bins[mech][lo][1] / bins[mech][lo][0], bins[mech][lo][0])
                                            if lo in bins[mech] else "" for lo in los) + " |")
+    print()
+
+print("## 5. measured costs by request class, by trace\n")
+if not classed:
+    print("No replay here carries request classes (measured_costs.by_class).\n")
+else:
+    print("Every process pooled: the allocator's own work a request or free served without a driver call\n"
+          "(mean us, count), other against repeat, and the mean time of a driver call made in each class;\n"
+          "repeat / other below 1 is what the hypothesis (exact-size reuse is cheaper) predicts.\n")
+    print("| trace | mechanism | own other | own repeat | repeat / other | call other | call repeat | repeat / other |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    pool = {}
+    for r in runs:
+        g = r["gpu_mechanism_replay"]
+        bc = g["measured_costs"].get("by_class")
+        if not bc:
+            continue
+        v = pool.setdefault((name(r), g["mechanism"]), {c: [0, 0.0, 0, 0.0] for c in ("other", "repeat")})
+        for c in ("other", "repeat"):
+            for n, b, us in bc[c]["requests"]:
+                v[c][0] += n; v[c][1] += us
+            for pts in bc[c]["calls"].values():
+                for n, b, us in pts:
+                    v[c][2] += n; v[c][3] += us
+    mean = lambda n, us: us / n if n else float("nan")
+    show = lambda n, us: "%.3f (%d)" % (us / n, n) if n else "-"
+    ratio = lambda x, y: "%.2f" % (x / y) if x == x and y == y and y > 0 else "-"
+    for (t, mech), v in sorted(pool.items()):
+        o, p = v["other"], v["repeat"]
+        print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            t, mech, show(o[0], o[1]), show(p[0], p[1]), ratio(mean(p[0], p[1]), mean(o[0], o[1])),
+            show(o[2], o[3]), show(p[2], p[3]), ratio(mean(p[2], p[3]), mean(o[2], o[3]))))
     print()

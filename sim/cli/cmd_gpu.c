@@ -59,7 +59,7 @@ int pt_cmd_gpu_info(void *args, char **pos, int npos, pt_err *err) {
 
 typedef struct fit_args {
   const char *gpu, *name, *output;
-  int bookkeeping_only;
+  int bookkeeping_only, one_class;
 } fit_args;
 
 static const fit_args fit_defaults = {.gpu = "h200"};
@@ -69,9 +69,12 @@ static const pt_cli_opt fit_opts[] = {
     PT_CLI_OPT_STR("output", 'o', "FILE", fit_args, output, "where to write it (required; written whole or not at all)"),
     PT_CLI_OPT_FLAG("bookkeeping-only", fit_args, bookkeeping_only,
                     "fit the mechanisms' own work only; keep the base's driver-call points"),
+    PT_CLI_OPT_FLAG("one-class", fit_args, one_class,
+                    "ignore the replays' request classes (by_class): every request in the plain\n"
+                    "lines, no *_repeat line, as replays without the class axis are fitted"),
     PT_CLI_END};
 const pt_cli_table pt_opts_gpu_fit = {
-    "usage: pagetune gpu fit -o FILE [--gpu NAME] [--name NAME] [--bookkeeping-only] REPLAY.json...\n"
+    "usage: pagetune gpu fit -o FILE [--gpu NAME] [--name NAME] [--bookkeeping-only] [--one-class] REPLAY.json...\n"
     "\n"
     "Write a GPU description whose costs are the ones measured in context by\n"
     "real-mechanism replays: each REPLAY.json holds the output of\n"
@@ -81,16 +84,17 @@ const pt_cli_table pt_opts_gpu_fit = {
     "made one apart) are summed over the files; each class becomes one point,\n"
     "its mean (bytes / calls : us / calls), in the cost, bookkeeping_us and\n"
     "bookkeeping_call_us lines of the description --gpu names, which are\n"
-    "replaced for the calls and mechanisms measured; the rest is kept as it is.  Calibrate on some\n"
+    "replaced for the calls and mechanisms measured; the rest is kept as it is.\n"
+    "Replays that split their costs by request class (measured_costs.by_class: a\n"
+    "repeat is a request or free whose size was freed among the last few frees)\n"
+    "give the plain lines from the other class and cost_repeat,\n"
+    "bookkeeping_repeat_us and bookkeeping_call_repeat_us lines from the repeats;\n"
+    "older replays (no by_class) go whole into the plain lines.  Calibrate on some\n"
     "traces, predict others with 'pagetune sim --gpu FILE'.  Needs no GPU.\n",
     fit_opts, sizeof(fit_args), &fit_defaults, 4096};
 
-/* One replay object's measured costs added to f. */
-static int fit_add(pt_cost_fit *f, const pt_jr_val *o, const char *path, pt_err *err) {
-  const pt_jr_val *g = pt_jr_get(o, "gpu_mechanism_replay"), *mc = pt_jr_get(g, "measured_costs");
-  const char *mech = pt_jr_string(pt_jr_get(g, "mechanism"), NULL);
-  if (!mc || !mech)
-    return pt_err_set(err, PT_EFORMAT, "%s: not the output of pagetune replay --mechanism --json (no measured_costs)", path);
+/* One {calls, requests, requests_with_calls} object's points added to f as class cls. */
+static int fit_points(pt_cost_fit *f, const pt_jr_val *mc, const char *mech, int cls, const char *path, pt_err *err) {
   const pt_jr_val *calls = pt_jr_get(mc, "calls"), *req = pt_jr_get(mc, "requests");
   int rc = 0;
   for (size_t i = 0; rc == 0 && i < pt_jr_len(calls); i++) {
@@ -105,7 +109,7 @@ static int fit_add(pt_cost_fit *f, const pt_jr_val *o, const char *path, pt_err 
       double n = pt_jr_number(pt_jr_index(p, 0)), b = pt_jr_number(pt_jr_index(p, 1)), us = pt_jr_number(pt_jr_index(p, 2));
       if (pt_jr_len(p) != 3 || !(n >= 1) || !(b >= 0) || !(us >= 0) || n > 1e18 || b > 1.8e19)
         return pt_err_set(err, PT_EFORMAT, "%s: %s: a point is [calls, bytes, us]", path, name);
-      rc = pt_cost_fit_call(f, c, (uint64_t)n, (uint64_t)b, us, err);
+      rc = pt_cost_fit_call(f, cls, c, (uint64_t)n, (uint64_t)b, us, err);
     }
   }
   for (int with = 0; with < 2; with++) {
@@ -115,15 +119,34 @@ static int fit_add(pt_cost_fit *f, const pt_jr_val *o, const char *path, pt_err 
       double n = pt_jr_number(pt_jr_index(p, 0)), b = pt_jr_number(pt_jr_index(p, 1)), us = pt_jr_number(pt_jr_index(p, 2));
       if (pt_jr_len(p) != 3 || !(n >= 1) || !(b >= 0) || n > 1e18 || b > 1.8e19 || us != us)
         return pt_err_set(err, PT_EFORMAT, "%s: requests: a point is [requests, bytes, us]", path);
-      rc = pt_cost_fit_requests(f, mech, with, (uint64_t)n, (uint64_t)b, us > 0 ? us : 0, err);
+      rc = pt_cost_fit_requests(f, mech, cls, with, (uint64_t)n, (uint64_t)b, us > 0 ? us : 0, err);
     }
+  }
+  return rc;
+}
+
+/* One replay object's measured costs added to f: by request class where it has them and one_class is 0. */
+static int fit_add(pt_cost_fit *f, const pt_jr_val *o, int one_class, const char *path, pt_err *err) {
+  const pt_jr_val *g = pt_jr_get(o, "gpu_mechanism_replay"), *mc = pt_jr_get(g, "measured_costs");
+  const char *mech = pt_jr_string(pt_jr_get(g, "mechanism"), NULL);
+  if (!mc || !mech)
+    return pt_err_set(err, PT_EFORMAT, "%s: not the output of pagetune replay --mechanism --json (no measured_costs)", path);
+  const pt_jr_val *bc = one_class ? NULL : pt_jr_get(mc, "by_class");
+  int rc;
+  if (bc) {
+    const pt_jr_val *other = pt_jr_get(bc, "other"), *rep = pt_jr_get(bc, "repeat");
+    if (!other || !rep) return pt_err_set(err, PT_EFORMAT, "%s: measured_costs.by_class needs 'other' and 'repeat'", path);
+    rc = fit_points(f, other, mech, PT_REQ_OTHER, path, err);
+    if (rc == 0) rc = fit_points(f, rep, mech, PT_REQ_REPEAT, path, err);
+  } else {
+    rc = fit_points(f, mc, mech, PT_REQ_OTHER, path, err);
   }
   if (rc == 0) f->runs++;
   return rc < 0 ? pt_err_prefix(err, rc, "%s", path) : 0;
 }
 
 /* A file of one replay object, or one a line. */
-static int fit_file(pt_cost_fit *f, const char *path, pt_err *err) {
+static int fit_file(pt_cost_fit *f, const char *path, int one_class, pt_err *err) {
   FILE *in = fopen(path, "r");
   if (!in) return pt_err_set(err, PT_ENOTFOUND, "%s: %s", path, strerror(errno));
   char *text;
@@ -135,7 +158,7 @@ static int fit_file(pt_cost_fit *f, const char *path, pt_err *err) {
   pt_jr_doc *whole;
   pt_err quiet = {{0}};
   if (rc == 0 && pt_jr_parse(text, len, &o, &whole, &quiet) == 0) { /* one object, however laid out */
-    rc = fit_add(f, pt_jr_root(whole), path, err);
+    rc = fit_add(f, pt_jr_root(whole), one_class, path, err);
     pt_jr_free(whole);
     objects = 1;
     len = 0;
@@ -150,7 +173,7 @@ static int fit_file(pt_cost_fit *f, const char *path, pt_err *err) {
       pt_jr_doc *doc;
       if ((rc = pt_jr_parse(text + s, end - s, &o, &doc, err)) < 0) rc = pt_err_prefix(err, rc, "%s: line %d", path, lineno);
       else {
-        rc = fit_add(f, pt_jr_root(doc), path, err);
+        rc = fit_add(f, pt_jr_root(doc), one_class, path, err);
         pt_jr_free(doc);
         objects++;
       }
@@ -171,7 +194,7 @@ int pt_cmd_gpu_fit(void *args, char **pos, int npos, pt_err *err) {
   pt_cost_fit *f = calloc(1, sizeof *f);
   if (!f) return pt_err_set(err, PT_ENOMEM, "out of memory");
   int rc = 0;
-  for (int i = 0; rc == 0 && i < npos; i++) rc = fit_file(f, pos[i], err);
+  for (int i = 0; rc == 0 && i < npos; i++) rc = fit_file(f, pos[i], a->one_class, err);
   if (a->bookkeeping_only) memset(f->call, 0, sizeof f->call);
   char base[4096], name[80], tmp[4200], source[600];
   FILE *in = rc == 0 ? pt_gpu_open(a->gpu, base, sizeof base, err) : NULL;
@@ -197,11 +220,14 @@ int pt_cmd_gpu_fit(void *args, char **pos, int npos, pt_err *err) {
   }
   if (in) fclose(in);
   if (rc == 0) {
-    int ncalls = 0;
+    int ncalls = 0, nrepeat = 0;
     for (int c = 0; c < PT_DRV_NCALLS; c++)
-      for (int k = 0; k < PT_SIZE_CLASSES; k++) ncalls += f->call[c][k].n > 0;
-    fprintf(stderr, "%s: %s fitted from %u replay(s): %d call points, %d mechanism(s)\n", a->output, name, f->runs,
-            ncalls, f->nmech);
+      for (int k = 0; k < PT_SIZE_CLASSES; k++) {
+        ncalls += f->call[PT_REQ_OTHER][c][k].n > 0;
+        nrepeat += f->call[PT_REQ_REPEAT][c][k].n > 0;
+      }
+    fprintf(stderr, "%s: %s fitted from %u replay(s): %d call points (%d more of repeats), %d mechanism(s)\n", a->output,
+            name, f->runs, ncalls, nrepeat, f->nmech);
   }
   free(f);
   return rc;

@@ -56,7 +56,9 @@ static const pt_cli_opt sim_opts[] = {
                      "replay N times and report the median replay rate (benchmarks)"),
     PT_CLI_OPT_STR("gpu", 0, "NAME", sim_args, gpu,
                    "model that GPU's page tables and costs (" PT_WB_GPU_RULE "):\n"
-                   "adds page_table and predicted_alloc_us to the output (default: none)"),
+                   "adds page_table, predicted_alloc_us and request_classes (the repeats\n"
+                   "the prediction prices apart: requests and frees whose size was freed\n"
+                   "among the last 6 frees) to the output (default: none)"),
     PT_CLI_OPT_FLAG("tlb", sim_args, tlb,
                     "also run the synthetic access stream through its TLBs (needs --gpu;\n"
                     "time grows with bytes allocated / page size): adds tlb and\n"
@@ -139,7 +141,9 @@ const pt_cli_table pt_opts_replay = {
     "device 0 instead (the code pagetune's allocator library runs): each request\n"
     "is timed, allocator work and driver calls together, and each driver call\n"
     "on its own, so a request's time splits into its calls and the allocator's\n"
-    "own work (measured_costs in --json: what 'pagetune gpu fit' reads); peak\n"
+    "own work (measured_costs in --json: what 'pagetune gpu fit' reads; by_class\n"
+    "splits it into the repeats, requests and frees whose size was freed among\n"
+    "the last 6 frees, and the rest); peak\n"
     "reserved and the driver calls come from the same books as the model's; free\n"
     "GPU memory is read before and after, and what the run took must come back.\n"
     "Then one untimed check pass polls cuMemGetInfo whenever reserved bytes\n"
@@ -344,16 +348,18 @@ static void request_stats(float *v, size_t n, double out[3]) {
 
 /* The measured costs of a run on the GPU: each kind of call by size class ([calls, bytes, us]) and the
    allocator's own work by request size class ([requests, bytes, us]): what pagetune gpu fit reads. */
-static void print_measured_costs(const pt_sim_result *r) {
-  fputs("\"measured_costs\":{\"calls\":{", stdout);
+/* "calls":{...},"requests":[...],"requests_with_calls":[...]: driver calls as [calls, bytes, us] by size class and
+   kind, requests and frees as [count, bytes, us of own work] by size class (without, with driver calls). */
+static void print_cost_points(const pt_call_sizes *sz, const pt_call_times *tm, const pt_req_sizes *req,
+                              const double own[PT_SIZE_CLASSES], const double own_call[PT_SIZE_CLASSES]) {
+  fputs("\"calls\":{", stdout);
   const char *sep = "";
   for (int c = 0; c < PT_DRV_NCALLS; c++) {
     const char *inner = "";
     for (int k = 0; k < PT_SIZE_CLASSES; k++) {
-      if (!r->call_sizes->calls[c][k]) continue;
+      if (!sz->calls[c][k]) continue;
       if (!*inner) printf("%s\"%s\":[", sep, pt_drv_call_names[c]);
-      printf("%s[%" PRIu64 ",%" PRIu64 ",%.4f]", inner, r->call_sizes->calls[c][k], r->call_sizes->bytes[c][k],
-             r->call_times->us[c][k]);
+      printf("%s[%" PRIu64 ",%" PRIu64 ",%.4f]", inner, sz->calls[c][k], sz->bytes[c][k], tm->us[c][k]);
       inner = ",";
       sep = ",";
     }
@@ -361,8 +367,8 @@ static void print_measured_costs(const pt_sim_result *r) {
   }
   for (int with = 0; with < 2; with++) { /* requests served without a driver call, then with */
     printf("%s\"%s\":[", with ? "]," : "},", with ? "requests_with_calls" : "requests");
-    const uint64_t *n = with ? r->req.n_call : r->req.n, *b = with ? r->req.bytes_call : r->req.bytes;
-    const double *us = with ? r->own_call_us : r->own_us;
+    const uint64_t *n = with ? req->n_call : req->n, *b = with ? req->bytes_call : req->bytes;
+    const double *us = with ? own_call : own;
     sep = "";
     for (int k = 0; k < PT_SIZE_CLASSES; k++)
       if (n[k]) {
@@ -370,14 +376,43 @@ static void print_measured_costs(const pt_sim_result *r) {
         sep = ",";
       }
   }
-  fputs("],\"requests_by_live\":[", stdout); /* [fewest live blocks of the bin, requests, us] */
-  sep = "";
+  putchar(']');
+}
+
+static void print_measured_costs(const pt_sim_result *r) {
+  fputs("\"measured_costs\":{", stdout);
+  print_cost_points(r->call_sizes, r->call_times, &r->req, r->own_us, r->own_call_us);
+  fputs(",\"requests_by_live\":[", stdout); /* [fewest live blocks of the bin, requests, us] */
+  const char *sep = "";
   for (int b = 0; b < PT_LIVE_BINS; b++)
     if (r->own_live_n[b]) {
       printf("%s[%" PRIu64 ",%" PRIu64 ",%.4f]", sep, (UINT64_C(1) << b) - 1, r->own_live_n[b], r->own_live_us[b]);
       sep = ",";
     }
-  printf("],\"failed_calls_us\":%.4f}", r->call_times->failed_us);
+  /* the same split by request class (sim.h): the repeats, and the rest (the totals less the repeats) */
+  static pt_call_sizes osz;
+  static pt_call_times otm;
+  pt_req_sizes oreq;
+  double own[PT_SIZE_CLASSES], own_call[PT_SIZE_CLASSES];
+  for (int c = 0; c < PT_DRV_NCALLS; c++)
+    for (int k = 0; k < PT_SIZE_CLASSES; k++) {
+      osz.calls[c][k] = r->call_sizes->calls[c][k] - r->repeat_call_sizes->calls[c][k];
+      osz.bytes[c][k] = r->call_sizes->bytes[c][k] - r->repeat_call_sizes->bytes[c][k];
+      otm.us[c][k] = r->call_times->us[c][k] - r->repeat_call_times->us[c][k];
+    }
+  for (int k = 0; k < PT_SIZE_CLASSES; k++) {
+    oreq.n[k] = r->req.n[k] - r->req_repeat.n[k];
+    oreq.bytes[k] = r->req.bytes[k] - r->req_repeat.bytes[k];
+    oreq.n_call[k] = r->req.n_call[k] - r->req_repeat.n_call[k];
+    oreq.bytes_call[k] = r->req.bytes_call[k] - r->req_repeat.bytes_call[k];
+    own[k] = r->own_us[k] - r->own_repeat_us[k];
+    own_call[k] = r->own_call_us[k] - r->own_call_repeat_us[k];
+  }
+  printf("],\"repeat_window\":%d,\"by_class\":{\"other\":{", PT_REPEAT_WINDOW);
+  print_cost_points(&osz, &otm, &oreq, own, own_call);
+  fputs("},\"repeat\":{", stdout);
+  print_cost_points(r->repeat_call_sizes, r->repeat_call_times, &r->req_repeat, r->own_repeat_us, r->own_call_repeat_us);
+  printf("}},\"failed_calls_us\":%.4f}", r->call_times->failed_us);
 }
 
 /* One read of the clock that times each request, µs (a request's time holds two: its own work includes them,

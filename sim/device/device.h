@@ -150,6 +150,10 @@ typedef struct pt_device {
   void *ctx;
   pt_call_log *log;                  /* NULL: calls are counted, not logged */
   pt_call_times *times;              /* NULL: calls are not timed */
+  /* a second set of books the calls are also counted (and, when timed, timed) into while set: the engine
+     points them at a request class's (sim.h, request classes) for the requests of that class; NULL: none */
+  pt_call_sizes *class_sizes;
+  pt_call_times *class_times;
   double call_us;                    /* the time of the call being counted, when timed */
   pt_err *err;                       /* where the books' own failures are described */
 } pt_device;
@@ -221,6 +225,14 @@ static inline void pt_dev_cost_at(pt_device *d, enum pt_drv_call c, uint64_t byt
   d->sizes.calls[c][k]++;
   d->sizes.bytes[c][k] += bytes;
   if (d->times) d->times->us[c][k] += d->call_us;
+  if (__builtin_expect(d->class_sizes != NULL, 0)) {
+    d->class_sizes->calls[c][k]++;
+    d->class_sizes->bytes[c][k] += bytes;
+    if (d->times && d->class_times) {
+      d->class_times->us[c][k] += d->call_us;
+      d->class_times->total_us += d->call_us;
+    }
+  }
 }
 
 static inline void pt_dev_count_only(pt_device *d, enum pt_drv_call c, uint64_t va, uint64_t bytes, uint64_t handle) {

@@ -82,6 +82,7 @@ fail:
 void pt_trace_data_free(pt_trace_data *t) {
   pt_frames_free(&t->frames);
   pt_pools_free(&t->pools);
+  free(t->repeat);
   free(t->hints);
   free(t->ev);
   free(t->path);
@@ -142,6 +143,9 @@ typedef struct run {
   int stop_at_oom;
   uint64_t nlive;           /* on a device: blocks live, for own_live_* */
   unsigned pool;            /* the private pool the mechanism now serves (use_pool), 0: the default */
+  /* request classes (sim.h), when classified: the trace's (pt_trace_data.repeat) */
+  int classify, cls;        /* classified at all; the class of the request being made */
+  pt_call_sizes repeat_sizes; /* the calls made in repeat-class requests */
 } run;
 
 /* The mechanism told which pool the next record's memory comes from, when it keeps pools and that changed. */
@@ -159,8 +163,10 @@ static float live_took(run *r, double t0, double calls0, uint64_t n0, uint64_t b
   int k = 63 - __builtin_clzll(bytes | 1);
   if (r->dev.ncalls != n0) {
     r->out->own_call_us[k] += own;
+    if (r->cls) r->out->own_call_repeat_us[k] += own;
   } else {
     r->out->own_us[k] += own;
+    if (r->cls) r->out->own_repeat_us[k] += own;
     int b = 63 - __builtin_clzll(r->nlive + 1);
     if (b >= PT_LIVE_BINS) b = PT_LIVE_BINS - 1;
     r->out->own_live_n[b]++;
@@ -212,8 +218,32 @@ static int close_window(run *r, uint64_t event, int64_t time_us) {
 
 /* Ground truth from the observed records: the recorded segment addresses,
    segment count and peak reserved, gathered once when the trace is loaded. */
+/*
+ * The request classes (sim.h), from the records alone: each allocation and free record is a repeat when its
+ * size is that of one of the PT_REPEAT_WINDOW free records before it; by_free_distance counts how far back.
+ */
+static int classify(pt_trace_data *t) {
+  if (!(t->repeat = calloc(t->n / 64 + 1, sizeof *t->repeat))) return PT_ENOMEM;
+  uint64_t freed[PT_REPEAT_RING]; /* the last frees' sizes, the latest first */
+  for (int k = 0; k < PT_REPEAT_RING; k++) freed[k] = UINT64_MAX;
+  for (size_t i = 0; i < t->n; i++) {
+    const pt_event *e = &t->ev[i];
+    if (e->kind != PT_EV_ALLOC && e->kind != PT_EV_FREE) continue;
+    int back = 0;
+    while (back < PT_REPEAT_RING && freed[back] != e->bytes) back++;
+    t->by_free_distance[back]++;
+    if (back < PT_REPEAT_WINDOW) t->repeat[i >> 6] |= UINT64_C(1) << (i & 63);
+    if (e->kind == PT_EV_FREE) {
+      memmove(freed + 1, freed, (PT_REPEAT_RING - 1) * sizeof freed[0]);
+      freed[0] = e->bytes;
+    }
+  }
+  return 0;
+}
+
 static int observe(pt_trace_data *t) {
   uint64_t reserved = 0, peak = 0, n = 0;
+  if (classify(t) < 0) return PT_ENOMEM;
   for (size_t i = 0; i < t->n; i++) n += t->ev[i].kind == PT_EV_SEG_ALLOC;
   if (n && !(t->hints = malloc(n * sizeof *t->hints))) return PT_ENOMEM;
   t->nhints = 0;
@@ -283,17 +313,34 @@ static inline void touch(run *r, const pt_mech_ops *m, void *st, uint64_t handle
   if (r->tlb && !r->recorded_accesses) touch_at(r, m, st, handle, 0, bytes);
 }
 
-/* A request or free of bytes, served with or without driver calls (the books' count was n0 before it). */
-static inline void count_request(pt_sim_result *out, const run *r, uint64_t n0, uint64_t bytes) {
+/* A request or free of bytes into q, served with or without driver calls (the books' count was n0 before it). */
+static inline void count_request(pt_req_sizes *q, const run *r, uint64_t n0, uint64_t bytes) {
   int k = 63 - __builtin_clzll(bytes | 1);
   if (r->dev.ncalls != n0) {
-    out->req.n_call[k]++;
-    out->req.bytes_call[k] += bytes;
+    q->n_call[k]++;
+    q->bytes_call[k] += bytes;
   } else {
-    out->req.n[k]++;
-    out->req.bytes[k] += bytes;
+    q->n[k]++;
+    q->bytes[k] += bytes;
   }
 }
+
+/* A repeat (sim.h: the trace's class of record i) begins: its calls are counted apart while it runs. */
+static inline void repeat_begin(run *r, pt_sim_result *out) {
+  r->cls = PT_REQ_REPEAT;
+  r->dev.class_sizes = &r->repeat_sizes;
+  r->dev.class_times = out->repeat_call_times; /* NULL but on a given device */
+}
+
+/* ... and ends, counted among the repeats (the books' count was n0 before it). */
+static inline void repeat_end(run *r, pt_sim_result *out, uint64_t n0, uint64_t bytes) {
+  count_request(&out->req_repeat, r, n0, bytes);
+  r->dev.class_sizes = NULL;
+  r->dev.class_times = NULL;
+  r->cls = PT_REQ_OTHER;
+}
+
+static inline int is_repeat(const pt_trace_data *t, size_t i) { return (int)(t->repeat[i >> 6] >> (i & 63)) & 1; }
 
 static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r, pt_sim_result *out, pt_err *err) {
   uint64_t win = 0;
@@ -306,9 +353,12 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
       uint64_t h, n0 = r->dev.ncalls;
       out->allocs++;
       if ((rc = use_pool(r, m, st, e->pool)) < 0) return pt_err_prefix(err, rc, "%s: request %zu", t->path, i);
+      int rep = r->classify && is_repeat(t, i);
+      if (rep) repeat_begin(r, out);
       rc = __builtin_expect(r->live != NULL, 0) ? live_alloc(r, m, st, e->bytes, e->stream, e->id, &h)
                                                  : m->alloc(st, e->bytes, e->stream, &h);
-      count_request(out, r, n0, e->bytes);
+      count_request(&out->req, r, n0, e->bytes);
+      if (rep) repeat_end(r, out, n0, e->bytes);
       if (rc == PT_EOOM && r->stop_at_oom) {
         return pt_err_set(err, PT_EOOM, "%s: request %zu (%" PRIu64 " bytes): out of GPU memory", t->path, i, e->bytes);
       } else if (rc == PT_EOOM) {
@@ -341,8 +391,11 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
       if (*h != FAILED) {
         uint64_t n0 = r->dev.ncalls;
         touch(r, m, st, *h, e->bytes);
+        int rep = r->classify && is_repeat(t, i);
+        if (rep) repeat_begin(r, out);
         rc = __builtin_expect(r->live != NULL, 0) ? live_free(r, m, st, *h, e->bytes, e->id) : m->free(st, *h);
-        count_request(out, r, n0, e->bytes);
+        count_request(&out->req, r, n0, e->bytes);
+        if (rep) repeat_end(r, out, n0, e->bytes);
         if (rc < 0) return pt_err_prefix(err, rc, "%s: record %zu (free)", t->path, i);
         r->allocated -= e->bytes;
       }
@@ -383,7 +436,10 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
     out->free_us = malloc((nreq ? nreq : 1) * sizeof *out->free_us);
     out->call_times = calloc(1, sizeof *out->call_times);
     out->call_sizes = calloc(1, sizeof *out->call_sizes);
-    if (!out->alloc_us || !out->free_us || !out->call_times || !out->call_sizes) {
+    out->repeat_call_times = calloc(1, sizeof *out->repeat_call_times);
+    out->repeat_call_sizes = calloc(1, sizeof *out->repeat_call_sizes);
+    if (!out->alloc_us || !out->free_us || !out->call_times || !out->call_sizes || !out->repeat_call_times ||
+        !out->repeat_call_sizes) {
       free(r.handles);
       pt_sim_result_free(out);
       return pt_err_set(err, PT_ENOMEM, "out of memory");
@@ -403,6 +459,8 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   r.dev.log = cfg->log;
   r.dev.times = out->call_times; /* NULL but on a given device */
   r.stop_at_oom = cfg->stop_at_oom;
+  r.classify = out->classified = (cfg->gpu || cfg->device_ops) && t->repeat; /* a cost is asked for */
+  if (out->classified) memcpy(out->by_free_distance, t->by_free_distance, sizeof out->by_free_distance);
   int rc = 0;
   if (cfg->gpu && !cfg->device_ops) { /* page tables are the model's */
     const pt_mmu_desc *mmu = cfg->gpu->mmu;
@@ -459,6 +517,8 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   out->alloc_retries = r.counters.alloc_retries;
   out->collections = r.counters.collections;
   out->cache_hits = r.counters.cache_hits;
+  out->hit_splits = r.counters.hit_splits;
+  out->free_merges = r.counters.free_merges;
   out->final_reserved_bytes = r.dev.reserved;
   memcpy(out->driver_calls, r.dev.calls, sizeof out->driver_calls);
   memcpy(out->driver_bytes, r.dev.call_bytes, sizeof out->driver_bytes);
@@ -472,12 +532,18 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
       out->page_table = *pt_pagetable_get_stats(r.pt);
       out->mmu = cfg->gpu->mmu;
     }
-    pt_cost_model cost = cfg->gpu->cost;
-    cost.bookkeeping = *pt_gpu_bookkeeping(cfg->gpu, cfg->mech->name, 0);
-    cost.bookkeeping_call = *pt_gpu_bookkeeping(cfg->gpu, cfg->mech->name, 1);
-    out->predicted_alloc_us = pt_cost_alloc_us(&cost, &r.dev.sizes, &out->req);
-    for (int k = 0; k < PT_DRV_NCALLS; k++)
-      out->predicted_call_us[k] = pt_cost_calls_us(&cost.call[k], r.dev.sizes.calls[k], r.dev.sizes.bytes[k]);
+    pt_cost_model cost = pt_gpu_cost_of(cfg->gpu, cfg->mech->name);
+    out->predicted_alloc_us = pt_cost_alloc_class_us(&cost, &r.dev.sizes, &out->req, &r.repeat_sizes, &out->req_repeat);
+    for (int k = 0; k < PT_DRV_NCALLS; k++) {
+      uint64_t n[PT_SIZE_CLASSES], b[PT_SIZE_CLASSES]; /* the other class's calls, then the repeats' */
+      for (int j = 0; j < PT_SIZE_CLASSES; j++) {
+        n[j] = r.dev.sizes.calls[k][j] - r.repeat_sizes.calls[k][j];
+        b[j] = r.dev.sizes.bytes[k][j] - r.repeat_sizes.bytes[k][j];
+      }
+      const pt_cost_line *rl = cost.call_repeat[k].n ? &cost.call_repeat[k] : &cost.call[k];
+      out->predicted_call_us[k] = pt_cost_calls_us(&cost.call[k], n, b) +
+                                  pt_cost_calls_us(rl, r.repeat_sizes.calls[k], r.repeat_sizes.bytes[k]);
+    }
     out->gpu_note = cfg->gpu->note;
   }
   if (r.tlb) {
@@ -491,6 +557,9 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   r.dev.log = NULL;
   r.dev.times = NULL;
   if (out->call_sizes) *out->call_sizes = r.dev.sizes;
+  if (out->repeat_call_sizes) *out->repeat_call_sizes = r.repeat_sizes;
+  for (int c = 0; c < PT_DRV_NCALLS; c++)
+    for (int k = 0; k < PT_SIZE_CLASSES; k++) out->repeat_driver_calls[c] += r.repeat_sizes.calls[c][k];
   for (size_t i = 0; i < t->nallocs; i++)
     if (r.handles[i] != FAILED && r.handles[i] != FREED) cfg->mech->free(st, r.handles[i]);
   if (cfg->device_ops && cfg->mech->empty_cache) { /* a real device gets its memory back, graphs' pools too */
@@ -519,8 +588,12 @@ void pt_sim_result_free(pt_sim_result *r) {
   free(r->free_us);
   free(r->call_times);
   free(r->call_sizes);
+  free(r->repeat_call_times);
+  free(r->repeat_call_sizes);
   r->call_times = NULL;
   r->call_sizes = NULL;
+  r->repeat_call_times = NULL;
+  r->repeat_call_sizes = NULL;
   r->alloc_us = r->free_us = NULL;
   r->nalloc_us = r->nfree_us = 0;
 }
@@ -593,6 +666,17 @@ void pt_sim_print_json_members(FILE *f, const pt_sim_result *r, int with_timelin
   fprintf(f, ",\"addresses_followed\":%s", r->addresses_followed ? "true" : "false");
   fprintf(f, ",\"segment_releases\":%" PRIu64 ",\"observed_segment_releases\":%" PRIu64, r->segment_releases,
           r->observed_segment_releases);
+  if (r->classified) { /* the class axis (sim.h): what a prediction priced by class */
+    uint64_t n = 0, nc = 0;
+    for (int k = 0; k < PT_SIZE_CLASSES; k++) n += r->req_repeat.n[k], nc += r->req_repeat.n_call[k];
+    fprintf(f, ",\"request_classes\":{\"repeat_window\":%d,\"repeat_requests\":%" PRIu64
+               ",\"repeat_requests_with_calls\":%" PRIu64 ",",
+            PT_REPEAT_WINDOW, n + nc, nc);
+    pt_sim_print_calls_json(f, "repeat_driver_calls", r->repeat_driver_calls);
+    fputs(",\"by_free_distance\":[", f);
+    for (int d = 0; d <= PT_REPEAT_RING; d++) fprintf(f, "%s%" PRIu64, d ? "," : "", r->by_free_distance[d]);
+    fprintf(f, "],\"cache_hit_splits\":%" PRIu64 ",\"free_merges\":%" PRIu64 "}", r->hit_splits, r->free_merges);
+  }
   if (r->has_gpu) fprintf(f, ",\"predicted_alloc_us\":%.6g", r->predicted_alloc_us);
   else fputs(",\"predicted_alloc_us\":null", f); /* never predicted: no GPU description */
   if (r->has_gpu && r->mmu) { /* stored runs keep no page-table detail */

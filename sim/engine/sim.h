@@ -20,6 +20,17 @@
 #include "trace.h"
 
 /*
+ * Request classes (cost.h): a request or free is a repeat when its size (as the trace gives it) is one of the
+ * sizes of the last PT_REPEAT_WINDOW free records before it.  Decided once, when the trace is loaded, from its
+ * records alone: the same on the model and on a real device, whatever the mechanism and whatever a run
+ * makes of the records, so a prediction counts what a measurement timed.  The window was chosen on the
+ * traces in traces/ (bench/RESULTS.md, issue 11: the cost axis).  A run uses the classes only when a cost
+ * is asked for (a GPU description, or a device given by the config).
+ */
+#define PT_REPEAT_RING 16   /* the distances counted (by_free_distance) */
+#define PT_REPEAT_WINDOW 6 /* a repeat: within this many frees back */
+
+/*
  * A trace read into memory: initial-state records first, in file order.
  * Allocation ids are renumbered densely (the k-th allocation gets id k, its
  * frees and accesses follow), so the replay indexes arrays, not hash maps.
@@ -37,6 +48,10 @@ typedef struct pt_trace_data {
   uint64_t observed_segment_releases; /* its segment_free and segment_unmap records */
   pt_frames frames;         /* what the records' stack ids name (none: stripped, or never recorded) */
   pt_pools pools;           /* what the records' pool numbers name (none: no private pool) */
+  uint64_t *repeat;         /* bit i: record i is a repeat (request classes, above) */
+  /* the allocation and free records by how many frees back their size was last freed: [d - 1] for d = 1 ..
+     PT_REPEAT_RING, [PT_REPEAT_RING] for none as recent (what the window was chosen by) */
+  uint64_t by_free_distance[PT_REPEAT_RING + 1];
 } pt_trace_data;
 
 int pt_trace_load(const char *path, const pt_trace_opts *opts, pt_err *err, pt_trace_data *out /* OUT */);
@@ -107,6 +122,7 @@ typedef struct pt_sim_point {
 
 #define PT_LIVE_BINS 16
 
+
 typedef struct pt_sim_result {
 #define PT_U uint64_t
 #define PT_D double
@@ -137,6 +153,17 @@ typedef struct pt_sim_result {
      2^k - 1 up to 2^(k+1) - 2 live blocks (the last bin everything above) */
   uint64_t own_live_n[PT_LIVE_BINS];
   double own_live_us[PT_LIVE_BINS];
+  /* the class axis, when classified: the repeat class's requests and frees (a subset of req), the driver calls
+     they made (repeat_driver_calls counts as the cost model does: a cuMemSetAccess once a handle it covers),
+     and (on a given device) their measured share of own_us / own_call_us and of call_times */
+  int classified;
+  pt_req_sizes req_repeat;
+  uint64_t repeat_driver_calls[PT_DRV_NCALLS];
+  double own_repeat_us[PT_SIZE_CLASSES], own_call_repeat_us[PT_SIZE_CLASSES];
+  pt_call_times *repeat_call_times;
+  pt_call_sizes *repeat_call_sizes;
+  uint64_t by_free_distance[PT_REPEAT_RING + 1]; /* the trace's (pt_trace_data), when classified */
+  uint64_t hit_splits, free_merges; /* the mechanism's (pt_mech_counters: caching's only); in JSON when classified */
   double seconds;            /* wall time of the replay itself */
   /* with a GPU description */
   int has_gpu, has_tlb;

@@ -54,3 +54,29 @@ double pt_cost_alloc_us(const pt_cost_model *m, const pt_call_sizes *sizes, cons
   for (int i = 0; i < PT_DRV_NCALLS; i++) t += pt_cost_calls_us(&m->call[i], sizes->calls[i], sizes->bytes[i]);
   return t;
 }
+
+double pt_cost_alloc_class_us(const pt_cost_model *m, const pt_call_sizes *sizes, const pt_req_sizes *req,
+                              const pt_call_sizes *rep_sizes, const pt_req_sizes *rep_req) {
+  pt_call_sizes other = *sizes;
+  pt_req_sizes other_req = *req;
+  for (int c = 0; c < PT_DRV_NCALLS; c++) /* the rest: every call less the repeats' (a subset, so no underflow) */
+    for (int k = 0; k < PT_SIZE_CLASSES; k++) {
+      other.calls[c][k] -= rep_sizes->calls[c][k];
+      other.bytes[c][k] -= rep_sizes->bytes[c][k];
+    }
+  for (int k = 0; k < PT_SIZE_CLASSES; k++) {
+    other_req.n[k] -= rep_req->n[k];
+    other_req.bytes[k] -= rep_req->bytes[k];
+    other_req.n_call[k] -= rep_req->n_call[k];
+    other_req.bytes_call[k] -= rep_req->bytes_call[k];
+  }
+  const pt_cost_line *plain = m->bookkeeping_repeat.n ? &m->bookkeeping_repeat : &m->bookkeeping;
+  const pt_cost_line *with_calls = m->bookkeeping_call_repeat.n ? &m->bookkeeping_call_repeat
+                                   : m->bookkeeping_call.n     ? &m->bookkeeping_call
+                                                               : plain;
+  double t = pt_cost_alloc_us(m, &other, &other_req) + pt_cost_calls_us(plain, rep_req->n, rep_req->bytes) +
+             pt_cost_calls_us(with_calls, rep_req->n_call, rep_req->bytes_call);
+  for (int c = 0; c < PT_DRV_NCALLS; c++)
+    t += pt_cost_calls_us(m->call_repeat[c].n ? &m->call_repeat[c] : &m->call[c], rep_sizes->calls[c], rep_sizes->bytes[c]);
+  return t;
+}

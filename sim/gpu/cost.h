@@ -41,10 +41,21 @@ typedef struct pt_cost_line {
  * calibrate` (a cached allocate + free pair) or fitted from real-mechanism
  * replays (`pagetune gpu fit`); a constant is a line of one point.
  */
+/*
+ * Request classes: the engine puts each request and free in one (sim.h): 0 "other", 1 "repeat" (its size is
+ * one of the last few sizes freed: a best fit finds the block whole, the driver's sub-allocator has it
+ * back).  Every line has a repeat twin, n = 0 where the description gives none: then the plain line prices
+ * the repeats too, which is what a description without class lines meant.
+ */
+enum { PT_REQ_OTHER, PT_REQ_REPEAT, PT_REQ_CLASSES };
+
 typedef struct pt_cost_model {
   pt_cost_line call[PT_DRV_NCALLS];
   pt_cost_line bookkeeping;       /* µs per request or free, by the request's size */
   pt_cost_line bookkeeping_call;  /* the same for a request that made driver calls (n = 0: as bookkeeping) */
+  /* the repeat class's lines (n = 0: the plain line above) */
+  pt_cost_line call_repeat[PT_DRV_NCALLS];
+  pt_cost_line bookkeeping_repeat, bookkeeping_call_repeat;
 } pt_cost_model;
 
 /* Requests and frees by size class (as pt_call_sizes): those served without a driver call, and those that
@@ -66,5 +77,10 @@ pt_cost_line pt_cost_constant(double us);
 /* Predicted allocator time, µs: every driver call, plus the bookkeeping of each request and free by its
    size class and whether it made driver calls. */
 double pt_cost_alloc_us(const pt_cost_model *m, const pt_call_sizes *sizes, const pt_req_sizes *req);
+/* The same with the class axis: sizes and req count every call and request, rep_sizes and rep_req the
+   repeat class's among them (a subset); the repeats are priced by the repeat lines where the model has them,
+   the rest by the plain lines.  With no repeat line this is pt_cost_alloc_us. */
+double pt_cost_alloc_class_us(const pt_cost_model *m, const pt_call_sizes *sizes, const pt_req_sizes *req,
+                              const pt_call_sizes *rep_sizes, const pt_req_sizes *rep_req);
 
 #endif

@@ -1,6 +1,8 @@
 /* fit.c — cost and bookkeeping lines from measured sums (see fit.h). */
 #include "fit.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int class_of(uint64_t n, uint64_t bytes) {
@@ -8,18 +10,20 @@ static int class_of(uint64_t n, uint64_t bytes) {
   return 63 - __builtin_clzll(mean | 1);
 }
 
-int pt_cost_fit_call(pt_cost_fit *f, int c, uint64_t n, uint64_t bytes, double us, pt_err *err) {
-  if (c < 0 || c >= PT_DRV_NCALLS) return pt_err_set(err, PT_EUSAGE, "no such driver call");
+int pt_cost_fit_call(pt_cost_fit *f, int cls, int c, uint64_t n, uint64_t bytes, double us, pt_err *err) {
+  if (c < 0 || c >= PT_DRV_NCALLS || cls < 0 || cls >= PT_REQ_CLASSES)
+    return pt_err_set(err, PT_EUSAGE, "no such driver call or request class");
   if (!n || !(us >= 0)) return pt_err_set(err, PT_EFORMAT, "a measured cost needs calls > 0 and a time >= 0");
-  pt_fit_sum *s = &f->call[c][class_of(n, bytes)];
+  pt_fit_sum *s = &f->call[cls][c][class_of(n, bytes)];
   s->n += n;
   s->bytes += bytes;
   s->us += us;
   return 0;
 }
 
-int pt_cost_fit_requests(pt_cost_fit *f, const char *mech, int with_calls, uint64_t n, uint64_t bytes, double us,
+int pt_cost_fit_requests(pt_cost_fit *f, const char *mech, int cls, int with_calls, uint64_t n, uint64_t bytes, double us,
                          pt_err *err) {
+  if (cls < 0 || cls >= PT_REQ_CLASSES) return pt_err_set(err, PT_EUSAGE, "no such request class");
   if (!n) return pt_err_set(err, PT_EFORMAT, "measured requests need a count > 0");
   int m = 0;
   while (m < f->nmech && strcmp(f->mech[m].name, mech)) m++;
@@ -29,15 +33,13 @@ int pt_cost_fit_requests(pt_cost_fit *f, const char *mech, int with_calls, uint6
     snprintf(f->mech[m].name, sizeof f->mech[m].name, "%s", mech);
     f->nmech++;
   }
-  pt_fit_sum *s = &(with_calls ? f->mech[m].req_call : f->mech[m].req)[class_of(n, bytes)];
+  pt_fit_sum *s = &(with_calls ? f->mech[m].req_call : f->mech[m].req)[cls][class_of(n, bytes)];
   s->n += n;
   s->bytes += bytes;
   s->us += us;
   return 0;
 }
 
-/* The points of sums by class: "BYTES:US ...", each class's mean; a time below 1 ns is written as 1 ns
-   (a point's time must be > 0: own work can measure 0 at the clock's grain). */
 /* Classes with fewer calls than this are left out when others have as many: one slow call (a driver's
    first of a size) is not a class's cost. */
 #define MIN_SAMPLES 5
@@ -49,46 +51,89 @@ static int enough(const pt_fit_sum *s, int k) {
   return s[k].n > 0; /* none has enough: every class measured */
 }
 
-/* base: the description's own points for the same kind, kept below and above the sizes measured (where a
-   replay says nothing, the calibration still does); NULL for none. */
-static void write_points(FILE *out, const pt_fit_sum *s, const pt_cost_points *base) {
+/* The points of sums s (each class's mean, a time below 1 ns written as 1 ns: a point's time must be > 0, and
+   own work can measure 0 at the clock's grain), with base's (the description's own points for the same kind,
+   or NULL) kept below and above the sizes measured: where a replay says nothing, the calibration still does. */
+static double mean_bytes(const pt_fit_sum *s) { /* whole bytes, as written: a base's point is never the same size */
+  return floor((double)s->bytes / (double)s->n + 0.5);
+}
+
+static void fitted_points(const pt_fit_sum *s, const pt_cost_points *base, pt_cost_points *p /* OUT */) {
   double lo = -1, hi = -1;
+  p->n = 0;
   for (int k = 0; k < PT_SIZE_CLASSES; k++)
     if (enough(s, k)) {
-      double b = (double)s[k].bytes / (double)s[k].n;
+      double b = mean_bytes(&s[k]);
       if (lo < 0) lo = b;
       hi = b;
     }
-  for (size_t i = 0; base && i < base->n; i++)
-    if (base->bytes[i] < lo) fprintf(out, " %.0f:%.4f", base->bytes[i], base->us[i]);
-  for (int k = 0; k < PT_SIZE_CLASSES; k++)
+  for (size_t i = 0; base && i < base->n && p->n < PT_COST_MAX_POINTS; i++)
+    if (base->bytes[i] < lo) p->bytes[p->n] = base->bytes[i], p->us[p->n++] = base->us[i];
+  for (int k = 0; k < PT_SIZE_CLASSES && p->n < PT_COST_MAX_POINTS; k++)
     if (enough(s, k)) {
       double us = s[k].us / (double)s[k].n;
-      fprintf(out, " %.0f:%.4f", (double)s[k].bytes / (double)s[k].n, us > 0.001 ? us : 0.001);
+      p->bytes[p->n] = mean_bytes(&s[k]);
+      p->us[p->n++] = us > 0.001 ? us : 0.001;
     }
-  for (size_t i = 0; base && i < base->n; i++)
-    if (base->bytes[i] > hi) fprintf(out, " %.0f:%.4f", base->bytes[i], base->us[i]);
+  for (size_t i = 0; base && i < base->n && p->n < PT_COST_MAX_POINTS; i++)
+    if (base->bytes[i] > hi) p->bytes[p->n] = base->bytes[i], p->us[p->n++] = base->us[i];
+}
+
+/* The points as written (%.0f bytes, %.4f us), read back: what a later fit's base is. */
+static void write_points(FILE *out, const pt_fit_sum *s, const pt_cost_points *base, pt_cost_points *written /* OUT */) {
+  pt_cost_points p;
+  fitted_points(s, base, &p);
+  if (written) written->n = 0;
+  for (size_t i = 0; i < p.n; i++) {
+    char b[64], u[64];
+    snprintf(b, sizeof b, "%.0f", p.bytes[i]);
+    snprintf(u, sizeof u, "%.4f", p.us[i]);
+    fprintf(out, " %s:%s", b, u);
+    if (written) written->bytes[written->n] = strtod(b, NULL), written->us[written->n++] = strtod(u, NULL);
+  }
 }
 
 static int any(const pt_fit_sum *s) {
+  if (!s) return 0;
   for (int k = 0; k < PT_SIZE_CLASSES; k++)
     if (s[k].n) return 1;
   return 0;
 }
 
-/* Whether line (a description's) is one the fit replaces: cost of a measured call, bookkeeping_us of a
-   measured mechanism, name or source. */
+/* Whether a mechanism or call kind has sums in any class. */
+static int any_call(const pt_cost_fit *f, int c) {
+  for (int cls = 0; cls < PT_REQ_CLASSES; cls++)
+    if (any(f->call[cls][c])) return 1;
+  return 0;
+}
+
+/* Whether line (a description's) is one the fit replaces: cost (and cost_repeat) of a measured call,
+   bookkeeping lines of a measured mechanism, name or source. */
 static int replaced(const pt_cost_fit *f, const char *line) {
   char key[32] = "", what[32] = "";
   if (sscanf(line, " %31s %31s", key, what) < 1) return 0;
   if (!strcmp(key, "source") || !strcmp(key, "name")) return 1;
-  if (!strcmp(key, "cost"))
+  if (!strcmp(key, "cost") || !strcmp(key, "cost_repeat"))
     for (int c = 0; c < PT_DRV_NCALLS; c++)
-      if (!strcmp(what, pt_drv_call_names[c])) return any(f->call[c]);
-  if (!strcmp(key, "bookkeeping_us") || !strcmp(key, "bookkeeping_call_us"))
+      if (!strcmp(what, pt_drv_call_names[c])) return any_call(f, c);
+  if (!strcmp(key, "bookkeeping_us") || !strcmp(key, "bookkeeping_call_us") || !strcmp(key, "bookkeeping_repeat_us") ||
+      !strcmp(key, "bookkeeping_call_repeat_us"))
     for (int m = 0; m < f->nmech; m++)
       if (!strcmp(what, f->mech[m].name)) return 1;
   return 0;
+}
+
+/* One mechanism's two lines of a class: "KEY MECH POINTS" for requests without and with driver calls (a kind
+   never seen takes the other's sums; the repeat class, where its sums say nothing, the plain line's points). */
+static void write_bookkeeping(FILE *out, const char *mech, const char *key, const char *call_key, const pt_fit_sum *req,
+                              const pt_fit_sum *req_call, const pt_cost_points *plain_base, const pt_cost_points *call_base,
+                              pt_cost_points *plain_out, pt_cost_points *call_out) {
+  const pt_fit_sum *plain = any(req) ? req : req_call, *call = any(req_call) ? req_call : req;
+  fprintf(out, "%s %s", key, mech);
+  write_points(out, plain, plain_base, plain_out);
+  fprintf(out, "\n%s %s", call_key, mech);
+  write_points(out, call, call_base, call_out);
+  fputc('\n', out);
 }
 
 int pt_cost_fit_write(const pt_cost_fit *f, FILE *in, const pt_cost_points base[PT_DRV_NCALLS], FILE *out, const char *name,
@@ -104,22 +149,32 @@ int pt_cost_fit_write(const pt_cost_fit *f, FILE *in, const pt_cost_points base[
   if (ferror(in)) return pt_err_set(err, PT_EIO, "description: read failed");
   fprintf(out, "# Fitted by pagetune gpu fit from %u real-mechanism replay(s): each point a size class's mean,\n"
                "# measured in context (pagetune replay --mechanism), classes of %d calls or more; a call's\n"
-               "# calibration points kept below and above the sizes the replays measured.\n",
+               "# calibration points kept below and above the sizes the replays measured; the *_repeat lines\n"
+               "# (requests whose size was freed among the last few frees) the plain line's outside theirs.\n",
           f->runs, MIN_SAMPLES);
-  for (int c = 0; c < PT_DRV_NCALLS; c++)
-    if (any(f->call[c])) {
-      fprintf(out, "cost %s", pt_drv_call_names[c]);
-      write_points(out, f->call[c], base ? &base[c] : NULL);
+  for (int c = 0; c < PT_DRV_NCALLS; c++) {
+    if (!any_call(f, c)) continue;
+    pt_cost_points plain;
+    const pt_fit_sum *s = any(f->call[PT_REQ_OTHER][c]) ? f->call[PT_REQ_OTHER][c] : f->call[PT_REQ_REPEAT][c];
+    fprintf(out, "cost %s", pt_drv_call_names[c]);
+    write_points(out, s, base ? &base[c] : NULL, &plain);
+    fputc('\n', out);
+    if (any(f->call[PT_REQ_REPEAT][c])) {
+      fprintf(out, "cost_repeat %s", pt_drv_call_names[c]);
+      write_points(out, f->call[PT_REQ_REPEAT][c], &plain, NULL);
       fputc('\n', out);
     }
-  for (int m = 0; m < f->nmech; m++) { /* a kind of request never seen takes the other's points */
-    const pt_fit_sum *plain = any(f->mech[m].req) ? f->mech[m].req : f->mech[m].req_call;
-    const pt_fit_sum *call = any(f->mech[m].req_call) ? f->mech[m].req_call : f->mech[m].req;
-    fprintf(out, "bookkeeping_us %s", f->mech[m].name);
-    write_points(out, plain, NULL);
-    fprintf(out, "\nbookkeeping_call_us %s", f->mech[m].name);
-    write_points(out, call, NULL);
-    fputc('\n', out);
+  }
+  for (int m = 0; m < f->nmech; m++) {
+    const char *mech = f->mech[m].name;
+    const pt_fit_sum *req = f->mech[m].req[PT_REQ_OTHER], *req_call = f->mech[m].req_call[PT_REQ_OTHER];
+    const pt_fit_sum *rep = f->mech[m].req[PT_REQ_REPEAT], *rep_call = f->mech[m].req_call[PT_REQ_REPEAT];
+    if (!any(req) && !any(req_call)) req = rep, req_call = rep_call; /* only repeats seen: they are the plain lines */
+    pt_cost_points plain, call;
+    write_bookkeeping(out, mech, "bookkeeping_us", "bookkeeping_call_us", req, req_call, NULL, NULL, &plain, &call);
+    if (req != rep && (any(rep) || any(rep_call)))
+      write_bookkeeping(out, mech, "bookkeeping_repeat_us", "bookkeeping_call_repeat_us", rep, rep_call, &plain, &call,
+                        NULL, NULL);
   }
   fprintf(out, "source %s\n", source);
   return ferror(out) ? pt_err_set(err, PT_EIO, "write failed") : 0;

@@ -29,26 +29,29 @@ typedef struct pt_fit_sum {
   double us;
 } pt_fit_sum;
 
+/* Sums by request class (cost.h): class PT_REQ_OTHER holds everything from a replay without the class axis. */
 typedef struct pt_cost_fit {
-  pt_fit_sum call[PT_DRV_NCALLS][PT_SIZE_CLASSES];
+  pt_fit_sum call[PT_REQ_CLASSES][PT_DRV_NCALLS][PT_SIZE_CLASSES];
   struct {
     char name[16];
-    pt_fit_sum req[PT_SIZE_CLASSES], req_call[PT_SIZE_CLASSES]; /* requests without, with driver calls */
+    pt_fit_sum req[PT_REQ_CLASSES][PT_SIZE_CLASSES], req_call[PT_REQ_CLASSES][PT_SIZE_CLASSES]; /* without, with calls */
   } mech[PT_FIT_MECHS];
   int nmech;
   unsigned runs;
 } pt_cost_fit;
 
-/* n calls of kind c (pt_drv_call) of bytes in all, us in all. */
-int pt_cost_fit_call(pt_cost_fit *f, int c, uint64_t n, uint64_t bytes, double us, pt_err *err);
-/* n requests and frees of mechanism mech that made no driver call (with_calls 0) or some (1), bytes in all,
-   us of the allocator's own work in all. */
-int pt_cost_fit_requests(pt_cost_fit *f, const char *mech, int with_calls, uint64_t n, uint64_t bytes, double us,
+/* n calls of kind c (pt_drv_call) made in requests of class cls, of bytes in all, us in all. */
+int pt_cost_fit_call(pt_cost_fit *f, int cls, int c, uint64_t n, uint64_t bytes, double us, pt_err *err);
+/* n requests and frees of class cls of mechanism mech that made no driver call (with_calls 0) or some (1),
+   bytes in all, us of the allocator's own work in all. */
+int pt_cost_fit_requests(pt_cost_fit *f, const char *mech, int cls, int with_calls, uint64_t n, uint64_t bytes, double us,
                          pt_err *err);
 /* The description base (its text, read from in; its calls' points in base, or NULL) named name, with the
    measured kinds' cost lines and the measured mechanisms' bookkeeping lines replaced by the fitted ones
    (a class's mean, from classes of 5 calls or more where a kind has any; the base's points kept outside
-   the sizes measured), and source; to out. */
+   the sizes measured), and source; to out.  Where repeat-class sums exist, their lines too (cost_repeat,
+   bookkeeping_repeat_us, bookkeeping_call_repeat_us: the repeats' means, the plain line's points outside
+   the sizes the repeats measured); the base's repeat lines of what was measured are dropped either way. */
 int pt_cost_fit_write(const pt_cost_fit *f, FILE *in, const pt_cost_points base[PT_DRV_NCALLS], FILE *out,
                       const char *name, const char *source, pt_err *err);
 

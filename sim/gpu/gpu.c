@@ -23,11 +23,13 @@ static int parse_points(char *text, pt_cost_points *p, const char *path, int lin
   return 0;
 }
 
-/* bookkeeping_us [MECH] US, or bookkeeping_us MECH BYTES:US ...; calls: bookkeeping_call_us, the same. */
-static int parse_bookkeeping(pt_gpu *g, char *rest, int calls, const char *path, int lineno, pt_err *err) {
+/* bookkeeping_us [MECH] US, or bookkeeping_us MECH BYTES:US ...; calls: bookkeeping_call_us, the same;
+   repeat: the repeat class's twins (bookkeeping_repeat_us, bookkeeping_call_repeat_us). */
+static int parse_bookkeeping(pt_gpu *g, char *rest, const char *key, int calls, int repeat, const char *path,
+                             int lineno, pt_err *err) {
   char *first = strtok(rest, " \t"), *more = strtok(NULL, ""), *end;
-  const char *key = calls ? "bookkeeping_call_us" : "bookkeeping_us";
-  pt_cost_line *line = calls ? &g->cost.bookkeeping_call : &g->cost.bookkeeping;
+  pt_cost_line *line = repeat ? (calls ? &g->cost.bookkeeping_call_repeat : &g->cost.bookkeeping_repeat)
+                              : (calls ? &g->cost.bookkeeping_call : &g->cost.bookkeeping);
   if (first && more && !strchr(first, ':') && (strtod(first, &end), *end)) { /* a mechanism's own line */
     int i = 0;
     while (i < g->nbookkeeping && strcmp(g->bookkeeping[i].mech, first)) i++;
@@ -35,7 +37,8 @@ static int parse_bookkeeping(pt_gpu *g, char *rest, int calls, const char *path,
       return pt_err_set(err, PT_EFORMAT, "%s:%d: %s: too many mechanisms or too long a name", path, lineno, key);
     if (i == g->nbookkeeping) g->nbookkeeping++;
     snprintf(g->bookkeeping[i].mech, sizeof g->bookkeeping[i].mech, "%s", first);
-    line = calls ? &g->bookkeeping[i].call_line : &g->bookkeeping[i].line;
+    line = repeat ? (calls ? &g->bookkeeping[i].repeat_call_line : &g->bookkeeping[i].repeat_line)
+                  : (calls ? &g->bookkeeping[i].call_line : &g->bookkeeping[i].line);
     first = strtok(more, " \t");
     more = strtok(NULL, "");
   }
@@ -88,8 +91,9 @@ static int parse_line(pt_gpu *g, char *line, const char *path, int lineno, pt_er
     double *v = &g->tlb.walk_access_ns;
     if (sscanf(rest, "%lf %c", v, &extra) != 1 || !(*v >= 0) || *v > 1e9)
       return pt_err_set(err, PT_EFORMAT, "%s:%d: %s wants a number >= 0", path, lineno, key);
-  } else if (!strcmp(key, "bookkeeping_us") || !strcmp(key, "bookkeeping_call_us")) {
-    int rc = parse_bookkeeping(g, rest, !strcmp(key, "bookkeeping_call_us"), path, lineno, err);
+  } else if (!strcmp(key, "bookkeeping_us") || !strcmp(key, "bookkeeping_call_us") ||
+             !strcmp(key, "bookkeeping_repeat_us") || !strcmp(key, "bookkeeping_call_repeat_us")) {
+    int rc = parse_bookkeeping(g, rest, key, strstr(key, "_call") != NULL, strstr(key, "_repeat") != NULL, path, lineno, err);
     if (rc < 0) return rc;
   } else if (!strcmp(key, "torch_pair_us")) { /* PyTorch's allocators, for comparison: checked, not used */
     char *backend = strtok(rest, " \t");
@@ -98,14 +102,16 @@ static int parse_line(pt_gpu *g, char *line, const char *path, int lineno, pt_er
     int rc = backend ? parse_points(strtok(NULL, ""), &p, path, lineno, err)
                      : pt_err_set(err, PT_EFORMAT, "%s:%d: torch_pair_us wants BACKEND BYTES:US ...", path, lineno);
     if (rc < 0 || (rc = pt_cost_line_from_points(&p, &l, err)) < 0) return pt_err_prefix(err, rc, "%s:%d", path, lineno);
-  } else if (!strcmp(key, "cost")) {
+  } else if (!strcmp(key, "cost") || !strcmp(key, "cost_repeat")) {
     char *call = strtok(rest, " \t");
-    int c = -1;
+    int c = -1, repeat = key[4] != 0;
     for (int i = 0; call && i < PT_DRV_NCALLS; i++)
       if (!strcmp(call, pt_drv_call_names[i])) c = i;
-    if (c < 0) return pt_err_set(err, PT_EFORMAT, "%s:%d: cost of unknown call '%s'", path, lineno, call ? call : "");
-    int rc = parse_points(strtok(NULL, ""), &g->points[c], path, lineno, err);
-    if (rc < 0 || (rc = pt_cost_line_from_points(&g->points[c], &g->cost.call[c], err)) < 0)
+    if (c < 0) return pt_err_set(err, PT_EFORMAT, "%s:%d: %s of unknown call '%s'", path, lineno, key, call ? call : "");
+    pt_cost_points rp, *p = repeat ? &rp : &g->points[c]; /* a base's points are the plain line's (gpu fit) */
+    int rc = parse_points(strtok(NULL, ""), p, path, lineno, err);
+    if (rc == 0 && !p->n) rc = pt_err_set(err, PT_EFORMAT, "%s:%d: %s %s has no points", path, lineno, key, call);
+    if (rc < 0 || (rc = pt_cost_line_from_points(p, repeat ? &g->cost.call_repeat[c] : &g->cost.call[c], err)) < 0)
       return pt_err_prefix(err, rc, "%s:%d", path, lineno);
   } else {
     return pt_err_set(err, PT_EFORMAT, "%s:%d: unknown setting '%s'", path, lineno, key);
@@ -177,6 +183,22 @@ const pt_cost_line *pt_gpu_bookkeeping(const pt_gpu *g, const char *mech, int wi
     if (!strcmp(g->bookkeeping[i].mech, mech))
       return with_calls && g->bookkeeping[i].call_line.n ? &g->bookkeeping[i].call_line : &g->bookkeeping[i].line;
   return with_calls && g->cost.bookkeeping_call.n ? &g->cost.bookkeeping_call : &g->cost.bookkeeping;
+}
+
+const pt_cost_line *pt_gpu_bookkeeping_repeat(const pt_gpu *g, const char *mech, int with_calls) {
+  for (int i = 0; i < g->nbookkeeping; i++)
+    if (!strcmp(g->bookkeeping[i].mech, mech)) /* a mechanism's own lines: the default's repeat lines are not its */
+      return with_calls ? &g->bookkeeping[i].repeat_call_line : &g->bookkeeping[i].repeat_line;
+  return with_calls ? &g->cost.bookkeeping_call_repeat : &g->cost.bookkeeping_repeat;
+}
+
+pt_cost_model pt_gpu_cost_of(const pt_gpu *g, const char *mech) {
+  pt_cost_model m = g->cost;
+  m.bookkeeping = *pt_gpu_bookkeeping(g, mech, 0);
+  m.bookkeeping_call = *pt_gpu_bookkeeping(g, mech, 1);
+  m.bookkeeping_repeat = *pt_gpu_bookkeeping_repeat(g, mech, 0);
+  m.bookkeeping_call_repeat = *pt_gpu_bookkeeping_repeat(g, mech, 1);
+  return m;
 }
 
 int pt_gpu_list(char *buf, size_t n) {

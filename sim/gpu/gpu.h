@@ -15,9 +15,12 @@
  *   bookkeeping_us MECH BYTES:US ... (the same by request size, interpolated like cost points)
  *   bookkeeping_call_us [MECH] US | MECH BYTES:US ...
  *                                   (the same for requests that made driver calls; default: as above)
+ *   bookkeeping_repeat_us, bookkeeping_call_repeat_us: the same two for the repeat class (cost.h's
+ *                                   request classes; absent: the plain lines price repeats too)
  *   torch_pair_us BACKEND BYTES:US ... (PyTorch's allocators measured by calibrate: checked, not used)
  *   note TEXT                       (what reports must say about this GPU)
  *   cost CALL BYTES:US ...          (CALL: malloc, free, mem_create, ...)
+ *   cost_repeat CALL BYTES:US ...   (the calls made in repeat-class requests; absent: cost CALL's)
  *   source TEXT                     (where the numbers come from)
  * '#' starts a comment.
  */
@@ -39,6 +42,7 @@ typedef struct pt_gpu {
   struct {
     char mech[16];
     pt_cost_line line, call_line; /* call_line.n = 0: line serves requests that made calls too */
+    pt_cost_line repeat_line, repeat_call_line; /* the repeat class's (n = 0: the plain lines serve it) */
   } bookkeeping[8];
   int nbookkeeping;
   const pt_mmu_desc *mmu;
@@ -62,6 +66,10 @@ FILE *pt_gpu_open(const char *name, char *path /* OUT */, size_t n, pt_err *err)
    call (with_calls 0) or some (1): the mechanism's own lines, else the default's; a call line where given,
    else the plain one. */
 const pt_cost_line *pt_gpu_bookkeeping(const pt_gpu *g, const char *mech, int with_calls);
+/* The repeat class's line of a mechanism (n = 0 when the description has none: the plain line serves). */
+const pt_cost_line *pt_gpu_bookkeeping_repeat(const pt_gpu *g, const char *mech, int with_calls);
+/* The cost model a mechanism is priced by: the description's calls, the mechanism's bookkeeping lines. */
+pt_cost_model pt_gpu_cost_of(const pt_gpu *g, const char *mech);
 /* Names of the bundled descriptions, space-separated, into buf; PT_ENOTFOUND when there is none. */
 int pt_gpu_list(char *buf, size_t n);
 

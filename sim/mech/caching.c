@@ -281,7 +281,8 @@ static int caching_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t 
   if ((rc = round_size(c, bytes, &size)) < 0) return rc;
   pool *p = size <= SMALL_SIZE ? &c->cur->small : &c->cur->large;
   block *b = get_free_block(c, p, size, stream);
-  if (b) {
+  int hit = b != NULL;
+  if (hit) {
     c->env.counters->cache_hits++;
   } else {
     if ((rc = allocation_size(c, size, &alloc_size)) < 0) return rc;
@@ -301,7 +302,10 @@ static int caching_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t 
     }
     if (rc < 0) return rc;
   }
-  if (should_split(c, b, size) && (rc = split_front(c, b, size)) < 0) return rc;
+  if (should_split(c, b, size)) {
+    if ((rc = split_front(c, b, size)) < 0) return rc;
+    c->env.counters->hit_splits += hit;
+  }
   b->allocated = 1;
   *handle = (uint64_t)(uintptr_t)b;
   return 0;
@@ -310,6 +314,7 @@ static int caching_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t 
 /* Merge src into dst when src is a free neighbour (try_merge_blocks). */
 static void try_merge(caching *c, block *dst, block *src) {
   if (!src || src->allocated) return;
+  c->env.counters->free_merges++;
   PT_SPAN_ABSORB(dst, src);
   pool_erase(src->pool, src);
   block_dispose(c, src);

@@ -102,6 +102,9 @@ typedef struct pt_mech_counters {
   uint64_t collections;         /* garbage collections / pool trims run */
   uint64_t cache_hits;          /* requests served without a driver call */
   uint64_t unmap_ranges;        /* expandable: contiguous ranges unmapped, one a snapshot's segment_unmap */
+  /* what a request did to the blocks (caching only; 0 elsewhere): cache hits that split the block found, and
+     frees that merged with a free neighbour (each neighbour once) */
+  uint64_t hit_splits, free_merges;
 } pt_mech_counters;
 
 /* What a mechanism is created with. */

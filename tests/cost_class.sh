@@ -1,0 +1,156 @@
+#!/bin/sh
+# cost_class.sh — the cost model's request-class axis (issue 11), without a GPU:
+# the engine's classes on a trace whose answer is known (a request or free is a
+# repeat when its size was freed among the last 6 frees), the prediction priced
+# by the repeat lines of a description, a two-class `gpu fit` from synthetic
+# replays (measured_costs.by_class), --one-class, and a refusal; then, in a
+# build with CUDA, `replay --mechanism` on the stand-in driver tests/fakecuda.c
+# (the engine's live path, timed): its by_class halves add up to its totals,
+# its repeats are the model's, and `gpu fit` makes repeat lines from it.
+. "${top_srcdir:-.}/tests/wb_setup.sh"
+export PAGETUNE_GPU_DIR=${PAGETUNE_GPU_DIR:-$top_srcdir/sim/gpus}
+json() { python3 -c "import json,sys; o=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+
+# (16 distances back counted, then none)
+# a1 512 (none freed yet), f1 (nothing freed before), a2 512 (freed 1 back: repeat), f2 (repeat),
+# a3 1024 (never freed), f3 (1024 not freed before): 2 repeats, 4 others
+cat >"$tmp/t.trace" <<'T'
+pagetune-trace 1
+a 1 512 0 1
+f 1 2
+a 2 512 0 3
+f 2 4
+a 3 1024 0 5
+f 3 6
+end 6
+T
+cat >"$tmp/g.gpu" <<'G'
+name classes
+mmu v3
+sms 1
+l1_tlb 1 1 0
+l2_tlb 1 1 0
+pwc 1 1
+bookkeeping_us caching 1.0
+bookkeeping_repeat_us caching 0.25
+cost malloc 512:10
+cost_repeat malloc 512:4
+cost free 512:8
+G
+grep -v _repeat "$tmp/g.gpu" | sed 's/^name classes/name plain/' >"$tmp/p.gpu"
+
+"$pt" sim --trace "$tmp/t.trace" --policy pytorch_native --gpu "$tmp/g.gpu" --json >"$tmp/c.json" 2>"$tmp/err" ||
+  fail "sim: $(cat "$tmp/err")"
+[ "$(json "$tmp/c.json" 'o["request_classes"]["repeat_requests"]')" = 2 ] || fail "caching: repeats $(json "$tmp/c.json" 'o["request_classes"]')"
+[ "$(json "$tmp/c.json" 'o["request_classes"]["by_free_distance"]')" = "[2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4]" ] ||
+  fail "distances: $(json "$tmp/c.json" 'o["request_classes"]["by_free_distance"]')"
+[ "$(json "$tmp/c.json" 'o["request_classes"]["repeat_window"]')" = 6 ] || fail "the window is not 6"
+# the mechanism's outcomes: a1 carves a new segment (no hit), a2 and a3 split the free rest (2 hits, 2 splits);
+# every free merges with the free rest of the segment
+[ "$(json "$tmp/c.json" 'o["cache_hits"], o["request_classes"]["cache_hit_splits"], o["request_classes"]["free_merges"]')" = "(2, 2, 3)" ] ||
+  fail "caching's outcomes: $(json "$tmp/c.json" 'o["request_classes"]')"
+# one cudaMalloc (the first request's segment) at 10; 4 others at 1.0, 2 repeats at 0.25
+[ "$(json "$tmp/c.json" '"%.4f" % o["predicted_alloc_us"]')" = 14.5000 ] ||
+  fail "caching predicted $(json "$tmp/c.json" 'o["predicted_alloc_us"]'), wanted 14.5"
+# the same description without its repeat lines: every request at the plain price
+"$pt" sim --trace "$tmp/t.trace" --policy pytorch_native --gpu "$tmp/p.gpu" --json >"$tmp/p.json" 2>/dev/null
+[ "$(json "$tmp/p.json" '"%.4f" % o["predicted_alloc_us"]')" = 16.0000 ] ||
+  fail "plain predicted $(json "$tmp/p.json" 'o["predicted_alloc_us"]'), wanted 16"
+# direct: a call a request; the repeat malloc at 4, the repeat free at cost free's 8 (no cost_repeat free)
+"$pt" sim --trace "$tmp/t.trace" --policy direct --gpu "$tmp/g.gpu" --json >"$tmp/d.json" 2>/dev/null
+[ "$(json "$tmp/d.json" '"%.4f" % o["predicted_alloc_us"]')" = 48.0000 ] ||
+  fail "direct predicted $(json "$tmp/d.json" 'o["predicted_alloc_us"]'), wanted 10+8+4+8+10+8"
+[ "$(json "$tmp/d.json" 'o["request_classes"]["repeat_driver_calls"]["malloc"], o["request_classes"]["repeat_driver_calls"]["free"], o["request_classes"]["repeat_requests_with_calls"]')" = "(1, 1, 2)" ] ||
+  fail "direct's repeat calls: $(json "$tmp/d.json" 'o["request_classes"]')"
+# no cost asked for: no classes
+"$pt" sim --trace "$tmp/t.trace" --policy pytorch_native --json >"$tmp/n.json" 2>/dev/null
+[ "$(json "$tmp/n.json" '"request_classes" in o')" = False ] || fail "classes without a GPU description"
+
+# a two-class fit: caching's other requests 0.2 us, its repeats 0.05; malloc 40 us in the others, 10 in the repeats
+cat >"$tmp/r.jsonl" <<'J'
+{"gpu_mechanism_replay":{"mechanism":"caching","measured_costs":{"calls":{"malloc":[[10,20971520,250.0]]},"requests":[[200,102400,25.0]],"requests_with_calls":[],"repeat_window":6,"by_class":{"other":{"calls":{"malloc":[[5,10485760,200.0]]},"requests":[[100,51200,20.0]],"requests_with_calls":[]},"repeat":{"calls":{"malloc":[[5,10485760,50.0]]},"requests":[[100,51200,5.0]],"requests_with_calls":[]}}}}}
+J
+cat >"$tmp/base.gpu" <<'G'
+name base
+mmu v3
+sms 1
+l1_tlb 1 1 0
+l2_tlb 1 1 0
+pwc 1 1
+cost malloc 256:1 2097152:30 1073741824:70
+cost_repeat malloc 256:0.5
+bookkeeping_repeat_us caching 9
+G
+"$pt" gpu fit --gpu "$tmp/base.gpu" -o "$tmp/f.gpu" "$tmp/r.jsonl" 2>"$tmp/err" || fail "fit: $(cat "$tmp/err")"
+for want in '^cost malloc 256:1.0000 2097152:40.0000 1073741824:70.0000$' \
+            '^cost_repeat malloc 256:1.0000 2097152:10.0000 1073741824:70.0000$' \
+            '^bookkeeping_us caching 512:0.2000$' '^bookkeeping_call_us caching 512:0.2000$' \
+            '^bookkeeping_repeat_us caching 512:0.0500$' '^bookkeeping_call_repeat_us caching 512:0.0500$'; do
+  grep -q "$want" "$tmp/f.gpu" || fail "fit: no $want in: $(grep -E '^(cost|bookkeeping)' "$tmp/f.gpu" | tr '\n' '|')"
+done
+[ "$(grep -c '^cost_repeat malloc' "$tmp/f.gpu")" -eq 1 ] || fail "the base's cost_repeat malloc kept beside the fitted one"
+[ "$(grep -c '^bookkeeping_repeat_us caching' "$tmp/f.gpu")" -eq 1 ] || fail "the base's repeat bookkeeping kept"
+# the fitted description predicts the trace: the segment's cudaMalloc (2 MiB, another's) 40, 4 x 0.2 + 2 x 0.05
+"$pt" sim --trace "$tmp/t.trace" --policy pytorch_native --gpu "$tmp/f.gpu" --json >"$tmp/fp.json" 2>/dev/null
+[ "$(json "$tmp/fp.json" '"%.4f" % o["predicted_alloc_us"]')" = 40.9000 ] ||
+  fail "fitted predicted $(json "$tmp/fp.json" 'o["predicted_alloc_us"]'), wanted 40.9"
+# --one-class: the totals, as a replay without by_class; no repeat line, the base's dropped for what was measured
+"$pt" gpu fit --gpu "$tmp/f.gpu" --one-class -o "$tmp/o.gpu" "$tmp/r.jsonl" 2>/dev/null || fail "fit --one-class"
+grep -q '^cost malloc 256:1.0000 2097152:25.0000 1073741824:70.0000$' "$tmp/o.gpu" || fail "--one-class malloc: $(grep '^cost malloc' "$tmp/o.gpu")"
+grep -q '^bookkeeping_us caching 512:0.1250$' "$tmp/o.gpu" || fail "--one-class bookkeeping: $(grep '^bookkeeping_us caching' "$tmp/o.gpu")"
+grep -qE '^[a-z_]+_repeat' "$tmp/o.gpu" && fail "--one-class left repeat lines: $(grep -E '^[a-z_]+_repeat' "$tmp/o.gpu")"
+# a repeat point whose mean rounds to the plain line's point (2097151.8 and 2097152.4 bytes): one point, not two
+echo '{"gpu_mechanism_replay":{"mechanism":"caching","measured_costs":{"calls":{},"requests":[],"by_class":{"other":{"calls":{"malloc":[[5,10485762,200.0]]},"requests":[]},"repeat":{"calls":{"malloc":[[5,10485759,50.0]]},"requests":[]}}}}}' >"$tmp/round.json"
+"$pt" gpu fit --gpu "$tmp/base.gpu" -o "$tmp/round.gpu" "$tmp/round.json" 2>"$tmp/err" || fail "fit of rounding means: $(cat "$tmp/err")"
+grep -q '^cost_repeat malloc 256:1.0000 2097152:10.0000 1073741824:70.0000$' "$tmp/round.gpu" ||
+  fail "rounding means: $(grep '^cost_repeat' "$tmp/round.gpu" 2>/dev/null)"
+# refused: by_class without its repeat half, one line, exit 1, no file
+echo '{"gpu_mechanism_replay":{"mechanism":"caching","measured_costs":{"calls":{},"requests":[[1,512,0.1]],"by_class":{"other":{"calls":{},"requests":[[1,512,0.1]]}}}}}' >"$tmp/half.json"
+"$pt" gpu fit -o "$tmp/x.gpu" "$tmp/half.json" 2>"$tmp/err"
+rc=$?
+[ "$rc" -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "by_class" "$tmp/err" || fail "half a by_class: exit $rc, $(cat "$tmp/err")"
+[ -e "$tmp/x.gpu" ] && fail "half a by_class left a file"
+
+# the live path on the stand-in driver (a build with CUDA only)
+if "$pt" --version | grep -q '^cuda: yes'; then
+  mkdir "$tmp/lib"
+  # shellcheck disable=SC2086
+  ${CC:-cc} ${SAN_FLAGS:-} -shared -fPIC -o "$tmp/lib/libcuda.so.1" "$top_srcdir/tests/fakecuda.c" 2>"$tmp/err" ||
+    fail "tests/fakecuda.c does not build: $(cat "$tmp/err")"
+  for p in pytorch_native direct; do
+    LD_LIBRARY_PATH="$tmp/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$pt" replay --mechanism --repeat 1 --json \
+      --trace "$top_srcdir/traces/llm_decode.pickle.gz" --policy "$p" >"$tmp/m-$p.json" 2>"$tmp/err" ||
+      { fail "replay --mechanism $p on the stand-in driver: $(cat "$tmp/err")"; continue; }
+    python3 - "$tmp/m-$p.json" <<'PY' || fail "replay --mechanism $p: the class axis"
+import json, sys
+o = json.load(open(sys.argv[1])); mc = o["gpu_mechanism_replay"]["measured_costs"]
+assert mc["repeat_window"] == o["request_classes"]["repeat_window"] == 6, mc.get("repeat_window")
+bc = mc["by_class"]
+def summed(part, key=None):  # other + repeat, by size class
+    sums = {}
+    for cls in ("other", "repeat"):
+        for n, b, us in (bc[cls][part] if key is None else bc[cls][part].get(key, [])):
+            s = sums.setdefault(max(b // n, 1).bit_length() - 1, [0, 0, 0.0])
+            s[0] += n; s[1] += b; s[2] += us
+    return sorted((v[0], v[1]) for v in sums.values()), sum(v[2] for v in sums.values())
+for part, key, whole in [(p, None, mc[p]) for p in ("requests", "requests_with_calls")] + [("calls", k, v) for k, v in mc["calls"].items()]:
+    got, us = summed(part, key)
+    assert got == sorted((n, b) for n, b, _ in whole), (part, key, got, whole)
+    assert abs(us - sum(r[2] for r in whole)) < 1e-3 * len(whole) + 1e-2, (part, key, us)
+rep = sum(r[0] for r in bc["repeat"]["requests"] + bc["repeat"]["requests_with_calls"])
+assert rep == o["request_classes"]["repeat_requests"] > 0, (rep, o["request_classes"])
+assert rep < o["allocs"] + o["frees"], rep
+print("ok: %s on the stand-in driver: %d repeats of %d" % (o["gpu_mechanism_replay"]["policy"], rep, o["allocs"] + o["frees"]))
+PY
+  done
+  "$pt" gpu fit -o "$tmp/fake.gpu" "$tmp/m-pytorch_native.json" "$tmp/m-direct.json" 2>"$tmp/err" || fail "fit of the fake replays: $(cat "$tmp/err")"
+  for want in '^cost_repeat malloc ' '^cost_repeat free ' '^bookkeeping_repeat_us caching ' '^bookkeeping_call_repeat_us direct '; do
+    grep -q "$want" "$tmp/fake.gpu" || fail "fit of the fake replays: no $want"
+  done
+  "$pt" sim --trace "$top_srcdir/traces/llm_decode.pickle.gz" --policy direct --gpu "$tmp/fake.gpu" --json >/dev/null 2>"$tmp/err" ||
+    fail "the fake replays' description does not predict: $(cat "$tmp/err")"
+else
+  echo "ok: a build without CUDA: the stand-in driver's replay not run"
+fi
+
+done_ok "request classes"
