@@ -19,6 +19,7 @@
  * MiB knobs as whole MiB, as the model uses them; divisions as integers.
  */
 #include "export.h"
+#include "allocconf.h"
 #include "json.h"
 
 #include <ctype.h>
@@ -36,21 +37,13 @@
 #define VAL_MAX 256
 #define NOTE_MAX 480
 #define MAX_NOTES 32
-#define PINNED_MAX_THREADS 128
 
-/* ---- the keys PyTorch accepts (docs/design.md) ------------------------------------ */
+/* ---- the keys PyTorch accepts: allocconf.c's, the one reader of conf values ------------------- */
 
-enum { K_BACKEND, K_MAX_SPLIT, K_NON_SPLIT, K_GC, K_RP2, K_EXPANDABLE, K_RELEASE_LOCK, K_PINNED_REG, K_PINNED_THREADS, NKEYS };
-
-static const char *const key_names[NKEYS] = {
-    "backend", "max_split_size_mb", "max_non_split_rounding_mb", "garbage_collection_threshold",
-    "roundup_power2_divisions", "expandable_segments", "release_lock_on_cudamalloc",
-    "pinned_use_cuda_host_register", "pinned_num_register_threads"};
-
-#define KEY_LIST                                                                                              \
-  "backend, max_split_size_mb, max_non_split_rounding_mb, garbage_collection_threshold, "                    \
-  "roundup_power2_divisions, expandable_segments, release_lock_on_cudamalloc, pinned_use_cuda_host_register, " \
-  "pinned_num_register_threads"
+enum {
+  K_BACKEND = PT_CK_BACKEND, K_MAX_SPLIT = PT_CK_MAX_SPLIT, K_NON_SPLIT = PT_CK_NON_SPLIT, K_GC = PT_CK_GC,
+  K_RP2 = PT_CK_RP2, K_EXPANDABLE = PT_CK_EXPANDABLE
+};
 
 /* One key:value of a conf, parsed. */
 typedef struct item {
@@ -60,26 +53,7 @@ typedef struct item {
   unsigned tab[RP2_N]; /* roundup_power2_divisions per interval */
 } item;
 
-static int key_find(const char *s, size_t len) {
-  for (int k = 0; k < NKEYS; k++)
-    if (strlen(key_names[k]) == len && !memcmp(key_names[k], s, len)) return k;
-  return -1;
-}
-
 static int is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
-
-/* Strict unsigned decimal: digits only, no sign, at most 19 digits. */
-static int parse_uint(const char *s, uint64_t *out) {
-  size_t len = strlen(s);
-  if (len == 0 || len > 19) return -1;
-  uint64_t v = 0;
-  for (size_t i = 0; i < len; i++) {
-    if (!isdigit((unsigned char)s[i])) return -1;
-    v = v * 10 + (uint64_t)(s[i] - '0');
-  }
-  *out = v;
-  return 0;
-}
 
 /* A character allowed in a conf value; everything else could break a shell or Dockerfile line. */
 static int conf_char_ok(int c) {
@@ -87,63 +61,44 @@ static int conf_char_ok(int c) {
          c == '-' || c == '+' || c == ' ';
 }
 
-/* roundup_power2_divisions, list form: the one parser of list values (mech.h, PyTorch 2.11's rules). */
-static int parse_rp2_list(const char *s, unsigned tab[RP2_N], pt_err *err) {
-  double num;
-  pt_plist l;
-  char why[PT_ERRMSG_MAX];
-  if (pt_param_value_parse(s, &num, &l, why, sizeof why) < 0) return pt_err_set(err, PT_EFORMAT, "roundup_power2_divisions: %s", why);
-  for (int i = 0; i < RP2_N; i++) tab[i] = (unsigned)(l.n ? l.v[i] : num);
-  return 0;
-}
-
-/* Check and decode one value (spaces already removed). */
-static int parse_value(item *it, pt_err *err) {
-  const char *v = it->text, *name = key_names[it->key];
-  uint64_t u;
+/*
+ * Check key:text (spaces already removed) with the reader lint and sim --conf use (allocconf.c: PyTorch
+ * 2.11's rules), then decode what export compares: numbers and booleans into num, the rounding table.
+ */
+static int item_set(item *it, int key, const char *text, size_t len, pt_err *err) {
+  const char *name = pt_conf_key_name(key);
+  if (!len) return pt_err_set(err, PT_EFORMAT, "allocator conf: key '%s' has an empty value", name);
+  if (len >= sizeof it->text) return pt_err_set(err, PT_ELIMIT, "allocator conf: value of '%s' too long", name);
+  it->key = key;
+  memcpy(it->text, text, len);
+  it->text[len] = 0;
+  char one[64 + VAL_MAX];
+  snprintf(one, sizeof one, "%s:%s", name, it->text);
+  pt_conf *c = calloc(1, sizeof *c);
+  if (!c) return pt_err_set(err, PT_ENOMEM, "out of memory");
+  pt_conf_read(c, one, "allocator conf");
+  for (int i = 0; i < c->n; i++)
+    if (c->f[i].sev == PT_CONF_ERROR) {
+      int rc = pt_err_set(err, PT_EFORMAT, "%s: %s", name, c->f[i].msg);
+      free(c);
+      return rc;
+    }
+  free(c);
+  const char *v = it->text;
   memset(it->tab, 0, sizeof it->tab);
-  it->num = 0;
-  switch (it->key) {
-  case K_BACKEND:
-    if (strcmp(v, "native") && strcmp(v, "cudaMallocAsync"))
-      return pt_err_set(err, PT_EFORMAT, "backend must be native or cudaMallocAsync, not '%s'", v);
-    it->num = !strcmp(v, "cudaMallocAsync");
-    return 0;
-  case K_MAX_SPLIT:
-  case K_NON_SPLIT:
-    if (parse_uint(v, &u) < 0) return pt_err_set(err, PT_EFORMAT, "%s must be a whole number of MiB, not '%s'", name, v);
-    if (u < 20) return pt_err_set(err, PT_EFORMAT, "%s must be at least 20 (MiB), not %llu", name, (unsigned long long)u);
-    it->num = (double)u >= PT_EXPORT_MB_UNLIMITED ? INFINITY : (double)u;
-    return 0;
-  case K_GC: {
-    char *end;
-    double d = strtod(v, &end);
-    if (!*v || *end || !isfinite(d)) return pt_err_set(err, PT_EFORMAT, "garbage_collection_threshold must be a number, not '%s'", v);
-    if (!(d > 0 && d < 1))
-      return pt_err_set(err, PT_EFORMAT, "garbage_collection_threshold must be in the open interval (0, 1), not %s", v);
-    it->num = d;
-    return 0;
+  char *end;
+  it->num = strtod(v, &end);
+  if (*end) it->num = !strcmp(v, "True") || !strcmp(v, "cudaMallocAsync"); /* booleans, the backend */
+  if ((key == K_MAX_SPLIT || key == K_NON_SPLIT) && it->num >= PT_EXPORT_MB_UNLIMITED) it->num = INFINITY;
+  if (key == K_RP2) {
+    double num;
+    pt_plist l;
+    char why[PT_ERRMSG_MAX];
+    if (pt_param_value_parse(v, &num, &l, why, sizeof why) < 0) /* checked above: not reached */
+      return pt_err_set(err, PT_EFORMAT, "roundup_power2_divisions: %s", why);
+    for (int i = 0; i < RP2_N; i++) it->tab[i] = (unsigned)(l.n ? l.v[i] : num);
   }
-  case K_RP2:
-    if (v[0] == '[') return parse_rp2_list(v, it->tab, err);
-    if (parse_uint(v, &u) < 0 || !is_pow2(u) || u > UINT32_MAX)
-      return pt_err_set(err, PT_EFORMAT, "roundup_power2_divisions must be a power of two or a [MIB:DIVISIONS,...] list, not '%s'", v);
-    for (int i = 0; i < RP2_N; i++) it->tab[i] = (unsigned)u;
-    it->num = (double)u;
-    return 0;
-  case K_EXPANDABLE:
-  case K_RELEASE_LOCK:
-  case K_PINNED_REG:
-    if (strcmp(v, "True") && strcmp(v, "False")) return pt_err_set(err, PT_EFORMAT, "%s must be True or False, not '%s'", name, v);
-    it->num = !strcmp(v, "True");
-    return 0;
-  case K_PINNED_THREADS:
-    if (parse_uint(v, &u) < 0 || !is_pow2(u) || u > PINNED_MAX_THREADS)
-      return pt_err_set(err, PT_EFORMAT, "pinned_num_register_threads must be a power of two up to %d, not '%s'", PINNED_MAX_THREADS, v);
-    it->num = (double)u;
-    return 0;
-  }
-  return pt_err_set(err, PT_EFORMAT, "internal: key %d", it->key);
+  return 0;
 }
 
 /* Split a conf value into items; checks characters, keys, values, duplicates. */
@@ -178,21 +133,23 @@ static int parse_items(const char *conf, item *items, int *n, pt_err *err) {
     if (!ilen) return pt_err_set(err, PT_EFORMAT, "allocator conf: empty item before offset %zu", i);
     const char *colon = memchr(s, ':', ilen);
     if (!colon) return pt_err_set(err, PT_EFORMAT, "allocator conf: '%.*s' has no ':VALUE'", (int)ilen, s);
-    int k = key_find(s, (size_t)(colon - s));
-    if (k < 0)
-      return pt_err_set(err, PT_EFORMAT, "allocator conf: unknown key '%.*s' (PyTorch accepts: " KEY_LIST ")", (int)(colon - s), s);
+    char kname[64];
+    size_t klen = (size_t)(colon - s);
+    snprintf(kname, sizeof kname, "%.*s", (int)(klen < sizeof kname ? klen : sizeof kname - 1), s);
+    int k = klen < sizeof kname ? pt_conf_key(kname) : -1;
+    if (k < 0) {
+      char list[512] = "";
+      for (int j = 0; j < pt_conf_nkeys(); j++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", j ? ", " : "", pt_conf_key_name(j));
+      return pt_err_set(err, PT_EFORMAT, "allocator conf: unknown key '%.*s' (PyTorch " PT_CONF_TORCH " accepts: %s)",
+                        (int)klen, s, list);
+    }
     for (int j = 0; j < *n; j++)
-      if (items[j].key == k) return pt_err_set(err, PT_EFORMAT, "allocator conf: key '%s' given twice", key_names[k]);
+      if (items[j].key == k) return pt_err_set(err, PT_EFORMAT, "allocator conf: key '%s' given twice", kname);
     if (*n == MAX_ITEMS) return pt_err_set(err, PT_ELIMIT, "allocator conf: more than %d keys", MAX_ITEMS);
-    item *it = &items[(*n)++];
-    it->key = k;
-    size_t vlen = ilen - (size_t)(colon + 1 - s);
-    if (!vlen) return pt_err_set(err, PT_EFORMAT, "allocator conf: key '%s' has an empty value", key_names[k]);
-    if (vlen >= sizeof it->text) return pt_err_set(err, PT_ELIMIT, "allocator conf: value of '%s' too long", key_names[k]);
-    memcpy(it->text, colon + 1, vlen);
-    it->text[vlen] = 0;
-    int rc = parse_value(it, err);
+    int rc = item_set(&items[*n], k, colon + 1, ilen - (size_t)(colon + 1 - s), err);
     if (rc < 0) return rc;
+    (*n)++;
   }
   return 0;
 }
@@ -210,13 +167,13 @@ int pt_export_parse_conf(const char *conf, pt_params *out, char *backend, size_t
       if (backend && nb) snprintf(backend, nb, "%s", it->text);
       continue;
     }
-    if (!out) continue;
+    if (!out || it->key > PT_CK_PINNED_THREADS) continue; /* the later keys are no mechanism parameter */
     if (it->key == K_RP2) {
       pt_plist l = {RP2_N, {0}};
       for (int j = 0; j < RP2_N; j++) l.v[j] = it->tab[j];
       rc = pt_params_set_list(out, "roundup_power2_divisions", &l); /* all alike: the number */
     } else {
-      rc = pt_params_set(out, key_names[it->key], it->num);
+      rc = pt_params_set(out, pt_conf_key_name(it->key), it->num);
     }
     if (rc < 0) return pt_err_set(err, rc, "allocator conf: too many parameters");
   }
@@ -336,11 +293,10 @@ static double param(const pt_params *p, const char *name, double dflt) { return 
 /* Append an export item (text is checked by the same parser a merge value goes through). */
 static int add_item(item *items, int *n, int key, const char *text, pt_err *err) {
   if (*n == MAX_ITEMS) return pt_err_set(err, PT_ELIMIT, "export: too many keys");
-  item *it = &items[(*n)++];
-  it->key = key;
-  snprintf(it->text, sizeof it->text, "%s", text);
-  int rc = parse_value(it, err);
-  return rc < 0 ? pt_err_prefix(err, PT_EUSAGE, "export produced an invalid value") : 0;
+  int rc = item_set(&items[*n], key, text, strlen(text), err);
+  if (rc < 0) return pt_err_prefix(err, PT_EUSAGE, "export produced an invalid value");
+  (*n)++;
+  return 0;
 }
 
 #define GC_DECIMALS 4 /* of garbage_collection_threshold, a fraction of the cap */
@@ -709,7 +665,7 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
         e = &ex[j];
         used[j] = 1;
       }
-    const char *name = key_names[m->key];
+    const char *name = pt_conf_key_name(m->key);
     const char *text = m->text;
     if (e) {
       if (!same_value(e, m))
@@ -722,7 +678,7 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
     if (append(b->conf, sizeof b->conf, "%s%s:%s", b->conf[0] ? "," : "", name, text) < 0) goto toolong;
   }
   for (int j = 0; j < nex; j++)
-    if (!used[j] && append(b->conf, sizeof b->conf, "%s%s:%s", b->conf[0] ? "," : "", key_names[ex[j].key], ex[j].text) < 0)
+    if (!used[j] && append(b->conf, sizeof b->conf, "%s%s:%s", b->conf[0] ? "," : "", pt_conf_key_name(ex[j].key), ex[j].text) < 0)
       goto toolong;
   return 0;
 toolong:

@@ -40,6 +40,13 @@ typedef struct pt_conf {
   double fraction;
 } pt_conf;
 
+/* The keys 2.11 accepts, by index (pt_conf_key's). */
+enum {
+  PT_CK_BACKEND, PT_CK_MAX_SPLIT, PT_CK_NON_SPLIT, PT_CK_GC, PT_CK_RP2, PT_CK_EXPANDABLE, PT_CK_RELEASE_LOCK,
+  PT_CK_PINNED_REG, PT_CK_PINNED_THREADS, PT_CK_LARGE_SEGMENT, PT_CK_FRACTION, PT_CK_PINNED_BG, PT_CK_PINNED_RESERVE,
+  PT_CK_GRAPH_REUSE, PT_CK_N
+};
+
 /* The keys 2.11 accepts, by index; -1 for a name it does not. */
 int pt_conf_key(const char *name);
 const char *pt_conf_key_name(int k);

@@ -143,22 +143,23 @@ static const struct conf_key {
   conf_check check;
   int native;
 } keys[] = {
-    {"backend", check_backend, 0},
-    {"max_split_size_mb", check_mb20, 1},
-    {"max_non_split_rounding_mb", check_mb20, 1},
-    {"garbage_collection_threshold", check_gc, 1},
-    {"roundup_power2_divisions", check_roundup, 1},
-    {"expandable_segments", check_bool, 0}, /* its conflict with cudaMallocAsync is said on its own */
-    {"release_lock_on_cudamalloc", check_bool, 1},
-    {"pinned_use_cuda_host_register", check_bool, 0},
-    {"pinned_num_register_threads", check_threads, 0},
-    {"large_segment_size_mb", check_mb_positive, 1},
-    {"per_process_memory_fraction", check_fraction, 0},
-    {"pinned_use_background_threads", check_bool, 0},
-    {"pinned_reserve_segment_size_mb", check_mb_positive, 0},
-    {"graph_capture_record_stream_reuse", check_bool, 1},
+    [PT_CK_BACKEND] = {"backend", check_backend, 0},
+    [PT_CK_MAX_SPLIT] = {"max_split_size_mb", check_mb20, 1},
+    [PT_CK_NON_SPLIT] = {"max_non_split_rounding_mb", check_mb20, 1},
+    [PT_CK_GC] = {"garbage_collection_threshold", check_gc, 1},
+    [PT_CK_RP2] = {"roundup_power2_divisions", check_roundup, 1},
+    [PT_CK_EXPANDABLE] = {"expandable_segments", check_bool, 0}, /* its conflict with cudaMallocAsync is said on its own */
+    [PT_CK_RELEASE_LOCK] = {"release_lock_on_cudamalloc", check_bool, 1},
+    [PT_CK_PINNED_REG] = {"pinned_use_cuda_host_register", check_bool, 0},
+    [PT_CK_PINNED_THREADS] = {"pinned_num_register_threads", check_threads, 0},
+    [PT_CK_LARGE_SEGMENT] = {"large_segment_size_mb", check_mb_positive, 1},
+    [PT_CK_FRACTION] = {"per_process_memory_fraction", check_fraction, 0},
+    [PT_CK_PINNED_BG] = {"pinned_use_background_threads", check_bool, 0},
+    [PT_CK_PINNED_RESERVE] = {"pinned_reserve_segment_size_mb", check_mb_positive, 0},
+    [PT_CK_GRAPH_REUSE] = {"graph_capture_record_stream_reuse", check_bool, 1},
 };
 #define NKEYS ((int)(sizeof keys / sizeof keys[0]))
+_Static_assert(NKEYS == PT_CK_N, "a name for every key index");
 _Static_assert(NKEYS <= 16, "pt_conf keeps 16 values");
 
 int pt_conf_key(const char *name) {
