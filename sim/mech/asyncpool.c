@@ -790,6 +790,8 @@ static void async_destroy(void *state) {
   free(st);
 }
 
+static const char *const async_of_run[] = {"free_lag", "adopt_initial", NULL};
+
 const pt_mech_ops pt_mech_async_pool = {
     .name = "async_pool",
     .params = async_params,
@@ -802,4 +804,5 @@ const pt_mech_ops pt_mech_async_pool = {
     .destroy = async_destroy,
     .addr_of = async_addr_of,
     .shares_streams = 1,
+    .of_run = async_of_run,
 };

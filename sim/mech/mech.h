@@ -179,6 +179,9 @@ typedef struct pt_mech_ops {
   /* 1: memory freed on one stream is handed to requests on any stream at once (async_pool, as a
      driver pool whose frees have completed); 0: free blocks are kept per stream */
   int shares_streams;
+  /* NULL or NULL-terminated: the parameters that describe the run modelled (the GPU's lag, where the trace
+     began), not a setting of the allocator, so that export gives them to no allocator */
+  const char *const *of_run;
 } pt_mech_ops;
 
 extern const pt_mech_ops pt_mech_direct, pt_mech_caching, pt_mech_expandable, pt_mech_async_pool,

@@ -430,11 +430,20 @@ static int sanitize_name(char *dst, size_t n, const char *src) {
   return changed;
 }
 
-static int mech_declares(const pt_mech_ops *ops, const char *name) {
-  if (!strcmp(name, "device_total_bytes")) return 1; /* every mechanism is told the device's size */
+static const pt_mech_param *mech_param(const pt_mech_ops *ops, const char *name) {
   for (const pt_mech_param *mp = ops->params; mp && mp->name; mp++)
-    if (!strcmp(mp->name, name)) return 1;
+    if (!strcmp(mp->name, name)) return mp;
+  return NULL;
+}
+
+static int of_run(const pt_mech_ops *ops, const char *name) {
+  for (const char *const *r = ops->of_run; r && *r; r++)
+    if (!strcmp(*r, name)) return 1;
   return 0;
+}
+
+static int mech_declares(const pt_mech_ops *ops, const char *name) {
+  return !strcmp(name, "device_total_bytes") || mech_param(ops, name); /* every mechanism is told the device's size */
 }
 
 /*
@@ -498,6 +507,13 @@ static int build(const pt_export_input *in, const char *merge, built *b, pt_err 
         if (b->runnable && !mech_declares(ops, nm)) { /* the library refuses a parameter its mechanism does not take */
           note(b, N_NOTE, "parameter %s=%g is not a parameter of the %s mechanism: not given to the library%s", nm, p->v[i].value, mech,
                b->tables ? " (the hook tables hold what the hooks made of it)" : "");
+          continue;
+        }
+        const pt_mech_param *mp = mech_param(ops, nm);
+        if (mp && of_run(ops, nm)) { /* the library runs at the process's start, on the GPU it has */
+          if (p->v[i].value != mp->dflt)
+            note(b, N_NOTE, "parameter %s=%g describes the run the model replayed (%s), not a setting: not given to the library",
+                 nm, p->v[i].value, mp->doc);
           continue;
         }
         if (b->runnable && !strcmp(nm, "device_total_bytes") && in->device_total_bytes &&
