@@ -10,7 +10,9 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "device.h"
 #include "gpu.h"
@@ -373,6 +375,41 @@ static void test_bookkeeping_lines(void) {
 }
 
 /* The expandable model sizes each segment's VA by the described GPU's memory, not a built-in H200's. */
+/* Names are listed once each, and one that is part of another (h20 beside h200) is still listed. */
+static void test_gpu_list_names(void) {
+  char dir[] = "/tmp/pt_gpulistXXXXXX";
+  CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+  const char *names[] = {"h200", "h20", "a100", "a10", "b300", "b30", "l400", "l40", "t400", "t40", "v1000", "v100"}; /* readdir order varies: six chances */
+  char path[256];
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    snprintf(path, sizeof path, "%s/%s.gpu", dir, names[i]);
+    FILE *f = fopen(path, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fclose(f);
+  }
+  const char *old = getenv("PAGETUNE_GPU_DIR");
+  char *saved = old ? strdup(old) : NULL;
+  setenv("PAGETUNE_GPU_DIR", dir, 1);
+  char buf[1024];
+  CU_ASSERT(pt_gpu_list(buf, sizeof buf) >= 0);
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    int count = 0;
+    char copy[1024];
+    snprintf(copy, sizeof copy, "%s", buf);
+    for (char *t = strtok(copy, " "); t; t = strtok(NULL, " ")) count += !strcmp(t, names[i]);
+    CU_ASSERT_EQUAL(count, 1);
+    if (count != 1) fprintf(stderr, "\n  '%s' listed %d times in '%s'\n", names[i], count, buf);
+  }
+  if (saved) setenv("PAGETUNE_GPU_DIR", saved, 1);
+  else unsetenv("PAGETUNE_GPU_DIR");
+  free(saved);
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    snprintf(path, sizeof path, "%s/%s.gpu", dir, names[i]);
+    remove(path);
+  }
+  rmdir(dir);
+}
+
 static void test_expandable_va_from_gpu(void) {
   pt_err err = {{0}};
   pt_gpu g;
@@ -404,6 +441,7 @@ int pt_test_add_gpu(void) {
   CU_add_test(s, "H200 description: TLB reach within 2x of the measured", test_h200_reach);
   CU_add_test(s, "H200 description: gather ratios within 5 pp of the measured", test_h200_gather_ratios);
   CU_add_test(s, "description parse errors name file and line", test_parse_errors);
+  CU_add_test(s, "descriptions listed once each by whole name (h20 beside h200)", test_gpu_list_names);
   CU_add_test(s, "bookkeeping: constants and lines by request size, per mechanism", test_bookkeeping_lines);
   CU_add_test(s, "the repeat class's lines, and their absence", test_repeat_lines);
   CU_add_test(s, "access records replace the synthetic stream", test_access_stream);

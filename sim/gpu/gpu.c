@@ -201,6 +201,14 @@ pt_cost_model pt_gpu_cost_of(const pt_gpu *g, const char *mech) {
   return m;
 }
 
+/* Is nm one of the space-separated names in list (a whole name, not part of one)? */
+static int listed(const char *list, const char *nm) {
+  size_t l = strlen(nm);
+  for (const char *p = list; (p = strstr(p, nm)); p += l)
+    if ((p == list || p[-1] == ' ') && (p[l] == ' ' || !p[l])) return 1;
+  return 0;
+}
+
 int pt_gpu_list(char *buf, size_t n) {
   size_t len = 0;
   buf[0] = 0;
@@ -215,7 +223,7 @@ int pt_gpu_list(char *buf, size_t n) {
       if (l < 5 || strcmp(e->d_name + l - 4, ".gpu")) continue;
       char nm[256];
       snprintf(nm, sizeof nm, "%.*s", (int)(l - 4), e->d_name);
-      if (strstr(buf, nm)) continue; /* first found wins */
+      if (listed(buf, nm)) continue; /* first found wins */
       int w = snprintf(buf + len, n - len, "%s%s", len ? " " : "", nm);
       if (w < 0 || (size_t)w >= n - len) break;
       len += (size_t)w;
