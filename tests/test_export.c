@@ -1074,7 +1074,7 @@ static void test_plan(void) {
   pt_params p = {0};
   pt_params_set(&p, "max_split_size_mb", 64);
   pt_params_set(&p, "garbage_collection_threshold", 0.6);
-  pt_export_input in = {"tuned", "caching", &p, 4 * GIB, H200, 0, "t", 3, NULL, NULL, 0};
+  pt_export_input in = {"tuned", "caching", &p, 4 * GIB, H200, 0, "t", 3, NULL, NULL, 0, NULL};
   CU_ASSERT_EQUAL_FATAL(pt_export_plan_of(&in, &pl, &err), 0);
   CU_ASSERT(!pl.library && !pl.runnable && pl.nenv == 0);
   CU_ASSERT_STRING_EQUAL(pl.conf, "garbage_collection_threshold:0.6,max_split_size_mb:64");
@@ -1082,22 +1082,22 @@ static void test_plan(void) {
   char conf[PT_EXPORT_CONF_MAX];
   CU_ASSERT_EQUAL(pt_export_conf(&in, NULL, conf, sizeof conf, NULL, 0, &err), 0);
   CU_ASSERT_STRING_EQUAL(conf, pl.conf);
-  pt_export_input native = {"pytorch_native", "caching", NULL, 0, H200, 0, "t", 1, NULL, NULL, 0};
+  pt_export_input native = {"pytorch_native", "caching", NULL, 0, H200, 0, "t", 1, NULL, NULL, 0, NULL};
   CU_ASSERT_EQUAL(pt_export_plan_of(&native, &pl, &err), 0);
   CU_ASSERT(!pl.library && pl.conf[0] == 0 && pl.nenv == 0 && pl.fraction[0] == 0);
-  pt_export_input direct = {"direct", "direct", NULL, 0, H200, 0, "t", 2, NULL, NULL, 0};
+  pt_export_input direct = {"direct", "direct", NULL, 0, H200, 0, "t", 2, NULL, NULL, 0, NULL};
   CU_ASSERT_EQUAL(pt_export_plan_of(&direct, &pl, &err), 0);
   CU_ASSERT_EQUAL_FATAL(pl.nenv, 1);
   CU_ASSERT_STRING_EQUAL(pl.env[0].name, "PYTORCH_NO_CUDA_MEMORY_CACHING");
   CU_ASSERT_STRING_EQUAL(pl.env[0].value, "1");
-  pt_export_input stitch = {"stitch", "stitch", NULL, GIB, H200, 0, "t", 4, NULL, NULL, 0};
+  pt_export_input stitch = {"stitch", "stitch", NULL, GIB, H200, 0, "t", 4, NULL, NULL, 0, NULL};
   CU_ASSERT_EQUAL(pt_export_plan_of(&stitch, &pl, &err), 0);
   CU_ASSERT(pl.library && pl.runnable && pl.nenv == 0 && pl.conf[0] == 0);
-  pt_export_input hooks = {"hooked", "caching", NULL, 0, H200, 1, "t", 5, NULL, "should_collect cannot be a table", 0};
+  pt_export_input hooks = {"hooked", "caching", NULL, 0, H200, 1, "t", 5, NULL, "should_collect cannot be a table", 0, NULL};
   CU_ASSERT_EQUAL(pt_export_plan_of(&hooks, &pl, &err), 0);
   CU_ASSERT(pl.library && !pl.runnable);
   CU_ASSERT_STRING_EQUAL(pl.refused, "should_collect cannot be a table");
-  pt_export_input bad = {"x", "nonesuch", NULL, 0, 0, 0, NULL, -1, NULL, NULL, 0};
+  pt_export_input bad = {"x", "nonesuch", NULL, 0, 0, 0, NULL, -1, NULL, NULL, 0, NULL};
   CU_ASSERT_EQUAL(pt_export_plan_of(&bad, &pl, &err), PT_EUSAGE);
 }
 

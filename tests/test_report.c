@@ -117,7 +117,7 @@ static size_t count(const char *hay, const char *needle) {
 /* The line of s that contains word followed by a space (names here are prefixes of each other). */
 static const char *line_with(const char *s, const char *word, size_t *len) {
   char w[64];
-  snprintf(w, sizeof w, " %s ", word);
+  if (snprintf(w, sizeof w, " %.60s ", word) >= (int)sizeof w) return NULL;
   const char *p = strstr(s, w);
   if (!p) return NULL;
   while (p > s && p[-1] != '\n') p--;

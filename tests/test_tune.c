@@ -135,9 +135,9 @@ static int trail_prefetch(void *ctx, const pt_params *pts, int n, double *values
 static void test_prefetch_same_search(void) {
   static const double zs[] = {1, 2, 4, 8};
   pt_tune_param ps[] = {
-      {"x", 9, 0, 10, 0, 0, NULL, 0},
-      {"y", 5000, 1, 1e4, 1, 0, NULL, 0},
-      {"z", 1, 0, 0, 0, 0, zs, 4},
+      {"x", 9, 0, 10, 0, 0, NULL, 0, NULL},
+      {"y", 5000, 1, 1e4, 1, 0, NULL, 0, NULL},
+      {"z", 1, 0, 0, 0, 0, zs, 4, NULL},
   };
   static trail alone, ahead;
   for (int budget = 40; budget <= 160; budget += 120) {
