@@ -127,8 +127,21 @@ static void captured_model(pt_store *db, int64_t trace_id, pt_conf_model *m, cha
 }
 
 /* Is r a run of the captured settings: m's policy with its stored text's defaults and m's assignments? */
-static int is_captured(pt_store *db, const pt_store_run *r, const pt_conf_model *m) {
+/* The captured settings' parameters under one stored policy (its params_json), found once a policy. */
+typedef struct captured_cache {
+  int64_t policy_id[4];
+  int ok[4];
+  char pj[4][PT_PARAMS_JSON_MAX];
+  int n;
+} captured_cache;
+
+static int is_captured(pt_store *db, const pt_store_run *r, const pt_conf_model *m, captured_cache *c) {
   if (strcmp(r->policy, m->policy)) return 0;
+  for (int k = 0; k < c->n; k++)
+    if (c->policy_id[k] == r->policy_id) return c->ok[k] && !strcmp(c->pj[k], r->params_json);
+  int k = c->n < 4 ? c->n++ : 3; /* a trace's runs have a policy or two of the captured name: the last slot is reused */
+  c->policy_id[k] = r->policy_id;
+  c->ok[k] = 0;
   char *text;
   size_t len;
   pt_err e;
@@ -139,10 +152,10 @@ static int is_captured(pt_store *db, const pt_store_run *r, const pt_conf_model 
   if (!ok) return 0;
   for (int i = 0; ok && i < m->nsets; i++) ok = pt_policy_set(pol, m->sets[i], &e) == 0;
   pt_params d;
-  char pj[PT_PARAMS_JSON_MAX];
   pt_policy_params(pol, &d);
   pt_policy_free(pol);
-  return ok && pt_params_json(&d, 1, pj, sizeof pj) == 0 && !strcmp(pj, r->params_json);
+  c->ok[k] = ok && pt_params_json(&d, 1, c->pj[k], sizeof c->pj[k]) == 0;
+  return c->ok[k] && !strcmp(c->pj[k], r->params_json);
 }
 
 /* A name the shell takes as one word unquoted. */
@@ -219,10 +232,13 @@ static int recommend(pt_store *db, const pt_wb_args *a, const pt_store_run *rows
   if (best < 0) return 0;
   const pt_store_run *r = &rows[best];
   rec->run = r->id;
+  captured_cache *cc = calloc(1, sizeof *cc);
+  if (!cc) return pt_err_set(err, PT_ENOMEM, "out of memory");
   for (size_t i = first; i < n && !rec->baseline; i++)
     if (!strcmp(rows[i].trace_hash, hash) && rows[i].capacity == r->capacity && !strcmp(rows[i].gpu, r->gpu) &&
-        is_captured(db, &rows[i], &cm))
+        is_captured(db, &rows[i], &cm, cc))
       rec->baseline = rows[i].id;
+  free(cc);
   snprintf(t->chosen_by, sizeof t->chosen_by, "%s (%s)%s", used ? "memory" : a->objective.text,
            pt_objective_formula(os[used], f, sizeof f),
            used ? ": no run has the predicted time the objective needs" : "");
