@@ -207,6 +207,36 @@ static void test_graph_pool(void) {
   pt_trace_close(t);
 }
 
+/*
+ * traces/two_streams: tensors used on a second stream (record_stream) each
+ * way.  855 of its 1 841 free_completed entries come records after their
+ * free_requested (Python's pickle reads the same: the free waited for the
+ * other stream), and only frees are so marked; the other 986 follow their
+ * free_requested at once.
+ */
+static void test_deferred_frees(void) {
+  pt_trace *t;
+  pt_err err = {{0}};
+  CU_ASSERT_EQUAL_FATAL(pt_trace_open(pt_test_src("traces/two_streams.pickle.gz"), NULL, &err, &t), 0);
+  pt_event ev;
+  int rc, deferred = 0, frees = 0, other = 0;
+  while ((rc = pt_trace_next(t, &ev, &err)) > 0) {
+    frees += ev.kind == PT_EV_FREE;
+    if (ev.flags & PT_EVF_DEFERRED) ev.kind == PT_EV_FREE ? deferred++ : other++;
+  }
+  CU_ASSERT_EQUAL(rc, 0);
+  CU_ASSERT_EQUAL(frees, 1841);
+  CU_ASSERT_EQUAL(deferred, 855);
+  CU_ASSERT_EQUAL(other, 0);
+  pt_trace_close(t);
+  /* a trace of one stream has none */
+  CU_ASSERT_EQUAL_FATAL(pt_trace_open(pt_test_src("traces/llm_decode.pickle.gz"), NULL, &err, &t), 0);
+  deferred = 0;
+  while ((rc = pt_trace_next(t, &ev, &err)) > 0) deferred += (ev.flags & PT_EVF_DEFERRED) != 0;
+  CU_ASSERT_EQUAL(deferred, 0);
+  pt_trace_close(t);
+}
+
 int pt_test_add_snapshot(void) {
   CU_pSuite s = CU_add_suite("snapshot", NULL, NULL);
   if (!s) return CU_get_error();
@@ -216,6 +246,7 @@ int pt_test_add_snapshot(void) {
   CU_add_test(s, "expandable segments: a hole in the end state is no initial mapping", test_expandable_hole);
   CU_add_test(s, "device choice", test_device_pick);
   CU_add_test(s, "real H200 capture matches python", test_real_capture);
+  CU_add_test(s, "two_streams: frees that waited for the other stream marked deferred", test_deferred_frees);
   CU_add_test(s, "a CUDA graph's private pool and its capture found (traces/knobs/graph_pool)", test_graph_pool);
   CU_add_test(s, "bad snapshots: one clear error", test_bad_snapshots);
   CU_add_test(s, "every truncation fails cleanly", test_truncated_snapshot);

@@ -109,8 +109,9 @@ static void test_pools_round_trip(void) {
        .flags = PT_EVF_HAS_ADDR | PT_EVF_CAPTURE, .pool = k1},
       {.kind = PT_EV_ALLOC, .id = 3, .bytes = 512, .time_us = 4},
       {.kind = PT_EV_FREE, .id = 1, .time_us = 5},
+      {.kind = PT_EV_FREE, .id = 2, .time_us = 6, .flags = PT_EVF_DEFERRED}, /* +deferred */
   };
-  const uint16_t want_pool[] = {1, 0, 1, 2, 0, 0};
+  const uint16_t want_pool[] = {1, 0, 1, 2, 0, 0, 0};
   pt_trace_info info = {.version = 1, .device = 0};
   pt_trace_writer *w;
   CU_ASSERT_EQUAL_FATAL(pt_trace_writer_open(saved, &info, &err, &w), 0);
@@ -127,6 +128,7 @@ static void test_pools_round_trip(void) {
     CU_ASSERT_EQUAL(got.kind, ev[n].kind);
     CU_ASSERT_EQUAL(got.pool, want_pool[n]);
     CU_ASSERT_EQUAL(got.flags & PT_EVF_CAPTURE, ev[n].flags & PT_EVF_CAPTURE);
+    CU_ASSERT_EQUAL(got.flags & PT_EVF_DEFERRED, ev[n].flags & PT_EVF_DEFERRED);
     n++;
   }
   CU_ASSERT_EQUAL(rc, 0);
@@ -234,6 +236,12 @@ static void test_bad_pool_lines(void) {
   EXPECT_ERROR("pagetune-trace 1\n+capture\n+capture\na 1 10 0 5\nend 1\n", "line 3", "two +capture lines");
   EXPECT_ERROR("pagetune-trace 1\n+capture\nS 0x100 512 0\nend 1\n", "line 3", "+capture before an initial-state");
   EXPECT_ERROR("pagetune-trace 1\n+capture\nend 0\n", "line 3", "+capture before the end line");
+  /* +deferred: before a free only */
+  CU_ASSERT_STRING_EQUAL(read_text("pagetune-trace 1\na 1 10 0 5\n+deferred\nf 1 6\nend 2\n"), "");
+  EXPECT_ERROR("pagetune-trace 1\n+deferred\na 1 10 0 5\nend 1\n", "line 3", "+deferred before a 'a' record, not a free");
+  EXPECT_ERROR("pagetune-trace 1\na 1 10 0 5\n+deferred 1\nf 1 6\nend 2\n", "line 3", "extra fields after +deferred");
+  EXPECT_ERROR("pagetune-trace 1\na 1 10 0 5\n+deferred\n+deferred\nf 1 6\nend 2\n", "line 4", "two +deferred lines");
+  EXPECT_ERROR("pagetune-trace 1\na 1 10 0 5\nf 1 6\n+deferred\nend 2\n", "line 5", "+deferred before the end line");
 }
 
 static void test_bad_header(void) {
@@ -353,7 +361,7 @@ int pt_test_add_trace(void) {
   CU_add_test(s, "writer leaves no partial file", test_writer_no_partial);
   CU_add_test(s, "+ lines and unknown @ keys are skipped", test_skippable_additions);
   CU_add_test(s, "v1 fixtures read", test_v1_fixtures);
-  CU_add_test(s, "+pool and +capture: written, read back", test_pools_round_trip);
-  CU_add_test(s, "malformed +pool and +capture lines refused with their line", test_bad_pool_lines);
+  CU_add_test(s, "+pool, +capture and +deferred: written, read back", test_pools_round_trip);
+  CU_add_test(s, "malformed +pool, +capture and +deferred lines refused with their line", test_bad_pool_lines);
   return CU_get_error();
 }

@@ -185,12 +185,13 @@ static int live_alloc(run *r, const pt_mech_ops *m, void *st, uint64_t bytes, ui
   return rc;
 }
 
-static int live_free(run *r, const pt_mech_ops *m, void *st, uint64_t h, uint64_t bytes, uint64_t id) {
+static int live_free(run *r, const pt_mech_ops *m, int (*free_fn)(void *, uint64_t), void *st, uint64_t h, uint64_t bytes,
+                     uint64_t id) {
   int rc = r->live->on_free ? r->live->on_free(r->live->observer_ctx, m->addr_of(st, h), bytes, id) : 0;
   if (rc < 0) return rc;
   uint64_t n0 = r->dev.ncalls;
   double calls0 = r->out->call_times->total_us, t0 = pt_clock_s();
-  rc = m->free(st, h);
+  rc = free_fn(st, h);
   r->out->free_us[r->out->nfree_us++] = live_took(r, t0, calls0, n0, bytes);
   r->nlive -= r->nlive > 0;
   return rc;
@@ -393,7 +394,8 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
         touch(r, m, st, *h, e->bytes);
         int rep = r->classify && is_repeat(t, i);
         if (rep) repeat_begin(r, out);
-        rc = __builtin_expect(r->live != NULL, 0) ? live_free(r, m, st, *h, e->bytes, e->id) : m->free(st, *h);
+        int (*free_fn)(void *, uint64_t) = (e->flags & PT_EVF_DEFERRED) && m->free_deferred ? m->free_deferred : m->free;
+        rc = __builtin_expect(r->live != NULL, 0) ? live_free(r, m, free_fn, st, *h, e->bytes, e->id) : free_fn(st, *h);
         count_request(&out->req, r, n0, e->bytes);
         if (rep) repeat_end(r, out, n0, e->bytes);
         if (rc < 0) return pt_err_prefix(err, rc, "%s: record %zu (free)", t->path, i);

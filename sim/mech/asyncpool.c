@@ -103,7 +103,10 @@
  * pending free complete.  The lag differs between runs of one workload (other
  * work on the GPU, clocks), so the real peak is a spread: swept over free_lag
  * the model gives the spread it expects (docs/model.md).  The stream a free
- * was made on is not followed (one pool, streams ignored, as above).
+ * was made on is not followed (one pool, streams ignored, as above), but for
+ * a free of a block other streams used (the trace's deferred frees: PyTorch
+ * frees those on a stream of its own, which no request is made on): while
+ * pending, nothing reuses it (free_deferred).
  *
  * A trace that begins with segments alive was captured under another
  * allocator (a snapshot cannot be taken under backend:cudaMallocAsync), so
@@ -190,6 +193,10 @@ typedef struct async_state {
   uint64_t lag, nreq, tickets;
   struct apending { ablock *b; uint64_t due, ticket; } *pend;
   size_t npend, cap_pend;
+  /* frees made on PyTorch's unifying free stream (free_deferred), oldest first: still allocated to the pool
+     until due, then seen complete (a constant lag keeps them in due order) */
+  struct adeferred { ablock *b; uint64_t due; } *defer;
+  size_t dhead, ndefer, cap_defer;
 } async_state;
 
 /* Where a request goes (computed before anything changes). */
@@ -312,10 +319,12 @@ static void touch(async_state *st, ablock *b, int delta) {
 
 /* Release idle chunks, oldest first, until the pool holds no more than keep; a driver's error stops it. */
 static void pend_complete(async_state *st, uint64_t upto);
+static void defer_complete(async_state *st, uint64_t upto);
 
 /* A synchronisation first: every pending free is seen complete. */
 static int trim(async_state *st, uint64_t keep) {
   int any = 0, rc = 0;
+  if (st->ndefer) defer_complete(st, UINT64_MAX);
   if (st->npend) pend_complete(st, UINT64_MAX);
   while (st->held > keep && st->idle_head) {
     achunk *c = st->idle_head;
@@ -347,6 +356,7 @@ static int trim(async_state *st, uint64_t keep) {
 /* A synchronisation point. */
 static int sync_point(async_state *st) {
   const pt_policy_hooks *h = st->env.hooks;
+  if (st->ndefer) defer_complete(st, UINT64_MAX);
   if (st->npend) pend_complete(st, UINT64_MAX);
   if (h && h->should_collect) {
     int yes = 0;
@@ -431,14 +441,22 @@ static int over_cap(async_state *st, const aplace *pl) {
  * how many later requests a free stays pending (0: seen complete at once,
  * the synchronised replay the model reproduces address for address). */
 
+/* Room for one more in the array *arr of n elements of elt bytes (*cap allocated): doubled from 64. */
+static int room(async_state *st, void **arr, size_t n, size_t *cap, size_t elt) {
+  if (n < *cap) return 0;
+  size_t ncap = *cap ? *cap * 2 : 64;
+  void *na = realloc(*arr, ncap * elt);
+  if (!na) return oom(st);
+  *arr = na;
+  *cap = ncap;
+  return 0;
+}
+
 static int pend_push(async_state *st, ablock *b, uint64_t due) {
-  if (st->npend == st->cap_pend) {
-    size_t ncap = st->cap_pend ? st->cap_pend * 2 : 64;
-    struct apending *np = realloc(st->pend, ncap * sizeof *np);
-    if (!np) return oom(st);
-    st->pend = np;
-    st->cap_pend = ncap;
-  }
+  void *arr = st->pend;
+  int rc = room(st, &arr, st->npend, &st->cap_pend, sizeof *st->pend);
+  st->pend = arr;
+  if (rc < 0) return rc;
   b->ticket = ++st->tickets;
   b->due = due;
   size_t i = st->npend++;
@@ -483,6 +501,22 @@ static void pend_complete(async_state *st, uint64_t upto) {
     if (!is_top(st, b)) free_insert(st, b);
     if (b->seg && !b->prev && !b->next) b->seg->whole = b;
   }
+}
+
+/* The deferred frees due by request count upto (all: UINT64_MAX): each is seen complete at once, and merges
+   with the free neighbours already seen complete (not with pending ones, as pend_complete). */
+static void defer_complete(async_state *st, uint64_t upto) {
+  while (st->dhead < st->ndefer && st->defer[st->dhead].due <= upto) {
+    ablock *b = st->defer[st->dhead++].b;
+    b->allocated = 0;
+    st->allocated -= b->size;
+    touch(st, b, -1);
+    if (b->prev && !b->prev->ticket) merge(st, b, b->prev);
+    if (b->next && !b->next->ticket) merge(st, b, b->next);
+    if (!is_top(st, b)) free_insert(st, b);
+    if (b->seg && !b->prev && !b->next) b->seg->whole = b;
+  }
+  if (st->dhead == st->ndefer) st->dhead = st->ndefer = 0;
 }
 
 /* Split b at its front: b keeps size bytes, the rest becomes a free block (the top if b was last), pending
@@ -647,6 +681,7 @@ static int async_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *h
   }
   if ((rc = ensure_spare(st, 2)) < 0) return rc; /* a new block at the end, a split remainder */
   st->nreq++;
+  if (st->ndefer) defer_complete(st, st->nreq);
   if (st->npend) pend_complete(st, st->nreq);
   ablock *b = NULL;
   rc = place(st, size, &b);
@@ -704,6 +739,26 @@ static int async_free(void *state, uint64_t handle) {
   int rc = unallocate(st, b);
   if (rc < 0) return rc;
   if (st->every_free || st->allocated == 0) return sync_point(st);
+  return 0;
+}
+
+/*
+ * A free of a block other streams used (record_stream): PyTorch's backend makes a stream of its own (the
+ * "unifying free stream") wait for the block's creation stream and every stream recorded on it, and frees
+ * it there (CUDAMallocAsyncAllocator.cpp).  No request is made on that stream, so while the GPU has not
+ * passed the free nothing reuses the memory, not even a request of its size on the stream that made it (a
+ * pending free on a request's own stream is reused: async_free).  It stays the pool's for free_lag requests;
+ * with no lag it is any free.
+ */
+static int async_free_deferred(void *state, uint64_t handle) {
+  async_state *st = state;
+  if (!st->lag) return async_free(state, handle);
+  if (st->init_phase) end_init(st);
+  void *arr = st->defer;
+  int rc = room(st, &arr, st->ndefer, &st->cap_defer, sizeof *st->defer);
+  st->defer = arr;
+  if (rc < 0) return rc;
+  st->defer[st->ndefer++] = (struct adeferred){(ablock *)(uintptr_t)handle, st->nreq + st->lag};
   return 0;
 }
 
@@ -787,6 +842,7 @@ static void async_destroy(void *state) {
   pt_bset_free(&st->addrt);
   pt_slab_free(&st->blocks);
   free(st->pend);
+  free(st->defer);
   free(st);
 }
 
@@ -800,6 +856,7 @@ const pt_mech_ops pt_mech_async_pool = {
     .init_alloc = async_init_alloc,
     .alloc = async_alloc,
     .free = async_free,
+    .free_deferred = async_free_deferred,
     .empty_cache = async_empty_cache,
     .destroy = async_destroy,
     .addr_of = async_addr_of,

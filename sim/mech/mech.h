@@ -160,6 +160,9 @@ typedef struct pt_mech_ops {
   /* a request of bytes on stream: 0 with a handle, PT_EOOM, or another error */
   int (*alloc)(void *state, uint64_t bytes, uint64_t stream, uint64_t *handle /* OUT */);
   int (*free)(void *state, uint64_t handle);
+  /* NULL, or a free that waited for other streams' work (the trace's PT_EVF_DEFERRED: record_stream), where
+     the mechanism treats one apart (async_pool: PyTorch frees it on a stream of its own) */
+  int (*free_deferred)(void *state, uint64_t handle);
   /*
    * Later requests, initial segments and initial blocks go to private pool `pool` (the trace's number,
    * 1..; 0: the default pool), as between PyTorch's beginAllocateToPool and endAllocateToPool: a private

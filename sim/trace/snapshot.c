@@ -103,16 +103,16 @@ static void settings_text(const pt_pyobj *set, char *buf, size_t n) {
     if (buf[i] == '\n' || buf[i] == '\r') buf[i] = ' ';
 }
 
-enum act { ACT_SKIP, ACT_ALLOC, ACT_FREE, ACT_SEG_ALLOC, ACT_SEG_FREE, ACT_MAP, ACT_UNMAP, ACT_OOM };
+enum act { ACT_SKIP, ACT_ALLOC, ACT_FREE, ACT_FREE_REQ, ACT_SEG_ALLOC, ACT_SEG_FREE, ACT_MAP, ACT_UNMAP, ACT_OOM };
 
 static enum act action_of(const pt_pyobj *a) {
   static const struct { const char *name; enum act act; } tab[] = {
       {"alloc", ACT_ALLOC},           {"free_completed", ACT_FREE}, {"segment_alloc", ACT_SEG_ALLOC},
       {"segment_free", ACT_SEG_FREE}, {"segment_map", ACT_MAP},     {"segment_unmap", ACT_UNMAP},
-      {"oom", ACT_OOM}};
+      {"oom", ACT_OOM},               {"free_requested", ACT_FREE_REQ}};
   for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
     if (pt_py_is_str(a, tab[i].name)) return tab[i].act;
-  return ACT_SKIP; /* free_requested, snapshot, and actions newer than this reader */
+  return ACT_SKIP; /* snapshot, and actions newer than this reader */
 }
 
 /*
@@ -124,6 +124,7 @@ typedef struct conv {
   snap_state *st;
   snap_state init;      /* initial-state records, emitted first */
   pt_u64map live, segs;
+  pt_u64map requested;  /* a block's address -> 1 + the index of its free_requested, until its free_completed */
   uint64_t next_id;
   int dev;
   pt_frames *frames;    /* the trace's, shared by every device's conversion */
@@ -176,6 +177,10 @@ static int convert_entry(conv *c, const pt_pyobj *e, uint32_t idx, pt_err *err) 
   enum act a = action_of(act);
   if (a == ACT_SKIP) return 0;
   int64_t addr = 0, size, stream = 0, t = 0;
+  if (a == ACT_FREE_REQ) /* PyTorch logs it at the free; free_completed follows at once unless other streams
+                            used the block (record_stream), whose work the free then waited for */
+    return get_int(e, "addr", &addr) < 0 || addr < 0 ? 0
+           : pt_u64map_put(&c->requested, (uint64_t)addr, (uint64_t)idx + 1) < 0 ? PT_ENOMEM : 0;
   if (get_int(e, "size", &size) < 0 || (a != ACT_OOM && get_int(e, "addr", &addr) < 0))
     return pt_err_set(err, PT_EFORMAT, "device_traces[%d][%u]: %.*s entry without int addr/size",
                       c->dev, idx, (int)act->u.s.len, act->u.s.ptr);
@@ -209,6 +214,10 @@ static int convert_entry(conv *c, const pt_pyobj *e, uint32_t idx, pt_err *err) 
       pt_u64map_del(&c->live, ev.addr);
     }
     ev.kind = PT_EV_FREE;
+    if ((v = pt_u64map_get(&c->requested, ev.addr))) {
+      if (*v != idx) ev.flags |= PT_EVF_DEFERRED; /* *v is 1 + the request's index: idx when just before */
+      pt_u64map_del(&c->requested, ev.addr);
+    }
     break;
   case ACT_SEG_ALLOC:
     ev.kind = PT_EV_SEG_ALLOC;
@@ -589,6 +598,7 @@ static void conv_free(conv *c) {
   free(c->init.src);
   pt_u64map_free(&c->live);
   pt_u64map_free(&c->segs);
+  pt_u64map_free(&c->requested);
 }
 
 static int snapshot_open(pt_trace *t, const pt_trace_opts *opts, pt_err *err) {

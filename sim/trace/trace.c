@@ -397,6 +397,7 @@ typedef struct native_state {
   uint32_t at;         /* a +at line's stack, for the next record */
   uint16_t pool;       /* a +pool line's pool, for the next record */
   int capture;         /* a +capture line, for the next record */
+  int deferred;        /* a +deferred line, for the next record (a free) */
   const char *ps, *pe;
   int (*record)(const char *s, const char *e, pt_event *ev, pt_err *err); /* the file's version's parser */
 } native_state;
@@ -743,6 +744,12 @@ static int native_extension(pt_trace *t, native_state *st, const char *s, const 
     st->capture = 1;
     return 0;
   }
+  if (klen == 8 && !memcmp(k, "deferred", 8)) {
+    if (!at_end(p, e)) return pt_err_set(err, PT_EFORMAT, "extra fields after +deferred");
+    if (st->deferred) return pt_err_set(err, PT_EFORMAT, "two +deferred lines for one record");
+    st->deferred = 1;
+    return 0;
+  }
   return 0; /* a tag this build does not know */
 }
 
@@ -761,9 +768,9 @@ static int native_next(pt_trace *t, pt_event *ev, pt_err *err) {
       uint64_t n;
       if (parse_u64(&p, e, "count", &n, err) < 0 || !at_end(p, e))
         return pt_err_set(err, PT_EFORMAT, "line %llu: bad end line", (unsigned long long)st->line);
-      if (st->at || st->pool || st->capture)
+      if (st->at || st->pool || st->capture || st->deferred)
         return pt_err_set(err, PT_EFORMAT, "line %llu: +%s before the end line", (unsigned long long)st->line,
-                          st->at ? "at" : st->pool ? "pool" : "capture");
+                          st->at ? "at" : st->pool ? "pool" : st->capture ? "capture" : "deferred");
       if (n != st->records)
         return pt_err_set(err, PT_EFORMAT, "line %llu: end line says %llu records, file has %llu",
                           (unsigned long long)st->line, (unsigned long long)n,
@@ -801,6 +808,13 @@ static int native_next(pt_trace *t, pt_event *ev, pt_err *err) {
                           (unsigned long long)st->line);
       ev->flags |= PT_EVF_CAPTURE;
       st->capture = 0;
+    }
+    if (st->deferred) {
+      if (ev->kind != PT_EV_FREE)
+        return pt_err_set(err, PT_EFORMAT, "line %llu: +deferred before a '%c' record, not a free",
+                          (unsigned long long)st->line, ev->kind);
+      ev->flags |= PT_EVF_DEFERRED;
+      st->deferred = 0;
     }
     st->records++;
     return 1;
@@ -1032,6 +1046,10 @@ int pt_trace_writer_put(pt_trace_writer *w, const pt_event *ev, pt_err *err) {
   if (ev->flags & PT_EVF_CAPTURE) {
     memcpy(p, "+capture\n", 9);
     p += 9;
+  }
+  if (ev->kind == PT_EV_FREE && (ev->flags & PT_EVF_DEFERRED)) {
+    memcpy(p, "+deferred\n", 10);
+    p += 10;
   }
   if (ev->pool) { /* +pool FIRST SECOND: the private pool the record is in */
     if (!w->pools || ev->pool > w->pools->n)

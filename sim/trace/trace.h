@@ -55,6 +55,8 @@ typedef enum pt_ev_kind {
 #define PT_SEGF_EXPANDABLE 1u /* initial segment is an expandable (VMM) one */
 #define PT_EVF_HAS_ADDR 2u    /* alloc carries the address the real run used */
 #define PT_EVF_CAPTURE 4u     /* a CUDA graph capture begins before this record (torch.cuda.graph's empty_cache) */
+#define PT_EVF_DEFERRED 8u    /* a free that waited for other streams' work (record_stream): the snapshot's
+                                 free_requested came records before its free_completed */
 
 typedef struct pt_event {
   uint64_t id;      /* allocation id (ALLOC, FREE, ACCESS, INIT_ALLOC) */
