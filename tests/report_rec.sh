@@ -114,4 +114,32 @@ assert v["baseline"] == "pytorch_native at its defaults" and pol[v["baseline_run
 print("ok: the captured settings: pytorch_expandable for expandable.pickle.gz, PyTorch's defaults for the other")
 PY
 
+# A cudaMallocAsync recommendation says its peak is a spread (docs/model.md): without runs at other free_lag
+# values how to store them; with them the spread, and when the captured settings' peak lies inside it that
+# the saving is not one to count on.  tests/data/async_spread.trace: native 40 MiB; the pool 32 MiB with the
+# GPU keeping up, 96 MiB with its six cross-stream (+deferred) frees never passed.
+sp="$top_srcdir/tests/data/async_spread.trace"
+"$pt" sweep --db "$tmp/sp.db" --trace "$sp" --policy pytorch_native --policy cuda_async \
+  --grid release_threshold=1125899906842624 >/dev/null 2>"$tmp/err" || { fail "sweep of async_spread"; cat "$tmp/err"; }
+"$pt" report --db "$tmp/sp.db" --objective memory --json >"$tmp/sp1.json" 2>"$tmp/err" || { fail "report (one lag)"; cat "$tmp/err"; }
+"$pt" sweep --db "$tmp/sp.db" --trace "$sp" --policy cuda_async --grid release_threshold=1125899906842624 \
+  --grid free_lag=0,4,16,1000000000 >/dev/null 2>"$tmp/err" || { fail "sweep over free_lag"; cat "$tmp/err"; }
+"$pt" report --db "$tmp/sp.db" --objective memory --json >"$tmp/sp2.json" 2>"$tmp/err" || { fail "report (lags)"; cat "$tmp/err"; }
+"$pt" report --db "$tmp/sp.db" --objective memory >"$tmp/sp2.txt" 2>"$tmp/err" || { fail "report text (lags)"; cat "$tmp/err"; }
+python3 - "$tmp/sp1.json" "$tmp/sp2.json" "$tmp/sp2.txt" <<'PY' || fail "the cudaMallocAsync spread in the recommendation"
+import json, sys
+one, lags, text = (json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), open(sys.argv[3]).read())
+pol = {r["run"]: r["policy"] for r in one["runs"]}
+(r1,) = one["recommendations"]
+assert pol[r1["run"]] == "cuda_async", r1
+assert any("--grid free_lag=" in w for w in r1["warnings"]), r1["warnings"]
+(r2,) = lags["recommendations"]
+w = [x for x in r2["warnings"] if "over free_lag" in x]
+assert len(w) == 1, r2["warnings"]
+assert "4 stored runs" in w[0] and "32.0-96.0 MiB" in w[0], w
+assert "captured settings' peak (40.0 MiB) lies inside it" in w[0] and "8.0 MiB) is not a gain to count on" in w[0], w
+assert "warning:" in text and "not a gain to count on" in " ".join(text.split()), text
+print("ok: the spread 32-96 MiB over free_lag, the captured 40 MiB inside it: not a gain to count on")
+PY
+
 done_ok report_rec

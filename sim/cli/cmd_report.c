@@ -158,6 +158,74 @@ static int is_captured(pt_store *db, const pt_store_run *r, const pt_conf_model 
   return c->ok[k] && !strcmp(c->pj[k], r->params_json);
 }
 
+/* params_json without one key's member ("k":value, and its comma), into out: runs that differ only in that key
+   compare equal. */
+static void without_key(const char *pj, const char *key, char *out, size_t n) {
+  char pat[64];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  const char *at = strstr(pj, pat);
+  if (!at) {
+    snprintf(out, n, "%s", pj);
+    return;
+  }
+  const char *end = at + strlen(pat);
+  end += strcspn(end, ",}");
+  if (*end == ',') end++;
+  else if (at > pj && at[-1] == ',') at--; /* the last member: its comma before it goes */
+  snprintf(out, n, "%.*s%s", (int)(at - pj), pj, end);
+}
+
+/*
+ * A cudaMallocAsync peak is a spread (docs/model.md): how far the GPU lags the CPU, free_lag in the model,
+ * differs between real runs.  The stored runs of r's configuration at other free_lag values give it; the
+ * note says it, and says when the saving against the captured settings' run (base, or NULL) lies inside it.
+ * Without such runs, how to store them.  Appended to *notes (malloc'd text, or NULL).
+ */
+static int async_spread_note(const pt_store_run *rows, size_t first, size_t n, const pt_store_run *r,
+                             const pt_store_run *base, char **notes, pt_err *err) {
+  if (strcmp(r->mechanism, "async_pool")) return 0;
+  char key[1024], other[1024];
+  without_key(r->params_json, "free_lag", key, sizeof key);
+  uint64_t lo = UINT64_MAX, hi = 0;
+  int runs = 0;
+  for (size_t i = first; i < n; i++) {
+    const pt_store_run *q = &rows[i];
+    if (strcmp(q->trace_hash, r->trace_hash) || strcmp(q->mechanism, "async_pool") || q->capacity != r->capacity ||
+        strcmp(q->gpu, r->gpu) || q->r.ooms)
+      continue;
+    without_key(q->params_json, "free_lag", other, sizeof other);
+    if (strcmp(other, key)) continue;
+    runs++;
+    if (q->r.peak_reserved_bytes < lo) lo = q->r.peak_reserved_bytes;
+    if (q->r.peak_reserved_bytes > hi) hi = q->r.peak_reserved_bytes;
+  }
+  char add[900];
+  if (runs < 2)
+    snprintf(add, sizeof add,
+             "warning: a cudaMallocAsync peak depends on how far the GPU lags the CPU, which differs between "
+             "runs; 'pagetune sweep --policy %s --grid free_lag=0,4,16,64,256,1000000000' (with this run's "
+             "settings) stores the spread the model expects, which this report then shows\n", r->policy);
+  else {
+    int inside = base && base->r.peak_reserved_bytes <= hi && base->r.peak_reserved_bytes > r->r.peak_reserved_bytes;
+    int n0 = snprintf(add, sizeof add,
+                      "warning: over free_lag (the GPU's lag; %d stored runs) this configuration's peak reserved "
+                      "is %.1f-%.1f MiB: a real run can land anywhere in it%s",
+                      runs, (double)lo / 1048576, (double)hi / 1048576, inside ? "" : "\n");
+    if (inside && n0 > 0 && (size_t)n0 < sizeof add)
+      snprintf(add + n0, sizeof add - (size_t)n0,
+               "; the captured settings' peak (%.1f MiB) lies inside it, so the predicted saving "
+               "(%.1f MiB) is not a gain to count on\n",
+               (double)base->r.peak_reserved_bytes / 1048576,
+               (double)(base->r.peak_reserved_bytes - r->r.peak_reserved_bytes) / 1048576);
+  }
+  size_t had = *notes ? strlen(*notes) : 0;
+  char *grown = realloc(*notes, had + strlen(add) + 1);
+  if (!grown) return pt_err_set(err, PT_ENOMEM, "out of memory");
+  memcpy(grown + had, add, strlen(add) + 1);
+  *notes = grown;
+  return 0;
+}
+
 /* A name the shell takes as one word unquoted. */
 static int plain_word(const char *s) {
   if (!*s) return 0;
@@ -255,6 +323,10 @@ static int recommend(pt_store *db, const pt_wb_args *a, const pt_store_run *rows
     return 0;
   }
   if (rc < 0) return pt_err_set(err, rc, "%s", xerr.msg);
+  const pt_store_run *base = NULL;
+  for (size_t i = first; i < n && rec->baseline && !base; i++)
+    if (rows[i].id == rec->baseline) base = &rows[i];
+  if ((rc = async_spread_note(rows, first, n, r, base, &t->notes, err)) < 0) return rc;
   rec->paste = t->paste;
   rec->code = t->code;
   rec->notes = t->notes;

@@ -1916,7 +1916,15 @@ int pt_report_json(FILE *f, const pt_report_run *runs, size_t n, const pt_report
     pt_json_str(f, r ? pt_report_why(r, b, why, sizeof why) : NULL);
     fputs(",\"export_command\":", f);
     pt_json_str(f, r ? k->command : NULL);
-    fputc('}', f);
+    fputs(",\"warnings\":[", f); /* the export's (and the report's own) warnings, as the text shows them */
+    char line[LINE_MAX_];
+    int nw = 0;
+    for (const char *p = r ? str_or(k->notes, "") : ""; line_next(&p, line, sizeof line);)
+      if (!strncmp(line, WARNING, strlen(WARNING))) {
+        fputs(nw++ ? "," : "", f);
+        pt_json_str(f, line + strlen(WARNING));
+      }
+    fputs("]}", f);
   }
   fputs("],\"confirmations\":[", f);
   for (size_t i = 0; i < nconfirms; i++) {
