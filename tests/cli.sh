@@ -73,6 +73,17 @@ elif [ $rc -ne 0 ]; then echo "FAIL: replay --mechanism exit $rc"; cat "$tmp/err
 expect 0 "import a snapshot" -- "$pt" trace import "$data/synthetic_snapshot.pickle.gz" -o "$tmp/s.trace.gz" --json
 grep -q '"peak_live_bytes":13632483' "$tmp/out" || { echo "FAIL: import --json"; cat "$tmp/out"; fails=$((fails + 1)); }
 expect 0 "stats of the import" -- "$pt" trace stats "$tmp/s.trace.gz"
+# frees that waited for the other stream: counted from the snapshot and from the imported trace alike
+# (its +deferred lines), and not shown for a trace without
+ts="$top_srcdir/traces/two_streams.pickle.gz"
+expect 0 "import two_streams" -- "$pt" trace import "$ts" -o "$tmp/ts.trace"
+for src in "$ts" "$tmp/ts.trace"; do
+  expect 0 "stats of $(basename "$src")" -- "$pt" trace stats "$src" --json
+  grep -q '"deferred_frees":855' "$tmp/out" || { echo "FAIL: deferred_frees of $src"; cat "$tmp/out"; fails=$((fails + 1)); }
+done
+[ "$(grep -c '^+deferred$' "$tmp/ts.trace")" -eq 855 ] || { echo "FAIL: +deferred lines"; fails=$((fails + 1)); }
+expect 0 "stats of llm_decode" -- "$pt" trace stats "$top_srcdir/traces/llm_decode.pickle.gz"
+grep -q deferred "$tmp/out" && { echo "FAIL: deferred_frees shown for a trace without"; fails=$((fails + 1)); }
 for bad in forbidden_opcode negative_size not_a_snapshot; do
   expect 1 "import $bad" -- "$pt" trace import "$data/$bad.pickle" -o "$tmp/$bad.trace"
   one_line "$bad.pickle: "

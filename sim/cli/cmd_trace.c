@@ -48,7 +48,8 @@ const pt_cli_table pt_opts_trace_stats = {
     "distinct_sizes, peak_live_bytes, bytes_allocated_total, initial_segments,\n"
     "initial_reserved_bytes, duration_us, and what the real allocator recorded;\n"
     "for a trace with CUDA graphs' private pools also private_pools,\n"
-    "private_pool_allocs, private_pool_segment_allocs and captures.\n",
+    "private_pool_allocs, private_pool_segment_allocs and captures; for one\n"
+    "whose frees waited for other streams' work (record_stream) deferred_frees.\n",
     stats_opts, sizeof(trace_args), &defaults, 1};
 
 static const pt_cli_opt import_opts[] = {

@@ -17,6 +17,7 @@ int pt_trace_stats_compute(pt_trace *t, pt_trace_stats *s, pt_err *err) {
   while ((rc = pt_trace_next(t, &ev, err)) > 0) {
     s->events++;
     s->captures += (ev.flags & PT_EVF_CAPTURE) != 0;
+    s->deferred_frees += ev.kind == PT_EV_FREE && (ev.flags & PT_EVF_DEFERRED);
     if (ev.pool) {
       s->private_pool_allocs += ev.kind == PT_EV_ALLOC;
       s->private_pool_segment_allocs += ev.kind == PT_EV_SEG_ALLOC;
@@ -80,6 +81,7 @@ void pt_trace_stats_print_text(FILE *f, const pt_trace_info *info, const pt_trac
 #define PT_X(fld, h) fprintf(f, "%-30s %15" PRIu64 "  %s\n", #fld, s->fld, h);
   PT_TRACE_STATS_FIELDS(PT_X)
   if (s->private_pools || s->captures) { PT_TRACE_STATS_POOL_FIELDS(PT_X) } /* braces: the list is several statements */
+  if (s->deferred_frees) { PT_TRACE_STATS_DEFERRED_FIELDS(PT_X) }
 #undef PT_X
 }
 
@@ -94,6 +96,7 @@ void pt_trace_stats_print_json(FILE *f, const char *path, const pt_trace_info *i
 #define PT_X(fld, h) fprintf(f, ",\"" #fld "\":%" PRIu64, s->fld);
   PT_TRACE_STATS_FIELDS(PT_X)
   if (s->private_pools || s->captures) { PT_TRACE_STATS_POOL_FIELDS(PT_X) } /* braces: the list is several statements */
+  if (s->deferred_frees) { PT_TRACE_STATS_DEFERRED_FIELDS(PT_X) }
 #undef PT_X
   fputs("}\n", f);
 }

@@ -43,10 +43,15 @@
   X(private_pool_segment_allocs, "segment allocations the real allocator made for one")   \
   X(captures, "CUDA graph captures begun with an empty_cache that freed memory")
 
+/* Frees that waited for another stream's work (+deferred): printed only for a trace that has one. */
+#define PT_TRACE_STATS_DEFERRED_FIELDS(X) \
+  X(deferred_frees, "frees that waited for other streams' work (record_stream)")
+
 typedef struct pt_trace_stats {
 #define PT_X(f, h) uint64_t f;
   PT_TRACE_STATS_FIELDS(PT_X)
   PT_TRACE_STATS_POOL_FIELDS(PT_X)
+  PT_TRACE_STATS_DEFERRED_FIELDS(PT_X)
 #undef PT_X
 } pt_trace_stats;
 
