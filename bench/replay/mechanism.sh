@@ -7,7 +7,12 @@
 # every configuration once, then again), so that accept.py can judge on the
 # median over processes; REPEAT is the timed runs within each.
 # DEADLINE=EPOCH_SECONDS starts no run after that time (a bounded GPU call).
-#   OUT=dir [PROCS=N] [REPEAT=N] [DEADLINE=S] sh bench/replay/mechanism.sh [PAGETUNE [TRACE...]]
+# START=TRACE begins each process's round at that trace (its name, e.g. expandable), the
+# traces before it last: a second bounded call continues where the first one's
+# "deadline: stopped before ..." line says it stopped, so every trace gets as many
+# processes (bench/replay/mechanism5's two calls both began at cap_retry: 6 processes for
+# the first three traces, 4 for the others).
+#   OUT=dir [PROCS=N] [REPEAT=N] [DEADLINE=S] [START=TRACE] sh bench/replay/mechanism.sh [PAGETUNE [TRACE...]]
 set -u
 pt=${1:-./pagetune}
 [ $# -gt 0 ] && shift
@@ -18,6 +23,15 @@ export PAGETUNE_POLICY_DIR=${PAGETUNE_POLICY_DIR:-$here/policies} PAGETUNE_GPU_D
 REPEAT=${REPEAT:-3}
 PROCS=${PROCS:-1}
 if [ $# -eq 0 ]; then set -- "$here"/traces/*.pickle.gz; fi
+if [ -n "${START:-}" ]; then # rotate: START first, the traces before it after the rest
+  before= found=
+  for t in "$@"; do
+    if [ -z "$found" ] && [ "$(basename "$t" .pickle.gz)" != "$START" ]; then before="$before $t"; else found=1; after="${after:-} $t"; fi
+  done
+  [ -n "$found" ] || { echo "mechanism.sh: START=$START: no such trace among those given" >&2; exit 2; }
+  # shellcheck disable=SC2086 # the paths are the repository's traces: no spaces
+  set -- $after $before
+fi
 : >"$OUT/mechanism.jsonl"
 proc=0
 while [ "$proc" -lt "$PROCS" ]; do
