@@ -749,6 +749,27 @@ static void test_async_deferred(void) {
   }
 }
 
+/* Many deferred frees pending at once (the queue compacts as it drains): the pool holds what is pending, no more. */
+static void test_async_deferred_many(void) {
+  rig r;
+  rig_init(&r, &pt_mech_async_pool, 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "release_threshold", ASYNC_UINT64_MAX_THRESHOLD), 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r.params, "free_lag", 2000), 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+  uint64_t peak = 0;
+  for (int i = 0; i < 6000; i++) {
+    uint64_t h = A(&r, MIB);
+    CU_ASSERT_EQUAL_FATAL(r.ops->free_deferred(r.st, h), 0);
+    if (r.dev.reserved > peak) peak = r.dev.reserved;
+  }
+  /* at most the 2000 pending and the one being made, in 32 MiB chunks; once they complete they are reused */
+  CU_ASSERT(peak >= 2000 * MIB && peak <= 2001 * MIB + 32 * MIB);
+  CU_ASSERT_EQUAL(r.dev.reserved, peak);
+  CU_ASSERT_EQUAL(r.ops->empty_cache(r.st), 0); /* every deferred free complete: nothing in use */
+  CU_ASSERT_EQUAL(r.dev.reserved, 0);
+  rig_done(&r);
+}
+
 /*
  * traces/two_streams under PyTorch's cudaMallocAsync backend, five runs on the H200
  * (traces/knobs/async_peaks/run3): 3680, 3520, 1696, 1056 and 1088 MiB.  Its 855 deferred frees (3 561 MiB)
@@ -1557,6 +1578,7 @@ int pt_test_add_mechs(void) {
   CU_add_test(s, "async_pool: initial segments serve requests, released when idle", test_async_initial);
   CU_add_test(s, "async_pool: initial blocks allocated from the pool (adopt_initial 0)", test_async_initial_replaced);
   CU_add_test(s, "async_pool: a deferred (cross-stream) free reused by nothing while pending", test_async_deferred);
+  CU_add_test(s, "async_pool: thousands of deferred frees pending, then all complete", test_async_deferred_many);
   CU_add_test(s, "async_pool: two_streams' real peaks inside the spread free_lag gives", test_async_two_streams_spread);
   CU_add_test(s, "async_pool: real traces within 3.125% of the H200's cudaMallocAsync peaks", test_async_traces);
   CU_add_test(s, "stitch: two freed 2 MiB handles stitched for 4 MiB, no cuMemCreate", test_stitch_two_chunks);

@@ -516,7 +516,13 @@ static void defer_complete(async_state *st, uint64_t upto) {
     if (!is_top(st, b)) free_insert(st, b);
     if (b->seg && !b->prev && !b->next) b->seg->whole = b;
   }
-  if (st->dhead == st->ndefer) st->dhead = st->ndefer = 0;
+  if (st->dhead == st->ndefer) {
+    st->dhead = st->ndefer = 0;
+  } else if (st->dhead >= 1024 && st->dhead * 2 >= st->ndefer) { /* the done half goes: memory as the queue's */
+    memmove(st->defer, st->defer + st->dhead, (st->ndefer - st->dhead) * sizeof *st->defer);
+    st->ndefer -= st->dhead;
+    st->dhead = 0;
+  }
 }
 
 /* Split b at its front: b keeps size bytes, the rest becomes a free block (the top if b was last), pending
