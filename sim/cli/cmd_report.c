@@ -158,21 +158,12 @@ static int is_captured(pt_store *db, const pt_store_run *r, const pt_conf_model 
   return c->ok[k] && !strcmp(c->pj[k], r->params_json);
 }
 
-/* params_json without one key's member ("k":value, and its comma), into out: runs that differ only in that key
-   compare equal. */
-static void without_key(const char *pj, const char *key, char *out, size_t n) {
-  char pat[64];
-  snprintf(pat, sizeof pat, "\"%s\":", key);
-  const char *at = strstr(pj, pat);
-  if (!at) {
-    snprintf(out, n, "%s", pj);
-    return;
-  }
-  const char *end = at + strlen(pat);
-  end += strcspn(end, ",}");
-  if (*end == ',') end++;
-  else if (at > pj && at[-1] == ',') at--; /* the last member: its comma before it goes */
-  snprintf(out, n, "%.*s%s", (int)(at - pj), pj, end);
+/* params_json with free_lag at 0, as the store writes it (paramjson.h): runs that differ only in the GPU's lag
+   compare equal; "" when it does not read. */
+static void lag_free_key(const char *pj, char *out, size_t n) {
+  pt_params p;
+  if (pt_params_from_json(pj, &p) < 0 || pt_params_set(&p, "free_lag", 0) < 0 || pt_params_json(&p, 1, out, n) < 0)
+    out[0] = 0;
 }
 
 /*
@@ -184,8 +175,8 @@ static void without_key(const char *pj, const char *key, char *out, size_t n) {
 static int async_spread_note(const pt_store_run *rows, size_t first, size_t n, const pt_store_run *r,
                              const pt_store_run *base, char **notes, pt_err *err) {
   if (strcmp(r->mechanism, "async_pool")) return 0;
-  char key[1024], other[1024];
-  without_key(r->params_json, "free_lag", key, sizeof key);
+  char key[PT_PARAMS_JSON_MAX], other[PT_PARAMS_JSON_MAX];
+  lag_free_key(r->params_json, key, sizeof key);
   uint64_t lo = UINT64_MAX, hi = 0;
   int runs = 0;
   for (size_t i = first; i < n; i++) {
@@ -193,8 +184,8 @@ static int async_spread_note(const pt_store_run *rows, size_t first, size_t n, c
     if (strcmp(q->trace_hash, r->trace_hash) || strcmp(q->mechanism, "async_pool") || q->capacity != r->capacity ||
         strcmp(q->gpu, r->gpu) || q->r.ooms)
       continue;
-    without_key(q->params_json, "free_lag", other, sizeof other);
-    if (strcmp(other, key)) continue;
+    lag_free_key(q->params_json, other, sizeof other);
+    if (!key[0] || strcmp(other, key)) continue;
     runs++;
     if (q->r.peak_reserved_bytes < lo) lo = q->r.peak_reserved_bytes;
     if (q->r.peak_reserved_bytes > hi) hi = q->r.peak_reserved_bytes;
