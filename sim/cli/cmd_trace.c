@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "gen.h"
+#include "gpufrees.h"
 #include "trace.h"
 #include "tracestats.h"
 #include "values.h"
@@ -18,7 +19,7 @@
 typedef struct trace_args {
   int json, have_kind, have_seed, strip_frames;
   unsigned long device, seed, steps;
-  const char *output;
+  const char *output, *gpu_frees;
   pt_gen_kind kind;
 } trace_args;
 
@@ -49,7 +50,9 @@ const pt_cli_table pt_opts_trace_stats = {
     "initial_reserved_bytes, duration_us, and what the real allocator recorded;\n"
     "for a trace with CUDA graphs' private pools also private_pools,\n"
     "private_pool_allocs, private_pool_segment_allocs and captures; for one\n"
-    "whose frees waited for other streams' work (record_stream) deferred_frees.\n",
+    "whose frees waited for other streams' work (record_stream) deferred_frees;\n"
+    "for one imported with --gpu-frees gpu_timed_frees, gpu_pending_frees and\n"
+    "gpu_lag_requests_max.\n",
     stats_opts, sizeof(trace_args), &defaults, 1};
 
 static const pt_cli_opt import_opts[] = {
@@ -57,10 +60,13 @@ static const pt_cli_opt import_opts[] = {
     OPT_DEVICE,
     PT_CLI_OPT_FLAG("strip-frames", trace_args, strip_frames,
                     "keep no stack frames (source paths, function names, lines): a trace to share"),
+    PT_CLI_OPT_STR("gpu-frees", 0, "FILE", trace_args, gpu_frees,
+                   "when the GPU passed each free, from the same run (capture.py with\n"
+                   "PT_GPU_FREES=1): kept as +gpu, for cuda_async"),
     PT_CLI_OPT_FLAG("json", trace_args, json, "print the new trace's stats as one JSON object"),
     PT_CLI_END};
 const pt_cli_table pt_opts_trace_import = {
-    "usage: pagetune trace import SRC -o DST [--device N] [--strip-frames] [--json]\n"
+    "usage: pagetune trace import SRC -o DST [--device N] [--strip-frames] [--gpu-frees FILE] [--json]\n"
     "\n"
     "Convert SRC, a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot;\n"
     "pickle, plain or gzip'd), into a pagetune trace DST (gzip'd when DST ends\n"
@@ -72,7 +78,9 @@ const pt_cli_table pt_opts_trace_import = {
     "or \"all\") are kept, each distinct frame and stack once, for\n"
     "`pagetune explain`.  Requests in a CUDA graph's private pool (the pool of\n"
     "the dump's segment they lie in) and where each capture begins are kept\n"
-    "too (+pool, +capture).  DST appears only when the whole import succeeded.\n",
+    "too (+pool, +capture).  With --gpu-frees, each free carries how many\n"
+    "requests came before the GPU passed it (+gpu; traces/FORMAT.md).  DST appears only\n"
+    "when the whole import succeeded.\n",
     import_opts, sizeof(trace_args), &defaults, 1};
 
 static const pt_cli_opt gen_opts[] = {
@@ -138,6 +146,19 @@ int pt_cmd_trace_stats(void *args, char **pos, int npos, pt_err *err) {
   return rc;
 }
 
+/* The k-th free of the snapshot src, ev: the GPU's time from g (+gpu), unless it waited for other streams. */
+static int gpu_time(const pt_gpu_frees *g, size_t k, const char *path, const char *src, pt_event *ev, pt_err *err) {
+  if (k >= g->n) return 0; /* counted at the end */
+  if (g->f[k].addr != ev->addr)
+    return pt_err_set(err, PT_EFORMAT, "%s: free %zu is of 0x%llx, %s's is of 0x%llx: not the same run", path, k + 1,
+                      (unsigned long long)g->f[k].addr, src, (unsigned long long)ev->addr);
+  if (!(ev->flags & PT_EVF_DEFERRED)) {
+    ev->flags |= PT_EVF_GPU_LAG;
+    ev->offset = g->f[k].requests;
+  }
+  return 0;
+}
+
 int pt_cmd_trace_import(void *args, char **pos, int npos, pt_err *err) {
   const trace_args *a = args;
   if (npos != 1) return pt_cli_usage(err, "needs exactly one SRC");
@@ -155,13 +176,24 @@ int pt_cmd_trace_import(void *args, char **pos, int npos, pt_err *err) {
   }
   if (!a->strip_frames) pt_trace_writer_set_frames(w, pt_trace_frames(t));
   pt_trace_writer_set_pools(w, pt_trace_pools(t));
+  pt_gpu_frees g = {0};
+  if (a->gpu_frees && (rc = pt_gpu_frees_load(a->gpu_frees, &g, err)) < 0) {
+    pt_trace_writer_abort(w);
+    pt_trace_close(t);
+    return rc;
+  }
   pt_event ev;
   uint64_t n = 0;
+  size_t nfree = 0;
   while ((rc = pt_trace_next(t, &ev, err)) > 0) {
+    if (a->gpu_frees && ev.kind == PT_EV_FREE && (rc = gpu_time(&g, nfree++, a->gpu_frees, pos[0], &ev, err)) < 0) break;
     if ((rc = pt_trace_writer_put(w, &ev, err)) < 0) break;
     n++;
   }
   pt_trace_close(t);
+  if (rc >= 0 && a->gpu_frees && nfree != g.n)
+    rc = pt_err_set(err, PT_EFORMAT, "%s: %zu frees, %s %zu: not the same run", a->gpu_frees, g.n, pos[0], nfree);
+  pt_gpu_frees_free(&g);
   if (rc < 0) {
     pt_trace_writer_abort(w);
     return rc;

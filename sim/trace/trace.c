@@ -398,6 +398,8 @@ typedef struct native_state {
   uint16_t pool;       /* a +pool line's pool, for the next record */
   int capture;         /* a +capture line, for the next record */
   int deferred;        /* a +deferred line, for the next record (a free) */
+  int gpu;             /* a +gpu line, for the next record (a free): its lag in gpu_lag */
+  uint64_t gpu_lag;
   const char *ps, *pe;
   int (*record)(const char *s, const char *e, pt_event *ev, pt_err *err); /* the file's version's parser */
 } native_state;
@@ -750,6 +752,16 @@ static int native_extension(pt_trace *t, native_state *st, const char *s, const 
     st->deferred = 1;
     return 0;
   }
+  if (klen == 3 && !memcmp(k, "gpu", 3)) {
+    if ((rc = parse_u64(&p, e, "request count", &v, err)) < 0) return rc;
+    if (!at_end(p, e)) return pt_err_set(err, PT_EFORMAT, "extra fields after +gpu");
+    if (st->gpu) return pt_err_set(err, PT_EFORMAT, "two +gpu lines for one record");
+    if (v > PT_TRACE_MAX_GPU_REQUESTS)
+      return pt_err_set(err, PT_EFORMAT, "+gpu %llu: more than 2^40 requests", (unsigned long long)v);
+    st->gpu = 1;
+    st->gpu_lag = v;
+    return 0;
+  }
   return 0; /* a tag this build does not know */
 }
 
@@ -768,9 +780,9 @@ static int native_next(pt_trace *t, pt_event *ev, pt_err *err) {
       uint64_t n;
       if (parse_u64(&p, e, "count", &n, err) < 0 || !at_end(p, e))
         return pt_err_set(err, PT_EFORMAT, "line %llu: bad end line", (unsigned long long)st->line);
-      if (st->at || st->pool || st->capture || st->deferred)
+      if (st->at || st->pool || st->capture || st->deferred || st->gpu)
         return pt_err_set(err, PT_EFORMAT, "line %llu: +%s before the end line", (unsigned long long)st->line,
-                          st->at ? "at" : st->pool ? "pool" : st->capture ? "capture" : "deferred");
+                          st->at ? "at" : st->pool ? "pool" : st->capture ? "capture" : st->deferred ? "deferred" : "gpu");
       if (n != st->records)
         return pt_err_set(err, PT_EFORMAT, "line %llu: end line says %llu records, file has %llu",
                           (unsigned long long)st->line, (unsigned long long)n,
@@ -815,6 +827,14 @@ static int native_next(pt_trace *t, pt_event *ev, pt_err *err) {
                           (unsigned long long)st->line, ev->kind);
       ev->flags |= PT_EVF_DEFERRED;
       st->deferred = 0;
+    }
+    if (st->gpu) {
+      if (ev->kind != PT_EV_FREE)
+        return pt_err_set(err, PT_EFORMAT, "line %llu: +gpu before a '%c' record, not a free",
+                          (unsigned long long)st->line, ev->kind);
+      ev->flags |= PT_EVF_GPU_LAG;
+      ev->offset = st->gpu_lag;
+      st->gpu = 0;
     }
     st->records++;
     return 1;
@@ -1050,6 +1070,11 @@ int pt_trace_writer_put(pt_trace_writer *w, const pt_event *ev, pt_err *err) {
   if (ev->kind == PT_EV_FREE && (ev->flags & PT_EVF_DEFERRED)) {
     memcpy(p, "+deferred\n", 10);
     p += 10;
+  }
+  if (ev->kind == PT_EV_FREE && (ev->flags & PT_EVF_GPU_LAG)) { /* +gpu K: requests before the GPU passed it */
+    memcpy(p, "+gpu ", 5);
+    p = put_u64(p + 5, ev->offset);
+    *p++ = '\n';
   }
   if (ev->pool) { /* +pool FIRST SECOND: the private pool the record is in */
     if (!w->pools || ev->pool > w->pools->n)

@@ -31,6 +31,7 @@
 #define PT_TRACE_VERSION 1
 #define PT_TRACE_MAX_BYTES (UINT64_C(1) << 50)  /* 1 PiB: anything larger is absurd */
 #define PT_TRACE_MAX_LINE 65536                  /* longest native line (header text) */
+#define PT_TRACE_MAX_GPU_REQUESTS (UINT64_C(1) << 40) /* +gpu: more requests than any trace holds */
 
 /*
  * Record kinds.  The value is the tag letter of the native format.
@@ -57,13 +58,15 @@ typedef enum pt_ev_kind {
 #define PT_EVF_CAPTURE 4u     /* a CUDA graph capture begins before this record (torch.cuda.graph's empty_cache) */
 #define PT_EVF_DEFERRED 8u    /* a free that waited for other streams' work (record_stream): the snapshot's
                                  free_requested came records before its free_completed */
+#define PT_EVF_GPU_LAG 16u    /* a free whose GPU time was measured (+gpu): pt_event.offset holds the lag */
 
 typedef struct pt_event {
   uint64_t id;      /* allocation id (ALLOC, FREE, ACCESS, INIT_ALLOC) */
   uint64_t bytes;   /* requested bytes / segment bytes / bytes touched */
   uint64_t addr;    /* device address where known (0 otherwise) */
   uint64_t stream;  /* CUDA stream handle as recorded (0 = default) */
-  uint64_t offset;  /* ACCESS: offset into the allocation */
+  uint64_t offset;  /* ACCESS: offset into the allocation; FREE with PT_EVF_GPU_LAG: the requests made
+                       after it before the GPU passed it (the lag) */
   int64_t time_us;  /* capture time, microseconds */
   uint8_t kind;     /* pt_ev_kind */
   uint8_t flags;    /* PT_SEGF_* / PT_EVF_* */

@@ -18,6 +18,11 @@ int pt_trace_stats_compute(pt_trace *t, pt_trace_stats *s, pt_err *err) {
     s->events++;
     s->captures += (ev.flags & PT_EVF_CAPTURE) != 0;
     s->deferred_frees += ev.kind == PT_EV_FREE && (ev.flags & PT_EVF_DEFERRED);
+    if (ev.kind == PT_EV_FREE && (ev.flags & PT_EVF_GPU_LAG)) {
+      s->gpu_timed_frees++;
+      s->gpu_pending_frees += ev.offset > 0;
+      if (ev.offset > s->gpu_lag_requests_max) s->gpu_lag_requests_max = ev.offset;
+    }
     if (ev.pool) {
       s->private_pool_allocs += ev.kind == PT_EV_ALLOC;
       s->private_pool_segment_allocs += ev.kind == PT_EV_SEG_ALLOC;
@@ -82,6 +87,7 @@ void pt_trace_stats_print_text(FILE *f, const pt_trace_info *info, const pt_trac
   PT_TRACE_STATS_FIELDS(PT_X)
   if (s->private_pools || s->captures) { PT_TRACE_STATS_POOL_FIELDS(PT_X) } /* braces: the list is several statements */
   if (s->deferred_frees) { PT_TRACE_STATS_DEFERRED_FIELDS(PT_X) }
+  if (s->gpu_timed_frees) { PT_TRACE_STATS_GPU_FIELDS(PT_X) }
 #undef PT_X
 }
 
@@ -97,6 +103,7 @@ void pt_trace_stats_print_json(FILE *f, const char *path, const pt_trace_info *i
   PT_TRACE_STATS_FIELDS(PT_X)
   if (s->private_pools || s->captures) { PT_TRACE_STATS_POOL_FIELDS(PT_X) } /* braces: the list is several statements */
   if (s->deferred_frees) { PT_TRACE_STATS_DEFERRED_FIELDS(PT_X) }
+  if (s->gpu_timed_frees) { PT_TRACE_STATS_GPU_FIELDS(PT_X) }
 #undef PT_X
   fputs("}\n", f);
 }

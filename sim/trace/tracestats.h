@@ -47,11 +47,18 @@
 #define PT_TRACE_STATS_DEFERRED_FIELDS(X) \
   X(deferred_frees, "frees that waited for other streams' work (record_stream)")
 
+/* Frees whose GPU time was measured (+gpu): printed only for a trace that has one. */
+#define PT_TRACE_STATS_GPU_FIELDS(X)                                                       \
+  X(gpu_timed_frees, "frees with the requests made before the GPU passed them (+gpu)")    \
+  X(gpu_pending_frees, "of those, frees the GPU had not passed by the next request")      \
+  X(gpu_lag_requests_max, "the most requests made before the GPU passed a free")
+
 typedef struct pt_trace_stats {
 #define PT_X(f, h) uint64_t f;
   PT_TRACE_STATS_FIELDS(PT_X)
   PT_TRACE_STATS_POOL_FIELDS(PT_X)
   PT_TRACE_STATS_DEFERRED_FIELDS(PT_X)
+  PT_TRACE_STATS_GPU_FIELDS(PT_X)
 #undef PT_X
 } pt_trace_stats;
 
