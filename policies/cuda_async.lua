@@ -43,6 +43,12 @@ return {
         .. "0: every free seen complete at once (the GPU keeps up). The GPU's lag, not a setting: "
         .. "sweep it to see the spread a real run can fall in",
     },
+    gpu_lag = {
+      default = 1,
+      integer = true,
+      doc = "1: a free whose GPU time the trace measured (+gpu, trace import --gpu-marks) stays pending "
+        .. "until the GPU passed it; 0: such frees are as any other (free_lag)",
+    },
     adopt_initial = {
       default = 0,
       integer = true,

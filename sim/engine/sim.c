@@ -185,13 +185,23 @@ static int live_alloc(run *r, const pt_mech_ops *m, void *st, uint64_t bytes, ui
   return rc;
 }
 
-static int live_free(run *r, const pt_mech_ops *m, int (*free_fn)(void *, uint64_t), void *st, uint64_t h, uint64_t bytes,
-                     uint64_t id) {
-  int rc = r->live->on_free ? r->live->on_free(r->live->observer_ctx, m->addr_of(st, h), bytes, id) : 0;
+/* Free record i's block h the way the record says: after other streams' work (free_deferred), pending on the
+   GPU (free_pending), or at once. */
+static int free_record(const pt_trace_data *t, size_t i, const pt_mech_ops *m, void *st, uint64_t h) {
+  unsigned fl = t->ev[i].flags;
+  if ((fl & PT_EVF_DEFERRED) && m->free_deferred) return m->free_deferred(st, h);
+  /* +gpu K: K requests come before the GPU passes it, the (K+1)-th sees it complete */
+  uint64_t k = (fl & PT_EVF_GPU_LAG) && m->free_pending ? t->ev[i].offset : 0;
+  return k ? m->free_pending(st, h, k + 1) : m->free(st, h);
+}
+
+static int live_free(run *r, const pt_trace_data *t, size_t i, const pt_mech_ops *m, void *st, uint64_t h) {
+  const pt_event *e = &t->ev[i];
+  int rc = r->live->on_free ? r->live->on_free(r->live->observer_ctx, m->addr_of(st, h), e->bytes, e->id) : 0;
   if (rc < 0) return rc;
-  uint64_t n0 = r->dev.ncalls;
+  uint64_t bytes = e->bytes, n0 = r->dev.ncalls;
   double calls0 = r->out->call_times->total_us, t0 = pt_clock_s();
-  rc = free_fn(st, h);
+  rc = free_record(t, i, m, st, h);
   r->out->free_us[r->out->nfree_us++] = live_took(r, t0, calls0, n0, bytes);
   r->nlive -= r->nlive > 0;
   return rc;
@@ -394,8 +404,9 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
         touch(r, m, st, *h, e->bytes);
         int rep = r->classify && is_repeat(t, i);
         if (rep) repeat_begin(r, out);
-        int (*free_fn)(void *, uint64_t) = (e->flags & PT_EVF_DEFERRED) && m->free_deferred ? m->free_deferred : m->free;
-        rc = __builtin_expect(r->live != NULL, 0) ? live_free(r, m, free_fn, st, *h, e->bytes, e->id) : free_fn(st, *h);
+        rc = __builtin_expect(r->live != NULL, 0) ? live_free(r, t, i, m, st, *h)
+             : __builtin_expect(e->flags & (PT_EVF_DEFERRED | PT_EVF_GPU_LAG), 0) ? free_record(t, i, m, st, *h)
+                                                                                 : m->free(st, *h);
         count_request(&out->req, r, n0, e->bytes);
         if (rep) repeat_end(r, out, n0, e->bytes);
         if (rc < 0) return pt_err_prefix(err, rc, "%s: record %zu (free)", t->path, i);

@@ -95,8 +95,11 @@
  * request (220 MiB of logits) placed past blocks freed just before.  Where
  * the GPU lags the CPU the driver can therefore hold more than the model:
  * transformer_train peaked at 1 GiB in the real run, at 992 MiB in the model
- * and in the real run under CUDA_LAUNCH_BLOCKING=1.  A trace has no GPU
- * timing, so free_lag (default 0) says how far the GPU lags: a free stays
+ * and in the real run under CUDA_LAUNCH_BLOCKING=1.  A trace captured with
+ * the free times (`+gpu K`, trace import --gpu-frees: K requests came before
+ * the GPU passed the free) says how long each free stays pending (gpu_lag,
+ * default 1; free_pending); for a trace without, free_lag (default 0) says
+ * how far the GPU lags: a free stays
  * pending for that many later requests; pending, it is reused by requests
  * that fit it, merges with pending neighbours only, and holds its chunks (none
  * idle, moved or released); a synchronisation point (and a trim) sees every
@@ -178,6 +181,7 @@ typedef struct async_state {
   uint64_t threshold;
   int every_free;
   int adopt;                   /* adopt_initial: keep the segments alive at trace start as they are */
+  int gpu_lag;                 /* gpu_lag: the trace's measured lags (free_pending) are followed */
   /* the heap: [base, end) of the VA reserved at [base, base + POOL_VA) */
   uint64_t base, end;
   aslot *slots;
@@ -437,9 +441,10 @@ static int over_cap(async_state *st, const aplace *pl) {
  * the stream busy): a free still pending on the GPU is reused by a later
  * request of its size or smaller, and merges with an adjacent pending free,
  * but not with free space next to it that the driver has seen complete; once
- * complete it merges as any free.  A trace has no GPU timing: free_lag says
- * how many later requests a free stays pending (0: seen complete at once,
- * the synchronised replay the model reproduces address for address). */
+ * complete it merges as any free.  How many later requests a free stays
+ * pending: the trace's measured count (+gpu) where it has one, else free_lag
+ * (0: seen complete at once, the synchronised replay the model reproduces
+ * address for address). */
 
 /* Room for one more in the array *arr of n elements of elt bytes (*cap allocated): doubled from 64. */
 static int room(async_state *st, void **arr, size_t n, size_t *cap, size_t elt) {
@@ -596,7 +601,7 @@ static int back(async_state *st, uint64_t first, uint64_t lastslot, int *calls) 
   return rc;
 }
 
-static int unallocate(async_state *st, ablock *b);
+static int unallocate(async_state *st, ablock *b, uint64_t lag);
 
 /* Serve a request of size bytes: PT_EOOM (nothing changed) when new chunks would pass the cap. */
 static int place(async_state *st, uint64_t size, ablock **out) {
@@ -630,7 +635,7 @@ static int place(async_state *st, uint64_t size, ablock **out) {
   int calls = 0;
   if (pl.first <= pl.lastslot && (rc = back(st, pl.first, pl.lastslot, &calls)) < 0) {
     st->allocated += b->size;
-    (void)unallocate(st, b); /* the request fails: its block is free again (the failure is rc) */
+    (void)unallocate(st, b, st->lag); /* the request fails: its block is free again (the failure is rc) */
     return rc;
   }
   if (!calls) st->env.counters->cache_hits++;
@@ -650,6 +655,9 @@ static const pt_mech_param async_params[] = {
      "MiB of backing the pool adds, maps and moves at a time, a multiple of 2; default 32, measured on the H200", 0},
     {"free_lag", 0, 1e9, PT_PARAM_WHOLE, 0,
      "requests a free stays pending on the GPU (reused, merged only with pending frees); 0 (default): seen complete at once", 0},
+    {"gpu_lag", 0, 1, PT_PARAM_FLAG, 1,
+     "1 (default): a free whose GPU time the trace measured (+gpu, trace import --gpu-marks) stays pending until "
+     "the GPU passed it; 0: such frees as any other (free_lag)", 0},
     {"adopt_initial", 0, 1, PT_PARAM_FLAG, 0,
      "1: the segments alive at trace start are kept as recorded; 0 (default): their live blocks are allocated from the pool first, "
      "as under backend:cudaMallocAsync from the process's start", 0},
@@ -668,6 +676,7 @@ static int async_create(const pt_mech_env *env, void **state) {
   st->every_free = every == 1;
   st->lag = (uint64_t)lag;
   st->adopt = pt_mech_param_get(async_params, "adopt_initial", env->params) == 1;
+  st->gpu_lag = pt_mech_param_get(async_params, "gpu_lag", env->params) == 1;
   st->unit = env->hooks && env->hooks->segment_size ? GRAIN : (uint64_t)chunk * MIB;
   st->init_phase = 1;
   *state = st;
@@ -715,13 +724,13 @@ static void merge(async_state *st, ablock *b, ablock *nb) {
 /* An allocated block becomes free, merged with free neighbours.  With free_lag it is pending: it keeps the
    chunks it touches (none is idle, moved or released), and merges only with pending neighbours (completing
    with the latest of them). */
-static int unallocate(async_state *st, ablock *b) {
+static int unallocate(async_state *st, ablock *b, uint64_t lag) {
   b->allocated = 0;
   st->allocated -= b->size;
-  if (!st->lag) {
+  if (!lag) { /* seen complete: merges with free neighbours also seen complete (pending ones: +gpu frees) */
     touch(st, b, -1);
-    merge(st, b, b->prev);
-    merge(st, b, b->next);
+    if (b->prev && !b->prev->ticket) merge(st, b, b->prev);
+    if (b->next && !b->next->ticket) merge(st, b, b->next);
   } else if ((b->prev && b->prev->ticket) || (b->next && b->next->ticket)) {
     touch(st, b, -1); /* held again below, as one range */
     for (int side = 0; side < 2; side++) {
@@ -735,17 +744,29 @@ static int unallocate(async_state *st, ablock *b) {
   }
   if (!is_top(st, b)) free_insert(st, b);
   if (b->seg && !b->prev && !b->next) b->seg->whole = b;
-  return st->lag ? pend_push(st, b, st->nreq + st->lag) : 0;
+  return lag ? pend_push(st, b, st->nreq + lag) : 0;
+}
+
+/* A free pending for lag requests (0: seen complete at once). */
+static int free_after(async_state *st, uint64_t handle, uint64_t lag) {
+  ablock *b = (ablock *)(uintptr_t)handle;
+  if (st->init_phase) end_init(st);
+  int rc = unallocate(st, b, lag);
+  if (rc < 0) return rc;
+  if (st->every_free || st->allocated == 0) return sync_point(st);
+  return 0;
 }
 
 static int async_free(void *state, uint64_t handle) {
   async_state *st = state;
-  ablock *b = (ablock *)(uintptr_t)handle;
-  if (st->init_phase) end_init(st);
-  int rc = unallocate(st, b);
-  if (rc < 0) return rc;
-  if (st->every_free || st->allocated == 0) return sync_point(st);
-  return 0;
+  return free_after(st, handle, st->lag);
+}
+
+/* A free the trace says the GPU passed lag requests later (+gpu): that lag instead of free_lag, unless
+   gpu_lag is 0. */
+static int async_free_pending(void *state, uint64_t handle, uint64_t lag) {
+  async_state *st = state;
+  return free_after(st, handle, st->gpu_lag ? lag : st->lag);
 }
 
 /*
@@ -852,7 +873,7 @@ static void async_destroy(void *state) {
   free(st);
 }
 
-static const char *const async_of_run[] = {"free_lag", "adopt_initial", NULL};
+static const char *const async_of_run[] = {"free_lag", "gpu_lag", "adopt_initial", NULL};
 
 const pt_mech_ops pt_mech_async_pool = {
     .name = "async_pool",
@@ -863,6 +884,7 @@ const pt_mech_ops pt_mech_async_pool = {
     .alloc = async_alloc,
     .free = async_free,
     .free_deferred = async_free_deferred,
+    .free_pending = async_free_pending,
     .empty_cache = async_empty_cache,
     .destroy = async_destroy,
     .addr_of = async_addr_of,
