@@ -803,6 +803,33 @@ def start_recording(torch):
     raise RuntimeError("could not start memory history: " + "; ".join(errors))
 
 
+def _start_gpu_frees(meta):
+    """With PT_GPU_FREES=1: when the GPU passed each free, in requests (gpufrees.py), for
+    `trace import --gpu-frees`."""
+    if os.environ.get("PT_GPU_FREES") != "1":
+        return None
+    sys.path.insert(0, os.path.dirname(HERE))
+    import gpufrees
+    g = gpufrees.start(os.environ.get("PT_GPU_FREES_BUILD", "/tmp/pagetune_gpu_frees"))
+    if isinstance(g, str):
+        meta["gpu_frees_error"] = g
+        return None
+    return g
+
+
+def _stop_gpu_frees(g, path, meta):
+    if g is None:
+        return
+    import gpufrees
+    failed = gpufrees.stop(g, path)
+    if failed < 0:
+        meta["gpu_frees_error"] = "cannot write " + path
+        return
+    meta["gpu_frees_failed_events"] = failed
+    subprocess.run(["gzip", "-9", "-n", "-f", path], check=False)
+    meta["gpu_frees_file"] = os.path.basename(path) + ".gz"
+
+
 def worker(a):
     t0 = time.time()
     import torch
@@ -841,6 +868,7 @@ def worker(a):
     meta["recording_started_after_allocations"] = bool(keep)
     if not a.no_record:
         meta.update(start_recording(torch))
+    gfrees = _start_gpu_frees(meta)
     write_meta()
     rc = 0
     t1 = time.time()
@@ -862,6 +890,7 @@ def worker(a):
     except Exception as e:  # noqa: BLE001
         meta["sync_error"] = str(e)
     meta["workload_seconds"] = round(time.time() - t1, 3)
+    _stop_gpu_frees(gfrees, os.path.join(a.out, a.name + ".gpufrees"), meta)
     stats = _allocator_stats(torch, meta)
     meta["stats"] = _pick_stats(stats)
     meta["max_memory_reserved"] = _allocator_peak(torch, torch.cuda.max_memory_reserved)

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# async_timed_on_device.sh — issue 12's cudaMallocAsync peaks against a model that knows when the
+# GPU passed each free: each workload captured under the native allocator with the free times
+# (PT_GPU_FREES=1: traces/capture/gpufrees.py), imported with `pagetune trace import --gpu-frees`,
+# simulated under cuda_async (gpu_lag 1, and 0: every free seen complete at once); and RUNS runs of
+# the same workload under backend:cudaMallocAsync. One workload at a time, nothing else on the GPU.
+#
+# From the repository root, ./pagetune built, its libraries in .devlibs (the device tool:
+# carry ["pagetune", ".devlibs", "backend/.libs"]):
+#     OUT=out WORKLOADS=cnn_train,rp2_sizes RUNS=5 DEADLINE=$(( $(date +%s) + 540 )) \
+#         bash traces/capture/async_timed_on_device.sh
+# Under $OUT: timed/ (timed_W.pickle.gz, .gpufrees.gz, .json, .log, .trace.gz, .stats.json,
+# .sim1.json, .sim0.json), peaks/ (async_W_i.json, .log), summary.txt, env.txt, all in
+# results.tar.partNN (the device tool returns a few files of 16 MiB at most). CAPTURES (1) captures
+# of each workload; with UNRECORDED=1, each also timed in a run that records no history
+# (timed_W_unrecorded: its free times on the recorded run's snapshot). A run is not begun past DEADLINE (epoch seconds).
+set -u
+OUT=${OUT:-$PWD/out}
+WORKLOADS=${WORKLOADS:-rp2_sizes,randn_loop,weights_load,two_streams,cnn_train,transformer_train,varlen_infer}
+RUNS=${RUNS:-5}
+DEADLINE=${DEADLINE:-$(( $(date +%s) + 540 ))}
+libs=${LD_LIBRARY_PATH:-}
+unset LD_LIBRARY_PATH
+mkdir -p "$OUT/timed" "$OUT/peaks"
+export PYTHONUNBUFFERED=1
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  python3 -c 'import torch,transformers;print("torch", torch.__version__, "transformers", transformers.__version__)'
+} >"$OUT/env.txt" 2>&1
+say() { echo "$*" | tee -a "$OUT/summary.txt"; }
+late() { [ "$(date +%s)" -ge "$DEADLINE" ]; }
+CAPTURES=${CAPTURES:-1}
+export PT_GPU_FREES_BUILD=/tmp/pagetune_gpu_frees
+python3 traces/capture/gpufrees.py "$PT_GPU_FREES_BUILD" >"$OUT/build.log" 2>&1
+rc=$?
+say "gpufrees build: exit $rc: $(tail -c 3000 "$OUT/build.log")"
+[ "$rc" = 0 ] || { [ -n "${KEEP_GOING:-}" ] || exit 1; }
+
+for w in ${WORKLOADS//,/ }; do
+  late && { say "$w: past the deadline, skipped"; continue; }
+  for c in $(seq 1 "$CAPTURES"); do
+  n=timed_$w; [ "$c" -gt 1 ] && n=timed${c}_$w
+  late && break
+  start=$(date +%s)
+  PT_GPU_FREES=1 timeout 180 python3 traces/capture/capture.py --out "$OUT/timed" --worker "$w" --name "$n" \
+    >"$OUT/timed/$n.log" 2>&1
+  say "$n: capture exit $? in $(( $(date +%s) - start )) s $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("gpu_frees_error", ""), d.get("gpu_frees_failed_events"))' "$OUT/timed/$n.json" 2>&1)"
+  if [ -f "$OUT/timed/$n.pickle" ] && [ -f "$OUT/timed/$n.gpufrees.gz" ]; then
+    LD_LIBRARY_PATH=$libs ./pagetune trace import "$OUT/timed/$n.pickle" --gpu-frees "$OUT/timed/$n.gpufrees.gz" \
+      -o "$OUT/timed/$n.trace.gz" --json >"$OUT/timed/$n.stats.json" 2>"$OUT/timed/$n.import.err"
+    say "$n: import exit $? $(cat "$OUT/timed/$n.import.err") $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print({k: d.get(k) for k in ("frees", "gpu_timed_frees", "gpu_pending_frees", "gpu_lag_requests_max", "deferred_frees")})' "$OUT/timed/$n.stats.json" 2>&1)"
+    for lag in 1 0; do
+      LD_LIBRARY_PATH=$libs ./pagetune sim --trace "$OUT/timed/$n.trace.gz" --policy cuda_async --set release_threshold=1125899906842624 --set gpu_lag=$lag \
+        --json >"$OUT/timed/$n.sim$lag.json" 2>>"$OUT/timed/$n.import.err"
+    done
+    say "$n: cuda_async peak gpu_lag=1 $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["peak_reserved_bytes"])' \
+      "$OUT/timed/$n.sim1.json" 2>&1) gpu_lag=0 $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["peak_reserved_bytes"])' \
+      "$OUT/timed/$n.sim0.json" 2>&1)"
+    if [ -n "${UNRECORDED:-}" ]; then
+      # the free times again from a run that records no history (recording slows the CPU, so the GPU
+      # keeps up more than it would): the same requests when the workload is deterministic
+      u=${n}_unrecorded
+      PT_GPU_FREES=1 timeout 180 python3 traces/capture/capture.py --out "$OUT/timed" --worker "$w" --name "$u" \
+        --no-record >"$OUT/timed/$u.log" 2>&1
+      LD_LIBRARY_PATH=$libs ./pagetune trace import "$OUT/timed/$n.pickle" --gpu-frees "$OUT/timed/$u.gpufrees.gz" \
+        -o "$OUT/timed/$u.trace.gz" --json >"$OUT/timed/$u.stats.json" 2>"$OUT/timed/$u.import.err"
+      say "$u: import exit $? $(cat "$OUT/timed/$u.import.err") $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print({k: d.get(k) for k in ("gpu_timed_frees", "gpu_pending_frees", "gpu_lag_requests_max")})' "$OUT/timed/$u.stats.json" 2>&1)"
+      LD_LIBRARY_PATH=$libs ./pagetune sim --trace "$OUT/timed/$u.trace.gz" --policy cuda_async --set release_threshold=1125899906842624 \
+        --json >"$OUT/timed/$u.sim1.json" 2>>"$OUT/timed/$u.import.err"
+      say "$u: cuda_async peak $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["peak_reserved_bytes"])' "$OUT/timed/$u.sim1.json" 2>&1)"
+    fi
+    gzip -6 -n -f "$OUT/timed/$n.pickle"
+  fi
+  done
+  for i in $(seq 1 "$RUNS"); do
+    late && { say "async_${w}_$i: past the deadline, skipped"; break; }
+    PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync timeout 120 python3 traces/capture/capture.py \
+      --out "$OUT/peaks" --worker "$w" --name "async_${w}_$i" --no-record >"$OUT/peaks/async_${w}_$i.log" 2>&1
+    say "async_${w}_$i: exit $? peak $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["stats"].get("reserved_bytes.all.peak"))' \
+      "$OUT/peaks/async_${w}_$i.json" 2>&1)"
+  done
+done
+tar -C "$OUT" -cf "$OUT/results.tar" env.txt summary.txt timed peaks
+split -b 15m -d "$OUT/results.tar" "$OUT/results.tar.part" && rm "$OUT/results.tar"  # 16 MiB a file comes back
+rm -rf "$OUT/timed" "$OUT/peaks"
+ls -l "$OUT"
