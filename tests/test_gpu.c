@@ -288,6 +288,61 @@ static void test_prediction_by_size(void) {
   remove(path);
 }
 
+/* A trace of text into a temporary file, loaded and run under mech with the H200 description. */
+static void run_text(const char *text, const char *mech, pt_gpu *g, pt_sim_result *r) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s", pt_test_tmp(".trace"));
+  FILE *f = fopen(path, "w");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  fputs(text, f);
+  fclose(f);
+  load_h200(g);
+  pt_err err = {{0}};
+  pt_trace_data t;
+  CU_ASSERT_EQUAL_FATAL(pt_trace_load(path, NULL, &err, &t), 0);
+  pt_sim_config cfg = {.mech = pt_mech_find(mech), .gpu = g};
+  CU_ASSERT_EQUAL_FATAL(pt_sim_run(&t, &cfg, &err, r), 0);
+  pt_trace_data_free(&t);
+  remove(path);
+}
+
+/*
+ * Calls no request makes are not the requests' time: a replay on the GPU times the requests, so the
+ * prediction prices their calls and leaves out the others (predicted_untimed_us).  Under direct, a
+ * request of 512 B and its free (a cudaMalloc and a cudaFree, timed) around an out-of-memory record of
+ * 4 MiB, which the model tries and gives back at once (a cudaMalloc and a cudaFree no request made);
+ * under cuda_async, a trace that begins with a segment alive, which the pool maps before any request.
+ */
+static void test_untimed_calls(void) {
+  pt_gpu g;
+  pt_sim_result r;
+  run_text("pagetune-trace 1\na 1 512 0 1\nO 4194304 0 2\nf 1 3\nend 3\n", "direct", &g, &r);
+  const pt_cost_line *m = &g.cost.call[PT_DRV_malloc], *fr = &g.cost.call[PT_DRV_free];
+  CU_ASSERT_EQUAL(r.driver_calls[PT_DRV_malloc], 2); /* every call is counted */
+  CU_ASSERT_EQUAL(r.driver_calls[PT_DRV_free], 2);
+  double probe = pt_cost_eval(m, 4194304) + pt_cost_eval(fr, 4194304);
+  double req = pt_cost_eval(m, 512) + pt_cost_eval(fr, 512) + 2 * pt_cost_eval(pt_gpu_bookkeeping(&g, "direct", 1), 512);
+  CU_ASSERT(probe > 10 * req); /* the case tells the two apart */
+  CU_ASSERT_DOUBLE_EQUAL(r.predicted_alloc_us, req, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(r.predicted_untimed_us, probe, 1e-9);
+  /* predicted_call_us is every call's, what `pagetune replay` replays and times */
+  CU_ASSERT_DOUBLE_EQUAL(r.predicted_call_us[PT_DRV_malloc], pt_cost_eval(m, 512) + pt_cost_eval(m, 4194304), 1e-9);
+  pt_sim_result_free(&r);
+
+  run_text("pagetune-trace 1\nS 0x7f0000000000 2097152 0\nI 1 1024 0 0x7f0000000000\na 2 512 0 1\nf 2 2\nend 4\n",
+           "async_pool", &g, &r);
+  uint64_t n = 0;
+  for (int c = 0; c < PT_DRV_NCALLS; c++) n += r.driver_calls[c];
+  CU_ASSERT(n > 0); /* the pool took the segment with VMM calls, before the first request */
+  CU_ASSERT(r.predicted_untimed_us > 0);
+  /* the two requests hit the pool: their own work only */
+  CU_ASSERT_DOUBLE_EQUAL(r.predicted_alloc_us, 2 * pt_cost_eval(pt_gpu_bookkeeping(&g, "async_pool", 0), 512), 1e-9);
+  double all = 0;
+  for (int c = 0; c < PT_DRV_NCALLS; c++) all += r.predicted_call_us[c];
+  CU_ASSERT_DOUBLE_EQUAL(all, r.predicted_untimed_us, 1e-9);
+  pt_sim_result_free(&r);
+}
+
 /*
  * cap_retry without its cap: the model never frees what the real run freed
  * and re-allocated, so a recorded address comes up that the model still
@@ -446,6 +501,7 @@ int pt_test_add_gpu(void) {
   CU_add_test(s, "the repeat class's lines, and their absence", test_repeat_lines);
   CU_add_test(s, "access records replace the synthetic stream", test_access_stream);
   CU_add_test(s, "predicted driver time follows each call's size", test_prediction_by_size);
+  CU_add_test(s, "calls no request makes are left out of the requests' time", test_untimed_calls);
   CU_add_test(s, "a recorded address the model still holds ends the recorded path", test_recorded_address_still_held);
   CU_add_test(s, "expandable reserves VA by the described GPU's memory", test_expandable_va_from_gpu);
   return CU_get_error();
