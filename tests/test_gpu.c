@@ -156,27 +156,33 @@ static void test_h200_gather_ratios(void) {
   }
 }
 
-/* The access stream: recorded access records replace the synthetic stream. */
-static void run_stream(const char *text, uint64_t *accesses, uint64_t *walks) {
+/* A trace of text into a temporary file, loaded and run under mech with the H200 description (tlb: with its
+   TLBs); the result is the caller's to free. */
+static void run_text(const char *text, const char *mech, int tlb, pt_gpu *g, pt_sim_result *r) {
   char path[4096];
   snprintf(path, sizeof path, "%s", pt_test_tmp(".trace"));
   FILE *f = fopen(path, "w");
   CU_ASSERT_PTR_NOT_NULL_FATAL(f);
   fputs(text, f);
   fclose(f);
-  pt_gpu g;
-  load_h200(&g);
+  load_h200(g);
   pt_err err = {{0}};
   pt_trace_data t;
   CU_ASSERT_EQUAL_FATAL(pt_trace_load(path, NULL, &err, &t), 0);
-  pt_sim_config cfg = {.mech = pt_mech_find("caching"), .gpu = &g, .tlb = 1};
+  pt_sim_config cfg = {.mech = pt_mech_find(mech), .gpu = g, .tlb = tlb};
+  CU_ASSERT_EQUAL_FATAL(pt_sim_run(&t, &cfg, &err, r), 0);
+  pt_trace_data_free(&t);
+  remove(path);
+}
+
+/* The access stream: recorded access records replace the synthetic stream. */
+static void run_stream(const char *text, uint64_t *accesses, uint64_t *walks) {
+  pt_gpu g;
   pt_sim_result r;
-  CU_ASSERT_EQUAL_FATAL(pt_sim_run(&t, &cfg, &err, &r), 0);
+  run_text(text, "caching", 1, &g, &r);
   *accesses = r.tlb.accesses;
   *walks = r.tlb.walks;
   pt_sim_result_free(&r);
-  pt_trace_data_free(&t);
-  remove(path);
 }
 
 /* A description of base plus text written to path and loaded into g. */
@@ -255,21 +261,11 @@ static void test_access_stream(void) {
  * curve; the mean size would land on the slope between them instead.
  */
 static void test_prediction_by_size(void) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s", pt_test_tmp(".trace"));
-  FILE *f = fopen(path, "w");
-  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-  fputs("pagetune-trace 1\na 1 512 0 1\na 2 512 0 2\na 3 512 0 3\na 4 512 0 4\na 5 2097152 0 5\n"
-        "f 1 6\nf 2 7\nf 3 8\nf 4 9\nf 5 10\nend 10\n", f);
-  fclose(f);
   pt_gpu g;
-  load_h200(&g);
-  pt_err err = {{0}};
-  pt_trace_data t;
-  CU_ASSERT_EQUAL_FATAL(pt_trace_load(path, NULL, &err, &t), 0);
-  pt_sim_config cfg = {.mech = pt_mech_find("direct"), .gpu = &g};
   pt_sim_result r;
-  CU_ASSERT_EQUAL_FATAL(pt_sim_run(&t, &cfg, &err, &r), 0);
+  run_text("pagetune-trace 1\na 1 512 0 1\na 2 512 0 2\na 3 512 0 3\na 4 512 0 4\na 5 2097152 0 5\n"
+           "f 1 6\nf 2 7\nf 3 8\nf 4 9\nf 5 10\nend 10\n",
+           "direct", 0, &g, &r);
   const pt_cost_line *m = &g.cost.call[PT_DRV_malloc], *fr = &g.cost.call[PT_DRV_free];
   double want_m = 4 * pt_cost_eval(m, 512) + pt_cost_eval(m, 2097152);
   double want_f = 4 * pt_cost_eval(fr, 512) + pt_cost_eval(fr, 2097152);
@@ -284,26 +280,6 @@ static void test_prediction_by_size(void) {
   CU_ASSERT(want_b > 0);
   CU_ASSERT_DOUBLE_EQUAL(r.predicted_alloc_us, want_m + want_f + want_b, 1e-9);
   pt_sim_result_free(&r);
-  pt_trace_data_free(&t);
-  remove(path);
-}
-
-/* A trace of text into a temporary file, loaded and run under mech with the H200 description. */
-static void run_text(const char *text, const char *mech, pt_gpu *g, pt_sim_result *r) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s", pt_test_tmp(".trace"));
-  FILE *f = fopen(path, "w");
-  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-  fputs(text, f);
-  fclose(f);
-  load_h200(g);
-  pt_err err = {{0}};
-  pt_trace_data t;
-  CU_ASSERT_EQUAL_FATAL(pt_trace_load(path, NULL, &err, &t), 0);
-  pt_sim_config cfg = {.mech = pt_mech_find(mech), .gpu = g};
-  CU_ASSERT_EQUAL_FATAL(pt_sim_run(&t, &cfg, &err, r), 0);
-  pt_trace_data_free(&t);
-  remove(path);
 }
 
 /*
@@ -316,7 +292,7 @@ static void run_text(const char *text, const char *mech, pt_gpu *g, pt_sim_resul
 static void test_untimed_calls(void) {
   pt_gpu g;
   pt_sim_result r;
-  run_text("pagetune-trace 1\na 1 512 0 1\nO 4194304 0 2\nf 1 3\nend 3\n", "direct", &g, &r);
+  run_text("pagetune-trace 1\na 1 512 0 1\nO 4194304 0 2\nf 1 3\nend 3\n", "direct", 0, &g, &r);
   const pt_cost_line *m = &g.cost.call[PT_DRV_malloc], *fr = &g.cost.call[PT_DRV_free];
   CU_ASSERT_EQUAL(r.driver_calls[PT_DRV_malloc], 2); /* every call is counted */
   CU_ASSERT_EQUAL(r.driver_calls[PT_DRV_free], 2);
@@ -330,7 +306,7 @@ static void test_untimed_calls(void) {
   pt_sim_result_free(&r);
 
   run_text("pagetune-trace 1\nS 0x7f0000000000 2097152 0\nI 1 1024 0 0x7f0000000000\na 2 512 0 1\nf 2 2\nend 4\n",
-           "async_pool", &g, &r);
+           "async_pool", 0, &g, &r);
   uint64_t n = 0;
   for (int c = 0; c < PT_DRV_NCALLS; c++) n += r.driver_calls[c];
   CU_ASSERT(n > 0); /* the pool took the segment with VMM calls, before the first request */

@@ -222,6 +222,26 @@ def driver_pages(t, T=1 << 20):
     return out
 
 
+def by_live(model, lines, alone_line, t, pol, gs):
+    """A run priced with a live-blocks line (live: a factor on the size line; live-only: the cost alone)."""
+    g = gs[0]
+    pc, po, pw = parts(model, g)
+    bl, m = g["measured_costs"]["requests_by_live"], g["mechanism"]
+    if m not in lines or not bl:
+        return pc + po + pw
+    ca, cc = lines[m]
+    if alone_line:
+        return pc + pw + sum(nb * max(ca + cc * XL(lo), 0.005) for lo, nb, _ in bl)
+    return pc + pw + po * sum(nb * max(ca + cc * XL(lo), 0.05) for lo, nb, _ in bl) / sum(x[1] for x in bl)
+
+
+def by_segs(model, segs, t, pol, gs):
+    """A run priced with the segments factor on the size line."""
+    pc, po, pw = parts(model, gs[0])
+    m = gs[0]["mechanism"]
+    return pc + pw + (po * max(segs[m][0] + segs[m][1] * XS((t, pol)), 0.1) if m in segs else po)
+
+
 tmp = tempfile.mkdtemp()
 for t in traces:
     subprocess.run([a.pagetune, "trace", "import", os.path.join(HERE, "..", "..", "traces", t + ".pickle.gz"), "-o",
@@ -251,24 +271,6 @@ for cal, jt in (halves, halves[::-1]):
     def one(t, pol, gs):
         return sum(parts(model, gs[0]))
 
-    def by_live(t, pol, gs, lines, alone_line):
-        g = gs[0]
-        pc, po, pw = parts(model, g)
-        bl, m = g["measured_costs"]["requests_by_live"], g["mechanism"]
-        if m not in lines or not bl:
-            return pc + po + pw
-        ca, cc = lines[m]
-        if alone_line:
-            return pc + pw + sum(nb * max(ca + cc * XL(lo), 0.005) for lo, nb, _ in bl)
-        return pc + pw + po * sum(nb * max(ca + cc * XL(lo), 0.05) for lo, nb, _ in bl) / sum(x[1] for x in bl)
-
-    def by_segs(t, pol, gs):
-        pc, po, pw = parts(model, gs[0])
-        m = gs[0]["mechanism"]
-        if m not in segs:
-            return pc + po + pw
-        return pc + pw + po * max(segs[m][0] + segs[m][1] * XS((t, pol)), 0.1)
-
     def pages(t, pol, gs):
         g = gs[0]
         p = sum(parts(model, g))
@@ -291,9 +293,10 @@ for cal, jt in (halves, halves[::-1]):
 
     slope = lambda d: ", ".join("%s %+.3f" % (m, v[1]) for m, v in sorted(d.items()))
     for label, f, sl in (("engine model-3 (untimed calls priced)", model3, ""), ("one line, model-4", one, ""),
-                         ("live", lambda t, p, gs: by_live(t, p, gs, mult, 0), slope(mult)),
-                         ("live-only", lambda t, p, gs: by_live(t, p, gs, alone, 1), slope(alone)),
-                         ("segments", by_segs, slope(segs)), ("pages (direct)", pages, "")):
+                         ("live", lambda t, p, gs: by_live(model, mult, 0, t, p, gs), slope(mult)),
+                         ("live-only", lambda t, p, gs: by_live(model, alone, 1, t, p, gs), slope(alone)),
+                         ("segments", lambda t, p, gs: by_segs(model, segs, t, p, gs), slope(segs)),
+                         ("pages (direct)", pages, "")):
         rows, same, pairs = judge(jt, f)
         e = [r[2] for r in rows]
         print("| %s -> %s | %s | %d of %d | %.1f%% | %+.0f%% | %d of %d (%.1f%%) | %s | %s |" % (
@@ -312,22 +315,9 @@ for t in traces:
     cal = [x for x in traces if x != t]
     model = fit(cal)
     mult, _, segs = live_terms(model, cal)
-
-    def live1(tt, pol, gs):
-        g = gs[0]
-        pc, po, pw = parts(model, g)
-        bl, m = g["measured_costs"]["requests_by_live"], g["mechanism"]
-        if m not in mult or not bl:
-            return pc + po + pw
-        ca, cc = mult[m]
-        return pc + pw + po * sum(nb * max(ca + cc * XL(lo), 0.05) for lo, nb, _ in bl) / sum(x[1] for x in bl)
-
-    def segs1(tt, pol, gs):
-        pc, po, pw = parts(model, gs[0])
-        m = gs[0]["mechanism"]
-        return pc + pw + (po * max(segs[m][0] + segs[m][1] * XS((tt, pol)), 0.1) if m in segs else po)
-
-    for label, f in (("one line, model-4", lambda tt, pol, gs: sum(parts(model, gs[0]))), ("live", live1), ("segments", segs1)):
+    for label, f in (("one line, model-4", lambda tt, pol, gs: sum(parts(model, gs[0]))),
+                     ("live", lambda tt, pol, gs: by_live(model, mult, 0, tt, pol, gs)),
+                     ("segments", lambda tt, pol, gs: by_segs(model, segs, tt, pol, gs))):
         rows, same, pairs = judge([t], f)
         v = loto.setdefault(label, [[], 0, 0])
         v[0] += rows
