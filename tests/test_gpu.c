@@ -156,27 +156,33 @@ static void test_h200_gather_ratios(void) {
   }
 }
 
-/* The access stream: recorded access records replace the synthetic stream. */
-static void run_stream(const char *text, uint64_t *accesses, uint64_t *walks) {
+/* A trace of text into a temporary file, loaded and run under mech with the H200 description (tlb: with its
+   TLBs); the result is the caller's to free. */
+static void run_text(const char *text, const char *mech, int tlb, pt_gpu *g, pt_sim_result *r) {
   char path[4096];
   snprintf(path, sizeof path, "%s", pt_test_tmp(".trace"));
   FILE *f = fopen(path, "w");
   CU_ASSERT_PTR_NOT_NULL_FATAL(f);
   fputs(text, f);
   fclose(f);
-  pt_gpu g;
-  load_h200(&g);
+  load_h200(g);
   pt_err err = {{0}};
   pt_trace_data t;
   CU_ASSERT_EQUAL_FATAL(pt_trace_load(path, NULL, &err, &t), 0);
-  pt_sim_config cfg = {.mech = pt_mech_find("caching"), .gpu = &g, .tlb = 1};
+  pt_sim_config cfg = {.mech = pt_mech_find(mech), .gpu = g, .tlb = tlb};
+  CU_ASSERT_EQUAL_FATAL(pt_sim_run(&t, &cfg, &err, r), 0);
+  pt_trace_data_free(&t);
+  remove(path);
+}
+
+/* The access stream: recorded access records replace the synthetic stream. */
+static void run_stream(const char *text, uint64_t *accesses, uint64_t *walks) {
+  pt_gpu g;
   pt_sim_result r;
-  CU_ASSERT_EQUAL_FATAL(pt_sim_run(&t, &cfg, &err, &r), 0);
+  run_text(text, "caching", 1, &g, &r);
   *accesses = r.tlb.accesses;
   *walks = r.tlb.walks;
   pt_sim_result_free(&r);
-  pt_trace_data_free(&t);
-  remove(path);
 }
 
 /* A description of base plus text written to path and loaded into g. */
@@ -255,21 +261,11 @@ static void test_access_stream(void) {
  * curve; the mean size would land on the slope between them instead.
  */
 static void test_prediction_by_size(void) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s", pt_test_tmp(".trace"));
-  FILE *f = fopen(path, "w");
-  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
-  fputs("pagetune-trace 1\na 1 512 0 1\na 2 512 0 2\na 3 512 0 3\na 4 512 0 4\na 5 2097152 0 5\n"
-        "f 1 6\nf 2 7\nf 3 8\nf 4 9\nf 5 10\nend 10\n", f);
-  fclose(f);
   pt_gpu g;
-  load_h200(&g);
-  pt_err err = {{0}};
-  pt_trace_data t;
-  CU_ASSERT_EQUAL_FATAL(pt_trace_load(path, NULL, &err, &t), 0);
-  pt_sim_config cfg = {.mech = pt_mech_find("direct"), .gpu = &g};
   pt_sim_result r;
-  CU_ASSERT_EQUAL_FATAL(pt_sim_run(&t, &cfg, &err, &r), 0);
+  run_text("pagetune-trace 1\na 1 512 0 1\na 2 512 0 2\na 3 512 0 3\na 4 512 0 4\na 5 2097152 0 5\n"
+           "f 1 6\nf 2 7\nf 3 8\nf 4 9\nf 5 10\nend 10\n",
+           "direct", 0, &g, &r);
   const pt_cost_line *m = &g.cost.call[PT_DRV_malloc], *fr = &g.cost.call[PT_DRV_free];
   double want_m = 4 * pt_cost_eval(m, 512) + pt_cost_eval(m, 2097152);
   double want_f = 4 * pt_cost_eval(fr, 512) + pt_cost_eval(fr, 2097152);
@@ -284,8 +280,43 @@ static void test_prediction_by_size(void) {
   CU_ASSERT(want_b > 0);
   CU_ASSERT_DOUBLE_EQUAL(r.predicted_alloc_us, want_m + want_f + want_b, 1e-9);
   pt_sim_result_free(&r);
-  pt_trace_data_free(&t);
-  remove(path);
+}
+
+/*
+ * Calls no request makes are not the requests' time: a replay on the GPU times the requests, so the
+ * prediction prices their calls and leaves out the others (predicted_untimed_us).  Under direct, a
+ * request of 512 B and its free (a cudaMalloc and a cudaFree, timed) around an out-of-memory record of
+ * 4 MiB, which the model tries and gives back at once (a cudaMalloc and a cudaFree no request made);
+ * under cuda_async, a trace that begins with a segment alive, which the pool maps before any request.
+ */
+static void test_untimed_calls(void) {
+  pt_gpu g;
+  pt_sim_result r;
+  run_text("pagetune-trace 1\na 1 512 0 1\nO 4194304 0 2\nf 1 3\nend 3\n", "direct", 0, &g, &r);
+  const pt_cost_line *m = &g.cost.call[PT_DRV_malloc], *fr = &g.cost.call[PT_DRV_free];
+  CU_ASSERT_EQUAL(r.driver_calls[PT_DRV_malloc], 2); /* every call is counted */
+  CU_ASSERT_EQUAL(r.driver_calls[PT_DRV_free], 2);
+  double probe = pt_cost_eval(m, 4194304) + pt_cost_eval(fr, 4194304);
+  double req = pt_cost_eval(m, 512) + pt_cost_eval(fr, 512) + 2 * pt_cost_eval(pt_gpu_bookkeeping(&g, "direct", 1), 512);
+  CU_ASSERT(probe > 10 * req); /* the case tells the two apart */
+  CU_ASSERT_DOUBLE_EQUAL(r.predicted_alloc_us, req, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(r.predicted_untimed_us, probe, 1e-9);
+  /* predicted_call_us is every call's, what `pagetune replay` replays and times */
+  CU_ASSERT_DOUBLE_EQUAL(r.predicted_call_us[PT_DRV_malloc], pt_cost_eval(m, 512) + pt_cost_eval(m, 4194304), 1e-9);
+  pt_sim_result_free(&r);
+
+  run_text("pagetune-trace 1\nS 0x7f0000000000 2097152 0\nI 1 1024 0 0x7f0000000000\na 2 512 0 1\nf 2 2\nend 4\n",
+           "async_pool", 0, &g, &r);
+  uint64_t n = 0;
+  for (int c = 0; c < PT_DRV_NCALLS; c++) n += r.driver_calls[c];
+  CU_ASSERT(n > 0); /* the pool took the segment with VMM calls, before the first request */
+  CU_ASSERT(r.predicted_untimed_us > 0);
+  /* the two requests hit the pool: their own work only */
+  CU_ASSERT_DOUBLE_EQUAL(r.predicted_alloc_us, 2 * pt_cost_eval(pt_gpu_bookkeeping(&g, "async_pool", 0), 512), 1e-9);
+  double all = 0;
+  for (int c = 0; c < PT_DRV_NCALLS; c++) all += r.predicted_call_us[c];
+  CU_ASSERT_DOUBLE_EQUAL(all, r.predicted_untimed_us, 1e-9);
+  pt_sim_result_free(&r);
 }
 
 /*
@@ -446,6 +477,7 @@ int pt_test_add_gpu(void) {
   CU_add_test(s, "the repeat class's lines, and their absence", test_repeat_lines);
   CU_add_test(s, "access records replace the synthetic stream", test_access_stream);
   CU_add_test(s, "predicted driver time follows each call's size", test_prediction_by_size);
+  CU_add_test(s, "calls no request makes are left out of the requests' time", test_untimed_calls);
   CU_add_test(s, "a recorded address the model still holds ends the recorded path", test_recorded_address_still_held);
   CU_add_test(s, "expandable reserves VA by the described GPU's memory", test_expandable_va_from_gpu);
   return CU_get_error();

@@ -56,9 +56,12 @@ static const pt_cli_opt sim_opts[] = {
                      "replay N times and report the median replay rate (benchmarks)"),
     PT_CLI_OPT_STR("gpu", 0, "NAME", sim_args, gpu,
                    "model that GPU's page tables and costs (" PT_WB_GPU_RULE "):\n"
-                   "adds page_table, predicted_alloc_us and request_classes (the repeats\n"
-                   "the prediction prices apart: requests and frees whose size was freed\n"
-                   "among the last 6 frees) to the output (default: none)"),
+                   "adds page_table, predicted_alloc_us (the requests' and frees' time),\n"
+                   "predicted_untimed_us (the driver calls no request makes: the initial\n"
+                   "state, a request that failed in the real run tried; not in the first)\n"
+                   "and request_classes (the repeats the prediction prices apart: requests\n"
+                   "and frees whose size was freed among the last 6 frees) to the output\n"
+                   "(default: none)"),
     PT_CLI_OPT_FLAG("tlb", sim_args, tlb,
                     "also run the synthetic access stream through its TLBs (needs --gpu;\n"
                     "time grows with bytes allocated / page size): adds tlb and\n"

@@ -30,8 +30,11 @@
    points by size class, and the H200's measured points (cost.h).  model-3:
    the allocator's own work measured per mechanism, by request size and
    whether a request made driver calls, and the H200's costs fitted from
-   real-mechanism replays (docs/design.md, The cost model). */
-#define PT_WB_ENGINE_VERSION "pagetune-" PACKAGE_VERSION "/model-3"
+   real-mechanism replays (docs/design.md, The cost model).  model-4: the
+   driver calls no request makes (the initial state, the try of a request
+   that failed in the real run, a capture's empty_cache) left out of the
+   predicted allocator time, as a replay on the GPU leaves them untimed. */
+#define PT_WB_ENGINE_VERSION "pagetune-" PACKAGE_VERSION "/model-4"
 #define PT_WB_DEFAULT_DB "pagetune.db"
 
 /* What the workbench commands' options set (each command takes some of them). */

@@ -151,7 +151,8 @@ typedef struct pt_device {
   pt_call_log *log;                  /* NULL: calls are counted, not logged */
   pt_call_times *times;              /* NULL: calls are not timed */
   /* a second set of books the calls are also counted (and, when timed, timed) into while set: the engine
-     points them at a request class's (sim.h, request classes) for the requests of that class; NULL: none */
+     points them at a request class's (sim.h, request classes) for the requests of that class, and at the
+     run's untimed set (no times) for the work no request does; NULL: none */
   pt_call_sizes *class_sizes;
   pt_call_times *class_times;
   double call_us;                    /* the time of the call being counted, when timed */

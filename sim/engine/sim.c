@@ -146,6 +146,7 @@ typedef struct run {
   /* request classes (sim.h), when classified: the trace's (pt_trace_data.repeat) */
   int classify, cls;        /* classified at all; the class of the request being made */
   pt_call_sizes repeat_sizes; /* the calls made in repeat-class requests */
+  pt_call_sizes untimed;    /* the calls no request made (untimed_begin): not the requests' time */
 } run;
 
 /* The mechanism told which pool the next record's memory comes from, when it keeps pools and that changed. */
@@ -351,6 +352,19 @@ static inline void repeat_end(run *r, pt_sim_result *out, uint64_t n0, uint64_t 
   r->cls = PT_REQ_OTHER;
 }
 
+/*
+ * Work no request does (the initial state, the try of a request that failed in the real run, the empty_cache a
+ * capture begins with) begins: its calls are counted apart while it runs, so that the prediction prices what a
+ * replay on the GPU times, the requests and frees (predicted_alloc_us; these are predicted_untimed_us).  Never
+ * inside a request, so the books' second set is free.
+ */
+static inline void untimed_begin(run *r) {
+  r->dev.class_sizes = &r->untimed;
+  r->dev.class_times = NULL;
+}
+
+static inline void untimed_end(run *r) { r->dev.class_sizes = NULL; }
+
 static inline int is_repeat(const pt_trace_data *t, size_t i) { return (int)(t->repeat[i >> 6] >> (i & 63)) & 1; }
 
 static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r, pt_sim_result *out, pt_err *err) {
@@ -358,8 +372,12 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
   int rc;
   for (size_t i = 0; i < t->n; i++) {
     const pt_event *e = &t->ev[i];
-    if (__builtin_expect(e->flags & PT_EVF_CAPTURE, 0) && m->empty_cache && (rc = m->empty_cache(st)) < 0)
-      return pt_err_prefix(err, rc, "%s: record %zu (the empty_cache a CUDA graph capture begins with)", t->path, i);
+    if (__builtin_expect(e->flags & PT_EVF_CAPTURE, 0) && m->empty_cache) {
+      untimed_begin(r);
+      rc = m->empty_cache(st);
+      untimed_end(r);
+      if (rc < 0) return pt_err_prefix(err, rc, "%s: record %zu (the empty_cache a CUDA graph capture begins with)", t->path, i);
+    }
     if (e->kind == PT_EV_ALLOC) {
       uint64_t h, n0 = r->dev.ncalls;
       out->allocs++;
@@ -392,10 +410,13 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
          fits here, it is given back at once (the workload stopped there) */
       uint64_t h;
       if ((rc = use_pool(r, m, st, 0)) < 0) return pt_err_prefix(err, rc, "%s: record %zu", t->path, i);
+      untimed_begin(r);
       rc = m->alloc(st, e->bytes, e->stream, &h);
-      if (rc == PT_EOOM) out->ooms++;
-      else if (rc < 0 || (rc = m->free(st, h)) < 0)
-        return pt_err_prefix(err, rc, "%s: failed request of %" PRIu64 " bytes", t->path, e->bytes);
+      int oom = rc == PT_EOOM;
+      if (rc == 0) rc = m->free(st, h);
+      untimed_end(r);
+      if (oom) out->ooms++;
+      else if (rc < 0) return pt_err_prefix(err, rc, "%s: failed request of %" PRIu64 " bytes", t->path, e->bytes);
     } else if (e->kind == PT_EV_FREE) {
       out->frees++;
       uint64_t *h = &r->handles[e->id];
@@ -507,6 +528,7 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   pt_mech_env env = {.dev = &r.dev, .counters = &r.counters, .params = &params, .hooks = &cfg->hooks,
                      .allocated = &r.allocated, .fault = &r.fault, .err = err};
   void *st = NULL;
+  untimed_begin(&r); /* until the first record: what the mechanism sets up, the segments alive at the start */
   if (rc == 0) rc = pt_mech_create(cfg->mech, &env, &st);
   if (rc < 0) {
     pt_tlb_destroy(r.tlb);
@@ -516,6 +538,7 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   }
   double t0 = pt_clock_s();
   rc = initial_state(t, cfg->mech, st, &r, err);
+  untimed_end(&r);
   r.win_reserved = r.dev.reserved;
   r.win_allocated = r.allocated;
   if (rc == 0 && r.fault) rc = pt_err_prefix(err, r.fault, "%s: initial state", t->path);
@@ -546,8 +569,15 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
       out->mmu = cfg->gpu->mmu;
     }
     pt_cost_model cost = pt_gpu_cost_of(cfg->gpu, cfg->mech->name);
-    out->predicted_alloc_us = pt_cost_alloc_class_us(&cost, &r.dev.sizes, &out->req, &r.repeat_sizes, &out->req_repeat);
+    pt_call_sizes timed = r.dev.sizes; /* the requests' calls: every call less the untimed (a subset) */
+    for (int k = 0; k < PT_DRV_NCALLS; k++)
+      for (int j = 0; j < PT_SIZE_CLASSES; j++) {
+        timed.calls[k][j] -= r.untimed.calls[k][j];
+        timed.bytes[k][j] -= r.untimed.bytes[k][j];
+      }
+    out->predicted_alloc_us = pt_cost_alloc_class_us(&cost, &timed, &out->req, &r.repeat_sizes, &out->req_repeat);
     for (int k = 0; k < PT_DRV_NCALLS; k++) {
+      out->predicted_untimed_us += pt_cost_calls_us(&cost.call[k], r.untimed.calls[k], r.untimed.bytes[k]);
       uint64_t n[PT_SIZE_CLASSES], b[PT_SIZE_CLASSES]; /* the other class's calls, then the repeats' */
       for (int j = 0; j < PT_SIZE_CLASSES; j++) {
         n[j] = r.dev.sizes.calls[k][j] - r.repeat_sizes.calls[k][j];
@@ -645,6 +675,9 @@ void pt_sim_print_text(FILE *f, const pt_sim_result *r) {
             p->peak_table_bytes[PT_MMU_MAX_LEVELS + 1]);
     for (int i = 0; i < PT_NPAGE_SIZES; i++) fprintf(f, " %s=%" PRIu64, page_names[i], p->mapped_by_page[i]);
     fprintf(f, "\npredicted allocator time: %.1f us\n", r->predicted_alloc_us);
+    if (r->predicted_untimed_us > 0)
+      fprintf(f, "  and %.1f us of driver calls no request made (initial state, failed requests tried), not in it\n",
+              r->predicted_untimed_us);
   }
   if (r->has_tlb && r->mmu) {
     const pt_tlb_stats *t = &r->tlb;
@@ -690,8 +723,9 @@ void pt_sim_print_json_members(FILE *f, const pt_sim_result *r, int with_timelin
     for (int d = 0; d <= PT_REPEAT_RING; d++) fprintf(f, "%s%" PRIu64, d ? "," : "", r->by_free_distance[d]);
     fprintf(f, "],\"cache_hit_splits\":%" PRIu64 ",\"free_merges\":%" PRIu64 "}", r->hit_splits, r->free_merges);
   }
-  if (r->has_gpu) fprintf(f, ",\"predicted_alloc_us\":%.6g", r->predicted_alloc_us);
-  else fputs(",\"predicted_alloc_us\":null", f); /* never predicted: no GPU description */
+  if (r->has_gpu) fprintf(f, ",\"predicted_alloc_us\":%.6g,\"predicted_untimed_us\":%.6g", r->predicted_alloc_us,
+                          r->predicted_untimed_us);
+  else fputs(",\"predicted_alloc_us\":null,\"predicted_untimed_us\":null", f); /* never predicted: no GPU description */
   if (r->has_gpu && r->mmu) { /* stored runs keep no page-table detail */
     const pt_pagetable_stats *p = &r->page_table;
     fprintf(f, ",\"page_table\":{\"mmu\":\"%s\",\"levels\":%d,\"pte_writes\":%" PRIu64 ",\"pte_invalidations\":%" PRIu64

@@ -171,8 +171,12 @@ typedef struct pt_sim_result {
   const pt_mmu_desc *mmu;
   const char *gpu_note;      /* the description's note (points into the pt_gpu) */
   pt_tlb_stats tlb;
-  double predicted_alloc_us, predicted_translation_us;
-  double predicted_call_us[PT_DRV_NCALLS]; /* predicted_alloc_us's driver part, by kind (with a GPU) */
+  /* with a GPU description: the requests' and frees' time (what a replay on the GPU times), the calls no
+     request made (the initial state, the try of a request that failed in the real run, a capture's
+     empty_cache: untimed there), and every call's time by kind, both kinds of call (what `pagetune replay`
+     replays and times) */
+  double predicted_alloc_us, predicted_untimed_us, predicted_translation_us;
+  double predicted_call_us[PT_DRV_NCALLS];
 } pt_sim_result;
 
 int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt_sim_result *out /* OUT */);
