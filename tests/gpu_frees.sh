@@ -5,7 +5,8 @@
 #    a malformed one is one error naming the file and line, exit 1.
 # 2. The model on a known case: with the +gpu line (one request comes before the GPU passes the
 #    free) cuda_async keeps the free pending, so a 16 MiB request cannot use it with the free block
-#    beside it and the pool grows to 40 MiB; with gpu_lag 0, or a +gpu of 0, it is 32 MiB.
+#    beside it and the pool grows to 40 MiB; with gpu_lag 0, or a +gpu of 0, it is 32 MiB; a +gpu 0
+#    free is seen complete at once even under free_lag.
 # 3. The importer on committed captures (traces/knobs/async_timed/run1, H200, PyTorch 2.11, the
 #    free times measured in the same run by traces/capture/gpufrees.py): every free that did not
 #    wait for another stream is timed; a free-times file of another run, or a malformed one, is
@@ -68,6 +69,12 @@ bad_line "+gpu before the end" "${n}d; s/^end 7/+gpu 1\nend 7/" "+gpu before the
 [ "$(peak "$tmp/g.trace" --set chunk_mb=2 --set gpu_lag=0)" = 33554432 ] || fail "gpu_lag 0: $(peak "$tmp/g.trace" --set chunk_mb=2 --set gpu_lag=0), not 32 MiB"
 sed 's/^+gpu 1$/+gpu 0/' "$tmp/g.trace" >"$tmp/g0.trace"
 [ "$(peak "$tmp/g0.trace" --set chunk_mb=2)" = 33554432 ] || fail "+gpu 0: $(peak "$tmp/g0.trace" --set chunk_mb=2), not 32 MiB"
+# a free timed +gpu 0 is seen complete at once whatever free_lag says (its chunk backs the next
+# request: 24 MiB); untimed, free_lag 5 keeps it pending (its chunk held: 32 MiB)
+printf 'pagetune-trace 1\na 0 8388608 0x0 100\na 1 8388608 0x0 110\n+gpu 0\nf 0 120\na 2 16777216 0x0 130\nend 4\n' >"$tmp/h.trace"
+[ "$(peak "$tmp/h.trace" --set chunk_mb=2 --set free_lag=5)" = 25165824 ] || fail "+gpu 0 under free_lag 5: $(peak "$tmp/h.trace" --set chunk_mb=2 --set free_lag=5)"
+grep -v '^+gpu' "$tmp/h.trace" >"$tmp/h2.trace"
+[ "$(peak "$tmp/h2.trace" --set chunk_mb=2 --set free_lag=5)" = 33554432 ] || fail "untimed under free_lag 5: $(peak "$tmp/h2.trace" --set chunk_mb=2 --set free_lag=5)"
 # the other mechanisms take the free as any other
 [ "$("$pt" sim --trace "$tmp/g.trace" --policy pytorch_native --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["peak_reserved_bytes"])')" = \
   "$("$pt" sim --trace "$tmp/g0.trace" --policy pytorch_native --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["peak_reserved_bytes"])')" ] ||

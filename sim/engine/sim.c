@@ -191,9 +191,7 @@ static int live_alloc(run *r, const pt_mech_ops *m, void *st, uint64_t bytes, ui
 static int free_record(const pt_trace_data *t, size_t i, const pt_mech_ops *m, void *st, uint64_t h) {
   unsigned fl = t->ev[i].flags;
   if ((fl & PT_EVF_DEFERRED) && m->free_deferred) return m->free_deferred(st, h);
-  /* +gpu K: K requests come before the GPU passes it, the (K+1)-th sees it complete */
-  uint64_t k = (fl & PT_EVF_GPU_LAG) && m->free_pending ? t->ev[i].offset : 0;
-  return k ? m->free_pending(st, h, k + 1) : m->free(st, h);
+  return (fl & PT_EVF_GPU_LAG) && m->free_pending ? m->free_pending(st, h, t->ev[i].offset) : m->free(st, h);
 }
 
 static int live_free(run *r, const pt_trace_data *t, size_t i, const pt_mech_ops *m, void *st, uint64_t h) {

@@ -762,11 +762,11 @@ static int async_free(void *state, uint64_t handle) {
   return free_after(st, handle, st->lag);
 }
 
-/* A free the trace says the GPU passed lag requests later (+gpu): that lag instead of free_lag, unless
-   gpu_lag is 0. */
-static int async_free_pending(void *state, uint64_t handle, uint64_t lag) {
+/* A free the trace says the GPU passed after k more requests (+gpu k): pending until the (k+1)-th, seen
+   complete at once for k 0, whatever free_lag says; with gpu_lag 0 as any free. */
+static int async_free_pending(void *state, uint64_t handle, uint64_t k) {
   async_state *st = state;
-  return free_after(st, handle, st->gpu_lag ? lag : st->lag);
+  return free_after(st, handle, !st->gpu_lag ? st->lag : k ? k + 1 : 0);
 }
 
 /*

@@ -163,10 +163,10 @@ typedef struct pt_mech_ops {
   /* NULL, or a free that waited for other streams' work (the trace's PT_EVF_DEFERRED: record_stream), where
      the mechanism treats one apart (async_pool: PyTorch frees it on a stream of its own) */
   int (*free_deferred)(void *state, uint64_t handle);
-  /* NULL, or a free the GPU passes only once `lag` more requests have begun (lag >= 2; the trace's +gpu
-     lines, counted in requests by the engine): until then it is a free not seen complete, as the mechanism
-     treats one (async_pool: as under free_lag) */
-  int (*free_pending)(void *state, uint64_t handle, uint64_t lag);
+  /* NULL, or a free the trace timed (+gpu K): K later requests come before the GPU passes it, the (K+1)-th
+     sees it complete (K 0: at once); until then it is a free not seen complete, as the mechanism treats
+     one (async_pool: as under free_lag) */
+  int (*free_pending)(void *state, uint64_t handle, uint64_t k);
   /*
    * Later requests, initial segments and initial blocks go to private pool `pool` (the trace's number,
    * 1..; 0: the default pool), as between PyTorch's beginAllocateToPool and endAllocateToPool: a private
