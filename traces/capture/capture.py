@@ -24,6 +24,11 @@ Two modes:
       nothing).
 
 Output per trace: NAME.pickle.gz, NAME.json, NAME.log (worker output).
+
+With PT_GPU_FREES=1 a worker also measures when the GPU passed each free (gpufrees.py: a trace
+tracker on PyTorch's allocator, built once with torch.utils.cpp_extension into PT_GPU_FREES_BUILD,
+default /tmp/pagetune_gpu_frees) and writes DIR/NAME.gpufrees.gz, for `pagetune trace import
+--gpu-frees` (the sidecar's gpu_frees_error says why when it could not).
 """
 
 import argparse
