@@ -1,0 +1,53 @@
+/*
+ * fit.c — a probe log's request stream (probe.cu's replay/replaysync output: "a ID BYTES OFFSET
+ * RESERVED" and "f ID RESERVED" lines) through the async_pool model with free_lag L: how many of the
+ * driver's offsets and reserved figures the model reproduces, and the first that differs (with a
+ * third argument, the first few differences).  Built against a configured build tree, from the
+ * repository root:
+ *     gcc -O1 $(find sim -mindepth 1 -maxdepth 1 -type d -printf '-I %p ') -o fit traces/capture/async_probe/fit.c \
+ *       -Wl,--start-group $(find sim -name 'libpt_*.a') -Wl,--end-group -lm -lz
+ *     zcat traces/capture/async_probe/transformer_train.log.gz >t.log; ./fit t.log 0 v
+ * (README.md: what the synchronised and unsynchronised logs gave.)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mech.h"
+#include "modeldev.h"
+#include "device.h"
+typedef struct { char k; unsigned long long id, bytes, off, res; } rec;
+int main(int argc, char **argv) {
+  if (argc < 3) { fprintf(stderr, "usage: fit LOG FREE_LAG [v]\n"); return 2; }
+  FILE *f = fopen(argv[1], "r"); int L = atoi(argv[2]); int verbose = argc > 3;
+  if (!f) { perror(argv[1]); return 1; }
+  enum { MAXREC = 1 << 20 };
+  static rec R[MAXREC]; size_t n = 0; char line[256];
+  while (n < MAXREC && fgets(line, sizeof line, f)) {
+    rec r = {0}; r.k = line[0];
+    if (r.k == 'a') sscanf(line + 2, "%llu %llu %llu %llu", &r.id, &r.bytes, &r.off, &r.res);
+    else sscanf(line + 2, "%llu %llu", &r.id, &r.res);
+    if (r.id >= MAXREC) { fprintf(stderr, "%s: id %llu too large\n", argv[1], r.id); return 1; }
+    R[n++] = r;
+  }
+  pt_model_dev model; pt_device dev; pt_err err = {0}; uint64_t allocated = 0; int fault = 0;
+  pt_mech_counters ctr = {0}; pt_params params = {0}; pt_policy_hooks hooks = {0};
+  pt_model_dev_init(&model, NULL, 0, &err);
+  pt_dev_init(&dev, &pt_model_dev_ops, &model, 0, &err);
+  pt_params_set(&params, "release_threshold", 1125899906842624.0);
+  pt_params_set(&params, "free_lag", L);
+  pt_mech_env env = {.dev = &dev, .counters = &ctr, .params = &params, .hooks = &hooks, .err = &err, .allocated = &allocated, .fault = &fault};
+  void *st; if (pt_mech_create(&pt_mech_async_pool, &env, &st)) { fprintf(stderr, "create failed\n"); return 1; }
+  static uint64_t h[MAXREC]; uint64_t base = 0, peak = 0; size_t offbad = 0, resbad = 0, first = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (R[i].k == 'a') {
+      if (pt_mech_async_pool.alloc(st, R[i].bytes, 0, &h[R[i].id])) { fprintf(stderr, "alloc failed\n"); return 1; }
+      uint64_t a = pt_mech_async_pool.addr_of(st, h[R[i].id]);
+      if (!base) base = a;
+      if (a - base != R[i].off) { offbad++; if (!first) first = i + 1; if (verbose && offbad < 6) printf("  %zu: a %llu %llu model +%llu real +%llu\n", i, R[i].id, R[i].bytes, (unsigned long long)(a - base), R[i].off); }
+    } else pt_mech_async_pool.free(st, h[R[i].id]);
+    uint64_t res = pt_dev_reserved(&dev); if (res > peak) peak = res;
+    if (res != R[i].res) resbad++;
+  }
+  printf("L=%d offsets differ %zu of %zu (first at %zu), reserved differs %zu, peak %llu MiB\n", L, offbad, n, first, resbad, (unsigned long long)(peak >> 20));
+  return 0;
+}
