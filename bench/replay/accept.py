@@ -36,6 +36,7 @@ import json
 import os
 import statistics
 import subprocess
+import tempfile
 import sys
 
 ap = argparse.ArgumentParser()
@@ -97,12 +98,14 @@ halves = (traces[0::2], traces[1::2])
 
 
 def fit(cal, path, extra):
+    """Fits path on the runs of the traces in cal; the runs go to gpu fit through a temporary file
+    (they are the JSON lines' own, so nothing is kept of them)."""
     lines = [json.dumps(r) for r in runs if name(r) in cal]
-    src = path + ".in.jsonl"
-    with open(src, "w") as f:
+    with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as f:
         f.write("\n".join(lines) + "\n")
-    subprocess.run([a.pagetune, "gpu", "fit", "--gpu", base, "--name", os.path.basename(path)[:-4], "-o", path] + extra + [src],
-                   check=True, stderr=subprocess.DEVNULL)
+        f.flush()
+        subprocess.run([a.pagetune, "gpu", "fit", "--gpu", base, "--name", os.path.basename(path)[:-4], "-o", path] +
+                       extra + [f.name], check=True, stderr=subprocess.DEVNULL)
 
 
 HERE = os.path.dirname(os.path.abspath(__file__))
