@@ -46,6 +46,9 @@ ap.add_argument("--base", default=None,
                 help="the description the fits start from: not one fitted on these runs (default: calibrated.gpu "
                      "beside the JSON lines, pagetune calibrate's output from the same GPU session)")
 ap.add_argument("--out", default=None, help="where the fitted descriptions go (default: beside the JSON lines)")
+ap.add_argument("--statistic", choices=("median", "min"), default="median",
+                help="a configuration's measured time over its processes (each process's figure is the median of "
+                     "its timed repeats): median (default), or min, the least disturbed process")
 a = ap.parse_args()
 out = a.out or os.path.dirname(os.path.abspath(a.jsonl))
 base = a.base or os.path.join(os.path.dirname(os.path.abspath(a.jsonl)), "calibrated.gpu")
@@ -57,8 +60,10 @@ for r in runs:
 
 
 def measured(rs):
-    """A configuration's measured allocator time: the median over processes of their medians."""
-    return statistics.median(r["gpu_mechanism_replay"]["measured_total_us"] for r in rs)
+    """A configuration's measured allocator time: the median (or, --statistic min, the least) over processes
+    of their medians."""
+    pick = min if a.statistic == "min" else statistics.median
+    return pick([r["gpu_mechanism_replay"]["measured_total_us"] for r in rs])
 VMM = {"expandable", "async_pool", "stitch"}
 GRANULE = 2 << 20
 
