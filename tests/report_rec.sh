@@ -141,5 +141,22 @@ assert "captured settings' peak (40.0 MiB) lies inside it" in w[0] and "8.0 MiB)
 assert "warning:" in text and "not a gain to count on" in " ".join(text.split()), text
 print("ok: the spread 32-96 MiB over free_lag, the captured 40 MiB inside it: not a gain to count on")
 PY
+# The same requests with every free timed (+gpu 0: the GPU had passed it by the next request) and none
+# deferred: free_lag moves nothing, and the report says the one peak (the captured run's timing) rather
+# than a spread.
+sed 's/^+deferred$/+gpu 0/' "$sp" >"$tmp/timed.trace"
+"$pt" sweep --db "$tmp/st.db" --trace "$tmp/timed.trace" --policy pytorch_native --policy cuda_async \
+  --grid release_threshold=1125899906842624 --grid free_lag=0,4,16,1000000000 >/dev/null 2>"$tmp/err" ||
+  { fail "sweep of the timed trace"; cat "$tmp/err"; }
+"$pt" report --db "$tmp/st.db" --objective memory --json >"$tmp/st.json" 2>"$tmp/err" || { fail "report (timed)"; cat "$tmp/err"; }
+python3 - "$tmp/st.json" <<'PY' || fail "the timed trace's cudaMallocAsync note"
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = [x for x in d["recommendations"] if any("free_lag" in w for w in x["warnings"])]
+assert len(r) == 1, d["recommendations"]
+(w,) = [x for x in r[0]["warnings"] if "free_lag" in x]
+assert w.startswith("over free_lag") and "is 32.0 MiB at every lag" in w and "can land anywhere" not in w, w
+print("ok: a timed trace: 32.0 MiB at every lag, no spread")
+PY
 
 done_ok report_rec

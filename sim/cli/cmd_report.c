@@ -169,8 +169,9 @@ static void lag_free_key(const char *pj, char *out, size_t n) {
 /*
  * A cudaMallocAsync peak is a spread (docs/model.md): how far the GPU lags the CPU, free_lag in the model,
  * differs between real runs.  The stored runs of r's configuration at other free_lag values give it; the
- * note says it, and says when the saving against the captured settings' run (base, or NULL) lies inside it.
- * Without such runs, how to store them.  Appended to *notes (malloc'd text, or NULL).
+ * note says it, and says when the saving against the captured settings' run (base, or NULL) lies inside it;
+ * a spread of one value (a trace timed with +gpu, no cross-stream frees) is said as such.  Without such runs,
+ * how to store them.  Appended to *notes (malloc'd text, or NULL).
  */
 static int async_spread_note(const pt_store_run *rows, size_t first, size_t n, const pt_store_run *r,
                              const pt_store_run *base, char **notes, pt_err *err) {
@@ -193,9 +194,14 @@ static int async_spread_note(const pt_store_run *rows, size_t first, size_t n, c
   char add[900];
   if (runs < 2)
     snprintf(add, sizeof add,
-             "warning: a cudaMallocAsync peak depends on how far the GPU lags the CPU, which differs between "
-             "runs; 'pagetune sweep --policy %s --grid free_lag=0,4,16,64,256,1000000000' (with this run's "
+             "warning: a cudaMallocAsync peak depends on how far the GPU lags the CPU, which other work on the GPU "
+             "changes; 'pagetune sweep --policy %s --grid free_lag=0,4,16,64,256,1000000000' (with this run's "
              "settings) stores the spread the model expects, which this report then shows\n", r->policy);
+  else if (lo == hi) /* a trace whose frees carry the GPU's times (+gpu), with no cross-stream frees: no spread */
+    snprintf(add, sizeof add,
+             "warning: over free_lag (the GPU's lag; %d stored runs) this configuration's peak reserved is %.1f MiB "
+             "at every lag, the GPU's timing being the captured run's; other work on the same GPU changes that "
+             "timing, and the peak with it (docs/model.md)\n", runs, (double)lo / 1048576);
   else {
     int inside = base && base->r.peak_reserved_bytes <= hi && base->r.peak_reserved_bytes > r->r.peak_reserved_bytes;
     int n0 = snprintf(add, sizeof add,
