@@ -3,13 +3,13 @@
 -- 2 MiB pages and a segment of their own; smaller ones share 64 KiB-paged
 -- segments.
 --
--- Where the numbers come from: Hopper's page sizes (DESIGN.md: 4 KiB, 64 KiB,
+-- Where the numbers come from: Hopper's page sizes (docs/h200-translation.md: 4 KiB, 64 KiB,
 -- 2 MiB, 512 MiB; the H200's VMM granularity is 2 MiB) and PyTorch's
 -- c10/cuda/CUDACachingAllocator.cpp constants: kSmallSize 1 MiB (the default
 -- threshold, PyTorch's small/large pool boundary), kSmallBuffer 2 MiB,
 -- kMinLargeAlloc 10 MiB, kLargeBuffer 20 MiB, kRoundLarge 2 MiB.
 -- Page size is a model-only dimension: through the VMM API a policy chooses
--- handle sizes (2 MiB multiples), not the hardware page size (DESIGN.md).
+-- handle sizes (2 MiB multiples), not the hardware page size (docs/h200-translation.md).
 local KiB, MiB = 1024, 1024 * 1024
 local SMALL_PAGE, LARGE_PAGE = 64 * KiB, 2 * MiB
 

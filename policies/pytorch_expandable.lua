@@ -5,7 +5,7 @@
 -- one virtual address range reserved per stream and pool, grown and shrunk by
 -- mapping physical handles (cuMemCreate / cuMemMap / cuMemSetAccess) in 2 MiB
 -- pages for the small pool and 20 MiB for the large pool (kSmallBuffer,
--- kLargeBuffer).  DESIGN.md's H200 numbers price the growth: about 56 µs per
+-- kLargeBuffer).  docs/design.md's H200 table prices the growth: about 56 µs per
 -- 2 MiB handle mapped (create + map + set access) and 39 µs to unmap and
 -- release one.
 --

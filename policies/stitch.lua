@@ -4,7 +4,7 @@
 -- fits, map free physical chunks into a new contiguous virtual range instead
 -- of allocating more memory.
 --
--- Where the numbers come from: the H200's VMM granularity, 2 MiB (DESIGN.md),
+-- Where the numbers come from: the H200's VMM granularity, 2 MiB (docs/design.md),
 -- is the smallest chunk that can be stitched, hence the default and the floor
 -- of stitch_min_bytes; 1 GiB bounds the tuner's search.  Stitching costs a
 -- cuMemAddressReserve (0.6–6 µs), a cuMemMap per chunk (1–2 µs) and a
