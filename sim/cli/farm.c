@@ -64,13 +64,7 @@ typedef struct msg_res {
   uint32_t type;
   int32_t rc;
   uint64_t tag;
-#define PT_U uint64_t
-#define PT_D double
-#define PT_X(t, f, h) PT_##t f;
-  PT_SIM_STATS_FIELDS(PT_X)
-#undef PT_X
-#undef PT_U
-#undef PT_D
+  PT_SIM_STATS_FIELDS(PT_SIM_STATS_MEMBER)
   uint64_t driver_calls[PT_DRV_NCALLS], driver_bytes[PT_DRV_NCALLS];
   int32_t addresses_followed, has_gpu, has_tlb, pad;
   double seconds, predicted_alloc_us, predicted_translation_us;

@@ -123,14 +123,13 @@ typedef struct pt_sim_point {
 #define PT_LIVE_BINS 16
 
 
+/* PT_SIM_STATS_FIELDS(PT_SIM_STATS_MEMBER): the fields as struct members (here, and in what the farm sends). */
+#define PT_SIM_STATS_TYPE_U uint64_t
+#define PT_SIM_STATS_TYPE_D double
+#define PT_SIM_STATS_MEMBER(t, f, h) PT_SIM_STATS_TYPE_##t f;
+
 typedef struct pt_sim_result {
-#define PT_U uint64_t
-#define PT_D double
-#define PT_X(t, f, h) PT_##t f;
-  PT_SIM_STATS_FIELDS(PT_X)
-#undef PT_X
-#undef PT_U
-#undef PT_D
+  PT_SIM_STATS_FIELDS(PT_SIM_STATS_MEMBER)
   uint64_t driver_calls[PT_DRV_NCALLS];
   uint64_t driver_bytes[PT_DRV_NCALLS];
   int addresses_followed;    /* the model stayed on the recorded segment addresses */

@@ -27,6 +27,19 @@ export PYTHONUNBUFFERED=1
   python3 -c 'import torch,transformers;print("torch", torch.__version__, "transformers", transformers.__version__)'
 } >"$OUT/env.txt" 2>&1
 say() { echo "$*" | tee -a "$OUT/summary.txt"; }
+# jget FILE KEY...: the JSON file's values at KEY (a/b: key b inside key a), space separated
+jget() {
+  python3 - "$@" <<'PY' 2>&1
+import json, sys
+d = json.load(open(sys.argv[1]))
+def at(k):
+    v = d
+    for p in k.split("/"):
+        v = v.get(p) if isinstance(v, dict) else None
+    return v
+print(" ".join("%s=%s" % (k.split("/")[-1], at(k)) for k in sys.argv[2:]))
+PY
+}
 late() { [ "$(date +%s)" -ge "$DEADLINE" ]; }
 CAPTURES=${CAPTURES:-1}
 export PT_GPU_FREES_BUILD=/tmp/pagetune_gpu_frees
@@ -43,18 +56,17 @@ for w in ${WORKLOADS//,/ }; do
   start=$(date +%s)
   PT_GPU_FREES=1 timeout 180 python3 traces/capture/capture.py --out "$OUT/timed" --worker "$w" --name "$n" \
     >"$OUT/timed/$n.log" 2>&1
-  say "$n: capture exit $? in $(( $(date +%s) - start )) s $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d.get("gpu_frees_error", ""), d.get("gpu_frees_failed_events"))' "$OUT/timed/$n.json" 2>&1)"
+  say "$n: capture exit $? in $(( $(date +%s) - start )) s $(jget "$OUT/timed/$n.json" gpu_frees_error gpu_frees_failed_events)"
   if [ -f "$OUT/timed/$n.pickle" ] && [ -f "$OUT/timed/$n.gpufrees.gz" ]; then
     LD_LIBRARY_PATH=$libs ./pagetune trace import "$OUT/timed/$n.pickle" --gpu-frees "$OUT/timed/$n.gpufrees.gz" \
       -o "$OUT/timed/$n.trace.gz" --json >"$OUT/timed/$n.stats.json" 2>"$OUT/timed/$n.import.err"
-    say "$n: import exit $? $(cat "$OUT/timed/$n.import.err") $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print({k: d.get(k) for k in ("frees", "gpu_timed_frees", "gpu_pending_frees", "gpu_lag_requests_max", "deferred_frees")})' "$OUT/timed/$n.stats.json" 2>&1)"
+    say "$n: import exit $? $(cat "$OUT/timed/$n.import.err") $(jget "$OUT/timed/$n.stats.json" frees gpu_timed_frees gpu_pending_frees gpu_lag_requests_max deferred_frees)"
     for lag in 1 0; do
       LD_LIBRARY_PATH=$libs ./pagetune sim --trace "$OUT/timed/$n.trace.gz" --policy cuda_async --set release_threshold=1125899906842624 --set gpu_lag=$lag \
         --json >"$OUT/timed/$n.sim$lag.json" 2>>"$OUT/timed/$n.import.err"
     done
-    say "$n: cuda_async peak gpu_lag=1 $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["peak_reserved_bytes"])' \
-      "$OUT/timed/$n.sim1.json" 2>&1) gpu_lag=0 $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["peak_reserved_bytes"])' \
-      "$OUT/timed/$n.sim0.json" 2>&1)"
+    say "$n: cuda_async gpu_lag=1 $(jget "$OUT/timed/$n.sim1.json" peak_reserved_bytes)," \
+      "gpu_lag=0 $(jget "$OUT/timed/$n.sim0.json" peak_reserved_bytes)"
     if [ -n "${UNRECORDED:-}" ]; then
       # the free times again from a run that records no history (recording slows the CPU, so the GPU
       # keeps up more than it would): the same requests when the workload is deterministic
@@ -63,10 +75,10 @@ for w in ${WORKLOADS//,/ }; do
         --no-record >"$OUT/timed/$u.log" 2>&1
       LD_LIBRARY_PATH=$libs ./pagetune trace import "$OUT/timed/$n.pickle" --gpu-frees "$OUT/timed/$u.gpufrees.gz" \
         -o "$OUT/timed/$u.trace.gz" --json >"$OUT/timed/$u.stats.json" 2>"$OUT/timed/$u.import.err"
-      say "$u: import exit $? $(cat "$OUT/timed/$u.import.err") $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print({k: d.get(k) for k in ("gpu_timed_frees", "gpu_pending_frees", "gpu_lag_requests_max")})' "$OUT/timed/$u.stats.json" 2>&1)"
+      say "$u: import exit $? $(cat "$OUT/timed/$u.import.err") $(jget "$OUT/timed/$u.stats.json" gpu_timed_frees gpu_pending_frees gpu_lag_requests_max)"
       LD_LIBRARY_PATH=$libs ./pagetune sim --trace "$OUT/timed/$u.trace.gz" --policy cuda_async --set release_threshold=1125899906842624 \
         --json >"$OUT/timed/$u.sim1.json" 2>>"$OUT/timed/$u.import.err"
-      say "$u: cuda_async peak $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["peak_reserved_bytes"])' "$OUT/timed/$u.sim1.json" 2>&1)"
+      say "$u: cuda_async $(jget "$OUT/timed/$u.sim1.json" peak_reserved_bytes)"
     fi
     gzip -6 -n -f "$OUT/timed/$n.pickle"
   fi
@@ -75,8 +87,7 @@ for w in ${WORKLOADS//,/ }; do
     late && { say "async_${w}_$i: past the deadline, skipped"; break; }
     PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync timeout 120 python3 traces/capture/capture.py \
       --out "$OUT/peaks" --worker "$w" --name "async_${w}_$i" --no-record >"$OUT/peaks/async_${w}_$i.log" 2>&1
-    say "async_${w}_$i: exit $? peak $(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["stats"].get("reserved_bytes.all.peak"))' \
-      "$OUT/peaks/async_${w}_$i.json" 2>&1)"
+    say "async_${w}_$i: exit $? $(jget "$OUT/peaks/async_${w}_$i.json" stats/reserved_bytes.all.peak)"
   done
 done
 tar -C "$OUT" -cf "$OUT/results.tar" env.txt summary.txt timed peaks
