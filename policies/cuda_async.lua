@@ -46,8 +46,17 @@ return {
     gpu_lag = {
       default = 1,
       integer = true,
-      doc = "1: a free whose GPU time the trace measured (+gpu, trace import --gpu-marks) stays pending "
+      doc = "1: a free whose GPU time the trace measured (+gpu, trace import --gpu-frees) stays pending "
         .. "until the GPU passed it; 0: such frees are as any other (free_lag)",
+    },
+    lazy_check = {
+      default = 2,
+      integer = true,
+      doc = "1: a free is seen complete only when a request finds no free block that serves it without "
+        .. "new backing, or at a synchronisation (+sync), and until then serves its own stream's requests "
+        .. "first (the driver's rule, measured on the H200); 0: seen complete once the GPU passed it (as "
+        .. "if the program synchronised before every request); 2: 1 on a trace that says where the "
+        .. "program synchronised (+sync: trace import --async-run), else 0",
     },
     adopt_initial = {
       default = 0,

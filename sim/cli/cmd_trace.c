@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 
 #include "gen.h"
@@ -19,7 +20,7 @@
 typedef struct trace_args {
   int json, have_kind, have_seed, strip_frames;
   unsigned long device, seed, steps;
-  const char *output, *gpu_frees;
+  const char *output, *gpu_frees, *async_run;
   pt_gen_kind kind;
 } trace_args;
 
@@ -63,10 +64,14 @@ static const pt_cli_opt import_opts[] = {
     PT_CLI_OPT_STR("gpu-frees", 0, "FILE", trace_args, gpu_frees,
                    "when the GPU passed each free, from the same run (capture.py with\n"
                    "PT_GPU_FREES=1): kept as +gpu, for cuda_async"),
+    PT_CLI_OPT_STR("async-run", 0, "LOG", trace_args, async_run,
+                   "a run of the same workload under backend:cudaMallocAsync, logged by\n"
+                   "traces/capture/async_probe/shim.c: its synchronisations (+sync) and, with\n"
+                   "PT_SHIM_MARK=1, when its GPU passed each free (+gpu); not with --gpu-frees"),
     PT_CLI_OPT_FLAG("json", trace_args, json, "print the new trace's stats as one JSON object"),
     PT_CLI_END};
 const pt_cli_table pt_opts_trace_import = {
-    "usage: pagetune trace import SRC -o DST [--device N] [--strip-frames] [--gpu-frees FILE] [--json]\n"
+    "usage: pagetune trace import SRC -o DST [--device N] [--strip-frames] [--gpu-frees FILE | --async-run LOG] [--json]\n"
     "\n"
     "Convert SRC, a PyTorch memory snapshot (torch.cuda.memory._dump_snapshot;\n"
     "pickle, plain or gzip'd), into a pagetune trace DST (gzip'd when DST ends\n"
@@ -79,8 +84,11 @@ const pt_cli_table pt_opts_trace_import = {
     "`pagetune explain`.  Requests in a CUDA graph's private pool (the pool of\n"
     "the dump's segment they lie in) and where each capture begins are kept\n"
     "too (+pool, +capture).  With --gpu-frees, each free carries how many\n"
-    "requests came before the GPU passed it (+gpu; traces/FORMAT.md).  DST appears only\n"
-    "when the whole import succeeded.\n",
+    "requests came before the GPU passed it (+gpu; traces/FORMAT.md).  With\n"
+    "--async-run, the requests and frees are paired in order with those of a\n"
+    "cudaMallocAsync run of the same workload (each request's size checked), and\n"
+    "take that run's synchronisations (+sync) and free times (+gpu).  DST appears\n"
+    "only when the whole import succeeded.\n",
     import_opts, sizeof(trace_args), &defaults, 1};
 
 static const pt_cli_opt gen_opts[] = {
@@ -159,10 +167,70 @@ static int gpu_time(const pt_gpu_frees *g, size_t k, const char *path, const cha
   return 0;
 }
 
+/* The requests (bytes) and frees (0) of trace src, in order, into *out (n of them); 0 or an error. */
+static int requests_of(const char *src, const pt_trace_opts *o, uint64_t **out, size_t *n, pt_err *err) {
+  pt_trace *t;
+  int rc = pt_trace_open(src, o, err, &t);
+  if (rc < 0) return rc;
+  size_t cap = 0;
+  pt_event ev;
+  *out = NULL;
+  *n = 0;
+  while ((rc = pt_trace_next(t, &ev, err)) > 0) {
+    if (ev.kind != PT_EV_ALLOC && ev.kind != PT_EV_FREE) continue;
+    if (*n == cap) {
+      size_t ncap = cap ? cap * 2 : 4096;
+      uint64_t *v = realloc(*out, ncap * sizeof *v);
+      if (!v) {
+        rc = pt_err_set(err, PT_ENOMEM, "%s: out of memory", src);
+        break;
+      }
+      *out = v;
+      cap = ncap;
+    }
+    (*out)[(*n)++] = ev.kind == PT_EV_ALLOC ? ev.bytes : 0;
+  }
+  pt_trace_close(t);
+  if (rc < 0) {
+    free(*out);
+    *out = NULL;
+  }
+  return rc < 0 ? rc : 0;
+}
+
+/*
+ * Where the snapshot's requests and frees (req, n) lie in the async run's calls: the first offset at which every
+ * one is the run's call of the same kind (a request of the same size).  The run began earlier (the model was
+ * built before recording began) and may end later.
+ */
+static int align_async(const pt_async_run *ar, const uint64_t *req, size_t n, const char *log, const char *src,
+                       size_t *at, pt_err *err) {
+  size_t best = 0, best_len = 0;
+  for (size_t p = 0; p + n <= ar->n; p++) {
+    size_t j = 0;
+    while (j < n && ar->c[p + j].bytes == req[j] && (req[j] != 0 || ar->c[p + j].free)) j++;
+    if (j == n) {
+      *at = p;
+      return 0;
+    }
+    if (j > best_len) best_len = j, best = p;
+  }
+  if (ar->n < n)
+    return pt_err_set(err, PT_EFORMAT, "%s: %zu requests and frees, fewer than %s's %zu: not a run of the same workload",
+                      log, ar->n, src, n);
+  const pt_async_call *c = &ar->c[best + best_len];
+  return pt_err_set(err, PT_EFORMAT,
+                    "%s: not a run of the same workload: %s's request or free %zu (%s of %llu bytes) is, at best, the run's "
+                    "call %zu (%s of %llu bytes)",
+                    log, src, best_len + 1, req[best_len] ? "a request" : "a free", (unsigned long long)req[best_len],
+                    best + best_len + 1, c->free ? "a free" : "a request", (unsigned long long)c->bytes);
+}
+
 int pt_cmd_trace_import(void *args, char **pos, int npos, pt_err *err) {
   const trace_args *a = args;
   if (npos != 1) return pt_cli_usage(err, "needs exactly one SRC");
   if (!a->output) return pt_cli_usage(err, "needs -o DST");
+  if (a->gpu_frees && a->async_run) return pt_cli_usage(err, "--gpu-frees and --async-run both time the frees: give one");
   pt_trace *t;
   pt_trace_opts o = open_opts(a);
   int rc = check_output(pos[0], a->output, err);
@@ -170,27 +238,48 @@ int pt_cmd_trace_import(void *args, char **pos, int npos, pt_err *err) {
   rc = pt_trace_open(pos[0], &o, err, &t);
   if (rc < 0) return rc;
   pt_trace_writer *w;
-  if ((rc = pt_trace_writer_open(a->output, pt_trace_get_info(t), err, &w)) < 0) {
+  pt_trace_info info = *pt_trace_get_info(t);
+  if (a->async_run) info.syncs_recorded = 1; /* its +sync lines are all the run's */
+  if ((rc = pt_trace_writer_open(a->output, &info, err, &w)) < 0) {
     pt_trace_close(t);
     return rc;
   }
   if (!a->strip_frames) pt_trace_writer_set_frames(w, pt_trace_frames(t));
   pt_trace_writer_set_pools(w, pt_trace_pools(t));
   pt_gpu_frees g = {0};
-  if (a->gpu_frees && (rc = pt_gpu_frees_load(a->gpu_frees, &g, err)) < 0) {
+  pt_async_run ar = {0};
+  uint64_t *req = NULL;
+  size_t nreq = 0, at = 0;
+  if ((a->gpu_frees && (rc = pt_gpu_frees_load(a->gpu_frees, &g, err)) < 0) ||
+      (a->async_run && ((rc = pt_async_run_load(a->async_run, &ar, err)) < 0 ||
+                        (rc = requests_of(pos[0], &o, &req, &nreq, err)) < 0 ||
+                        (rc = align_async(&ar, req, nreq, a->async_run, pos[0], &at, err)) < 0))) {
+    free(req);
+    pt_async_run_free(&ar);
+    pt_gpu_frees_free(&g);
     pt_trace_writer_abort(w);
     pt_trace_close(t);
     return rc;
   }
+  free(req);
   pt_event ev;
   uint64_t n = 0;
-  size_t nfree = 0;
+  size_t nfree = 0, j = at;
   while ((rc = pt_trace_next(t, &ev, err)) > 0) {
     if (a->gpu_frees && ev.kind == PT_EV_FREE && (rc = gpu_time(&g, nfree++, a->gpu_frees, pos[0], &ev, err)) < 0) break;
+    if (a->async_run && (ev.kind == PT_EV_ALLOC || ev.kind == PT_EV_FREE)) { /* aligned: the run's call j */
+      const pt_async_call *c = &ar.c[j++];
+      if (c->sync) ev.flags |= PT_EVF_SYNC;
+      if (c->free && ar.lag[c->free - 1] && !(ev.flags & PT_EVF_DEFERRED)) {
+        ev.flags |= PT_EVF_GPU_LAG;
+        ev.offset = ar.lag[c->free - 1] - 1;
+      }
+    }
     if ((rc = pt_trace_writer_put(w, &ev, err)) < 0) break;
     n++;
   }
   pt_trace_close(t);
+  pt_async_run_free(&ar);
   if (rc >= 0 && a->gpu_frees && nfree != g.n)
     rc = pt_err_set(err, PT_EFORMAT, "%s: %zu frees, %s %zu: not the same run", a->gpu_frees, g.n, pos[0], nfree);
   pt_gpu_frees_free(&g);

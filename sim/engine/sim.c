@@ -254,7 +254,10 @@ static int classify(pt_trace_data *t) {
 static int observe(pt_trace_data *t) {
   uint64_t reserved = 0, peak = 0, n = 0;
   if (classify(t) < 0) return PT_ENOMEM;
-  for (size_t i = 0; i < t->n; i++) n += t->ev[i].kind == PT_EV_SEG_ALLOC;
+  for (size_t i = 0; i < t->n; i++) {
+    n += t->ev[i].kind == PT_EV_SEG_ALLOC;
+    t->synced |= (t->ev[i].flags & PT_EVF_SYNC) != 0;
+  }
   if (n && !(t->hints = malloc(n * sizeof *t->hints))) return PT_ENOMEM;
   t->nhints = 0;
   for (size_t i = 0; i < t->n; i++) {
@@ -370,6 +373,12 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
   int rc;
   for (size_t i = 0; i < t->n; i++) {
     const pt_event *e = &t->ev[i];
+    if (__builtin_expect(e->flags & PT_EVF_SYNC, 0) && m->synchronize) {
+      untimed_begin(r);
+      rc = m->synchronize(st);
+      untimed_end(r);
+      if (rc < 0) return pt_err_prefix(err, rc, "%s: record %zu (the synchronisation before it)", t->path, i);
+    }
     if (__builtin_expect(e->flags & PT_EVF_CAPTURE, 0) && m->empty_cache) {
       untimed_begin(r);
       rc = m->empty_cache(st);
@@ -524,7 +533,7 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
       if (!strcmp(mp->name, "device_total_bytes") && pt_params_set(&params, mp->name, (double)cfg->gpu->memory_bytes) < 0)
         rc = pt_err_set(err, PT_ELIMIT, "too many parameters");
   pt_mech_env env = {.dev = &r.dev, .counters = &r.counters, .params = &params, .hooks = &cfg->hooks,
-                     .allocated = &r.allocated, .fault = &r.fault, .err = err};
+                     .allocated = &r.allocated, .fault = &r.fault, .err = err, .trace_synced = t->synced || t->info.syncs_recorded};
   void *st = NULL;
   untimed_begin(&r); /* until the first record: what the mechanism sets up, the segments alive at the start */
   if (rc == 0) rc = pt_mech_create(cfg->mech, &env, &st);

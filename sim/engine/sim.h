@@ -49,6 +49,7 @@ typedef struct pt_trace_data {
   pt_frames frames;         /* what the records' stack ids name (none: stripped, or never recorded) */
   pt_pools pools;           /* what the records' pool numbers name (none: no private pool) */
   uint64_t *repeat;         /* bit i: record i is a repeat (request classes, above) */
+  int synced;               /* a record carries +sync: the trace says where the program synchronised */
   /* the allocation and free records by how many frees back their size was last freed: [d - 1] for d = 1 ..
      PT_REPEAT_RING, [PT_REPEAT_RING] for none as recent (what the window was chosen by) */
   uint64_t by_free_distance[PT_REPEAT_RING + 1];

@@ -39,9 +39,8 @@
  *     driver, exactly the addresses and reserved bytes this model gives.
  *
  * The model:
- *   - One pool for all streams (the stream argument is ignored): the trace
- *     has no GPU timing, so every free counts as completed, and completed
- *     frees are reusable by any stream.
+ *   - One pool for all streams: frees seen complete are reusable by any
+ *     stream; a pending one by its own stream only (below).
  *   - One VA reservation for the pool (1 TiB); the heap is [base, end), tiled
  *     by blocks, allocated or free, free neighbours merged.  Requests are
  *     rounded up to 512 B.
@@ -87,29 +86,47 @@
  *     the request lacks, rounded up to 2 MiB), and chunks are then 2 MiB, the
  *     VMM granularity, so that any growth can be honoured.
  *
- * What the driver does differently: the model takes every free as completed.
- * The driver knows a free is complete only once it has seen the GPU pass it,
- * and seems neither to merge nor to remap frees it has not seen complete:
- * the same probe without the synchronisations (frees issued microseconds
- * before the next request) peaks at 416 MiB on varlen_infer, its last
- * request (220 MiB of logits) placed past blocks freed just before.  Where
- * the GPU lags the CPU the driver can therefore hold more than the model:
- * transformer_train peaked at 1 GiB in the real run, at 992 MiB in the model
- * and in the real run under CUDA_LAUNCH_BLOCKING=1.  A trace captured with
- * the free times (`+gpu K`, trace import --gpu-frees: K requests came before
- * the GPU passed the free) says how long each free stays pending (gpu_lag,
- * default 1; free_pending); for a trace without, free_lag (default 0) says
- * how far the GPU lags: a free stays
- * pending for that many later requests; pending, it is reused by requests
- * that fit it, merges with pending neighbours only, and holds its chunks (none
- * idle, moved or released); a synchronisation point (and a trim) sees every
- * pending free complete.  The lag differs between runs of one workload (other
- * work on the GPU, clocks), so the real peak is a spread: swept over free_lag
- * the model gives the spread it expects (docs/model.md).  The stream a free
- * was made on is not followed (one pool, streams ignored, as above), but for
- * a free of a block other streams used (the trace's deferred frees: PyTorch
- * frees those on a stream of its own, which no request is made on): while
- * pending, nothing reuses it (free_deferred).
+ * When the driver sees a free complete (lazy_check 1, and by default on a
+ * trace that says where the program synchronised; measured on the H200,
+ * traces/capture/async_probe/README.md): not when the GPU passes
+ * it, but when it next looks, and it looks only when a request finds no free
+ * block that serves it without new backing, and at a synchronisation.  Until
+ * then a free is pending: it serves later requests of its own stream first
+ * (best fit among that stream's pending frees, before any free block seen
+ * complete), merges with pending neighbours of its stream only, and holds its
+ * chunks (none idle, moved or released).  When a request finds nothing, the
+ * driver sees complete every pending free the GPU has passed, merges each
+ * with its free neighbours, and tries again; then it grows the pool.  So a
+ * free made microseconds before the request that needs its space is missed
+ * only if the GPU is still behind it, but a free seen complete after the
+ * stream's own requests were served from fresher pending frees can stay
+ * where it is for the rest of the run: transformer_train's request stream,
+ * replayed from C with no kernels and no synchronisations, peaks at 1 024
+ * MiB (the model without the rule: 992), as PyTorch's runs do; with a
+ * synchronisation after every call, 992, as the model with lazy_check 0.
+ * This model reproduces, address for address and reserved byte for reserved
+ * byte, the probe's replays of five workloads' requests without kernels,
+ * with a 20 us kernel after every call (given the GPU's times, measured
+ * without a CUDA call), and PyTorch's own backend:cudaMallocAsync runs of
+ * cnn_train, transformer_train, varlen_infer, rp2_sizes, weights_load and
+ * randn_loop (their synchronisations and free times logged by shim.c: `trace
+ * import --async-run`).  What a trace says about time: `+gpu K` (K requests
+ * came before the GPU passed the free: free_pending, followed while gpu_lag
+ * is 1), free_lag for frees without (requests a free stays behind the GPU;
+ * default 0: passed at once), `+sync` (the program synchronised: every free
+ * is seen complete, a synchronisation point).  The lag differs between runs
+ * of one workload (other work on the GPU, clocks), so the real peak is a
+ * spread: swept over free_lag the model gives the spread it expects
+ * (docs/model.md).  A free of a block other streams used (the trace's
+ * deferred frees: PyTorch frees those on a stream of its own, which no
+ * request is made on) is the pool's until the driver sees it complete
+ * (free_deferred).  With lazy_check 0 a free is seen complete at the first
+ * request after the GPU passed it, reused by any stream while pending, as
+ * the model was before the rule was found: the rule with a synchronisation
+ * before every request.  A trace that does not say where the program
+ * synchronised (a plain snapshot; +gpu alone) gets that by default: between
+ * never (lazy_check 1) and always, neither is right for every workload
+ * (docs/model.md).
  *
  * A trace that begins with segments alive was captured under another
  * allocator (a snapshot cannot be taken under backend:cudaMallocAsync), so
@@ -159,7 +176,9 @@ typedef struct ablock {
   uint64_t addr, size;
   uint64_t ticket, due;        /* pending (free_lag): its entry in the pending heap (0: seen complete), and
                                   the request count at which it is */
+  uint64_t stream;             /* the stream it was allocated on (and freed on) */
   int allocated;
+  int inpend;                  /* in the pending set (lazy_check), not the free set */
 } ablock;
 
 #define BLK(n) ((ablock *)(void *)((char *)(n) - offsetof(ablock, node)))
@@ -175,6 +194,7 @@ typedef struct aslot {
 typedef struct async_state {
   pt_mech_env env;
   pt_bset freet;
+  pt_bset pendt;               /* lazy_check: frees not seen complete, key (stream, size, stamp) */
   pt_bset addrt;               /* initial state only */
   int init_phase;
   uint64_t unit;               /* bytes of a chunk */
@@ -182,6 +202,8 @@ typedef struct async_state {
   int every_free;
   int adopt;                   /* adopt_initial: keep the segments alive at trace start as they are */
   int gpu_lag;                 /* gpu_lag: the trace's measured lags (free_pending) are followed */
+  int lazy;                    /* lazy_check: frees are looked at only when a request finds no free block that
+                                  serves it, and at a synchronisation */
   /* the heap: [base, end) of the VA reserved at [base, base + POOL_VA) */
   uint64_t base, end;
   aslot *slots;
@@ -233,10 +255,12 @@ static void drop_block(async_state *st, ablock *b) {
 
 static int is_top(const async_state *st, const ablock *b) { return b == st->last && !b->allocated; }
 
-/* Into the free set, behind every free block of its size (FIFO among equals). */
+/* Into the free set, behind every free block of its size (FIFO among equals); with lazy_check a pending
+   block into the pending set, under its stream. */
 static void free_insert(async_state *st, ablock *b) {
-  b->node.key = (pt_bkey){0, b->size, ++st->stamp};
-  pt_mech_set_insert(&st->env, &st->freet, &b->node);
+  b->inpend = st->lazy && b->ticket;
+  b->node.key = (pt_bkey){b->inpend ? b->stream : 0, b->size, ++st->stamp};
+  pt_mech_set_insert(&st->env, b->inpend ? &st->pendt : &st->freet, &b->node);
   if (st->init_phase) {
     b->anode.key = (pt_bkey){0, 0, b->addr};
     pt_mech_set_insert(&st->env, &st->addrt, &b->anode);
@@ -244,7 +268,8 @@ static void free_insert(async_state *st, ablock *b) {
 }
 
 static void free_remove(async_state *st, ablock *b) {
-  pt_bset_erase(&st->freet, &b->node);
+  pt_bset_erase(b->inpend ? &st->pendt : &st->freet, &b->node);
+  b->inpend = 0;
   if (st->init_phase) pt_bset_erase(&st->addrt, &b->anode);
 }
 
@@ -376,12 +401,17 @@ static int va_used_up(async_state *st, uint64_t size) {
                     (unsigned long long)size, (unsigned long long)(POOL_VA >> 30));
 }
 
-/* Where a request of size bytes goes, and what the heap must back; nothing changes. */
-static int find_place(async_state *st, uint64_t size, aplace *pl) {
+/* Where a request of size bytes on stream goes, and what the heap must back; nothing changes. */
+static int find_place(async_state *st, uint64_t size, uint64_t stream, aplace *pl) {
   const pt_policy_hooks *h = st->env.hooks;
   memset(pl, 0, sizeof *pl);
   pl->new_end = st->end;
-  pt_bnode *n = pt_bset_lower_bound(&st->freet, &(pt_bkey){0, size, 0});
+  pt_bnode *n = NULL;
+  if (st->lazy) { /* the stream's own pending frees first */
+    n = pt_bset_lower_bound(&st->pendt, &(pt_bkey){stream, size, 0});
+    if (n && n->key.stream != stream) n = NULL;
+  }
+  if (!n) n = pt_bset_lower_bound(&st->freet, &(pt_bkey){0, size, 0});
   if (n) { /* best fit: smallest, then oldest */
     ablock *b = BLK(n);
     pl->b = b;
@@ -419,6 +449,13 @@ static int find_place(async_state *st, uint64_t size, aplace *pl) {
   pl->first = slot_of(st, start);
   /* a growth backs all it adds; else the chunks the block touches */
   pl->lastslot = slot_of(st, (pl->new_end > st->end ? pl->new_end : pl->addr + pl->size) - 1);
+  return 0;
+}
+
+/* The place needs a chunk backed: 1. */
+static int needs_backing(const async_state *st, const aplace *pl) {
+  for (uint64_t s = pl->first; s <= pl->lastslot; s++)
+    if (s >= st->nslots || !st->slots[s].c) return 1;
   return 0;
 }
 
@@ -531,19 +568,23 @@ static void defer_complete(async_state *st, uint64_t upto) {
 }
 
 /* Split b at its front: b keeps size bytes, the rest becomes a free block (the top if b was last), pending
-   until due where due is not 0 (b was pending). */
-static int split_front(async_state *st, ablock *b, uint64_t size, uint64_t due) {
+   until due where b was pending. */
+static int split_front(async_state *st, ablock *b, uint64_t size, int pending, uint64_t due) {
   if (b->size == size) return 0;
   ablock *rest = take_block(st, b->seg, b->addr + size, b->size - size);
   PT_SPAN_LINK_AFTER(b, rest);
   b->size = size;
+  rest->stream = b->stream;
+  int rc = 0;
+  if (pending) {
+    touch(st, rest, +1); /* a pending free holds its chunks */
+    if ((rc = pend_push(st, rest, due)) < 0) touch(st, rest, -1);
+  }
   if (b == st->last)
     st->last = rest; /* the top: not in the free set */
   else
     free_insert(st, rest);
-  if (!due) return 0;
-  touch(st, rest, +1); /* a pending free holds its chunks */
-  return pend_push(st, rest, due);
+  return rc;
 }
 
 /*
@@ -603,16 +644,25 @@ static int back(async_state *st, uint64_t first, uint64_t lastslot, int *calls) 
 
 static int unallocate(async_state *st, ablock *b, uint64_t lag);
 
-/* Serve a request of size bytes: PT_EOOM (nothing changed) when new chunks would pass the cap. */
-static int place(async_state *st, uint64_t size, ablock **out) {
+/* Serve a request of size bytes on stream: PT_EOOM (nothing changed but what a check saw complete) when new
+   chunks would pass the cap. */
+static int place(async_state *st, uint64_t size, uint64_t stream, ablock **out) {
   aplace pl;
-  int rc = find_place(st, size, &pl);
+  int rc = find_place(st, size, stream, &pl);
   if (rc < 0) return rc;
+  if (st->lazy && (st->npend || st->dhead < st->ndefer) && (!pl.b || needs_backing(st, &pl))) {
+    /* nothing free serves it without new backing: the driver looks at its pending frees, sees those the GPU
+       has passed complete, and tries again before it grows the pool */
+    if (st->ndefer) defer_complete(st, st->nreq);
+    if (st->npend) pend_complete(st, st->nreq);
+    if ((rc = find_place(st, size, stream, &pl)) < 0) return rc;
+  }
   if (!pl.b && (rc = grow_slots(st, pl.new_end > st->end ? pl.new_end : st->end)) < 0) return rc;
   if (over_cap(st, &pl)) return PT_EOOM;
   ablock *b = pl.b, *cand = b ? b : st->last && !st->last->allocated ? st->last : NULL;
   uint64_t due = 0;
-  if (cand && cand->ticket) { /* reused while pending: the part not asked for stays pending */
+  int pending = cand && cand->ticket;
+  if (pending) { /* reused while pending: the part not asked for stays pending */
     touch(st, cand, -1);
     due = cand->due;
     cand->ticket = 0;
@@ -629,8 +679,9 @@ static int place(async_state *st, uint64_t size, ablock **out) {
     st->last = b;
   }
   st->end = pl.new_end;
-  if ((rc = split_front(st, b, pl.size, due)) < 0) return rc;
+  if ((rc = split_front(st, b, pl.size, pending, due)) < 0) return rc;
   b->allocated = 1;
+  b->stream = stream;
   touch(st, b, +1);
   int calls = 0;
   if (pl.first <= pl.lastslot && (rc = back(st, pl.first, pl.lastslot, &calls)) < 0) {
@@ -656,8 +707,14 @@ static const pt_mech_param async_params[] = {
     {"free_lag", 0, 1e9, PT_PARAM_WHOLE, 0,
      "requests a free stays pending on the GPU (reused, merged only with pending frees); 0 (default): seen complete at once", 0},
     {"gpu_lag", 0, 1, PT_PARAM_FLAG, 1,
-     "1 (default): a free whose GPU time the trace measured (+gpu, trace import --gpu-marks) stays pending until "
+     "1 (default): a free whose GPU time the trace measured (+gpu, trace import --gpu-frees) stays pending until "
      "the GPU passed it; 0: such frees as any other (free_lag)", 0},
+    {"lazy_check", 0, 2, PT_PARAM_WHOLE, 2,
+     "1: a free is seen complete only when a request finds no free block that serves it without new backing, or "
+     "at a synchronisation (+sync), and until then serves its own stream's requests first (the driver's rule, "
+     "measured on the H200); 0: seen complete at the first request after the GPU passed it (the rule with a "
+     "synchronisation before every request); 2 (default): 1 on a trace that says where the program synchronised "
+     "(+sync, @syncs recorded: trace import --async-run), else 0", 0},
     {"adopt_initial", 0, 1, PT_PARAM_FLAG, 0,
      "1: the segments alive at trace start are kept as recorded; 0 (default): their live blocks are allocated from the pool first, "
      "as under backend:cudaMallocAsync from the process's start", 0},
@@ -677,6 +734,8 @@ static int async_create(const pt_mech_env *env, void **state) {
   st->lag = (uint64_t)lag;
   st->adopt = pt_mech_param_get(async_params, "adopt_initial", env->params) == 1;
   st->gpu_lag = pt_mech_param_get(async_params, "gpu_lag", env->params) == 1;
+  double lazy = pt_mech_param_get(async_params, "lazy_check", env->params);
+  st->lazy = lazy == 1 || (lazy == 2 && env->trace_synced);
   st->unit = env->hooks && env->hooks->segment_size ? GRAIN : (uint64_t)chunk * MIB;
   st->init_phase = 1;
   *state = st;
@@ -687,7 +746,6 @@ static int async_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *h
   async_state *st = state;
   uint64_t size;
   int rc;
-  (void)stream; /* one pool for every stream */
   if (st->init_phase) end_init(st);
   if ((rc = pt_mech_round(&st->env, "async_pool", bytes, &size)) < 0) return rc;
   if (!st->base) {
@@ -696,14 +754,14 @@ static int async_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *h
   }
   if ((rc = ensure_spare(st, 2)) < 0) return rc; /* a new block at the end, a split remainder */
   st->nreq++;
-  if (st->ndefer) defer_complete(st, st->nreq);
-  if (st->npend) pend_complete(st, st->nreq);
+  if (!st->lazy && st->ndefer) defer_complete(st, st->nreq);
+  if (!st->lazy && st->npend) pend_complete(st, st->nreq);
   ablock *b = NULL;
-  rc = place(st, size, &b);
+  rc = place(st, size, stream, &b);
   if (rc == PT_EOOM) {
     if ((rc = trim(st, 0)) < 0) return rc;
     st->env.counters->alloc_retries++;
-    rc = place(st, size, &b);
+    rc = place(st, size, stream, &b);
   }
   if (rc < 0) return rc;
   *handle = (uint64_t)(uintptr_t)b;
@@ -721,30 +779,37 @@ static void merge(async_state *st, ablock *b, ablock *nb) {
   drop_block(st, nb);
 }
 
-/* An allocated block becomes free, merged with free neighbours.  With free_lag it is pending: it keeps the
-   chunks it touches (none is idle, moved or released), and merges only with pending neighbours (completing
-   with the latest of them). */
+/* nb, a neighbour of b, is a pending free b merges with while pending: with lazy_check, of b's stream. */
+static int pending_twin(const async_state *st, const ablock *b, const ablock *nb) {
+  return nb && nb->ticket && (!st->lazy || nb->stream == b->stream);
+}
+
+/* An allocated block becomes free, merged with free neighbours.  With free_lag (or lazy_check) it is
+   pending: it keeps the chunks it touches (none is idle, moved or released), and merges only with pending
+   neighbours (of its stream with lazy_check; completing with the latest of them). */
 static int unallocate(async_state *st, ablock *b, uint64_t lag) {
   b->allocated = 0;
   st->allocated -= b->size;
-  if (!lag) { /* seen complete: merges with free neighbours also seen complete (pending ones: +gpu frees) */
+  int pending = lag || st->lazy, rc = 0;
+  if (!pending) { /* seen complete: merges with free neighbours also seen complete (pending ones: +gpu frees) */
     touch(st, b, -1);
     if (b->prev && !b->prev->ticket) merge(st, b, b->prev);
     if (b->next && !b->next->ticket) merge(st, b, b->next);
-  } else if ((b->prev && b->prev->ticket) || (b->next && b->next->ticket)) {
+  } else if (pending_twin(st, b, b->prev) || pending_twin(st, b, b->next)) {
     touch(st, b, -1); /* held again below, as one range */
     for (int side = 0; side < 2; side++) {
       ablock *nb = side ? b->next : b->prev;
-      if (!nb || !nb->ticket) continue;
+      if (!pending_twin(st, b, nb)) continue;
       touch(st, nb, -1);
       nb->ticket = 0;
       merge(st, b, nb);
     }
     touch(st, b, +1);
   }
+  if (pending) rc = pend_push(st, b, st->nreq + lag); /* before the set: a pending block's set is its own */
   if (!is_top(st, b)) free_insert(st, b);
   if (b->seg && !b->prev && !b->next) b->seg->whole = b;
-  return lag ? pend_push(st, b, st->nreq + lag) : 0;
+  return rc;
 }
 
 /* A free pending for lag requests (0: seen complete at once). */
@@ -779,7 +844,7 @@ static int async_free_pending(void *state, uint64_t handle, uint64_t k) {
  */
 static int async_free_deferred(void *state, uint64_t handle) {
   async_state *st = state;
-  if (!st->lag) return async_free(state, handle);
+  if (!st->lag && !st->lazy) return async_free(state, handle);
   if (st->init_phase) end_init(st);
   void *arr = st->defer;
   int rc = room(st, &arr, st->ndefer, &st->cap_defer, sizeof *st->defer);
@@ -787,6 +852,12 @@ static int async_free_deferred(void *state, uint64_t handle) {
   if (rc < 0) return rc;
   st->defer[st->ndefer++] = (struct adeferred){(ablock *)(uintptr_t)handle, st->nreq + st->lag};
   return 0;
+}
+
+static int async_synchronize(void *state) {
+  async_state *st = state;
+  if (st->init_phase) end_init(st);
+  return sync_point(st);
 }
 
 static int async_empty_cache(void *state) {
@@ -844,6 +915,7 @@ static int async_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_t
   free_remove(st, b);
   PT_SPAN_CARVE(st, b, addr, size, piece_new, free_insert); /* the free parts before and after stay free */
   b->allocated = 1;
+  b->stream = stream;
   touch(st, b, +1);
   st->allocated += size;
   *handle = (uint64_t)(uintptr_t)b;
@@ -866,6 +938,7 @@ static void async_destroy(void *state) {
     free(c);
   }
   pt_bset_free(&st->freet);
+  pt_bset_free(&st->pendt);
   pt_bset_free(&st->addrt);
   pt_slab_free(&st->blocks);
   free(st->pend);
@@ -873,7 +946,7 @@ static void async_destroy(void *state) {
   free(st);
 }
 
-static const char *const async_of_run[] = {"free_lag", "gpu_lag", "adopt_initial", NULL};
+static const char *const async_of_run[] = {"free_lag", "gpu_lag", "lazy_check", "adopt_initial", NULL};
 
 const pt_mech_ops pt_mech_async_pool = {
     .name = "async_pool",
@@ -885,6 +958,7 @@ const pt_mech_ops pt_mech_async_pool = {
     .free = async_free,
     .free_deferred = async_free_deferred,
     .free_pending = async_free_pending,
+    .synchronize = async_synchronize,
     .empty_cache = async_empty_cache,
     .destroy = async_destroy,
     .addr_of = async_addr_of,

@@ -116,6 +116,7 @@ typedef struct pt_mech_env {
   const uint64_t *allocated;    /* live requested bytes, kept by the caller: what should_collect is told */
   int *fault;                   /* a failure on a path that cannot return one, kept; it stops the run */
   pt_err *err;                  /* where hook errors and bad parameters are described */
+  int trace_synced;             /* the trace says where the program synchronised with the GPU (+sync, @syncs) */
 } pt_mech_env;
 
 /* What values a parameter takes besides its range. */
@@ -167,6 +168,9 @@ typedef struct pt_mech_ops {
      sees it complete (K 0: at once); until then it is a free not seen complete, as the mechanism treats
      one (async_pool: as under free_lag) */
   int (*free_pending)(void *state, uint64_t handle, uint64_t k);
+  /* NULL, or the program waited for the GPU (a stream or device synchronisation) before the next record:
+     every free made so far has completed (async_pool: the driver sees them complete, a synchronisation point) */
+  int (*synchronize)(void *state);
   /*
    * Later requests, initial segments and initial blocks go to private pool `pool` (the trace's number,
    * 1..; 0: the default pool), as between PyTorch's beginAllocateToPool and endAllocateToPool: a private

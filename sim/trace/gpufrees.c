@@ -39,17 +39,45 @@ static int field(reader *r, const char **p, int hex, uint64_t *out, const char *
   return 0;
 }
 
+/* A line just read into buf (LINE_CHARS bytes): counted, its newline cut; too long is bad. */
+#define LINE_CHARS 256
+static int line_end(gzFile gz, reader *r, char *buf) {
+  r->line++;
+  size_t len = strlen(buf);
+  if (len && buf[len - 1] == '\n') buf[--len] = '\0';
+  else if (!gzeof(gz)) return bad(r, "line longer than 255 characters");
+  return 0;
+}
+
+/* After the last line: a read error, an empty file or one without its end line, or 0. */
+static int finish(gzFile gz, reader *r, int ended) {
+  int zerr;
+  const char *zmsg = gzerror(gz, &zerr);
+  if (zerr != Z_OK && zerr != Z_STREAM_END)
+    return pt_err_set(r->err, PT_EIO, "%s: %s", r->path, zerr == Z_ERRNO ? strerror(errno) : zmsg);
+  if (r->line == 0) return pt_err_set(r->err, PT_EFORMAT, "%s: empty", r->path);
+  if (!ended) return pt_err_set(r->err, PT_EFORMAT, "%s: truncated (no end line)", r->path);
+  return 0;
+}
+
+/* Room for one more element in *arr (n used, *cap allocated) of elt bytes. */
+static int grow(reader *r, void **arr, size_t n, size_t *cap, size_t elt) {
+  if (n < *cap) return 0;
+  size_t ncap = *cap ? *cap * 2 : 4096;
+  void *v = realloc(*arr, ncap * elt);
+  if (!v) return pt_err_set(r->err, PT_ENOMEM, "%s: out of memory", r->path);
+  *arr = v;
+  *cap = ncap;
+  return 0;
+}
+
 static int parse(gzFile gz, reader *r, pt_gpu_frees *g) {
-  char buf[128];
-  int have_requests = 0, ended = 0;
+  char buf[LINE_CHARS];
+  int have_requests = 0, ended = 0, rc;
   while (gzgets(gz, buf, sizeof buf)) {
-    r->line++;
-    size_t len = strlen(buf);
-    if (len && buf[len - 1] == '\n') buf[--len] = '\0';
-    else if (!gzeof(gz)) return bad(r, "line longer than 127 characters");
+    if ((rc = line_end(gz, r, buf)) < 0) return rc;
     const char *p = buf;
     uint64_t a, k;
-    int rc;
     if (r->line == 1) {
       if (strcmp(buf, "pagetune-gpu-frees 1")) return bad(r, "not a pagetune GPU free-times file (version 1)");
       continue;
@@ -64,13 +92,7 @@ static int parse(gzFile gz, reader *r, pt_gpu_frees *g) {
       if (*p) return bad(r, "extra fields");
       if (k > g->requests) return bad(r, "more requests than the capture made");
       if (g->n == PT_GPU_FREES_MAX) return bad(r, "more than 2^30 frees");
-      if (g->n == g->cap) {
-        size_t ncap = g->cap ? g->cap * 2 : 4096;
-        pt_gpu_free *nf = realloc(g->f, ncap * sizeof *nf);
-        if (!nf) return pt_err_set(r->err, PT_ENOMEM, "%s: out of memory", r->path);
-        g->f = nf;
-        g->cap = ncap;
-      }
+      if ((rc = grow(r, (void **)&g->f, g->n, &g->cap, sizeof *g->f)) < 0) return rc;
       g->f[g->n++] = (pt_gpu_free){a, k};
     } else if (!strncmp(p, "requests ", 9)) {
       p += 8;
@@ -88,13 +110,103 @@ static int parse(gzFile gz, reader *r, pt_gpu_frees *g) {
       return bad(r, "unknown record");
     }
   }
-  int zerr;
-  const char *zmsg = gzerror(gz, &zerr);
-  if (zerr != Z_OK && zerr != Z_STREAM_END)
-    return pt_err_set(r->err, PT_EIO, "%s: %s", r->path, zerr == Z_ERRNO ? strerror(errno) : zmsg);
-  if (r->line == 0) return pt_err_set(r->err, PT_EFORMAT, "%s: empty", r->path);
-  if (!ended) return pt_err_set(r->err, PT_EFORMAT, "%s: truncated (no end line)", r->path);
+  return finish(gz, r, ended);
+}
+
+/* " X=N" fields to the end of the line; *sync: S's value is not 0. */
+static int counts(reader *r, const char *p, int *sync) {
+  while (*p) {
+    if (p[0] != ' ' || !p[1] || p[2] != '=') return bad(r, "expected a count (X=N)");
+    char key = p[1];
+    p += 3;
+    uint64_t v = 0;
+    const char *p0 = p;
+    for (; *p >= '0' && *p <= '9'; p++) {
+      if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10) return bad(r, "number out of range");
+      v = v * 10 + (uint64_t)(*p - '0');
+    }
+    if (p == p0) return bad(r, "expected a count (X=N)");
+    if (key == 'S' && v) *sync = 1;
+  }
   return 0;
+}
+
+static int parse_async(gzFile gz, reader *r, pt_async_run *a) {
+  char buf[LINE_CHARS];
+  int ended = 0, sync = 0, rc;
+  size_t cap_free = 0;
+  uint64_t calls = 0;
+  while (gzgets(gz, buf, sizeof buf)) {
+    if ((rc = line_end(gz, r, buf)) < 0) return rc;
+    const char *p = buf;
+    uint64_t v, addr, stream, res;
+    if (r->line == 1) {
+      if (strcmp(buf, "pagetune-async-run 1")) return bad(r, "not a pagetune cudaMallocAsync run log (version 1)");
+      continue;
+    }
+    if (ended) return bad(r, "a record after the end line");
+    if (buf[0] == 'a' || buf[0] == 'f') {
+      int req = buf[0] == 'a';
+      p++;
+      if ((req && (rc = field(r, &p, 0, &v, "a byte count")) < 0) || (rc = field(r, &p, 1, &addr, "an address (0x...)")) < 0 ||
+          (rc = field(r, &p, 1, &stream, "a stream (0x...)")) < 0 || (rc = field(r, &p, 0, &res, "reserved bytes")) < 0)
+        return rc;
+      int failed = req && !strcmp(p, " failed");
+      if (failed) p += 7;
+      if (*p) return bad(r, "extra fields");
+      calls++;
+      if (failed) continue; /* refused: no request of the run's */
+      if (a->n == PT_ASYNC_RUN_MAX) return bad(r, "more than 2^30 calls");
+      if ((rc = grow(r, (void **)&a->c, a->n, &a->cap, sizeof *a->c)) < 0) return rc;
+      pt_async_call c = {.bytes = req ? v : 0, .sync = (uint8_t)sync};
+      if (!req) {
+        if ((rc = grow(r, (void **)&a->lag, a->nfree, &cap_free, sizeof *a->lag)) < 0) return rc;
+        a->lag[a->nfree++] = 0;
+        c.free = (uint32_t)a->nfree;
+      }
+      a->c[a->n++] = c;
+      sync = 0;
+    } else if (buf[0] == 'n') {
+      if ((rc = counts(r, p + 1, &sync)) < 0) return rc;
+    } else if (buf[0] == 'k') {
+      p++;
+      uint64_t i;
+      if ((rc = field(r, &p, 0, &i, "a free's number")) < 0 || (rc = field(r, &p, 0, &v, "a request count")) < 0) return rc;
+      if (*p) return bad(r, "extra fields");
+      if (i == 0 || i > a->nfree) return bad(r, "a time for a free not yet made");
+      if (a->lag[i - 1]) return bad(r, "two times for one free");
+      if (v >= PT_ASYNC_RUN_MAX) return bad(r, "more than 2^30 requests");
+      a->lag[i - 1] = v + 1;
+      a->timed++;
+    } else if (!strncmp(buf, "end", 3)) {
+      p += 3;
+      if ((rc = field(r, &p, 0, &v, "a count")) < 0) return rc;
+      if (*p) return bad(r, "extra fields");
+      if (v != calls) return bad(r, "the end line's count is not the number of requests and frees");
+      ended = 1;
+    } else {
+      return bad(r, "unknown record");
+    }
+  }
+  return finish(gz, r, ended);
+}
+
+int pt_async_run_load(const char *path, pt_async_run *a, pt_err *err) {
+  memset(a, 0, sizeof *a);
+  errno = 0;
+  gzFile gz = gzopen(path, "rb");
+  if (!gz) return pt_err_set(err, PT_EIO, "%s: %s", path, errno ? strerror(errno) : "cannot open");
+  reader r = {path, 0, err};
+  int rc = parse_async(gz, &r, a);
+  gzclose(gz);
+  if (rc < 0) pt_async_run_free(a);
+  return rc;
+}
+
+void pt_async_run_free(pt_async_run *a) {
+  free(a->c);
+  free(a->lag);
+  memset(a, 0, sizeof *a);
 }
 
 int pt_gpu_frees_load(const char *path, pt_gpu_frees *g, pt_err *err) {

@@ -34,4 +34,38 @@ typedef struct pt_gpu_frees {
 int pt_gpu_frees_load(const char *path, pt_gpu_frees *out /* OUT */, pt_err *err);
 void pt_gpu_frees_free(pt_gpu_frees *g);
 
+/*
+ * A run of the same workload under PyTorch's backend:cudaMallocAsync, as traces/capture/async_probe/shim.c
+ * logged it (`trace import --async-run`): the requests and frees PyTorch made of the driver, where the
+ * program synchronised with the GPU, and, for a run with PT_SHIM_MARK=1, when the GPU passed each free.
+ * PyTorch cannot record a snapshot under that backend; this gives a snapshot of the same workload, taken
+ * under the native allocator, the timing of a cudaMallocAsync run (docs/model.md).
+ *
+ * The file, text, one record a line (plain or gzip'd):
+ *     pagetune-async-run 1
+ *     a BYTES ADDR STREAM RESERVED [failed]  a request (ADDR, STREAM hex; "failed": refused, left out)
+ *     f ADDR STREAM RESERVED                 a free
+ *     n L=.. Q=.. S=.. E=.. R=.. W=..        calls since the last request or free (S: synchronisations)
+ *     k I K                                  the I-th free (from 1): K more requests came before the GPU passed it
+ *     end CALLS                              the number of a and f lines
+ */
+#define PT_ASYNC_RUN_MAX (UINT64_C(1) << 30)
+
+typedef struct pt_async_call {
+  uint64_t bytes; /* a request's bytes; 0 for a free */
+  uint32_t free;  /* a free: its number, from 1; 0 for a request */
+  uint8_t sync;   /* the program synchronised with the GPU just before this call */
+} pt_async_call;
+
+typedef struct pt_async_run {
+  pt_async_call *c; /* the requests that succeeded and the frees, in order */
+  size_t n, cap;
+  uint64_t *lag;    /* lag[i - 1]: the i-th free's K + 1; 0: not timed */
+  size_t nfree;
+  uint64_t timed;   /* frees with a K */
+} pt_async_run;
+
+int pt_async_run_load(const char *path, pt_async_run *out /* OUT */, pt_err *err);
+void pt_async_run_free(pt_async_run *r);
+
 #endif

@@ -397,6 +397,7 @@ typedef struct native_state {
   uint32_t at;         /* a +at line's stack, for the next record */
   uint16_t pool;       /* a +pool line's pool, for the next record */
   int capture;         /* a +capture line, for the next record */
+  int sync;            /* a +sync line, for the next record */
   int deferred;        /* a +deferred line, for the next record (a free) */
   int gpu;             /* a +gpu line, for the next record (a free): its lag in gpu_lag */
   uint64_t gpu_lag;
@@ -578,6 +579,10 @@ static int native_open(pt_trace *t, const pt_trace_opts *opts, pt_err *err) {
       if (parse_u64(&p, e, "device", &d, err) < 0 || d > 4096 || !at_end(p, e))
         return pt_err_set(err, PT_EFORMAT, "line %llu: bad @device", (unsigned long long)st->line);
       info->device = (int)d;
+    } else if (klen == 5 && !memcmp(k, "syncs", 5)) {
+      char v[16];
+      header_text(v, sizeof v, p, e);
+      info->syncs_recorded = !strcmp(v, "recorded"); /* another value: not known to this reader, ignored */
     } /* other keys: ignored, so newer writers stay readable */
   }
   if (rc < 0) return rc;
@@ -746,6 +751,12 @@ static int native_extension(pt_trace *t, native_state *st, const char *s, const 
     st->capture = 1;
     return 0;
   }
+  if (klen == 4 && !memcmp(k, "sync", 4)) {
+    if (!at_end(p, e)) return pt_err_set(err, PT_EFORMAT, "extra fields after +sync");
+    if (st->sync) return pt_err_set(err, PT_EFORMAT, "two +sync lines for one record");
+    st->sync = 1;
+    return 0;
+  }
   if (klen == 8 && !memcmp(k, "deferred", 8)) {
     if (!at_end(p, e)) return pt_err_set(err, PT_EFORMAT, "extra fields after +deferred");
     if (st->deferred) return pt_err_set(err, PT_EFORMAT, "two +deferred lines for one record");
@@ -780,9 +791,10 @@ static int native_next(pt_trace *t, pt_event *ev, pt_err *err) {
       uint64_t n;
       if (parse_u64(&p, e, "count", &n, err) < 0 || !at_end(p, e))
         return pt_err_set(err, PT_EFORMAT, "line %llu: bad end line", (unsigned long long)st->line);
-      if (st->at || st->pool || st->capture || st->deferred || st->gpu)
+      if (st->at || st->pool || st->capture || st->deferred || st->gpu || st->sync)
         return pt_err_set(err, PT_EFORMAT, "line %llu: +%s before the end line", (unsigned long long)st->line,
-                          st->at ? "at" : st->pool ? "pool" : st->capture ? "capture" : st->deferred ? "deferred" : "gpu");
+                          st->at ? "at" : st->pool ? "pool" : st->capture ? "capture" : st->deferred ? "deferred"
+                          : st->gpu ? "gpu" : "sync");
       if (n != st->records)
         return pt_err_set(err, PT_EFORMAT, "line %llu: end line says %llu records, file has %llu",
                           (unsigned long long)st->line, (unsigned long long)n,
@@ -820,6 +832,13 @@ static int native_next(pt_trace *t, pt_event *ev, pt_err *err) {
                           (unsigned long long)st->line);
       ev->flags |= PT_EVF_CAPTURE;
       st->capture = 0;
+    }
+    if (st->sync) {
+      if (ev->kind == PT_EV_INIT_SEGMENT || ev->kind == PT_EV_INIT_ALLOC)
+        return pt_err_set(err, PT_EFORMAT, "line %llu: +sync before an initial-state record",
+                          (unsigned long long)st->line);
+      ev->flags |= PT_EVF_SYNC;
+      st->sync = 0;
     }
     if (st->deferred) {
       if (ev->kind != PT_EV_FREE)
@@ -977,6 +996,7 @@ int pt_trace_writer_open(const char *path, const pt_trace_info *info, pt_err *er
     rc = wheader(w, "device", d, err);
   }
   if (rc == 0 && info->settings[0]) rc = wheader(w, "settings", info->settings, err);
+  if (rc == 0 && info->syncs_recorded) rc = wheader(w, "syncs", "recorded", err);
   if (rc < 0) {
     pt_trace_writer_abort(w);
     return rc;
@@ -1066,6 +1086,10 @@ int pt_trace_writer_put(pt_trace_writer *w, const pt_event *ev, pt_err *err) {
   if (ev->flags & PT_EVF_CAPTURE) {
     memcpy(p, "+capture\n", 9);
     p += 9;
+  }
+  if (ev->flags & PT_EVF_SYNC) {
+    memcpy(p, "+sync\n", 6);
+    p += 6;
   }
   if (ev->kind == PT_EV_FREE && (ev->flags & PT_EVF_DEFERRED)) {
     memcpy(p, "+deferred\n", 10);

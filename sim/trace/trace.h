@@ -59,6 +59,8 @@ typedef enum pt_ev_kind {
 #define PT_EVF_DEFERRED 8u    /* a free that waited for other streams' work (record_stream): the snapshot's
                                  free_requested came records before its free_completed */
 #define PT_EVF_GPU_LAG 16u    /* a free whose GPU time was measured (+gpu): pt_event.offset holds the lag */
+#define PT_EVF_SYNC 32u       /* the program waited for the GPU (a stream or device synchronisation) before this
+                                 record (+sync): every free before it had completed */
 
 typedef struct pt_event {
   uint64_t id;      /* allocation id (ALLOC, FREE, ACCESS, INIT_ALLOC) */
@@ -101,6 +103,8 @@ typedef struct pt_trace_info {
   char source[256];      /* where it came from, e.g. "pytorch-snapshot" */
   char tool[128];        /* capture tool and version */
   char settings[1024];   /* allocator settings at capture, free text */
+  int syncs_recorded;    /* @syncs recorded: its +sync lines are every synchronisation the run made between its
+                            records (trace import --async-run), so none where there is none */
 } pt_trace_info;
 
 typedef struct pt_trace_opts {

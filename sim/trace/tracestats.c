@@ -18,6 +18,7 @@ int pt_trace_stats_compute(pt_trace *t, pt_trace_stats *s, pt_err *err) {
     s->events++;
     s->captures += (ev.flags & PT_EVF_CAPTURE) != 0;
     s->deferred_frees += ev.kind == PT_EV_FREE && (ev.flags & PT_EVF_DEFERRED);
+    s->syncs += (ev.flags & PT_EVF_SYNC) != 0;
     if (ev.kind == PT_EV_FREE && (ev.flags & PT_EVF_GPU_LAG)) {
       s->gpu_timed_frees++;
       s->gpu_pending_frees += ev.offset > 0;
@@ -87,6 +88,7 @@ void pt_trace_stats_print_text(FILE *f, const pt_trace_info *info, const pt_trac
   PT_TRACE_STATS_FIELDS(PT_X)
   if (s->private_pools || s->captures) { PT_TRACE_STATS_POOL_FIELDS(PT_X) } /* braces: the list is several statements */
   if (s->deferred_frees) { PT_TRACE_STATS_DEFERRED_FIELDS(PT_X) }
+  if (s->syncs) { PT_TRACE_STATS_SYNC_FIELDS(PT_X) }
   if (s->gpu_timed_frees) { PT_TRACE_STATS_GPU_FIELDS(PT_X) }
 #undef PT_X
 }
@@ -103,6 +105,7 @@ void pt_trace_stats_print_json(FILE *f, const char *path, const pt_trace_info *i
   PT_TRACE_STATS_FIELDS(PT_X)
   if (s->private_pools || s->captures) { PT_TRACE_STATS_POOL_FIELDS(PT_X) } /* braces: the list is several statements */
   if (s->deferred_frees) { PT_TRACE_STATS_DEFERRED_FIELDS(PT_X) }
+  if (s->syncs) { PT_TRACE_STATS_SYNC_FIELDS(PT_X) }
   if (s->gpu_timed_frees) { PT_TRACE_STATS_GPU_FIELDS(PT_X) }
 #undef PT_X
   fputs("}\n", f);

@@ -43,6 +43,10 @@
   X(private_pool_segment_allocs, "segment allocations the real allocator made for one")   \
   X(captures, "CUDA graph captures begun with an empty_cache that freed memory")
 
+/* Synchronisations with the GPU (+sync): printed only for a trace that has one. */
+#define PT_TRACE_STATS_SYNC_FIELDS(X) \
+  X(syncs, "synchronisations with the GPU between records (+sync)")
+
 /* Frees that waited for another stream's work (+deferred): printed only for a trace that has one. */
 #define PT_TRACE_STATS_DEFERRED_FIELDS(X) \
   X(deferred_frees, "frees that waited for other streams' work (record_stream)")
@@ -58,6 +62,7 @@ typedef struct pt_trace_stats {
   PT_TRACE_STATS_FIELDS(PT_X)
   PT_TRACE_STATS_POOL_FIELDS(PT_X)
   PT_TRACE_STATS_DEFERRED_FIELDS(PT_X)
+  PT_TRACE_STATS_SYNC_FIELDS(PT_X)
   PT_TRACE_STATS_GPU_FIELDS(PT_X)
 #undef PT_X
 } pt_trace_stats;

@@ -17,13 +17,20 @@
 #include "device.h"
 typedef struct { char k; unsigned long long id, bytes, off, res; } rec;
 int main(int argc, char **argv) {
-  if (argc < 3) { fprintf(stderr, "usage: fit LOG FREE_LAG [v]\n"); return 2; }
-  FILE *f = fopen(argv[1], "r"); int L = atoi(argv[2]); int verbose = argc > 3;
+  if (argc < 3) { fprintf(stderr, "usage: fit LOG FREE_LAG [v] [NAME=VALUE...]\n"); return 2; }
+  FILE *f = fopen(argv[1], "r"); int L = atoi(argv[2]); int verbose = 0;
   if (!f) { perror(argv[1]); return 1; }
   enum { MAXREC = 1 << 20 };
   static rec R[MAXREC]; size_t n = 0; char line[256];
+  static unsigned long long K[MAXREC]; /* a free's GPU time from probe's +track ("k ID K" lines): K + 1, 0 none */
   while (n < MAXREC && fgets(line, sizeof line, f)) {
     rec r = {0}; r.k = line[0];
+    if (r.k == 's') { R[n++] = r; continue; } /* a synchronisation */
+    if (r.k == 'k') {
+      unsigned long long id, k;
+      if (sscanf(line + 2, "%llu %llu", &id, &k) == 2 && id < MAXREC) K[id] = k + 1;
+      continue;
+    }
     if (r.k == 'a') sscanf(line + 2, "%llu %llu %llu %llu", &r.id, &r.bytes, &r.off, &r.res);
     else sscanf(line + 2, "%llu %llu", &r.id, &r.res);
     if (r.id >= MAXREC) { fprintf(stderr, "%s: id %llu too large\n", argv[1], r.id); return 1; }
@@ -35,17 +42,34 @@ int main(int argc, char **argv) {
   pt_dev_init(&dev, &pt_model_dev_ops, &model, 0, &err);
   pt_params_set(&params, "release_threshold", 1125899906842624.0);
   pt_params_set(&params, "free_lag", L);
-  pt_mech_env env = {.dev = &dev, .counters = &ctr, .params = &params, .hooks = &hooks, .err = &err, .allocated = &allocated, .fault = &fault};
+  for (int i = 3; i < argc; i++) {
+    char *eq = strchr(argv[i], '=');
+    if (!eq) { verbose = 1; continue; }
+    *eq = 0;
+    pt_params_set(&params, argv[i], atof(eq + 1));
+  }
+  pt_mech_env env = {.dev = &dev, .counters = &ctr, .params = &params, .hooks = &hooks, .err = &err, .allocated = &allocated, .fault = &fault,
+                     .trace_synced = 1}; /* the driver's own runs: lazy_check 1 unless set (0 for the synchronised logs) */
   void *st; if (pt_mech_create(&pt_mech_async_pool, &env, &st)) { fprintf(stderr, "create failed\n"); return 1; }
   static uint64_t h[MAXREC]; uint64_t base = 0, peak = 0; size_t offbad = 0, resbad = 0, first = 0;
   for (size_t i = 0; i < n; i++) {
+    if (R[i].k == 's') {
+      if (pt_mech_async_pool.synchronize(st)) { fprintf(stderr, "synchronize failed\n"); return 1; }
+      continue;
+    }
     if (R[i].k == 'a') {
       if (pt_mech_async_pool.alloc(st, R[i].bytes, 0, &h[R[i].id])) { fprintf(stderr, "alloc failed\n"); return 1; }
       uint64_t a = pt_mech_async_pool.addr_of(st, h[R[i].id]);
       if (!base) base = a;
       if (a - base != R[i].off) { offbad++; if (!first) first = i + 1; if (verbose && offbad < 6) printf("  %zu: a %llu %llu model +%llu real +%llu\n", i, R[i].id, R[i].bytes, (unsigned long long)(a - base), R[i].off); }
+    } else if (K[R[i].id] && !getenv("FIT_NO_K")) {
+      pt_mech_async_pool.free_pending(st, h[R[i].id], K[R[i].id] - 1);
     } else pt_mech_async_pool.free(st, h[R[i].id]);
     uint64_t res = pt_dev_reserved(&dev); if (res > peak) peak = res;
+    if (getenv("FIT_DUMP")) {
+      if (R[i].k == 'a') printf("a %llu %llu %llu %llu\n", R[i].id, R[i].bytes, (unsigned long long)(pt_mech_async_pool.addr_of(st, h[R[i].id]) - base), (unsigned long long)res);
+      else printf("f %llu %llu\n", R[i].id, (unsigned long long)res);
+    }
     if (res != R[i].res) resbad++;
   }
   printf("L=%d offsets differ %zu of %zu (first at %zu), reserved differs %zu, peak %llu MiB\n", L, offbad, n, first, resbad, (unsigned long long)(peak >> 20));

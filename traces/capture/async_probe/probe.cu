@@ -28,6 +28,11 @@ static void *aln(size_t n, cudaStream_t st, const char *tag) {
 static void frn(void *p, cudaStream_t st) { CK(cudaFreeAsync(p, st)); }
 /* A kernel that keeps the stream busy for about ms milliseconds, so frees behind it are pending. */
 __global__ void spin(long long cycles) { long long t0 = clock64(); while (clock64() - t0 < cycles) { } }
+/* The same, then it writes v where the host reads it without a CUDA call: which kernels have run. */
+__global__ void mark(volatile unsigned long long *p, unsigned long long v, long long cycles) {
+  long long t0 = clock64(); while (clock64() - t0 < cycles) { }
+  *p = v; __threadfence_system();
+}
 static void busy(cudaStream_t st, int ms) { int khz; cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0); spin<<<1, 1, 0, st>>>((long long)khz * ms); }
 static void fr(void *p) { CK(cudaFreeAsync(p, 0)); CK(cudaStreamSynchronize(0)); }
 static void reset(void) { CK(cudaDeviceSynchronize()); CK(cudaMemPoolTrimTo(pool, 0)); base = 0; printf("  -- trimmed, reserved %llu\n", RES()); }
@@ -87,25 +92,76 @@ int main(int argc, char **argv) {
       reset();
 #undef WAIT
     }
-  } else if (!strcmp(m, "replay") || !strcmp(m, "replaysync")) {
+  } else if (!strcmp(m, "replay") || !strcmp(m, "replaysync") || !strcmp(m, "replayx")) {
+    /* replayx TRACE LOG WHAT: after each call, WHAT: none, kernel (an empty kernel on stream 0), spin (a
+       kernel of about 20 us), query (cudaStreamQuery), event (cudaEventRecord + cudaEventQuery, as
+       gpufrees.py's tracker), lasterr (cudaGetLastError, as PyTorch's backend); WHAT+track also times each
+       free as gpufrees.py does (an event recorded after it, the oldest queried before each request) and
+       logs `k ID K` when it is seen passed: K requests came before; kmark and smark: an empty or a 20 us
+       kernel that writes its number to mapped host memory, which the host reads (no CUDA call) before each
+       request to log `k ID K` for the frees the GPU has passed (a free is passed once the kernel before it
+       has run) */
     int sync = !strcmp(m, "replaysync");
+    char what[64];
+    snprintf(what, sizeof what, "%s", !strcmp(m, "replayx") && argc > 4 ? argv[4] : "none");
+    char *plus = strstr(what, "+track");
+    int track = plus != NULL;
+    if (plus) *plus = 0;
+    static cudaEvent_t tev[100000]; static unsigned long long tid[100000], tat[100000]; size_t th = 0, tt = 0;
+    unsigned long long nreq = 0;
+    volatile unsigned long long *hmark = NULL; unsigned long long *dmark = NULL, kseq = 0;
+    int marks = !strcmp(what, "kmark") || !strcmp(what, "smark");
+    if (marks) {
+      CK(cudaHostAlloc((void **)&hmark, sizeof *hmark, cudaHostAllocMapped));
+      *hmark = 0;
+      CK(cudaHostGetDevicePointer((void **)&dmark, (void *)hmark, 0));
+    }
+    cudaEvent_t xev; CK(cudaEventCreateWithFlags(&xev, cudaEventDisableTiming));
+    int khz; cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0);
+#define AFTER() do { \
+      if (!strcmp(what, "kernel")) spin<<<1, 1, 0, 0>>>(0); \
+      else if (!strcmp(what, "spin")) spin<<<1, 1, 0, 0>>>((long long)khz / 50); \
+      else if (!strcmp(what, "query")) (void)cudaStreamQuery(0); \
+      else if (!strcmp(what, "event")) { CK(cudaEventRecord(xev, 0)); (void)cudaEventQuery(xev); } \
+      else if (!strcmp(what, "lasterr")) (void)cudaGetLastError(); \
+      else if (marks) mark<<<1, 1, 0, 0>>>(dmark, ++kseq, !strcmp(what, "smark") ? (long long)khz / 50 : 0); \
+    } while (0)
     FILE *f = fopen(argv[2], "r"); FILE *o = fopen(argv[3], "w");
     static void *ptr[100000]; char line[512]; unsigned long long peak = 0, n = 0, last = 0;
     while (fgets(line, sizeof line, f)) {
       unsigned long long id, bytes; char stream[64];
       if (line[0] == 'a' && sscanf(line + 2, "%llu %llu %63s", &id, &bytes, stream) == 3) {
-        CK(cudaMallocAsync(&ptr[id], bytes, 0)); if (sync) CK(cudaStreamSynchronize(0));
+        while (marks && th < tt && *hmark >= tat[th] >> 32) {
+          fprintf(o, "k %llu %llu\n", tid[th], nreq - (tat[th] & 0xffffffffull));
+          th++;
+        }
+        while (track && th < tt && cudaEventQuery(tev[th]) == cudaSuccess) {
+          fprintf(o, "k %llu %llu\n", tid[th], nreq - tat[th]);
+          th++;
+        }
+        nreq++;
+        CK(cudaMallocAsync(&ptr[id], bytes, 0)); if (sync) CK(cudaStreamSynchronize(0)); AFTER();
         if (!base) base = (uintptr_t)ptr[id];
         unsigned long long r = RES(); if (r > peak) peak = r;
         fprintf(o, "a %llu %llu %lld %llu%s\n", id, bytes, (long long)((uintptr_t)ptr[id] - base), r, r != last ? " *" : ""); last = r;
       } else if (line[0] == 'f' && sscanf(line + 2, "%llu", &id) == 1) {
         CK(cudaFreeAsync(ptr[id], 0)); if (sync) CK(cudaStreamSynchronize(0));
+        if (marks && tt < 100000) { /* passed once the kernel launched before it has run */
+          tid[tt] = id; tat[tt++] = kseq << 32 | nreq;
+        }
+        if (track && tt < 100000) {
+          CK(cudaEventCreateWithFlags(&tev[tt], cudaEventDisableTiming));
+          CK(cudaEventRecord(tev[tt], 0));
+          tid[tt] = id; tat[tt++] = nreq;
+        }
+        AFTER();
         unsigned long long r = RES(); if (r > peak) peak = r;
         fprintf(o, "f %llu %llu%s\n", id, r, r != last ? " *" : ""); last = r;
       } else continue;
       n++;
     }
     CK(cudaDeviceSynchronize());
+    for (; th < tt; th++) fprintf(o, "k %llu %llu end\n", tid[th], nreq - (tat[th] & (marks ? 0xffffffffull : ~0ull)));
     printf("%s: %llu requests, peak reserved (polled) %llu, ReservedMemHigh %llu, UsedMemHigh %llu\n", argv[2], n, peak,
            attr(cudaMemPoolAttrReservedMemHigh), attr(cudaMemPoolAttrUsedMemHigh));
     fclose(o);
