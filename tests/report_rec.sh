@@ -132,7 +132,7 @@ one, lags, text = (json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), o
 pol = {r["run"]: r["policy"] for r in one["runs"]}
 (r1,) = one["recommendations"]
 assert pol[r1["run"]] == "cuda_async", r1
-assert any("--grid free_lag=" in w for w in r1["warnings"]), r1["warnings"]
+assert any("--grid free_lag=" in w and "--grid lazy_check=0,1" in w for w in r1["warnings"]), r1["warnings"]
 (r2,) = lags["recommendations"]
 w = [x for x in r2["warnings"] if "over free_lag" in x]
 assert len(w) == 1, r2["warnings"]
@@ -146,7 +146,7 @@ PY
 # than a spread.
 sed 's/^+deferred$/+gpu 0/' "$sp" >"$tmp/timed.trace"
 "$pt" sweep --db "$tmp/st.db" --trace "$tmp/timed.trace" --policy pytorch_native --policy cuda_async \
-  --grid release_threshold=1125899906842624 --grid free_lag=0,4,16,1000000000 >/dev/null 2>"$tmp/err" ||
+  --grid release_threshold=1125899906842624 --grid free_lag=0,4,16,1000000000 --grid lazy_check=0,1 >/dev/null 2>"$tmp/err" ||
   { fail "sweep of the timed trace"; cat "$tmp/err"; }
 "$pt" report --db "$tmp/st.db" --objective memory --json >"$tmp/st.json" 2>"$tmp/err" || { fail "report (timed)"; cat "$tmp/err"; }
 python3 - "$tmp/st.json" <<'PY' || fail "the timed trace's cudaMallocAsync note"
@@ -155,7 +155,8 @@ d = json.load(open(sys.argv[1]))
 r = [x for x in d["recommendations"] if any("free_lag" in w for w in x["warnings"])]
 assert len(r) == 1, d["recommendations"]
 (w,) = [x for x in r[0]["warnings"] if "free_lag" in x]
-assert w.startswith("over free_lag") and "is 32.0 MiB at every lag" in w and "can land anywhere" not in w, w
+assert w.startswith("over free_lag and lazy_check") and "8 stored runs" in w, w  # both rules join the spread
+assert "is 32.0 MiB in every one" in w and "can land anywhere" not in w, w
 print("ok: a timed trace: 32.0 MiB at every lag, no spread")
 PY
 

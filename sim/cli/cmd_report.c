@@ -158,11 +158,13 @@ static int is_captured(pt_store *db, const pt_store_run *r, const pt_conf_model 
   return c->ok[k] && !strcmp(c->pj[k], r->params_json);
 }
 
-/* params_json with free_lag at 0, as the store writes it (paramjson.h): runs that differ only in the GPU's lag
-   compare equal; "" when it does not read. */
+/* params_json with free_lag at 0 and lazy_check at 2, as the store writes it (paramjson.h): runs that differ only
+   in what the model assumes of the run (the GPU's lag, when the driver looks at its frees) compare equal; "" when
+   it does not read. */
 static void lag_free_key(const char *pj, char *out, size_t n) {
   pt_params p;
-  if (pt_params_from_json(pj, &p) < 0 || pt_params_set(&p, "free_lag", 0) < 0 || pt_params_json(&p, 1, out, n) < 0)
+  if (pt_params_from_json(pj, &p) < 0 || pt_params_set(&p, "free_lag", 0) < 0 ||
+      (pt_params_get(&p, "lazy_check", -1) != -1 && pt_params_set(&p, "lazy_check", 2) < 0) || pt_params_json(&p, 1, out, n) < 0)
     out[0] = 0;
 }
 
@@ -195,18 +197,21 @@ static int async_spread_note(const pt_store_run *rows, size_t first, size_t n, c
   if (runs < 2)
     snprintf(add, sizeof add,
              "warning: a cudaMallocAsync peak depends on how far the GPU lags the CPU, which other work on the GPU "
-             "changes; 'pagetune sweep --policy %s --grid free_lag=0,4,16,64,256,1000000000' (with this run's "
-             "settings) stores the spread the model expects, which this report then shows\n", r->policy);
+             "changes, and on where the program synchronises; 'pagetune sweep --policy %s --grid "
+             "free_lag=0,4,16,64,256,1000000000 --grid lazy_check=0,1' (with this run's settings) stores the spread "
+             "the model expects, which this report then shows\n", r->policy);
   else if (lo == hi) /* a trace whose frees carry the GPU's times (+gpu), with no cross-stream frees: no spread */
     snprintf(add, sizeof add,
-             "warning: over free_lag (the GPU's lag; %d stored runs) this configuration's peak reserved is %.1f MiB "
-             "at every lag, the GPU's timing being the captured run's; other work on the same GPU changes that "
-             "timing, and the peak with it (docs/model.md)\n", runs, (double)lo / 1048576);
+             "warning: over free_lag and lazy_check (the GPU's lag, when the driver looks at its frees; %d stored "
+             "runs) this configuration's peak reserved is %.1f MiB in every one, the GPU's timing being the captured "
+             "run's; other work on the same GPU changes that timing, and the peak with it (docs/model.md)\n",
+             runs, (double)lo / 1048576);
   else {
     int inside = base && base->r.peak_reserved_bytes <= hi && base->r.peak_reserved_bytes > r->r.peak_reserved_bytes;
     int n0 = snprintf(add, sizeof add,
-                      "warning: over free_lag (the GPU's lag; %d stored runs) this configuration's peak reserved "
-                      "is %.1f-%.1f MiB: a real run can land anywhere in it%s",
+                      "warning: over free_lag and lazy_check (the GPU's lag, when the driver looks at its frees; %d "
+                      "stored runs) this configuration's peak reserved is %.1f-%.1f MiB: a real run can land anywhere "
+                      "in it%s",
                       runs, (double)lo / 1048576, (double)hi / 1048576, inside ? "" : "\n");
     if (inside && n0 > 0 && (size_t)n0 < sizeof add)
       snprintf(add + n0, sizeof add - (size_t)n0,
