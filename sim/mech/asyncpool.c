@@ -176,12 +176,18 @@ typedef struct ablock {
   uint64_t addr, size;
   uint64_t ticket, due;        /* pending (free_lag): its entry in the pending heap (0: seen complete), and
                                   the request count at which it is */
-  uint64_t stream;             /* the stream it was allocated on (and freed on) */
   int allocated;
-  int inpend;                  /* in the pending set (lazy_check), not the free set */
 } ablock;
 
 #define BLK(n) ((ablock *)(void *)((char *)(n) - offsetof(ablock, node)))
+/* The stream a block was allocated on, kept in the stream field of its set key (which the free set leaves 0):
+   while it is in no set (allocated, or just taken out), and in the pending set's key with PEND_BIT, which says
+   that that is the set it is in.  Kept there, not in fields of its own, so a block stays two cache lines and the
+   free set's hot path touches one. */
+#define PEND_BIT (UINT64_C(1) << 63)
+#define STREAM(b) ((b)->node.key.stream & ~PEND_BIT)
+#define SET_STREAM(b, s) ((b)->node.key.stream = (s))
+#define IN_PENDT(b) (((b)->node.key.stream & PEND_BIT) != 0)
 #define ABLK(n) ((ablock *)(void *)((char *)(n) - offsetof(ablock, anode)))
 
 #define SLAB_BLOCKS 256
@@ -257,19 +263,18 @@ static int is_top(const async_state *st, const ablock *b) { return b == st->last
 
 /* Into the free set, behind every free block of its size (FIFO among equals); with lazy_check a pending
    block into the pending set, under its stream. */
-static void free_insert(async_state *st, ablock *b) {
-  b->inpend = st->lazy && b->ticket;
-  b->node.key = (pt_bkey){b->inpend ? b->stream : 0, b->size, ++st->stamp};
-  pt_mech_set_insert(&st->env, b->inpend ? &st->pendt : &st->freet, &b->node);
+__attribute__((always_inline)) static inline void free_insert(async_state *st, ablock *b) {
+  int pend = __builtin_expect(st->lazy, 0) && b->ticket;
+  b->node.key = (pt_bkey){pend ? STREAM(b) | PEND_BIT : 0, b->size, ++st->stamp};
+  pt_mech_set_insert(&st->env, pend ? &st->pendt : &st->freet, &b->node);
   if (st->init_phase) {
     b->anode.key = (pt_bkey){0, 0, b->addr};
     pt_mech_set_insert(&st->env, &st->addrt, &b->anode);
   }
 }
 
-static void free_remove(async_state *st, ablock *b) {
-  pt_bset_erase(b->inpend ? &st->pendt : &st->freet, &b->node);
-  b->inpend = 0;
+__attribute__((always_inline)) static inline void free_remove(async_state *st, ablock *b) {
+  pt_bset_erase(IN_PENDT(b) ? &st->pendt : &st->freet, &b->node);
   if (st->init_phase) pt_bset_erase(&st->addrt, &b->anode);
 }
 
@@ -401,15 +406,16 @@ static int va_used_up(async_state *st, uint64_t size) {
                     (unsigned long long)size, (unsigned long long)(POOL_VA >> 30));
 }
 
-/* Where a request of size bytes on stream goes, and what the heap must back; nothing changes. */
-static int find_place(async_state *st, uint64_t size, uint64_t stream, aplace *pl) {
+/* Where a request of size bytes on stream goes, and what the heap must back; nothing changes.  Inlined: it is
+   most of a request's work. */
+__attribute__((always_inline)) static inline int find_place(async_state *st, uint64_t size, uint64_t stream, aplace *pl) {
   const pt_policy_hooks *h = st->env.hooks;
   memset(pl, 0, sizeof *pl);
   pl->new_end = st->end;
   pt_bnode *n = NULL;
-  if (st->lazy) { /* the stream's own pending frees first */
-    n = pt_bset_lower_bound(&st->pendt, &(pt_bkey){stream, size, 0});
-    if (n && n->key.stream != stream) n = NULL;
+  if (__builtin_expect(st->lazy, 0)) { /* the stream's own pending frees first */
+    n = pt_bset_lower_bound(&st->pendt, &(pt_bkey){stream | PEND_BIT, size, 0});
+    if (n && n->key.stream != (stream | PEND_BIT)) n = NULL;
   }
   if (!n) n = pt_bset_lower_bound(&st->freet, &(pt_bkey){0, size, 0});
   if (n) { /* best fit: smallest, then oldest */
@@ -574,7 +580,7 @@ static int split_front(async_state *st, ablock *b, uint64_t size, int pending, u
   ablock *rest = take_block(st, b->seg, b->addr + size, b->size - size);
   PT_SPAN_LINK_AFTER(b, rest);
   b->size = size;
-  rest->stream = b->stream;
+  SET_STREAM(rest, STREAM(b));
   int rc = 0;
   if (pending) {
     touch(st, rest, +1); /* a pending free holds its chunks */
@@ -644,19 +650,23 @@ static int back(async_state *st, uint64_t first, uint64_t lastslot, int *calls) 
 
 static int unallocate(async_state *st, ablock *b, uint64_t lag);
 
+/* lazy_check: nothing free serves the request without new backing, so the driver looks at its pending frees,
+   sees those the GPU has passed complete, and tries again before it grows the pool: the new place in *pl. */
+__attribute__((noinline)) static int look_again(async_state *st, uint64_t size, uint64_t stream, aplace *pl) {
+  if (st->ndefer) defer_complete(st, st->nreq);
+  if (st->npend) pend_complete(st, st->nreq);
+  return find_place(st, size, stream, pl);
+}
+
 /* Serve a request of size bytes on stream: PT_EOOM (nothing changed but what a check saw complete) when new
    chunks would pass the cap. */
 static int place(async_state *st, uint64_t size, uint64_t stream, ablock **out) {
   aplace pl;
   int rc = find_place(st, size, stream, &pl);
   if (rc < 0) return rc;
-  if (st->lazy && (st->npend || st->dhead < st->ndefer) && (!pl.b || needs_backing(st, &pl))) {
-    /* nothing free serves it without new backing: the driver looks at its pending frees, sees those the GPU
-       has passed complete, and tries again before it grows the pool */
-    if (st->ndefer) defer_complete(st, st->nreq);
-    if (st->npend) pend_complete(st, st->nreq);
-    if ((rc = find_place(st, size, stream, &pl)) < 0) return rc;
-  }
+  if (__builtin_expect(st->lazy, 0) && (st->npend || st->dhead < st->ndefer) && (!pl.b || needs_backing(st, &pl)) &&
+      (rc = look_again(st, size, stream, &pl)) < 0)
+    return rc;
   if (!pl.b && (rc = grow_slots(st, pl.new_end > st->end ? pl.new_end : st->end)) < 0) return rc;
   if (over_cap(st, &pl)) return PT_EOOM;
   ablock *b = pl.b, *cand = b ? b : st->last && !st->last->allocated ? st->last : NULL;
@@ -681,7 +691,7 @@ static int place(async_state *st, uint64_t size, uint64_t stream, ablock **out) 
   st->end = pl.new_end;
   if ((rc = split_front(st, b, pl.size, pending, due)) < 0) return rc;
   b->allocated = 1;
-  b->stream = stream;
+  SET_STREAM(b, stream);
   touch(st, b, +1);
   int calls = 0;
   if (pl.first <= pl.lastslot && (rc = back(st, pl.first, pl.lastslot, &calls)) < 0) {
@@ -781,7 +791,7 @@ static void merge(async_state *st, ablock *b, ablock *nb) {
 
 /* nb, a neighbour of b, is a pending free b merges with while pending: with lazy_check, of b's stream. */
 static int pending_twin(const async_state *st, const ablock *b, const ablock *nb) {
-  return nb && nb->ticket && (!st->lazy || nb->stream == b->stream);
+  return nb && nb->ticket && (!st->lazy || STREAM(nb) == STREAM(b));
 }
 
 /* An allocated block becomes free, merged with free neighbours.  With free_lag (or lazy_check) it is
@@ -915,7 +925,7 @@ static int async_init_alloc(void *state, uint64_t addr, uint64_t bytes, uint64_t
   free_remove(st, b);
   PT_SPAN_CARVE(st, b, addr, size, piece_new, free_insert); /* the free parts before and after stay free */
   b->allocated = 1;
-  b->stream = stream;
+  SET_STREAM(b, stream);
   touch(st, b, +1);
   st->allocated += size;
   *handle = (uint64_t)(uintptr_t)b;

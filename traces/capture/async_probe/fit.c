@@ -1,9 +1,10 @@
 /*
- * fit.c — a probe log's request stream (probe.cu's replay/replaysync output: "a ID BYTES OFFSET
- * RESERVED" and "f ID RESERVED" lines) through the async_pool model with free_lag L: how many of the
- * driver's offsets and reserved figures the model reproduces, and the first that differs (with a
- * third argument, the first few differences).  Built against a configured build tree, from the
- * repository root:
+ * fit.c — a probe log's request stream (probe.cu's replay/replaysync/replayx output, or shim2log.py's:
+ * "a ID BYTES OFFSET RESERVED" and "f ID RESERVED" lines, "s" a synchronisation, "k ID K" free ID's GPU
+ * time) through the async_pool model with free_lag L: how many of the driver's offsets and reserved
+ * figures the model reproduces, and the first that differs (v: the first few differences; NAME=VALUE:
+ * a parameter, lazy_check=0 for the synchronised logs).  Built against a configured build tree, from
+ * the repository root:
  *     gcc -O1 $(find sim -mindepth 1 -maxdepth 1 -type d -printf '-I %p ') -o fit traces/capture/async_probe/fit.c \
  *       -Wl,--start-group $(find sim -name 'libpt_*.a') -Wl,--end-group -lm -lz
  *     zcat traces/capture/async_probe/transformer_train.log.gz >t.log; ./fit t.log 0 v

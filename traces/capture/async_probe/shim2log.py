@@ -1,0 +1,31 @@
+#!/usr/bin/env python3
+"""shim2log.py LOG — a shim.c log (plain text; zcat a .gz first) as fit.c's input: `a ID BYTES OFFSET RESERVED`,
+`f ID RESERVED`, `s` (a synchronisation: an `n` line with S>0) and `k ID K` (a free's GPU time), the ids numbered
+by allocation, offsets from the first allocation's address.  `nosync` or `nok` after LOG leave those lines out."""
+import sys
+
+if len(sys.argv) < 2:
+    sys.exit("usage: shim2log.py LOG [nosync] [nok]")
+live, nid, base, nfree, freeid = {}, 0, None, 0, {}
+nosync, nok = "nosync" in sys.argv[2:], "nok" in sys.argv[2:]
+for line in open(sys.argv[1]):
+    p = line.split()
+    if not p:
+        continue
+    if p[0] == "n":
+        d = dict(x.split("=") for x in p[1:])
+        if int(d["S"]) > 0 and not nosync:
+            print("s")
+    elif p[0] == "a" and p[-1] != "failed":
+        nid += 1
+        a = int(p[2], 16)
+        base = a if base is None else base
+        live[a] = nid
+        print("a", nid, p[1], a - base, p[4])
+    elif p[0] == "f":
+        i = live.pop(int(p[1], 16))
+        nfree += 1
+        freeid[nfree] = i
+        print("f", i, p[3])
+    elif p[0] == "k" and not nok:
+        print("k", freeid[int(p[1])], p[2])
