@@ -14,6 +14,7 @@
 #include "gpufrees.h"
 #include "trace.h"
 #include "tracestats.h"
+#include "u64map.h"
 #include "values.h"
 
 /* What the trace commands' options set. */
@@ -167,12 +168,22 @@ static int gpu_time(const pt_gpu_frees *g, size_t k, const char *path, const cha
   return 0;
 }
 
-/* The requests (bytes) and frees (0) of trace src, in order, into *out (n of them); 0 or an error. */
-static int requests_of(const char *src, const pt_trace_opts *o, uint64_t **out, size_t *n, pt_err *err) {
+/* A snapshot's request or free, for pairing with an async run: a request's bytes and number (from 1); a free's
+   request's number (0: a block alive when recording began) and whether it waited for other streams. */
+typedef struct snap_call {
+  uint64_t bytes;
+  uint32_t req;
+  uint8_t is_free, deferred;
+} snap_call;
+
+/* The requests and frees of trace src, in order, into *out (n of them); 0 or an error. */
+static int calls_of(const char *src, const pt_trace_opts *o, snap_call **out, size_t *n, pt_err *err) {
   pt_trace *t;
   int rc = pt_trace_open(src, o, err, &t);
   if (rc < 0) return rc;
   size_t cap = 0;
+  uint32_t nreq = 0;
+  pt_u64map ids = {0}; /* a live request's id -> its number */
   pt_event ev;
   *out = NULL;
   *n = 0;
@@ -180,17 +191,30 @@ static int requests_of(const char *src, const pt_trace_opts *o, uint64_t **out, 
     if (ev.kind != PT_EV_ALLOC && ev.kind != PT_EV_FREE) continue;
     if (*n == cap) {
       size_t ncap = cap ? cap * 2 : 4096;
-      uint64_t *v = realloc(*out, ncap * sizeof *v);
+      snap_call *v = realloc(*out, ncap * sizeof *v);
       if (!v) {
-        rc = pt_err_set(err, PT_ENOMEM, "%s: out of memory", src);
+        rc = PT_ENOMEM;
         break;
       }
       *out = v;
       cap = ncap;
     }
-    (*out)[(*n)++] = ev.kind == PT_EV_ALLOC ? ev.bytes : 0;
+    snap_call c = {.bytes = ev.bytes, .is_free = ev.kind == PT_EV_FREE, .deferred = (ev.flags & PT_EVF_DEFERRED) != 0};
+    if (!c.is_free) {
+      c.req = ++nreq;
+      if (pt_u64map_put(&ids, ev.id, c.req) < 0) {
+        rc = PT_ENOMEM;
+        break;
+      }
+    } else {
+      uint64_t *r = pt_u64map_get(&ids, ev.id);
+      c.req = r ? (uint32_t)*r : 0;
+    }
+    (*out)[(*n)++] = c;
   }
+  pt_u64map_free(&ids);
   pt_trace_close(t);
+  if (rc == PT_ENOMEM) rc = pt_err_set(err, PT_ENOMEM, "%s: out of memory", src);
   if (rc < 0) {
     free(*out);
     *out = NULL;
@@ -199,31 +223,64 @@ static int requests_of(const char *src, const pt_trace_opts *o, uint64_t **out, 
 }
 
 /*
- * Where the snapshot's requests and frees (req, n) lie in the async run's calls: the first offset at which every
- * one is the run's call of the same kind (a request of the same size).  The run began earlier (the model was
- * built before recording began) and may end later.
+ * Pair a snapshot's calls with an async run's: the snapshot's k-th request is the run's (at + k)-th, the first
+ * offset at which every request's size agrees (the run began earlier: the model was built before recording
+ * began; it may end later), and a free is its request's free.  Frees are paired by request, not by place:
+ * a free that waited for other streams' work comes in the snapshot where the native allocator let go of the
+ * block, and in the run where PyTorch called cudaFreeAsync on its unifying stream, earlier.  *map_out: for each
+ * snapshot call, the run's call (SIZE_MAX: none, a block of before the run's window or never freed in it).
  */
-static int align_async(const pt_async_run *ar, const uint64_t *req, size_t n, const char *log, const char *src,
-                       size_t *at, pt_err *err) {
-  size_t best = 0, best_len = 0;
-  for (size_t p = 0; p + n <= ar->n; p++) {
-    size_t j = 0;
-    while (j < n && ar->c[p + j].bytes == req[j] && (req[j] != 0 || ar->c[p + j].free)) j++;
-    if (j == n) {
-      *at = p;
-      return 0;
-    }
-    if (j > best_len) best_len = j, best = p;
+static int pair_async(const pt_async_run *ar, const snap_call *sc, size_t n, const char *log, const char *src,
+                      size_t **map_out, pt_err *err) {
+  size_t nreq = 0;
+  for (size_t j = 0; j < n; j++) nreq += !sc[j].is_free;
+  uint64_t *rbytes = malloc((ar->nreq + 1) * sizeof *rbytes); /* the run's request k's bytes, call of request k */
+  size_t *rcall = malloc((ar->nreq + 1) * sizeof *rcall), *fcall = malloc((ar->nreq + 1) * sizeof *fcall);
+  size_t *map = malloc((n ? n : 1) * sizeof *map);
+  int rc = 0;
+  if (!rbytes || !rcall || !fcall || !map) {
+    rc = pt_err_set(err, PT_ENOMEM, "%s: out of memory", log);
+    goto done;
   }
-  if (ar->n < n)
-    return pt_err_set(err, PT_EFORMAT, "%s: %zu requests and frees, fewer than %s's %zu: not a run of the same workload",
-                      log, ar->n, src, n);
-  const pt_async_call *c = &ar->c[best + best_len];
-  return pt_err_set(err, PT_EFORMAT,
-                    "%s: not a run of the same workload: %s's request or free %zu (%s of %llu bytes) is, at best, the run's "
-                    "call %zu (%s of %llu bytes)",
-                    log, src, best_len + 1, req[best_len] ? "a request" : "a free", (unsigned long long)req[best_len],
-                    best + best_len + 1, c->free ? "a free" : "a request", (unsigned long long)c->bytes);
+  for (size_t k = 0; k <= ar->nreq; k++) fcall[k] = SIZE_MAX;
+  for (size_t i = 0; i < ar->n; i++) {
+    const pt_async_call *c = &ar->c[i];
+    if (c->free) fcall[c->req] = i;
+    else rbytes[c->req] = c->bytes, rcall[c->req] = i;
+  }
+  size_t at = SIZE_MAX, best = 0, best_len = 0;
+  for (size_t p = 0; p + nreq <= ar->nreq && at == SIZE_MAX; p++) {
+    size_t k = 0;
+    for (size_t j = 0; j < n && (sc[j].is_free || rbytes[p + k + 1] == sc[j].bytes); j++) k += !sc[j].is_free;
+    if (k == nreq) at = p;
+    else if (k > best_len) best_len = k, best = p;
+  }
+  if (at == SIZE_MAX) {
+    if (ar->nreq < nreq)
+      rc = pt_err_set(err, PT_EFORMAT, "%s: %zu requests, fewer than %s's %zu: not a run of the same workload", log,
+                      ar->nreq, src, nreq);
+    else {
+      size_t k = 0, j = 0;
+      for (; j < n; j++)
+        if (!sc[j].is_free && k++ == best_len) break;
+      rc = pt_err_set(err, PT_EFORMAT,
+                      "%s: not a run of the same workload: %s's request %zu (%llu bytes) is, at best, the run's request "
+                      "%zu (%llu bytes)",
+                      log, src, best_len + 1, (unsigned long long)sc[j].bytes, best + best_len + 1,
+                      (unsigned long long)rbytes[best + best_len + 1]);
+    }
+    goto done;
+  }
+  for (size_t j = 0; j < n; j++)
+    map[j] = !sc[j].is_free ? rcall[at + sc[j].req] : sc[j].req ? fcall[at + sc[j].req] : SIZE_MAX;
+  *map_out = map;
+  map = NULL;
+done:
+  free(rbytes);
+  free(rcall);
+  free(fcall);
+  free(map);
+  return rc;
 }
 
 int pt_cmd_trace_import(void *args, char **pos, int npos, pt_err *err) {
@@ -248,29 +305,35 @@ int pt_cmd_trace_import(void *args, char **pos, int npos, pt_err *err) {
   pt_trace_writer_set_pools(w, pt_trace_pools(t));
   pt_gpu_frees g = {0};
   pt_async_run ar = {0};
-  uint64_t *req = NULL;
-  size_t nreq = 0, at = 0;
+  snap_call *sc = NULL;
+  size_t nsc = 0, *map = NULL;
   if ((a->gpu_frees && (rc = pt_gpu_frees_load(a->gpu_frees, &g, err)) < 0) ||
       (a->async_run && ((rc = pt_async_run_load(a->async_run, &ar, err)) < 0 ||
-                        (rc = requests_of(pos[0], &o, &req, &nreq, err)) < 0 ||
-                        (rc = align_async(&ar, req, nreq, a->async_run, pos[0], &at, err)) < 0))) {
-    free(req);
+                        (rc = calls_of(pos[0], &o, &sc, &nsc, err)) < 0 ||
+                        (rc = pair_async(&ar, sc, nsc, a->async_run, pos[0], &map, err)) < 0))) {
+    free(sc);
     pt_async_run_free(&ar);
     pt_gpu_frees_free(&g);
     pt_trace_writer_abort(w);
     pt_trace_close(t);
     return rc;
   }
-  free(req);
   pt_event ev;
   uint64_t n = 0;
-  size_t nfree = 0, j = at;
+  size_t nfree = 0, j = 0;
+  int carry = 0; /* a synchronisation before a free that is not in its place here: on the next request */
   while ((rc = pt_trace_next(t, &ev, err)) > 0) {
     if (a->gpu_frees && ev.kind == PT_EV_FREE && (rc = gpu_time(&g, nfree++, a->gpu_frees, pos[0], &ev, err)) < 0) break;
-    if (a->async_run && (ev.kind == PT_EV_ALLOC || ev.kind == PT_EV_FREE)) { /* aligned: the run's call j */
-      const pt_async_call *c = &ar.c[j++];
-      if (c->sync) ev.flags |= PT_EVF_SYNC;
-      if (c->free && ar.lag[c->free - 1] && !(ev.flags & PT_EVF_DEFERRED)) {
+    if (a->async_run && (ev.kind == PT_EV_ALLOC || ev.kind == PT_EV_FREE)) { /* the snapshot's call j */
+      const pt_async_call *c = map[j] == SIZE_MAX ? NULL : &ar.c[map[j]];
+      int deferred = sc[j++].deferred, sync = c && c->sync;
+      if (deferred) {
+        carry |= sync;
+      } else if (sync || (carry && ev.kind == PT_EV_ALLOC)) {
+        ev.flags |= PT_EVF_SYNC;
+        carry = carry && ev.kind != PT_EV_ALLOC;
+      }
+      if (c && c->free && ar.lag[c->free - 1] && !deferred) {
         ev.flags |= PT_EVF_GPU_LAG;
         ev.offset = ar.lag[c->free - 1] - 1;
       }
@@ -279,6 +342,8 @@ int pt_cmd_trace_import(void *args, char **pos, int npos, pt_err *err) {
     n++;
   }
   pt_trace_close(t);
+  free(sc);
+  free(map);
   pt_async_run_free(&ar);
   if (rc >= 0 && a->gpu_frees && nfree != g.n)
     rc = pt_err_set(err, PT_EFORMAT, "%s: %zu frees, %s %zu: not the same run", a->gpu_frees, g.n, pos[0], nfree);

@@ -1,6 +1,8 @@
 /* gpufrees.c — reading a capture's GPU free times (see gpufrees.h). */
 #include "gpufrees.h"
 
+#include "u64map.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,7 +133,7 @@ static int counts(reader *r, const char *p, int *sync) {
   return 0;
 }
 
-static int parse_async(gzFile gz, reader *r, pt_async_run *a) {
+static int parse_async(gzFile gz, reader *r, pt_async_run *a, pt_u64map *live) {
   char buf[LINE_CHARS];
   int ended = 0, sync = 0, rc;
   size_t cap_free = 0;
@@ -159,7 +161,15 @@ static int parse_async(gzFile gz, reader *r, pt_async_run *a) {
       if (a->n == PT_ASYNC_RUN_MAX) return bad(r, "more than 2^30 calls");
       if ((rc = grow(r, (void **)&a->c, a->n, &a->cap, sizeof *a->c)) < 0) return rc;
       pt_async_call c = {.bytes = req ? v : 0, .sync = (uint8_t)sync};
-      if (!req) {
+      if (req) { /* the address is its until freed: request number and bytes */
+        c.req = (uint32_t)++a->nreq;
+        if (pt_u64map_put(live, addr, (uint64_t)a->n) < 0) return pt_err_set(r->err, PT_ENOMEM, "%s: out of memory", r->path);
+      } else {
+        uint64_t *at = pt_u64map_get(live, addr);
+        if (!at) return bad(r, "a free of an address no request got");
+        c.req = a->c[*at].req;
+        c.bytes = a->c[*at].bytes;
+        pt_u64map_del(live, addr);
         if ((rc = grow(r, (void **)&a->lag, a->nfree, &cap_free, sizeof *a->lag)) < 0) return rc;
         a->lag[a->nfree++] = 0;
         c.free = (uint32_t)a->nfree;
@@ -197,7 +207,9 @@ int pt_async_run_load(const char *path, pt_async_run *a, pt_err *err) {
   gzFile gz = gzopen(path, "rb");
   if (!gz) return pt_err_set(err, PT_EIO, "%s: %s", path, errno ? strerror(errno) : "cannot open");
   reader r = {path, 0, err};
-  int rc = parse_async(gz, &r, a);
+  pt_u64map live = {0};
+  int rc = parse_async(gz, &r, a, &live);
+  pt_u64map_free(&live);
   gzclose(gz);
   if (rc < 0) pt_async_run_free(a);
   return rc;

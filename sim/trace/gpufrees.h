@@ -52,7 +52,8 @@ void pt_gpu_frees_free(pt_gpu_frees *g);
 #define PT_ASYNC_RUN_MAX (UINT64_C(1) << 30)
 
 typedef struct pt_async_call {
-  uint64_t bytes; /* a request's bytes; 0 for a free */
+  uint64_t bytes; /* a request's bytes; a free: its request's */
+  uint32_t req;   /* a request: its number, from 1; a free: its request's (the one that got the address) */
   uint32_t free;  /* a free: its number, from 1; 0 for a request */
   uint8_t sync;   /* the program synchronised with the GPU just before this call */
 } pt_async_call;
@@ -63,6 +64,7 @@ typedef struct pt_async_run {
   uint64_t *lag;    /* lag[i - 1]: the i-th free's K + 1; 0: not timed */
   size_t nfree;
   uint64_t timed;   /* frees with a K */
+  size_t nreq;      /* requests */
 } pt_async_run;
 
 int pt_async_run_load(const char *path, pt_async_run *out /* OUT */, pt_err *err);
