@@ -53,8 +53,9 @@ const pt_cli_table pt_opts_trace_stats = {
     "for a trace with CUDA graphs' private pools also private_pools,\n"
     "private_pool_allocs, private_pool_segment_allocs and captures; for one\n"
     "whose frees waited for other streams' work (record_stream) deferred_frees;\n"
-    "for one imported with --gpu-frees gpu_timed_frees, gpu_pending_frees and\n"
-    "gpu_lag_requests_max.\n",
+    "for one imported with --gpu-frees or --async-run gpu_timed_frees,\n"
+    "gpu_pending_frees and gpu_lag_requests_max; for one with synchronisations\n"
+    "(+sync, from --async-run) syncs.\n",
     stats_opts, sizeof(trace_args), &defaults, 1};
 
 static const pt_cli_opt import_opts[] = {
@@ -86,10 +87,10 @@ const pt_cli_table pt_opts_trace_import = {
     "the dump's segment they lie in) and where each capture begins are kept\n"
     "too (+pool, +capture).  With --gpu-frees, each free carries how many\n"
     "requests came before the GPU passed it (+gpu; traces/FORMAT.md).  With\n"
-    "--async-run, the requests and frees are paired in order with those of a\n"
-    "cudaMallocAsync run of the same workload (each request's size checked), and\n"
-    "take that run's synchronisations (+sync) and free times (+gpu).  DST appears\n"
-    "only when the whole import succeeded.\n",
+    "--async-run, the requests are paired in order with those of a\n"
+    "cudaMallocAsync run of the same workload (each request's size checked), each\n"
+    "free with its request's, and take that run's synchronisations (+sync) and\n"
+    "free times (+gpu).  DST appears only when the whole import succeeded.\n",
     import_opts, sizeof(trace_args), &defaults, 1};
 
 static const pt_cli_opt gen_opts[] = {
