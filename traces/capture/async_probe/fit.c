@@ -16,7 +16,7 @@
 #include "mech.h"
 #include "modeldev.h"
 #include "device.h"
-typedef struct { char k; unsigned long long id, bytes, off, res; } rec;
+typedef struct { char k; unsigned long long id, bytes, off, res, stream; } rec;
 int main(int argc, char **argv) {
   if (argc < 3) { fprintf(stderr, "usage: fit LOG FREE_LAG [v] [NAME=VALUE...]\n"); return 2; }
   FILE *f = fopen(argv[1], "r"); int L = atoi(argv[2]); int verbose = 0;
@@ -32,8 +32,8 @@ int main(int argc, char **argv) {
       if (sscanf(line + 2, "%llu %llu", &id, &k) == 2 && id < MAXREC) K[id] = k + 1;
       continue;
     }
-    if (r.k == 'a') sscanf(line + 2, "%llu %llu %llu %llu", &r.id, &r.bytes, &r.off, &r.res);
-    else sscanf(line + 2, "%llu %llu", &r.id, &r.res);
+    if (r.k == 'a') sscanf(line + 2, "%llu %llu %llu %llu %llu", &r.id, &r.bytes, &r.off, &r.res, &r.stream);
+    else sscanf(line + 2, "%llu %llu %llu", &r.id, &r.res, &r.stream);
     if (r.id >= MAXREC) { fprintf(stderr, "%s: id %llu too large\n", argv[1], r.id); return 1; }
     R[n++] = r;
   }
@@ -52,17 +52,20 @@ int main(int argc, char **argv) {
   pt_mech_env env = {.dev = &dev, .counters = &ctr, .params = &params, .hooks = &hooks, .err = &err, .allocated = &allocated, .fault = &fault,
                      .trace_synced = 1}; /* the driver's own runs: lazy_check 1 unless set (0 for the synchronised logs) */
   void *st; if (pt_mech_create(&pt_mech_async_pool, &env, &st)) { fprintf(stderr, "create failed\n"); return 1; }
-  static uint64_t h[MAXREC]; uint64_t base = 0, peak = 0; size_t offbad = 0, resbad = 0, first = 0;
+  static uint64_t h[MAXREC], hs[MAXREC]; uint64_t base = 0, peak = 0; size_t offbad = 0, resbad = 0, first = 0;
   for (size_t i = 0; i < n; i++) {
     if (R[i].k == 's') {
       if (pt_mech_async_pool.synchronize(st)) { fprintf(stderr, "synchronize failed\n"); return 1; }
       continue;
     }
     if (R[i].k == 'a') {
-      if (pt_mech_async_pool.alloc(st, R[i].bytes, 0, &h[R[i].id])) { fprintf(stderr, "alloc failed\n"); return 1; }
+      if (pt_mech_async_pool.alloc(st, R[i].bytes, R[i].stream, &h[R[i].id])) { fprintf(stderr, "alloc failed\n"); return 1; }
+      hs[R[i].id] = R[i].stream;
       uint64_t a = pt_mech_async_pool.addr_of(st, h[R[i].id]);
       if (!base) base = a;
       if (a - base != R[i].off) { offbad++; if (!first) first = i + 1; if (verbose && offbad < 6) printf("  %zu: a %llu %llu model +%llu real +%llu\n", i, R[i].id, R[i].bytes, (unsigned long long)(a - base), R[i].off); }
+    } else if (R[i].stream != hs[R[i].id] && pt_mech_async_pool.free_deferred) { /* on another stream (the unifying one) */
+      pt_mech_async_pool.free_deferred(st, h[R[i].id]);
     } else if (K[R[i].id] && !getenv("FIT_NO_K")) {
       pt_mech_async_pool.free_pending(st, h[R[i].id], K[R[i].id] - 1);
     } else pt_mech_async_pool.free(st, h[R[i].id]);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""shim2log.py LOG — a shim.c log (plain text; zcat a .gz first) as fit.c's input: `a ID BYTES OFFSET RESERVED`,
-`f ID RESERVED`, `s` (a synchronisation: an `n` line with S>0) and `k ID K` (a free's GPU time), the ids numbered
+"""shim2log.py LOG — a shim.c log (plain text; zcat a .gz first) as fit.c's input: `a ID BYTES OFFSET RESERVED
+STREAM`, `f ID RESERVED STREAM` (the stream in decimal), `s` (a synchronisation: an `n` line with S>0) and `k ID K` (a free's GPU time), the ids numbered
 by allocation, offsets from the first allocation's address.  `nosync` or `nok` after LOG leave those lines out."""
 import sys
 
@@ -21,11 +21,11 @@ for line in open(sys.argv[1]):
         a = int(p[2], 16)
         base = a if base is None else base
         live[a] = nid
-        print("a", nid, p[1], a - base, p[4])
+        print("a", nid, p[1], a - base, p[4], int(p[3], 16))
     elif p[0] == "f":
         i = live.pop(int(p[1], 16))
         nfree += 1
         freeid[nfree] = i
-        print("f", i, p[3])
+        print("f", i, p[3], int(p[2], 16))
     elif p[0] == "k" and not nok:
         print("k", freeid[int(p[1])], p[2])
