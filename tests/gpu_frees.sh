@@ -14,7 +14,8 @@
 # 4. The figures docs/model.md reports: on the captures, cuda_async (PyTorch's threshold) gives
 #    the peak cudaMallocAsync reached in every one of eight runs of the same workload (run1/../peaks)
 #    for cnn_train (1024 MiB; 896 MiB with the times ignored), rp2_sizes, randn_loop, weights_load
-#    and varlen_infer.
+#    and varlen_infer.  Version 2 of the free-times file (its synchronisations, as +sync), its errors,
+#    and (5.) run3's captures with them: the driver's rule on, the real peaks but cnn_train's.
 . "${top_srcdir:-.}/tests/wb_setup.sh"
 d=$top_srcdir/traces/knobs/async_timed/run1
 thr="--set release_threshold=1125899906842624"
@@ -101,8 +102,8 @@ bad_frees() { # WHAT FILE EXPECTED-MESSAGE
   [ -e "$tmp/out.trace" ] && fail "$1: the trace was written"
 }
 bad_frees "another run's free times" "$d/timed_varlen_infer.gpufrees.gz" "not the same run"
-sed '1s/.*/pagetune-gpu-frees 2/' "$tmp/f.txt" >"$tmp/f1"
-bad_frees "a newer version" "$tmp/f1" "f1: line 1: not a pagetune GPU free-times file (version 1)"
+sed '1s/.*/pagetune-gpu-frees 3/' "$tmp/f.txt" >"$tmp/f1"
+bad_frees "a newer version" "$tmp/f1" "f1: line 1: not a pagetune GPU free-times file (version 1 or 2)"
 sed '3s/^f 0x\([0-9a-f]*\) [0-9]*/f 0x\1 99999999/' "$tmp/f.txt" >"$tmp/f2"
 bad_frees "a count past the requests" "$tmp/f2" "f2: line 3: more requests than the capture made"
 sed '$d' "$tmp/f.txt" >"$tmp/f3"
@@ -116,6 +117,21 @@ bad_frees "a malformed end" "$tmp/f6" "f6: line [0-9]*: expected a count"
 : >"$tmp/f7"
 bad_frees "an empty file" "$tmp/f7" "f7: empty"
 bad_frees "a missing file" "$tmp/none" "none: No such file"
+# version 2: where the capture synchronised (gpufrees.py with async_probe/shim.c preloaded), as +sync
+sed '1s/.*/pagetune-gpu-frees 2/; 2a syncs recorded' "$tmp/f.txt" | sed '$i s 1\ns 5' >"$tmp/v2"
+"$pt" trace import "$d/timed_cnn_train.pickle.gz" --gpu-frees "$tmp/v2" -o "$tmp/v2.trace" >/dev/null 2>"$tmp/e" ||
+  fail "version 2: $(cat "$tmp/e")"
+grep -q '^@syncs recorded$' "$tmp/v2.trace" || fail "version 2: no @syncs recorded"
+[ "$(grep -c '^+sync$' "$tmp/v2.trace")" = 2 ] || fail "version 2: $(grep -c '^+sync$' "$tmp/v2.trace") +sync lines, not 2"
+grep -v '^+\|^@\|^pagetune\|^I \|^A ' "$tmp/v2.trace" | sed -n '1p;5p' >"$tmp/v2.first"
+grep -B1 -v '^+\|^@\|^pagetune\|^I \|^A ' "$tmp/v2.trace" | grep -A1 '^+sync$' | grep -v '^+sync$\|^--$' >"$tmp/v2.synced"
+cmp -s "$tmp/v2.first" "$tmp/v2.synced" || fail "version 2: +sync not before the 1st and 5th request or free: $(cat "$tmp/v2.synced")"
+sed '$i s 5\ns 1' "$tmp/f.txt" | sed '1s/.*/pagetune-gpu-frees 2/' >"$tmp/f8"
+bad_frees "synchronisations out of order" "$tmp/f8" "f8: line [0-9]*: a synchronisation out of order"
+sed '$i s 99999999' "$tmp/f.txt" | sed '1s/.*/pagetune-gpu-frees 2/' >"$tmp/f9"
+bad_frees "a synchronisation past the run" "$tmp/f9" "f9: a synchronisation before call 99999999, .* not the same run"
+sed '$i s 1' "$tmp/f.txt" >"$tmp/f10"
+bad_frees "a synchronisation in version 1" "$tmp/f10" "f10: line [0-9]*: unknown record"
 
 # 4. the figures against the real runs
 [ "$(peak "$tmp/cnn_train.trace.gz")" = 1073741824 ] || fail "cnn_train: $(peak "$tmp/cnn_train.trace.gz"), not 1073741824 (the real peak)"
@@ -135,4 +151,25 @@ for f in glob.glob(os.path.join(sys.argv[1], "*.json")):
 bad = {w: sorted(got.get(w, ())) for w, v in want.items() if got.get(w) != {v}}
 sys.exit("runs: %r" % bad if bad else 0)
 PY
+# 5. run3: the captures with their synchronisations too (async_probe/shim.c preloaded: +sync, @syncs recorded), so
+#    cuda_async takes the driver's rule (lazy_check 2 -> 1): the real peak for transformer_train (the old
+#    model's 992 MiB), varlen_infer, rp2_sizes, weights_load and randn_loop; two_streams inside its real runs'
+#    224-1 792 MiB; cnn_train one chunk above (1 088 against 1 024: this capture's timing is not a
+#    cudaMallocAsync run's, docs/model.md)
+d3=$top_srcdir/traces/knobs/async_timed/run3
+for wp in transformer_train:1073741824 varlen_infer:369098752 rp2_sizes:10972299264 weights_load:1442840576 \
+  randn_loop:33554432 two_streams:range; do
+  w=${wp%%:*}
+  "$pt" trace import "$d3/timed_$w.pickle.gz" --gpu-frees "$d3/timed_$w.gpufrees.gz" -o "$tmp/r3_$w.trace.gz" >/dev/null 2>"$tmp/e" ||
+    { fail "run3 $w: import: $(cat "$tmp/e")"; continue; }
+  got=$(peak "$tmp/r3_$w.trace.gz")
+  if [ "${wp#*:}" = range ]; then
+    [ "$got" -ge $((224 << 20)) ] && [ "$got" -le $((1792 << 20)) ] || fail "run3 $w: $got, outside the real runs' 224-1792 MiB"
+  else
+    [ "$got" = "${wp#*:}" ] || fail "run3 $w: $got, not ${wp#*:} (the real peak)"
+  fi
+done
+
+zcat "$tmp/r3_varlen_infer.trace.gz" | grep -q "^@syncs recorded$" || fail "run3: no @syncs recorded"
+[ "$(peak "$tmp/r3_transformer_train.trace.gz" --set lazy_check=0)" = 1040187392 ] || fail "run3 transformer_train, lazy_check 0: not 992 MiB"
 done_ok gpu_frees

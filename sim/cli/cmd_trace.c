@@ -295,15 +295,6 @@ int pt_cmd_trace_import(void *args, char **pos, int npos, pt_err *err) {
   if (rc < 0) return rc;
   rc = pt_trace_open(pos[0], &o, err, &t);
   if (rc < 0) return rc;
-  pt_trace_writer *w;
-  pt_trace_info info = *pt_trace_get_info(t);
-  if (a->async_run) info.syncs_recorded = 1; /* its +sync lines are all the run's */
-  if ((rc = pt_trace_writer_open(a->output, &info, err, &w)) < 0) {
-    pt_trace_close(t);
-    return rc;
-  }
-  if (!a->strip_frames) pt_trace_writer_set_frames(w, pt_trace_frames(t));
-  pt_trace_writer_set_pools(w, pt_trace_pools(t));
   pt_gpu_frees g = {0};
   pt_async_run ar = {0};
   snap_call *sc = NULL;
@@ -315,16 +306,33 @@ int pt_cmd_trace_import(void *args, char **pos, int npos, pt_err *err) {
     free(sc);
     pt_async_run_free(&ar);
     pt_gpu_frees_free(&g);
-    pt_trace_writer_abort(w);
     pt_trace_close(t);
     return rc;
   }
+  pt_trace_writer *w;
+  pt_trace_info info = *pt_trace_get_info(t);
+  if (a->async_run || g.syncs_recorded) info.syncs_recorded = 1; /* its +sync lines are all the run's */
+  if ((rc = pt_trace_writer_open(a->output, &info, err, &w)) < 0) {
+    free(sc);
+    free(map);
+    pt_async_run_free(&ar);
+    pt_gpu_frees_free(&g);
+    pt_trace_close(t);
+    return rc;
+  }
+  if (!a->strip_frames) pt_trace_writer_set_frames(w, pt_trace_frames(t));
+  pt_trace_writer_set_pools(w, pt_trace_pools(t));
   pt_event ev;
-  uint64_t n = 0;
-  size_t nfree = 0, j = 0;
+  uint64_t n = 0, calls = 0;
+  size_t nfree = 0, j = 0, ks = 0;
   int carry = 0; /* a synchronisation before a free that is not in its place here: on the next request */
   while ((rc = pt_trace_next(t, &ev, err)) > 0) {
     if (a->gpu_frees && ev.kind == PT_EV_FREE && (rc = gpu_time(&g, nfree++, a->gpu_frees, pos[0], &ev, err)) < 0) break;
+    if (a->gpu_frees && (ev.kind == PT_EV_ALLOC || ev.kind == PT_EV_FREE || ev.kind == PT_EV_OOM) && ks < g.nsync &&
+        g.sync_at[ks] == ++calls) { /* the capture's synchronisations: before its calls, counted as the tracker did */
+      ev.flags |= PT_EVF_SYNC;
+      ks++;
+    }
     if (a->async_run && (ev.kind == PT_EV_ALLOC || ev.kind == PT_EV_FREE)) { /* the snapshot's call j */
       const pt_async_call *c = map[j] == SIZE_MAX ? NULL : &ar.c[map[j]];
       int deferred = sc[j++].deferred, sync = c && c->sync;
@@ -348,6 +356,9 @@ int pt_cmd_trace_import(void *args, char **pos, int npos, pt_err *err) {
   pt_async_run_free(&ar);
   if (rc >= 0 && a->gpu_frees && nfree != g.n)
     rc = pt_err_set(err, PT_EFORMAT, "%s: %zu frees, %s %zu: not the same run", a->gpu_frees, g.n, pos[0], nfree);
+  if (rc >= 0 && a->gpu_frees && ks != g.nsync)
+    rc = pt_err_set(err, PT_EFORMAT, "%s: a synchronisation before call %llu, %s has %llu requests and frees: not the same run",
+                    a->gpu_frees, (unsigned long long)g.sync_at[ks], pos[0], (unsigned long long)calls);
   pt_gpu_frees_free(&g);
   if (rc < 0) {
     pt_trace_writer_abort(w);

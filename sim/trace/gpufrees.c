@@ -75,13 +75,15 @@ static int grow(reader *r, void **arr, size_t n, size_t *cap, size_t elt) {
 
 static int parse(gzFile gz, reader *r, pt_gpu_frees *g) {
   char buf[LINE_CHARS];
-  int have_requests = 0, ended = 0, rc;
+  int have_requests = 0, ended = 0, version = 0, rc;
   while (gzgets(gz, buf, sizeof buf)) {
     if ((rc = line_end(gz, r, buf)) < 0) return rc;
     const char *p = buf;
     uint64_t a, k;
     if (r->line == 1) {
-      if (strcmp(buf, "pagetune-gpu-frees 1")) return bad(r, "not a pagetune GPU free-times file (version 1)");
+      if (!strcmp(buf, "pagetune-gpu-frees 1")) version = 1;
+      else if (!strcmp(buf, "pagetune-gpu-frees 2")) version = 2;
+      else return bad(r, "not a pagetune GPU free-times file (version 1 or 2)");
       continue;
     }
     if (ended) return bad(r, "a record after the end line");
@@ -102,6 +104,15 @@ static int parse(gzFile gz, reader *r, pt_gpu_frees *g) {
       if ((rc = field(r, &p, 0, &g->requests, "a request count")) < 0) return rc;
       if (*p) return bad(r, "extra fields");
       have_requests = 1;
+    } else if (version == 2 && !strcmp(p, "syncs recorded")) {
+      g->syncs_recorded = 1;
+    } else if (version == 2 && !strncmp(p, "s ", 2)) {
+      p += 1;
+      if ((rc = field(r, &p, 0, &k, "a call's number")) < 0) return rc;
+      if (*p) return bad(r, "extra fields");
+      if (k == 0 || (g->nsync && k <= g->sync_at[g->nsync - 1])) return bad(r, "a synchronisation out of order");
+      if ((rc = grow(r, (void **)&g->sync_at, g->nsync, &g->cap_sync, sizeof *g->sync_at)) < 0) return rc;
+      g->sync_at[g->nsync++] = k;
     } else if (!strncmp(p, "end ", 4)) {
       p += 3;
       if ((rc = field(r, &p, 0, &k, "a count")) < 0) return rc;
@@ -235,5 +246,6 @@ int pt_gpu_frees_load(const char *path, pt_gpu_frees *g, pt_err *err) {
 
 void pt_gpu_frees_free(pt_gpu_frees *g) {
   free(g->f);
+  free(g->sync_at);
   memset(g, 0, sizeof *g);
 }

@@ -3,11 +3,14 @@
  * (`trace import --gpu-frees`; written by traces/capture/gpufrees.py).
  *
  * The file, text, one record a line:
- *     pagetune-gpu-frees 1
+ *     pagetune-gpu-frees 2     (1: no syncs lines)
  *     requests N              (requests the capture made while measuring)
+ *     syncs recorded          (2, when the capture could count synchronisations: async_probe/shim.c preloaded;
+ *                              then the s lines are every one)
  *     f ADDR K [end]          (one a free, in the order the allocator freed them: the block at ADDR
  *                              (hex) was freed, and K requests came before its event was seen complete;
  *                              "end": not before the measuring stopped)
+ *     s N                     (2: the program synchronised with the GPU before the N-th request or free, from 1)
  *     end COUNT               (the number of f lines)
  */
 #ifndef PT_GPUFREES_H
@@ -28,6 +31,9 @@ typedef struct pt_gpu_frees {
   pt_gpu_free *f;
   size_t n, cap;
   uint64_t requests;
+  uint64_t *sync_at;  /* ascending: a synchronisation before the request or free of that number (from 1) */
+  size_t nsync, cap_sync;
+  int syncs_recorded; /* the capture counted synchronisations: the sync_at are all of them */
 } pt_gpu_frees;
 
 /* Read path (plain or gzip'd).  0, or a negative PT_E* with "path: line N: reason" in err. */

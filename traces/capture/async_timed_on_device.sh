@@ -42,6 +42,15 @@ PY
 }
 late() { [ "$(date +%s)" -ge "$DEADLINE" ]; }
 CAPTURES=${CAPTURES:-1}
+# traces/capture/async_probe/shim.c preloaded into the captures: it counts the program's synchronisations,
+# which gpufrees.py places among the requests and frees (version 2 of its file: +sync in the trace)
+cuda=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc)")")}
+shim=
+if [ -z "${NO_SHIM:-}" ] && gcc -O2 -shared -fPIC -I"$cuda/include" -o "$OUT/shim.so" traces/capture/async_probe/shim.c -ldl -lpthread \
+  >"$OUT/shim_build.log" 2>&1; then
+  shim=$OUT/shim.so
+fi
+say "shim for the synchronisations: ${shim:-none ($(tail -c 300 "$OUT/shim_build.log" 2>/dev/null))}"
 export PT_GPU_FREES_BUILD=/tmp/pagetune_gpu_frees
 python3 traces/capture/gpufrees.py "$PT_GPU_FREES_BUILD" >"$OUT/build.log" 2>&1
 rc=$?
@@ -54,13 +63,13 @@ for w in ${WORKLOADS//,/ }; do
   n=timed_$w; [ "$c" -gt 1 ] && n=timed${c}_$w
   late && break
   start=$(date +%s)
-  PT_GPU_FREES=1 timeout 180 python3 traces/capture/capture.py --out "$OUT/timed" --worker "$w" --name "$n" \
+  LD_PRELOAD=$shim PT_GPU_FREES=1 timeout 180 python3 traces/capture/capture.py --out "$OUT/timed" --worker "$w" --name "$n" \
     >"$OUT/timed/$n.log" 2>&1
   say "$n: capture exit $? in $(( $(date +%s) - start )) s $(jget "$OUT/timed/$n.json" gpu_frees_error gpu_frees_failed_events)"
   if [ -f "$OUT/timed/$n.pickle" ] && [ -f "$OUT/timed/$n.gpufrees.gz" ]; then
     LD_LIBRARY_PATH=$libs ./pagetune trace import "$OUT/timed/$n.pickle" --gpu-frees "$OUT/timed/$n.gpufrees.gz" \
       -o "$OUT/timed/$n.trace.gz" --json >"$OUT/timed/$n.stats.json" 2>"$OUT/timed/$n.import.err"
-    say "$n: import exit $? $(cat "$OUT/timed/$n.import.err") $(jget "$OUT/timed/$n.stats.json" frees gpu_timed_frees gpu_pending_frees gpu_lag_requests_max deferred_frees)"
+    say "$n: import exit $? $(cat "$OUT/timed/$n.import.err") $(jget "$OUT/timed/$n.stats.json" frees gpu_timed_frees gpu_pending_frees gpu_lag_requests_max deferred_frees syncs)"
     for lag in 1 0; do
       LD_LIBRARY_PATH=$libs ./pagetune sim --trace "$OUT/timed/$n.trace.gz" --policy cuda_async --set release_threshold=1125899906842624 --set gpu_lag=$lag \
         --json >"$OUT/timed/$n.sim$lag.json" 2>>"$OUT/timed/$n.import.err"

@@ -28,6 +28,7 @@ CPP_SOURCE = r"""
 #include <cuda_runtime_api.h>
 #include <cstdio>
 #include <deque>
+#include <dlfcn.h>
 #include <map>
 #include <vector>
 
@@ -40,6 +41,12 @@ std::map<cudaStream_t, std::deque<Pending>> pending;  // per stream, oldest firs
 std::vector<cudaEvent_t> spare;
 uint64_t requests = 0, failed = 0;
 bool on = false, attached = false;
+// with traces/capture/async_probe/shim.c preloaded: its count of synchronisations, read at each request and free
+typedef unsigned long long (*syncs_fn)();
+syncs_fn shim_syncs = nullptr;
+unsigned long long last_syncs = 0;
+uint64_t calls = 0;             // requests and frees seen
+std::vector<uint64_t> sync_at;  // a synchronisation came before the call of this number (from 1)
 
 void poll() {
   for (auto &kv : pending) {
@@ -59,6 +66,12 @@ void poll() {
 
 void tracker(const TraceEntry &te) {
   if (!on) return;
+  if (shim_syncs && (te.action_ == TraceEntry::Action::ALLOC || te.action_ == TraceEntry::Action::OOM ||
+                     te.action_ == TraceEntry::Action::FREE_COMPLETED)) {
+    calls++;
+    unsigned long long s = shim_syncs();
+    if (s != last_syncs) { sync_at.push_back(calls); last_syncs = s; }
+  }
   if (te.action_ == TraceEntry::Action::ALLOC || te.action_ == TraceEntry::Action::OOM) {
     poll();
     requests++;
@@ -76,6 +89,9 @@ void tracker(const TraceEntry &te) {
 
 void start() {
   frees.clear(); pending.clear(); requests = failed = 0;
+  sync_at.clear(); calls = 0;
+  shim_syncs = (syncs_fn)dlsym(RTLD_DEFAULT, "pt_shim_syncs");
+  last_syncs = shim_syncs ? shim_syncs() : 0;
   if (!attached) { c10::cuda::CUDACachingAllocator::attachAllocatorTraceTracker(tracker); attached = true; }
   on = true;
 }
@@ -88,10 +104,12 @@ int64_t stop(const std::string &path) {
     for (auto &p : kv.second) { frees[p.idx].seen = requests; frees[p.idx].done = false; }
   FILE *f = fopen(path.c_str(), "w");
   if (!f) return -1;
-  fprintf(f, "pagetune-gpu-frees 1\nrequests %llu\n", (unsigned long long)requests);
+  fprintf(f, "pagetune-gpu-frees %d\nrequests %llu\n", shim_syncs ? 2 : 1, (unsigned long long)requests);
+  if (shim_syncs) fprintf(f, "syncs recorded\n");
   for (const Free &x : frees)
     fprintf(f, "f 0x%llx %llu%s\n", (unsigned long long)x.addr, (unsigned long long)(x.seen - x.at),
             x.done ? "" : " end");
+  for (uint64_t n : sync_at) fprintf(f, "s %llu\n", (unsigned long long)n);
   fprintf(f, "end %zu\n", frees.size());
   fclose(f);
   return (int64_t)failed;

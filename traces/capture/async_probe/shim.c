@@ -18,6 +18,8 @@
  *     k I K                            with PT_SHIM_MARK=1: the I-th free (from 1) was passed by the GPU after
  *                                      K more requests (0: before the next one)
  *     end CALLS                        at exit: the number of a and f lines (none: the process did not exit)
+ * Preloaded into a run under the native allocator (PT_GPU_FREES=1 captures), it writes nothing; it counts the
+ * synchronisations for gpufrees.py (pt_shim_syncs).
  * PT_SHIM_MARK=1 times the frees without asking the driver anything: after each cudaFreeAsync a stream
  * memory operation (cuStreamWriteValue32) writes the free's number to host memory, which the shim reads
  * before each request (a plain load, no CUDA call).
@@ -35,6 +37,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static FILE *out;
 static void *cudart;
 static unsigned long long n_launch, n_query, n_sync, n_record, n_wait, n_evquery;
+static unsigned long long n_sync_total; /* every synchronisation, for pt_shim_syncs */
 /* PT_SHIM_MARK: one host word per stream, written by the GPU as it passes each free */
 #define MARK_STREAMS 16
 #define MARK_MAX (1 << 20)
@@ -213,9 +216,20 @@ COUNTED(n_launch, cudaError_t, cudaLaunchKernel, (const void *f, dim3 g, dim3 b,
         (f, g, b, a, sh, s))
 COUNTED(n_query, cudaError_t, cudaStreamQuery, (cudaStream_t s), (s))
 COUNTED(n_evquery, cudaError_t, cudaEventQuery, (cudaEvent_t e), (e))
-COUNTED(n_sync, cudaError_t, cudaStreamSynchronize, (cudaStream_t s), (s))
-COUNTED(n_sync, cudaError_t, cudaDeviceSynchronize, (void), ())
-COUNTED(n_sync, cudaError_t, cudaEventSynchronize, (cudaEvent_t e), (e))
+#define COUNTED_SYNC(type, name, params, args)               \
+  type name params {                                         \
+    REAL(type, name, params);                                \
+    __atomic_add_fetch(&n_sync, 1, __ATOMIC_RELAXED);        \
+    __atomic_add_fetch(&n_sync_total, 1, __ATOMIC_RELAXED);  \
+    return fn args;                                          \
+  }
+COUNTED_SYNC(cudaError_t, cudaStreamSynchronize, (cudaStream_t s), (s))
+COUNTED_SYNC(cudaError_t, cudaDeviceSynchronize, (void), ())
+COUNTED_SYNC(cudaError_t, cudaEventSynchronize, (cudaEvent_t e), (e))
+
+/* The synchronisations so far: gpufrees.py's tracker reads them (dlsym) to place them among the native
+   allocator's requests and frees, where the shim logs nothing (no cudaMallocAsync is made). */
+unsigned long long pt_shim_syncs(void) { return __atomic_load_n(&n_sync_total, __ATOMIC_RELAXED); }
 COUNTED(n_record, cudaError_t, cudaEventRecord, (cudaEvent_t e, cudaStream_t s), (e, s))
 COUNTED(n_wait, cudaError_t, cudaStreamWaitEvent, (cudaStream_t s, cudaEvent_t e, unsigned int f), (s, e, f))
 
