@@ -22,4 +22,6 @@ rec="$src/sim/base/error.c $src/sim/base/u64map.c $src/sim/base/clock.c $src/bac
   $src/sim/trace/trace.c $src/sim/trace/snapshot.c $src/sim/trace/frames.c"
 # shellcheck disable=SC2086
 $cc $flags -I$src/sim/device -I$src/sim/mech -I$src/backend -o "$out/fuzz_record" "$src/tests/fuzz/fuzz_record.c" $rec -lz
-echo "built $out/fuzz_trace $out/fuzz_pickle $out/fuzz_libconf $out/fuzz_record"
+$cc $flags -o "$out/fuzz_timing" "$src/tests/fuzz/fuzz_timing.c" "$src/sim/base/error.c" "$src/sim/base/u64map.c" \
+  "$src/sim/trace/gpufrees.c" -lz
+echo "built $out/fuzz_trace $out/fuzz_pickle $out/fuzz_libconf $out/fuzz_record $out/fuzz_timing"

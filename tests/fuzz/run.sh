@@ -7,7 +7,7 @@ runs=${1:-1000000}
 src=${2:-.}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-for t in trace pickle libconf record; do
+for t in trace pickle libconf record timing; do
   mkdir -p "$work/$t"
   cp "$src/tests/fuzz/corpus/$t"/* "$work/$t/"
   echo "== fuzz_$t: $runs runs"
