@@ -120,7 +120,12 @@
  * (docs/model.md).  A free of a block other streams used (the trace's
  * deferred frees: PyTorch frees those on a stream of its own, which no
  * request is made on) is the pool's until the driver sees it complete
- * (free_deferred).  With lazy_check 0 a free is seen complete at the first
+ * (free_deferred).  Not modelled: the driver also follows event dependencies
+ * between streams (cudaMemPoolReuseFollowEventDependencies, which PyTorch turns
+ * on): a free on one stream serves another stream's requests once that stream
+ * has waited on an event recorded after it (two_streams; docs/model.md); a
+ * trace does not say which stream waited on which event.  With lazy_check 0 a
+ * free is seen complete at the first
  * request after the GPU passed it, reused by any stream while pending, as
  * the model was before the rule was found: the rule with a synchronisation
  * before every request.  A trace that does not say where the program
