@@ -61,13 +61,7 @@ grep -A1 '^+sync$' "$tmp/back.trace" | grep -q '^f 2 150$' || fail "+sync not wr
 "$pt" trace stats --json "$tmp/r.trace" | python3 -c 'import json, sys; sys.exit(json.load(sys.stdin).get("syncs") != 1)' ||
   fail "stats: syncs is not 1"
 "$pt" trace stats --json "$tmp/r0.trace" | grep -q '"syncs"' && fail "syncs printed for a trace without +sync"
-bad_line() { # WHAT SED-SCRIPT EXPECTED-MESSAGE
-  sed "$2" "$tmp/r.trace" >"$tmp/bad.trace"
-  "$pt" trace stats "$tmp/bad.trace" >"$tmp/o" 2>"$tmp/e"
-  rc=$?
-  [ $rc -eq 1 ] || fail "$1: exit $rc, not 1"
-  [ "$(wc -l <"$tmp/e")" -eq 1 ] && grep -q "$tmp/bad.trace: line [0-9]*: .*$3" "$tmp/e" || fail "$1: $(cat "$tmp/e")"
-}
+bad_line() { bad_trace_line "$tmp/r.trace" "$@"; } # WHAT SED-SCRIPT EXPECTED-MESSAGE
 bad_line "+sync with a field" 's/^+sync$/+sync 1/' "extra fields after +sync"
 bad_line "two +sync lines" 's/^+sync$/+sync\n+sync/' "two +sync lines"
 bad_line "+sync before the end" 's/^end 8$/+sync\nend 8/' "+sync before the end line"

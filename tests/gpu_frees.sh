@@ -51,13 +51,7 @@ sys.exit("stats (got, want): %r" % bad if bad else 0)
 PY
 "$pt" trace stats --json "$top_srcdir/traces/llm_decode.pickle.gz" | grep -q gpu_ && fail "gpu figures on a trace without +gpu"
 n=$(grep -n '^+gpu' "$tmp/g.trace" | cut -d: -f1)
-bad_line() { # WHAT SED-SCRIPT EXPECTED-MESSAGE
-  sed "$2" "$tmp/g.trace" >"$tmp/bad.trace"
-  "$pt" trace stats "$tmp/bad.trace" >"$tmp/o" 2>"$tmp/e"
-  rc=$?
-  [ $rc -eq 1 ] || fail "$1: exit $rc, not 1"
-  [ "$(wc -l <"$tmp/e")" -eq 1 ] && grep -q "$tmp/bad.trace: line [0-9]*: .*$3" "$tmp/e" || fail "$1: $(cat "$tmp/e")"
-}
+bad_line() { bad_trace_line "$tmp/g.trace" "$@"; } # WHAT SED-SCRIPT EXPECTED-MESSAGE
 bad_line "+gpu without a count" "${n}s/.*/+gpu/" "missing field"
 bad_line "+gpu with two fields" "${n}s/.*/+gpu 1 2/" "extra fields after +gpu"
 bad_line "+gpu of 2^41" "${n}s/.*/+gpu 2199023255552/" "more than 2^40 requests"

@@ -16,3 +16,12 @@ done_ok() {
   echo "$1: ok"
 }
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: python3 is missing"; exit 77; }
+# bad_trace_line TRACE WHAT SED-SCRIPT EXPECTED-MESSAGE: TRACE edited by SED-SCRIPT is one error line naming the
+# file and a line, with EXPECTED-MESSAGE, and exit 1 (trace stats)
+bad_trace_line() {
+  sed "$3" "$1" >"$tmp/bad.trace"
+  "$pt" trace stats "$tmp/bad.trace" >"$tmp/o" 2>"$tmp/e"
+  rc=$?
+  [ $rc -eq 1 ] || fail "$2: exit $rc, not 1"
+  [ "$(wc -l <"$tmp/e")" -eq 1 ] && grep -q "$tmp/bad.trace: line [0-9]*: .*$4" "$tmp/e" || fail "$2: $(cat "$tmp/e")"
+}

@@ -144,7 +144,7 @@ static int counts(reader *r, const char *p, int *sync) {
   return 0;
 }
 
-static int parse_async(gzFile gz, reader *r, pt_async_run *a, pt_u64map *live) {
+static int parse_async_with(gzFile gz, reader *r, pt_async_run *a, pt_u64map *live) {
   char buf[LINE_CHARS];
   int ended = 0, sync = 0, rc;
   size_t cap_free = 0;
@@ -212,18 +212,32 @@ static int parse_async(gzFile gz, reader *r, pt_async_run *a, pt_u64map *live) {
   return finish(gz, r, ended);
 }
 
-int pt_async_run_load(const char *path, pt_async_run *a, pt_err *err) {
-  memset(a, 0, sizeof *a);
+static int parse_async(gzFile gz, reader *r, void *out) {
+  pt_u64map live = {0}; /* a live address -> its request's call */
+  int rc = parse_async_with(gz, r, out, &live);
+  pt_u64map_free(&live);
+  return rc;
+}
+
+/* path read by read_fn into out (zeroed first, freed by done on an error). */
+static int load(const char *path, int (*read_fn)(gzFile, reader *, void *), void *out, size_t size, void (*done)(void *),
+                pt_err *err) {
+  memset(out, 0, size);
   errno = 0;
   gzFile gz = gzopen(path, "rb");
   if (!gz) return pt_err_set(err, PT_EIO, "%s: %s", path, errno ? strerror(errno) : "cannot open");
   reader r = {path, 0, err};
-  pt_u64map live = {0};
-  int rc = parse_async(gz, &r, a, &live);
-  pt_u64map_free(&live);
+  int rc = read_fn(gz, &r, out);
   gzclose(gz);
-  if (rc < 0) pt_async_run_free(a);
+  if (rc < 0) done(out);
   return rc;
+}
+
+static void async_done(void *a) { pt_async_run_free(a); }
+static void frees_done(void *g) { pt_gpu_frees_free(g); }
+
+int pt_async_run_load(const char *path, pt_async_run *a, pt_err *err) {
+  return load(path, parse_async, a, sizeof *a, async_done, err);
 }
 
 void pt_async_run_free(pt_async_run *a) {
@@ -232,16 +246,10 @@ void pt_async_run_free(pt_async_run *a) {
   memset(a, 0, sizeof *a);
 }
 
+static int parse_frees(gzFile gz, reader *r, void *out) { return parse(gz, r, out); }
+
 int pt_gpu_frees_load(const char *path, pt_gpu_frees *g, pt_err *err) {
-  memset(g, 0, sizeof *g);
-  errno = 0;
-  gzFile gz = gzopen(path, "rb");
-  if (!gz) return pt_err_set(err, PT_EIO, "%s: %s", path, errno ? strerror(errno) : "cannot open");
-  reader r = {path, 0, err};
-  int rc = parse(gz, &r, g);
-  gzclose(gz);
-  if (rc < 0) pt_gpu_frees_free(g);
-  return rc;
+  return load(path, parse_frees, g, sizeof *g, frees_done, err);
 }
 
 void pt_gpu_frees_free(pt_gpu_frees *g) {
