@@ -87,14 +87,7 @@ sys.exit(0 if timed == frees - deferred and timed > 0 else "%s: %r timed of %d f
 PY
 done
 zcat "$d/timed_cnn_train.gpufrees.gz" >"$tmp/f.txt"
-bad_frees() { # WHAT FILE EXPECTED-MESSAGE
-  rm -f "$tmp/out.trace"
-  "$pt" trace import "$d/timed_cnn_train.pickle.gz" --gpu-frees "$2" -o "$tmp/out.trace" >"$tmp/o" 2>"$tmp/e"
-  rc=$?
-  [ $rc -eq 1 ] || fail "$1: exit $rc, not 1"
-  [ "$(wc -l <"$tmp/e")" -eq 1 ] && grep -q "$3" "$tmp/e" || fail "$1: $(cat "$tmp/e")"
-  [ -e "$tmp/out.trace" ] && fail "$1: the trace was written"
-}
+bad_frees() { bad_import "$1" "$3" "$d/timed_cnn_train.pickle.gz" --gpu-frees "$2"; } # WHAT FILE EXPECTED-MESSAGE
 bad_frees "another run's free times" "$d/timed_varlen_infer.gpufrees.gz" "not the same run"
 sed '1s/.*/pagetune-gpu-frees 3/' "$tmp/f.txt" >"$tmp/f1"
 bad_frees "a newer version" "$tmp/f1" "f1: line 1: not a pagetune GPU free-times file (version 1 or 2)"

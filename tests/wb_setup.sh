@@ -1,4 +1,4 @@
-# wb_setup.sh — sourced by the workbench's test scripts (check.sh, report_rec.sh, knobs.sh, store_views.sh, policies.sh,
+# wb_setup.sh — sourced by the workbench's test scripts (check.sh, report_rec.sh, knobs.sh, store_views.sh, policies.sh, gpu_frees.sh, async_run.sh,
 # readme_tour.sh): the build's program and bundled policies, a temporary folder
 # removed at exit ($tmp), fail() counting into $fails, done_ok NAME to end with the
 # verdict, and a skip (exit 77, automake's SKIP) without python3, which checks the JSON.
@@ -24,4 +24,16 @@ bad_trace_line() {
   rc=$?
   [ $rc -eq 1 ] || fail "$2: exit $rc, not 1"
   [ "$(wc -l <"$tmp/e")" -eq 1 ] && grep -q "$tmp/bad.trace: line [0-9]*: .*$4" "$tmp/e" || fail "$2: $(cat "$tmp/e")"
+}
+# bad_import WHAT EXPECTED-MESSAGE SRC OPTION... : `trace import SRC OPTION... -o T` fails with exit 1, one error
+# line matching EXPECTED-MESSAGE, and no T
+bad_import() {
+  what=$1 msg=$2
+  shift 2
+  rm -f "$tmp/out.trace"
+  "$pt" trace import "$@" -o "$tmp/out.trace" >"$tmp/o" 2>"$tmp/e"
+  rc=$?
+  [ $rc -eq 1 ] || fail "$what: exit $rc, not 1"
+  [ "$(wc -l <"$tmp/e")" -eq 1 ] && grep -q "$msg" "$tmp/e" || fail "$what: $(cat "$tmp/e")"
+  [ -e "$tmp/out.trace" ] && fail "$what: the trace was written"
 }
