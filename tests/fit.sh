@@ -102,5 +102,54 @@ check 2 "no -o" "$pt" gpu fit "$tmp/d.json"
 check 2 "no input" "$pt" gpu fit -o "$tmp/x.gpu"
 check 2 "a bad name" "$pt" gpu fit --name "a b" -o "$tmp/x.gpu" "$tmp/d.json"
 
+# --work: replays of three caching configurations whose measured own work (measured_total_us less the calls'
+# 5 us) is exactly 0.01 x requests and frees + 0.02 x free-set operations + 0.003 x chunks, as simulated here
+# (sim --json's work), recorded under a path that does not exist here; and a direct run (no line of its own)
+for tp in randn_loop:pytorch_native cap_retry:pytorch_native llm_decode:large_page_threshold; do
+  "$pt" sim --trace "$top_srcdir/traces/${tp%%:*}.pickle.gz" --policy "${tp#*:}" --gpu "$tmp/base.gpu" --json >"$tmp/w-${tp%%:*}.json" ||
+    fail "sim of ${tp%%:*}"
+done
+python3 - "$tmp" >"$tmp/w.jsonl" <<'P' || fail "writing the work replays"
+import json, sys
+tmp = sys.argv[1]
+for t, pol in (("randn_loop", "pytorch_native"), ("cap_retry", "pytorch_native"), ("llm_decode", "large_page_threshold")):
+    s = json.load(open("%s/w-%s.json" % (tmp, t)))
+    w = s["work"]
+    own = 0.01 * w["requests"] + 0.02 * w["set_ops"] + 0.003 * w["set_chunks"]
+    print(json.dumps({"gpu_mechanism_replay": {"mechanism": "caching", "trace": "/gone/%s.pickle.gz" % t, "policy": pol,
+                      "requests": s["allocs"], "measured_total_us": own + 5.0,
+                      "measured_costs": {"calls": {"malloc": [[1, 2097152, 5.0]]}, "requests": [[10, 5120, 1.0]]}}}))
+print(json.dumps({"gpu_mechanism_replay": {"mechanism": "direct", "trace": "/gone/randn_loop.pickle.gz", "policy": "direct",
+                  "requests": 1000, "measured_total_us": 100.0,
+                  "measured_costs": {"calls": {"malloc": [[1000, 512000, 50.0]]}, "requests": [[2000, 1024000, 50.0]]}}}))
+P
+"$pt" gpu fit --gpu "$tmp/base.gpu" --work --traces "$top_srcdir/traces" -o "$tmp/w.gpu" "$tmp/w.jsonl" 2>"$tmp/err" ||
+  fail "fit --work: $(cat "$tmp/err")"
+python3 - "$tmp/w.gpu" <<'P' || fail "fit --work: the line: $(grep '^bookkeeping_work' "$tmp/w.gpu")"
+import sys
+lines = [l.split() for l in open(sys.argv[1]) if l.startswith("bookkeeping_work ")]
+assert len(lines) == 1 and lines[0][1] == "caching", lines  # direct keeps its lines
+got = [float(x) for x in lines[0][2:]]
+assert all(abs(g / w - 1) < 1e-4 for g, w in zip(got, (0.01, 0.02, 0.003))), got
+P
+# the fitted line prices llm_decode's own work by its counts, in place of the bookkeeping lines
+"$pt" sim --trace "$top_srcdir/traces/llm_decode.pickle.gz" --policy large_page_threshold --gpu "$tmp/w.gpu" --json >"$tmp/ws.json" ||
+  fail "sim with the work line"
+grep -v '^bookkeeping' "$tmp/w.gpu" >"$tmp/nobk.gpu"
+"$pt" sim --trace "$top_srcdir/traces/llm_decode.pickle.gz" --policy large_page_threshold --gpu "$tmp/nobk.gpu" --json >"$tmp/wn.json" ||
+  fail "sim without bookkeeping"
+python3 - "$tmp" <<'P' || fail "the work line's prediction"
+import json, sys
+a, b = (json.load(open("%s/%s.json" % (sys.argv[1], n))) for n in ("ws", "wn"))
+w = b["work"]
+own = 0.01 * w["requests"] + 0.02 * w["set_ops"] + 0.003 * w["set_chunks"]
+assert abs(a["predicted_alloc_us"] - b["predicted_alloc_us"] - own) < 1e-3 * own, (a["predicted_alloc_us"], b["predicted_alloc_us"], own)
+P
+sed 's/"requests": [0-9]*, "measured/"requests": 7, "measured/' "$tmp/w.jsonl" >"$tmp/wrong.jsonl"
+check 1 "--work: a recorded trace not here" "$pt" gpu fit --gpu "$tmp/base.gpu" --work -o "$tmp/x.gpu" "$tmp/w.jsonl"
+check 1 "--work: not the trace replayed" "$pt" gpu fit --gpu "$tmp/base.gpu" --work --traces "$top_srcdir/traces" -o "$tmp/x.gpu" "$tmp/wrong.jsonl"
+check 1 "--work: a replay without its trace" "$pt" gpu fit --work -o "$tmp/x.gpu" "$tmp/r.jsonl"
+check 2 "--traces without --work" "$pt" gpu fit --traces "$top_srcdir/traces" -o "$tmp/x.gpu" "$tmp/w.jsonl"
+
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "gpu fit: all checks passed"

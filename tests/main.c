@@ -32,7 +32,7 @@ int main(void) {
                            pt_test_add_gen, pt_test_add_u64map,
                            pt_test_add_caching, pt_test_add_mechs, pt_test_add_policy,
                            pt_test_add_pagetable, pt_test_add_tlb, pt_test_add_cost,
-                           pt_test_add_gpu, pt_test_add_tune, pt_test_add_store,
+                           pt_test_add_gpu, pt_test_add_work, pt_test_add_tune, pt_test_add_store,
                            pt_test_add_report, pt_test_add_export, pt_test_add_device,
                            pt_test_add_paramjson, pt_test_add_cli, pt_test_add_alloc,
                            pt_test_add_jsonread, pt_test_add_libconf, pt_test_add_record,

@@ -314,6 +314,36 @@ static void test_bset_empty_again(void) {
   pt_bset_free(&s);
 }
 
+/* The work counters (bset.h): one op a call of each kind, and the chunks a set had at each insert.  20 keys
+   ascending into an empty set: the first sees no chunk, the next 15 one, the 17th one (it splits the full chunk
+   in two), the last 3 two: 0 + 15 + 1 + 6 = 22. */
+static void test_bset_work_counts(void) {
+  static pt_bnode n[20];
+  pt_bset s = {0};
+  pt_bset_work w0 = pt_bset_work_read();
+  for (int i = 0; i < 20; i++) {
+    n[i].key = (pt_bkey){0, 512, (uint64_t)i * 512};
+    CU_ASSERT_EQUAL_FATAL(pt_bset_insert(&s, &n[i]), 0);
+  }
+  pt_bset_work w1 = pt_bset_work_read();
+  CU_ASSERT_EQUAL(w1.ops - w0.ops, 20);
+  CU_ASSERT_EQUAL(w1.chunks - w0.chunks, 22);
+  CU_ASSERT_EQUAL(s.nchunks, 2);
+  pt_bpos pos;
+  CU_ASSERT_PTR_EQUAL(pt_bset_lower_bound(&s, &n[3].key), &n[3]);
+  CU_ASSERT_PTR_EQUAL(pt_bset_lower_bound_pos(&s, &n[4].key, &pos), &n[4]);
+  pt_bset_erase_pos(&s, pos);
+  CU_ASSERT_PTR_EQUAL(pt_bset_upper_bound(&s, &n[3].key), &n[5]);
+  CU_ASSERT_PTR_EQUAL(pt_bset_before(&s, &n[3].key), &n[2]);
+  CU_ASSERT_PTR_EQUAL(pt_bset_first(&s), &n[0]);
+  CU_ASSERT_PTR_EQUAL(pt_bset_next(&s, &n[0]), &n[1]);
+  pt_bset_erase(&s, &n[0]);
+  pt_bset_work w2 = pt_bset_work_read();
+  CU_ASSERT_EQUAL(w2.ops - w1.ops, 8);
+  CU_ASSERT_EQUAL(w2.chunks, w1.chunks); /* only inserts add chunks */
+  pt_bset_free(&s);
+}
+
 static void test_bset_against_sorted_array(void) {
   enum { CAP = 600, OPS = 60000 };
   static pt_bnode nodes[CAP];
@@ -579,6 +609,7 @@ int pt_test_add_caching(void) {
   CU_add_test(s, "private pools: blocks kept apart, empty_cache frees the default pool's only", test_private_pools);
   CU_add_test(s, "free-block set: 60k random operations against a sorted array", test_bset_against_sorted_array);
   CU_add_test(s, "free-block set: emptied, it answers and fills again", test_bset_empty_again);
+  CU_add_test(s, "free-block set: work counters, one a call, chunks at each insert", test_bset_work_counts);
   CU_add_test(s, "fidelity on every real H200 trace", test_fidelity);
   CU_add_test(s, "large pool: a rest of exactly 1 MiB is not split, 1 MiB + 512 is", test_split_rest_exactly_1mib);
   CU_add_test(s, "oversize limits at their boundaries (max_non_split_rounding, max_split)",

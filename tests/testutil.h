@@ -16,6 +16,7 @@ int pt_test_add_policy(void);
 int pt_test_add_pagetable(void);
 int pt_test_add_tlb(void);
 int pt_test_add_cost(void);
+int pt_test_add_work(void);
 int pt_test_add_gpu(void);
 int pt_test_add_tune(void);
 int pt_test_add_store(void);

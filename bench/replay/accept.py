@@ -25,6 +25,11 @@
 4. The allocator's own work per request by how many blocks were live.
 5. With the class axis: the measured own work and driver-call time by request class, by trace.
 
+With --work, section 2's fits price each mechanism's own work (direct's aside) by what it did:
+`gpu fit --work --traces <this checkout>/traces` (a bookkeeping_work line: requests and frees, free-set
+operations, the sets' chunks at each insert, each at a fitted cost); the fitted descriptions are named
+fitNw*.gpu, so the ones without it are left as they are.
+
 With several processes a configuration (mechanism.sh PROCS=N), each check of 1
 must hold in every process, and a configuration's measured time is the median
 over its processes of each process's median of its timed repeats.
@@ -49,6 +54,8 @@ ap.add_argument("--out", default=None, help="where the fitted descriptions go (d
 ap.add_argument("--statistic", choices=("median", "min"), default="median",
                 help="a configuration's measured time over its processes (each process's figure is the median of "
                      "its timed repeats): median (default), or min, the least disturbed process")
+ap.add_argument("--work", action="store_true",
+                help="fit own work by what each mechanism did (gpu fit --work: bookkeeping_work lines)")
 a = ap.parse_args()
 out = a.out or os.path.dirname(os.path.abspath(a.jsonl))
 base = a.base or os.path.join(os.path.dirname(os.path.abspath(a.jsonl)), "calibrated.gpu")
@@ -98,6 +105,7 @@ for (t, pol), rs in procs.items():
         "/".join("%+d" % (d - b) for d in sorted(dpeaks) for b in sorted(peaks)), "" if peak_ok else " (over a granule)"))
 print("\n%d configurations (%d runs), %d with a failed check\n" % (len(procs), len(runs), bad))
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 traces = sorted({name(r) for r in runs})
 halves = (traces[0::2], traces[1::2])
 
@@ -114,11 +122,9 @@ def fit(cal, path, extra):
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as f:
         f.write("\n".join(lines) + "\n")
         f.flush()
+        work = ["--work", "--traces", os.path.join(HERE, "..", "..", "traces")] if a.work else []
         subprocess.run([a.pagetune, "gpu", "fit", "--gpu", base, "--name", os.path.basename(path)[:-4], "-o", path] +
-                       extra + [f.name], check=True, stderr=subprocess.DEVNULL)
-
-
-HERE = os.path.dirname(os.path.abspath(__file__))
+                       extra + work + [f.name], check=True, stderr=subprocess.DEVNULL)
 
 
 def trace_path(p):
@@ -184,7 +190,7 @@ def summary(rows, pairs_same, pairs):
 misses = {}  # (fit, classes) -> trace -> [misses, judged]
 for (k, (cal, judge_traces)), (label, extra) in itertools.product(enumerate((halves, halves[::-1])),
                                                                   (("all costs", []), ("own work only", ["--bookkeeping-only"]))):
-    stem = os.path.join(out, "fit%d%s" % (k + 1, "b" if extra else ""))
+    stem = os.path.join(out, "fit%d%s%s" % (k + 1, "w" if a.work else "", "b" if extra else ""))
     fit(cal, stem + ".gpu", extra + ["--one-class"])
     old = judge(judge_traces, stem + ".gpu")
     new = None

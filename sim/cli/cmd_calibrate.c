@@ -118,12 +118,13 @@ static int store_points(const calibrate_args *a, const measured *m, pt_err *err)
 }
 
 /* Whether a line of the base description is one the measurement replaces: a mechanism's bookkeeping_us (all five
-   are measured; the constant for the rest stays), and torch_pair_us when PyTorch was measured. */
+   are measured; the constant for the rest stays) and bookkeeping_work (it would price the mechanism in place
+   of the measured line), and torch_pair_us when PyTorch was measured. */
 static int replaced(const char *line, const measured *m) {
   char key[32], what[32];
   if (sscanf(line, " %31s %31s", key, what) != 2) return 0;
   if (!strcmp(key, "torch_pair_us")) return m->torch.measured;
-  return !strcmp(key, "bookkeeping_us") && pt_mech_find(what);
+  return (!strcmp(key, "bookkeeping_us") || !strcmp(key, "bookkeeping_work")) && pt_mech_find(what);
 }
 
 /* The description (bf: the base one's file, copied first) or the JSON, to out. */

@@ -4,6 +4,7 @@
 #include "json.h"
 
 #include <errno.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "fit.h"
 #include "gpu.h"
 #include "jsonread.h"
+#include "workbench.h"
 
 typedef struct gpu_args {
   int json;
@@ -58,8 +60,8 @@ int pt_cmd_gpu_info(void *args, char **pos, int npos, pt_err *err) {
 /* ---- pagetune gpu fit ------------------------------------------------------ */
 
 typedef struct fit_args {
-  const char *gpu, *name, *output;
-  int bookkeeping_only, one_class;
+  const char *gpu, *name, *output, *traces;
+  int bookkeeping_only, one_class, work;
 } fit_args;
 
 static const fit_args fit_defaults = {.gpu = "h200"};
@@ -72,9 +74,17 @@ static const pt_cli_opt fit_opts[] = {
     PT_CLI_OPT_FLAG("one-class", fit_args, one_class,
                     "ignore the replays' request classes (by_class): every request in the plain\n"
                     "lines, no *_repeat line, as replays without the class axis are fitted"),
+    PT_CLI_OPT_FLAG("work", fit_args, work,
+                    "also fit each mechanism's own work by what it did (a bookkeeping_work\n"
+                    "line): every replay's trace and policy simulated here under --gpu's\n"
+                    "description to count its free-set work; direct keeps its lines"),
+    PT_CLI_OPT_STR("traces", 0, "DIR", fit_args, traces,
+                   "with --work: a replay's trace path that does not exist here is read\n"
+                   "as DIR/its file name"),
     PT_CLI_END};
 const pt_cli_table pt_opts_gpu_fit = {
-    "usage: pagetune gpu fit -o FILE [--gpu NAME] [--name NAME] [--bookkeeping-only] [--one-class] REPLAY.json...\n"
+    "usage: pagetune gpu fit -o FILE [--gpu NAME] [--name NAME] [--bookkeeping-only] [--one-class]\n"
+    "                        [--work [--traces DIR]] REPLAY.json...\n"
     "\n"
     "Write a GPU description whose costs are the ones measured in context by\n"
     "real-mechanism replays: each REPLAY.json holds the output of\n"
@@ -89,12 +99,22 @@ const pt_cli_table pt_opts_gpu_fit = {
     "repeat is a request or free whose size was freed among the last few frees)\n"
     "give the plain lines from the other class and cost_repeat,\n"
     "bookkeeping_repeat_us and bookkeeping_call_repeat_us lines from the repeats;\n"
-    "older replays (no by_class) go whole into the plain lines.  Calibrate on some\n"
+    "older replays (no by_class) go whole into the plain lines.  With --work, each\n"
+    "mechanism but direct also gets a bookkeeping_work MECH REQ_US OP_US CHUNK_US\n"
+    "line, which prices its own work in place of its bookkeeping lines: the\n"
+    "replay's trace (\"trace\") and policy (\"policy\", at its defaults) are\n"
+    "simulated under --gpu's description to count its requests and frees, its\n"
+    "free-set operations and the sets' chunks at each insert; its measured own\n"
+    "work is measured_total_us less the time of its driver calls (a run whose own\n"
+    "work comes out 0 or less is left out); the three costs are fitted by least\n"
+    "squares on the relative error, none negative (a term that comes out negative\n"
+    "is dropped and the rest refitted).  Calibrate on some\n"
     "traces, predict others with 'pagetune sim --gpu FILE'.  Needs no GPU.\n",
     fit_opts, sizeof(fit_args), &fit_defaults, 4096};
 
-/* One {calls, requests, requests_with_calls} object's points added to f as class cls. */
-static int fit_points(pt_cost_fit *f, const pt_jr_val *mc, const char *mech, int cls, const char *path, pt_err *err) {
+/* One {calls, requests, requests_with_calls} object's points added to f as class cls (errors are prefixed with
+   where it is by the caller). */
+static int fit_points(pt_cost_fit *f, const pt_jr_val *mc, const char *mech, int cls, pt_err *err) {
   const pt_jr_val *calls = pt_jr_get(mc, "calls"), *req = pt_jr_get(mc, "requests");
   int rc = 0;
   for (size_t i = 0; rc == 0 && i < pt_jr_len(calls); i++) {
@@ -103,12 +123,12 @@ static int fit_points(pt_cost_fit *f, const pt_jr_val *mc, const char *mech, int
     int c = -1;
     for (int k = 0; k < PT_DRV_NCALLS; k++)
       if (!strcmp(name, pt_drv_call_names[k])) c = k;
-    if (c < 0) return pt_err_set(err, PT_EFORMAT, "%s: unknown driver call '%s'", path, name);
+    if (c < 0) return pt_err_set(err, PT_EFORMAT, "unknown driver call '%s'", name);
     for (size_t j = 0; rc == 0 && j < pt_jr_len(m); j++) {
       const pt_jr_val *p = pt_jr_index(m, j);
       double n = pt_jr_number(pt_jr_index(p, 0)), b = pt_jr_number(pt_jr_index(p, 1)), us = pt_jr_number(pt_jr_index(p, 2));
       if (pt_jr_len(p) != 3 || !(n >= 1) || !(b >= 0) || !(us >= 0) || n > 1e18 || b > 1.8e19)
-        return pt_err_set(err, PT_EFORMAT, "%s: %s: a point is [calls, bytes, us]", path, name);
+        return pt_err_set(err, PT_EFORMAT, "%s: a point is [calls, bytes, us]", name);
       rc = pt_cost_fit_call(f, cls, c, (uint64_t)n, (uint64_t)b, us, err);
     }
   }
@@ -118,15 +138,100 @@ static int fit_points(pt_cost_fit *f, const pt_jr_val *mc, const char *mech, int
       const pt_jr_val *p = pt_jr_index(req, j);
       double n = pt_jr_number(pt_jr_index(p, 0)), b = pt_jr_number(pt_jr_index(p, 1)), us = pt_jr_number(pt_jr_index(p, 2));
       if (pt_jr_len(p) != 3 || !(n >= 1) || !(b >= 0) || n > 1e18 || b > 1.8e19 || us != us)
-        return pt_err_set(err, PT_EFORMAT, "%s: requests: a point is [requests, bytes, us]", path);
+        return pt_err_set(err, PT_EFORMAT, "requests: a point is [requests, bytes, us]");
       rc = pt_cost_fit_requests(f, mech, cls, with, (uint64_t)n, (uint64_t)b, us > 0 ? us : 0, err);
     }
   }
   return rc;
 }
 
+/* --work: what the replays' runs are simulated under, and the counts of each trace and policy simulated
+   (a configuration measured in several processes is simulated once). */
+typedef struct work_memo {
+  char trace[4096], policy[256];
+  uint64_t allocs;
+  pt_work_counts c;
+} work_memo;
+
+typedef struct work_ctx {
+  const pt_gpu *gpu;
+  const char *traces;
+  work_memo *memo;
+  size_t n, cap;
+} work_ctx;
+
+/* The work counts of a replay's trace and policy, simulated under w->gpu (the memo's where made before). */
+static int work_counts(work_ctx *w, const char *trace, const char *policy, const char *mech, uint64_t requests,
+                       pt_err *err) {
+  char tpath[4096], pbuf[4096];
+  snprintf(tpath, sizeof tpath, "%s", trace);
+  if (access(tpath, R_OK) != 0 && w->traces &&
+      snprintf(tpath, sizeof tpath, "%s/%s", w->traces, pt_wb_base_name(trace)) >= (int)sizeof tpath)
+    return pt_err_set(err, PT_EFORMAT, "trace path too long");
+  if (access(tpath, R_OK) != 0)
+    return pt_err_set(err, PT_ENOTFOUND, "trace %s: %s%s", tpath, strerror(errno),
+                      w->traces ? "" : " (--traces DIR reads a recorded path as DIR/its file name)");
+  size_t i = 0;
+  while (i < w->n && (strcmp(w->memo[i].trace, tpath) || strcmp(w->memo[i].policy, policy))) i++;
+  if (i == w->n) {
+    if (strlen(policy) >= sizeof w->memo[0].policy) return pt_err_set(err, PT_EFORMAT, "policy name too long");
+    if (w->n == w->cap) {
+      size_t cap = w->cap ? 2 * w->cap : 16;
+      work_memo *m = realloc(w->memo, cap * sizeof *m);
+      if (!m) return pt_err_set(err, PT_ENOMEM, "out of memory");
+      w->memo = m;
+      w->cap = cap;
+    }
+    pt_policy *pol = NULL;
+    pt_trace_data t;
+    pt_sim_result r;
+    pt_trace_opts topts = {.device = -1};
+    int rc = pt_wb_policy_file(policy, pbuf, sizeof pbuf, err);
+    if (rc == 0) rc = pt_policy_load(pbuf, NULL, err, &pol);
+    if (rc < 0) return rc;
+    pt_sim_config cfg;
+    pt_wb_config(pol, 0, w->gpu, &cfg);
+    if (strcmp(cfg.mech->name, mech))
+      rc = pt_err_set(err, PT_EFORMAT, "policy %s is mechanism %s here, %s in the replay", policy, cfg.mech->name, mech);
+    if (rc == 0 && (rc = pt_trace_load(tpath, &topts, err, &t)) == 0) {
+      rc = pt_sim_run(&t, &cfg, err, &r);
+      pt_trace_data_free(&t);
+      if (rc == 0) {
+        w->memo[i] = (work_memo){.allocs = r.allocs, .c = r.work};
+        snprintf(w->memo[i].trace, sizeof w->memo[i].trace, "%s", tpath);
+        snprintf(w->memo[i].policy, sizeof w->memo[i].policy, "%s", policy);
+        w->n++;
+        pt_sim_result_free(&r);
+      }
+    }
+    pt_policy_free(pol);
+    if (rc < 0) return rc;
+  }
+  if (w->memo[i].allocs != requests)
+    return pt_err_set(err, PT_EFORMAT, "%s under %s makes %llu requests here, %llu in the replay: not the trace replayed",
+                      tpath, policy, (unsigned long long)w->memo[i].allocs, (unsigned long long)requests);
+  return (int)i;
+}
+
+/* --work: one replay's row (errors are prefixed with where it is by the caller) of the work fit (its counts simulated, its own work measured); direct has none. */
+static int fit_work(pt_cost_fit *f, work_ctx *w, const pt_jr_val *g, const char *mech, pt_err *err) {
+  if (!strcmp(mech, "direct")) return 0; /* its own work is its calls: it stays on its lines */
+  const char *trace = pt_jr_string(pt_jr_get(g, "trace"), NULL), *policy = pt_jr_string(pt_jr_get(g, "policy"), NULL);
+  double total = pt_jr_number(pt_jr_get(g, "measured_total_us")), requests = pt_jr_number(pt_jr_get(g, "requests"));
+  if (!trace || !policy || !(total >= 0) || !(requests >= 0) || requests > 1e18)
+    return pt_err_set(err, PT_EFORMAT, "--work needs the replay's trace, policy, requests and measured_total_us");
+  const pt_jr_val *calls = pt_jr_get(pt_jr_get(g, "measured_costs"), "calls");
+  double calls_us = 0; /* the driver calls' time (fit_points checked every point) */
+  for (size_t i = 0; i < pt_jr_len(calls); i++)
+    for (size_t j = 0; j < pt_jr_len(pt_jr_index(calls, i)); j++)
+      calls_us += pt_jr_number(pt_jr_index(pt_jr_index(pt_jr_index(calls, i), j), 2));
+  int k = work_counts(w, trace, policy, mech, (uint64_t)requests, err);
+  if (k < 0) return k;
+  return pt_cost_fit_work(f, mech, &w->memo[k].c, total - calls_us, err);
+}
+
 /* One replay object's measured costs added to f: by request class where it has them and one_class is 0. */
-static int fit_add(pt_cost_fit *f, const pt_jr_val *o, int one_class, const char *path, pt_err *err) {
+static int fit_add(pt_cost_fit *f, const pt_jr_val *o, int one_class, work_ctx *w, const char *path, pt_err *err) {
   const pt_jr_val *g = pt_jr_get(o, "gpu_mechanism_replay"), *mc = pt_jr_get(g, "measured_costs");
   const char *mech = pt_jr_string(pt_jr_get(g, "mechanism"), NULL);
   if (!mc || !mech)
@@ -136,17 +241,18 @@ static int fit_add(pt_cost_fit *f, const pt_jr_val *o, int one_class, const char
   if (bc) {
     const pt_jr_val *other = pt_jr_get(bc, "other"), *rep = pt_jr_get(bc, "repeat");
     if (!other || !rep) return pt_err_set(err, PT_EFORMAT, "%s: measured_costs.by_class needs 'other' and 'repeat'", path);
-    rc = fit_points(f, other, mech, PT_REQ_OTHER, path, err);
-    if (rc == 0) rc = fit_points(f, rep, mech, PT_REQ_REPEAT, path, err);
+    rc = fit_points(f, other, mech, PT_REQ_OTHER, err);
+    if (rc == 0) rc = fit_points(f, rep, mech, PT_REQ_REPEAT, err);
   } else {
-    rc = fit_points(f, mc, mech, PT_REQ_OTHER, path, err);
+    rc = fit_points(f, mc, mech, PT_REQ_OTHER, err);
   }
+  if (rc == 0 && w) rc = fit_work(f, w, g, mech, err);
   if (rc == 0) f->runs++;
   return rc < 0 ? pt_err_prefix(err, rc, "%s", path) : 0;
 }
 
 /* A file of one replay object, or one a line. */
-static int fit_file(pt_cost_fit *f, const char *path, int one_class, pt_err *err) {
+static int fit_file(pt_cost_fit *f, const char *path, int one_class, work_ctx *w, pt_err *err) {
   FILE *in = fopen(path, "r");
   if (!in) return pt_err_set(err, PT_ENOTFOUND, "%s: %s", path, strerror(errno));
   char *text;
@@ -158,7 +264,7 @@ static int fit_file(pt_cost_fit *f, const char *path, int one_class, pt_err *err
   pt_jr_doc *whole;
   pt_err quiet = {{0}};
   if (rc == 0 && pt_jr_parse(text, len, &o, &whole, &quiet) == 0) { /* one object, however laid out */
-    rc = fit_add(f, pt_jr_root(whole), one_class, path, err);
+    rc = fit_add(f, pt_jr_root(whole), one_class, w, path, err);
     pt_jr_free(whole);
     objects = 1;
     len = 0;
@@ -173,7 +279,9 @@ static int fit_file(pt_cost_fit *f, const char *path, int one_class, pt_err *err
       pt_jr_doc *doc;
       if ((rc = pt_jr_parse(text + s, end - s, &o, &doc, err)) < 0) rc = pt_err_prefix(err, rc, "%s: line %d", path, lineno);
       else {
-        rc = fit_add(f, pt_jr_root(doc), one_class, path, err);
+        char where[4200];
+        snprintf(where, sizeof where, "%s: line %d", path, lineno);
+        rc = fit_add(f, pt_jr_root(doc), one_class, w, where, err);
         pt_jr_free(doc);
         objects++;
       }
@@ -191,26 +299,32 @@ int pt_cmd_gpu_fit(void *args, char **pos, int npos, pt_err *err) {
   if (!npos) return pt_cli_usage(err, "needs at least one REPLAY.json");
   if (a->name && (!a->name[0] || strpbrk(a->name, " \t\n#/")))
     return pt_cli_usage(err, "--name '%s': a name has no blanks, '#' or '/'", a->name);
+  if (a->traces && !a->work) return pt_cli_usage(err, "--traces is for --work");
   pt_cost_fit *f = calloc(1, sizeof *f);
-  if (!f) return pt_err_set(err, PT_ENOMEM, "out of memory");
-  int rc = 0;
-  for (int i = 0; rc == 0 && i < npos; i++) rc = fit_file(f, pos[i], a->one_class, err);
+  pt_gpu *gp = malloc(sizeof *gp);
+  if (!f || !gp) {
+    free(f);
+    free(gp);
+    return pt_err_set(err, PT_ENOMEM, "out of memory");
+  }
+  work_ctx w = {.gpu = gp, .traces = a->traces};
+  int rc = pt_gpu_load(a->gpu, err, gp); /* first: --work simulates under it */
+  for (int i = 0; rc == 0 && i < npos; i++) rc = fit_file(f, pos[i], a->one_class, a->work ? &w : NULL, err);
   if (a->bookkeeping_only) memset(f->call, 0, sizeof f->call);
   char base[4096], name[80], tmp[4200], source[600];
   FILE *in = rc == 0 ? pt_gpu_open(a->gpu, base, sizeof base, err) : NULL;
   if (rc == 0 && !in) rc = PT_ENOTFOUND;
-  pt_gpu g;
-  if (rc == 0 && (rc = pt_gpu_load(a->gpu, err, &g)) == 0) {
-    if (snprintf(name, sizeof name, "%s%s", a->name ? a->name : g.name, a->name ? "" : "-fit") >= (int)sizeof g.name)
-      rc = pt_cli_usage(err, "--name: at most %zu characters", sizeof g.name - 1);
+  if (rc == 0) {
+    if (snprintf(name, sizeof name, "%s%s", a->name ? a->name : gp->name, a->name ? "" : "-fit") >= (int)sizeof gp->name)
+      rc = pt_cli_usage(err, "--name: at most %zu characters", sizeof gp->name - 1);
   }
   if (rc == 0) {
-    snprintf(source, sizeof source, "pagetune gpu fit from %d file(s) of real-mechanism replays, on %s", npos, g.name);
+    snprintf(source, sizeof source, "pagetune gpu fit from %d file(s) of real-mechanism replays, on %s", npos, gp->name);
     snprintf(tmp, sizeof tmp, "%s.tmp", a->output);
     FILE *out = fopen(tmp, "w");
     if (!out) rc = pt_err_set(err, PT_EIO, "%s: %s", tmp, strerror(errno));
     else {
-      rc = pt_cost_fit_write(f, in, g.points, out, name, source, err);
+      rc = pt_cost_fit_write(f, in, gp->points, out, name, source, err);
       if (fclose(out) != 0 && rc == 0) rc = pt_err_set(err, PT_EIO, "%s: write failed", tmp);
       pt_gpu check;
       if (rc == 0 && (rc = pt_gpu_load(tmp, err, &check)) < 0) rc = pt_err_prefix(err, rc, "the fitted description");
@@ -228,7 +342,12 @@ int pt_cmd_gpu_fit(void *args, char **pos, int npos, pt_err *err) {
       }
     fprintf(stderr, "%s: %s fitted from %u replay(s): %d call points (%d more of repeats), %d mechanism(s)\n", a->output,
             name, f->runs, ncalls, nrepeat, f->nmech);
+    if (a->work)
+      fprintf(stderr, "%s: own work by what it did fitted for the mechanisms but direct, %zu trace and policy pair(s) "
+                      "simulated%s\n", a->output, w.n, f->work_skipped ? "; runs with no own work measured left out" : "");
   }
+  free(w.memo);
+  free(gp);
   free(f);
   return rc;
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bset.h"
 #include "clock.h"
 #include "json.h"
 #include "sha256.h"
@@ -147,6 +148,7 @@ typedef struct run {
   int classify, cls;        /* classified at all; the class of the request being made */
   pt_call_sizes repeat_sizes; /* the calls made in repeat-class requests */
   pt_call_sizes untimed;    /* the calls no request made (untimed_begin): not the requests' time */
+  int count_work;           /* a cost is asked for: the free sets' work (bset.h) read around each request */
 } run;
 
 /* The mechanism told which pool the next record's memory comes from, when it keeps pools and that changed. */
@@ -366,6 +368,17 @@ static inline void untimed_begin(run *r) {
 
 static inline void untimed_end(run *r) { r->dev.class_sizes = NULL; }
 
+/* The free sets' work (bset.h) of one request or free, counted in out->work: w0 read before it. */
+static inline pt_bset_work work_begin(const run *r) { return r->count_work ? pt_bset_work_read() : (pt_bset_work){0, 0}; }
+
+static inline void work_end(const run *r, pt_sim_result *out, pt_bset_work w0) {
+  if (!r->count_work) return;
+  pt_bset_work w = pt_bset_work_read();
+  out->work.requests++;
+  out->work.ops += w.ops - w0.ops;
+  out->work.chunks += w.chunks - w0.chunks;
+}
+
 static inline int is_repeat(const pt_trace_data *t, size_t i) { return (int)(t->repeat[i >> 6] >> (i & 63)) & 1; }
 
 static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r, pt_sim_result *out, pt_err *err) {
@@ -391,8 +404,10 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
       if ((rc = use_pool(r, m, st, e->pool)) < 0) return pt_err_prefix(err, rc, "%s: request %zu", t->path, i);
       int rep = r->classify && is_repeat(t, i);
       if (rep) repeat_begin(r, out);
+      pt_bset_work w0 = work_begin(r);
       rc = __builtin_expect(r->live != NULL, 0) ? live_alloc(r, m, st, e->bytes, e->stream, e->id, &h)
                                                  : m->alloc(st, e->bytes, e->stream, &h);
+      work_end(r, out, w0);
       count_request(&out->req, r, n0, e->bytes);
       if (rep) repeat_end(r, out, n0, e->bytes);
       if (rc == PT_EOOM && r->stop_at_oom) {
@@ -432,9 +447,11 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
         touch(r, m, st, *h, e->bytes);
         int rep = r->classify && is_repeat(t, i);
         if (rep) repeat_begin(r, out);
+        pt_bset_work w0 = work_begin(r);
         rc = __builtin_expect(r->live != NULL, 0) ? live_free(r, t, i, m, st, *h)
              : __builtin_expect(e->flags & (PT_EVF_DEFERRED | PT_EVF_GPU_LAG), 0) ? free_record(t, i, m, st, *h)
                                                                                  : m->free(st, *h);
+        work_end(r, out, w0);
         count_request(&out->req, r, n0, e->bytes);
         if (rep) repeat_end(r, out, n0, e->bytes);
         if (rc < 0) return pt_err_prefix(err, rc, "%s: record %zu (free)", t->path, i);
@@ -501,6 +518,7 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   r.dev.times = out->call_times; /* NULL but on a given device */
   r.stop_at_oom = cfg->stop_at_oom;
   r.classify = out->classified = (cfg->gpu || cfg->device_ops) && t->repeat; /* a cost is asked for */
+  r.count_work = cfg->gpu != NULL;
   if (out->classified) memcpy(out->by_free_distance, t->by_free_distance, sizeof out->by_free_distance);
   int rc = 0;
   if (cfg->gpu && !cfg->device_ops) { /* page tables are the model's */
@@ -582,7 +600,7 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
         timed.calls[k][j] -= r.untimed.calls[k][j];
         timed.bytes[k][j] -= r.untimed.bytes[k][j];
       }
-    out->predicted_alloc_us = pt_cost_alloc_class_us(&cost, &timed, &out->req, &r.repeat_sizes, &out->req_repeat);
+    out->predicted_alloc_us = pt_cost_alloc_total_us(&cost, &timed, &out->req, &r.repeat_sizes, &out->req_repeat, &out->work);
     for (int k = 0; k < PT_DRV_NCALLS; k++) {
       out->predicted_untimed_us += pt_cost_calls_us(&cost.call[k], r.untimed.calls[k], r.untimed.bytes[k]);
       uint64_t n[PT_SIZE_CLASSES], b[PT_SIZE_CLASSES]; /* the other class's calls, then the repeats' */
@@ -730,8 +748,9 @@ void pt_sim_print_json_members(FILE *f, const pt_sim_result *r, int with_timelin
     for (int d = 0; d <= PT_REPEAT_RING; d++) fprintf(f, "%s%" PRIu64, d ? "," : "", r->by_free_distance[d]);
     fprintf(f, "],\"cache_hit_splits\":%" PRIu64 ",\"free_merges\":%" PRIu64 "}", r->hit_splits, r->free_merges);
   }
-  if (r->has_gpu) fprintf(f, ",\"predicted_alloc_us\":%.6g,\"predicted_untimed_us\":%.6g", r->predicted_alloc_us,
-                          r->predicted_untimed_us);
+  if (r->has_gpu) fprintf(f, ",\"predicted_alloc_us\":%.6g,\"predicted_untimed_us\":%.6g,\"work\":{\"requests\":%" PRIu64
+                             ",\"set_ops\":%" PRIu64 ",\"set_chunks\":%" PRIu64 "}",
+                          r->predicted_alloc_us, r->predicted_untimed_us, r->work.requests, r->work.ops, r->work.chunks);
   else fputs(",\"predicted_alloc_us\":null,\"predicted_untimed_us\":null", f); /* never predicted: no GPU description */
   if (r->has_gpu && r->mmu) { /* stored runs keep no page-table detail */
     const pt_pagetable_stats *p = &r->page_table;

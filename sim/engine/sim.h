@@ -177,6 +177,10 @@ typedef struct pt_sim_result {
      replays and times) */
   double predicted_alloc_us, predicted_untimed_us, predicted_translation_us;
   double predicted_call_us[PT_DRV_NCALLS];
+  /* with a GPU description: the requests and frees made and their free sets' work (bset.h's counters, read
+     around each; not around the set-up, a capture's empty_cache or the try of a request that failed in the
+     real run), what a bookkeeping_work line prices (cost.h); in JSON as "work", not stored */
+  pt_work_counts work;
 } pt_sim_result;
 
 int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt_sim_result *out /* OUT */);

@@ -80,3 +80,15 @@ double pt_cost_alloc_class_us(const pt_cost_model *m, const pt_call_sizes *sizes
     t += pt_cost_calls_us(m->call_repeat[c].n ? &m->call_repeat[c] : &m->call[c], rep_sizes->calls[c], rep_sizes->bytes[c]);
   return t;
 }
+
+double pt_cost_work_us(const pt_cost_work *w, const pt_work_counts *c) {
+  return w->req_us * (double)c->requests + w->op_us * (double)c->ops + w->chunk_us * (double)c->chunks;
+}
+
+double pt_cost_alloc_total_us(const pt_cost_model *m, const pt_call_sizes *sizes, const pt_req_sizes *req,
+                              const pt_call_sizes *rep_sizes, const pt_req_sizes *rep_req, const pt_work_counts *counts) {
+  if (!m->has_work) return pt_cost_alloc_class_us(m, sizes, req, rep_sizes, rep_req);
+  pt_cost_model calls = *m; /* the driver calls alone: no bookkeeping line */
+  calls.bookkeeping.n = calls.bookkeeping_call.n = calls.bookkeeping_repeat.n = calls.bookkeeping_call_repeat.n = 0;
+  return pt_cost_alloc_class_us(&calls, sizes, req, rep_sizes, rep_req) + pt_cost_work_us(&m->work, counts);
+}

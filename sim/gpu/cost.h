@@ -49,8 +49,26 @@ typedef struct pt_cost_line {
  */
 enum { PT_REQ_OTHER, PT_REQ_REPEAT, PT_REQ_CLASSES };
 
+/*
+ * Or the allocator's own work by what it did (gpu.h's bookkeeping_work line, fitted by `pagetune gpu fit
+ * --work`): its requests and frees, the operations on its free-block sets and the sets' chunk count summed at
+ * each insert (bset.h's counters, which stand in for the instructions its code executes: bench/RESULTS.md),
+ * each at a cost.  Where a mechanism has one, it replaces the four bookkeeping lines; driver calls are priced
+ * as before.
+ */
+typedef struct pt_cost_work {
+  double req_us, op_us, chunk_us; /* µs a request or free, a free-set operation, a chunk at an insert */
+} pt_cost_work;
+
+/* What the engine counted for it over the requests and frees of a run. */
+typedef struct pt_work_counts {
+  uint64_t requests, ops, chunks;
+} pt_work_counts;
+
 typedef struct pt_cost_model {
   pt_cost_line call[PT_DRV_NCALLS];
+  int has_work;                   /* price own work by work (the bookkeeping lines unused) */
+  pt_cost_work work;
   pt_cost_line bookkeeping;       /* µs per request or free, by the request's size */
   pt_cost_line bookkeeping_call;  /* the same for a request that made driver calls (n = 0: as bookkeeping) */
   /* the repeat class's lines (n = 0: the plain line above) */
@@ -82,5 +100,12 @@ double pt_cost_alloc_us(const pt_cost_model *m, const pt_call_sizes *sizes, cons
    the rest by the plain lines.  With no repeat line this is pt_cost_alloc_us. */
 double pt_cost_alloc_class_us(const pt_cost_model *m, const pt_call_sizes *sizes, const pt_req_sizes *req,
                               const pt_call_sizes *rep_sizes, const pt_req_sizes *rep_req);
+
+/* Own work priced by w: req_us × requests + op_us × ops + chunk_us × chunks. */
+double pt_cost_work_us(const pt_cost_work *w, const pt_work_counts *c);
+/* pt_cost_alloc_class_us, but where m has a work line (has_work) the allocator's own work is priced by it from
+   counts, in place of the bookkeeping lines; the driver calls as there. */
+double pt_cost_alloc_total_us(const pt_cost_model *m, const pt_call_sizes *sizes, const pt_req_sizes *req,
+                              const pt_call_sizes *rep_sizes, const pt_req_sizes *rep_req, const pt_work_counts *counts);
 
 #endif

@@ -21,23 +21,106 @@ int pt_cost_fit_call(pt_cost_fit *f, int cls, int c, uint64_t n, uint64_t bytes,
   return 0;
 }
 
-int pt_cost_fit_requests(pt_cost_fit *f, const char *mech, int cls, int with_calls, uint64_t n, uint64_t bytes, double us,
-                         pt_err *err) {
-  if (cls < 0 || cls >= PT_REQ_CLASSES) return pt_err_set(err, PT_EUSAGE, "no such request class");
-  if (!n) return pt_err_set(err, PT_EFORMAT, "measured requests need a count > 0");
+/* The index of mech in f (added when new, if add), or a negative code (err set when add). */
+static int mech_index(pt_cost_fit *f, const char *mech, int add, pt_err *err) {
   int m = 0;
   while (m < f->nmech && strcmp(f->mech[m].name, mech)) m++;
   if (m == f->nmech) {
+    if (!add) return PT_ENOTFOUND;
     if (m == PT_FIT_MECHS || strlen(mech) >= sizeof f->mech[0].name || !mech[0] || strpbrk(mech, " \t\n#"))
       return pt_err_set(err, PT_EFORMAT, "mechanism '%s': not a name a description can hold", mech);
     snprintf(f->mech[m].name, sizeof f->mech[m].name, "%s", mech);
     f->nmech++;
   }
+  return m;
+}
+
+int pt_cost_fit_requests(pt_cost_fit *f, const char *mech, int cls, int with_calls, uint64_t n, uint64_t bytes, double us,
+                         pt_err *err) {
+  if (cls < 0 || cls >= PT_REQ_CLASSES) return pt_err_set(err, PT_EUSAGE, "no such request class");
+  if (!n) return pt_err_set(err, PT_EFORMAT, "measured requests need a count > 0");
+  int m = mech_index(f, mech, 1, err);
+  if (m < 0) return m;
   pt_fit_sum *s = &(with_calls ? f->mech[m].req_call : f->mech[m].req)[cls][class_of(n, bytes)];
   s->n += n;
   s->bytes += bytes;
   s->us += us;
   return 0;
+}
+
+int pt_cost_fit_work(pt_cost_fit *f, const char *mech, const pt_work_counts *c, double own_us, pt_err *err) {
+  if (own_us != own_us) return pt_err_set(err, PT_EFORMAT, "a measured own work that is not a number");
+  int m = mech_index(f, mech, 1, err);
+  if (m < 0) return m;
+  if (!(own_us > 0)) {
+    f->work_skipped++;
+    return 0;
+  }
+  double x[3] = {(double)c->requests / own_us, (double)c->ops / own_us, (double)c->chunks / own_us};
+  for (int i = 0; i < 3; i++) {
+    f->mech[m].xty[i] += x[i];
+    for (int j = 0; j < 3; j++) f->mech[m].xtx[i][j] += x[i] * x[j];
+  }
+  f->mech[m].nwork++;
+  return 0;
+}
+
+/* The least-squares coefficients of the terms in use (use[k]) into b; 0, or -1 when the system is singular (a
+   term the others determine).  Gaussian elimination with partial pivoting: three unknowns at most. */
+static int solve_terms(const double xtx[3][3], const double xty[3], const int use[3], double b[3]) {
+  double a[3][4];
+  int idx[3], n = 0;
+  for (int k = 0; k < 3; k++)
+    if (use[k]) idx[n++] = k;
+  for (int i = 0; i < n; i++) {
+    for (int j = 0; j < n; j++) a[i][j] = xtx[idx[i]][idx[j]];
+    a[i][n] = xty[idx[i]];
+  }
+  for (int col = 0; col < n; col++) {
+    int piv = col;
+    for (int i = col + 1; i < n; i++)
+      if (fabs(a[i][col]) > fabs(a[piv][col])) piv = i;
+    if (!(fabs(a[piv][col]) > 1e-12 * fabs(xtx[idx[col]][idx[col]]))) return -1;
+    for (int j = 0; j <= n; j++) {
+      double t = a[col][j];
+      a[col][j] = a[piv][j];
+      a[piv][j] = t;
+    }
+    for (int i = 0; i < n; i++)
+      if (i != col) {
+        double q = a[i][col] / a[col][col];
+        for (int j = col; j <= n; j++) a[i][j] -= q * a[col][j];
+      }
+  }
+  for (int k = 0; k < 3; k++) b[k] = 0;
+  for (int i = 0; i < n; i++) b[idx[i]] = a[i][n] / a[i][i];
+  return 0;
+}
+
+int pt_cost_fit_work_solve(const pt_cost_fit *f, const char *mech, pt_cost_work *out, pt_err *err) {
+  int m = mech_index((pt_cost_fit *)f, mech, 0, err);
+  if (m < 0 || !f->mech[m].nwork) return pt_err_set(err, PT_ENOTFOUND, "%s: no run to fit its work by", mech);
+  const double(*xtx)[3] = f->mech[m].xtx;
+  int use[3], left = 0;
+  for (int k = 0; k < 3; k++) left += use[k] = xtx[k][k] > 0; /* a term no run has is no term */
+  double b[3];
+  while (left) {
+    int drop = -1;
+    if (solve_terms(xtx, f->mech[m].xty, use, b) < 0) { /* singular: the last term in use goes */
+      for (int k = 0; k < 3; k++)
+        if (use[k]) drop = k;
+    } else {
+      for (int k = 0; k < 3; k++)
+        if (use[k] && b[k] < 0 && (drop < 0 || b[k] < b[drop])) drop = k; /* the most negative goes */
+      if (drop < 0) {
+        *out = (pt_cost_work){b[0], b[1], b[2]};
+        return 0;
+      }
+    }
+    use[drop] = 0;
+    left--;
+  }
+  return pt_err_set(err, PT_EFORMAT, "%s: no non-negative costs fit its runs' work", mech);
 }
 
 /* Classes with fewer calls than this are left out when others have as many: one slow call (a driver's
@@ -117,7 +200,7 @@ static int replaced(const pt_cost_fit *f, const char *line) {
     for (int c = 0; c < PT_DRV_NCALLS; c++)
       if (!strcmp(what, pt_drv_call_names[c])) return any_call(f, c);
   if (!strcmp(key, "bookkeeping_us") || !strcmp(key, "bookkeeping_call_us") || !strcmp(key, "bookkeeping_repeat_us") ||
-      !strcmp(key, "bookkeeping_call_repeat_us"))
+      !strcmp(key, "bookkeeping_call_repeat_us") || !strcmp(key, "bookkeeping_work"))
     for (int m = 0; m < f->nmech; m++)
       if (!strcmp(what, f->mech[m].name)) return 1;
   return 0;
@@ -152,6 +235,12 @@ int pt_cost_fit_write(const pt_cost_fit *f, FILE *in, const pt_cost_points base[
                "# calibration points kept below and above the sizes the replays measured; the *_repeat lines\n"
                "# (requests whose size was freed among the last few frees) the plain line's outside theirs.\n",
           f->runs, MIN_SAMPLES);
+  for (int m = 0; m < f->nmech; m++)
+    if (f->mech[m].nwork) {
+      fprintf(out, "# bookkeeping_work: own work = REQ_US x requests + OP_US x free-set operations + CHUNK_US x chunks\n"
+                   "# at inserts, by least squares on the relative error over the runs (gpu fit --work).\n");
+      break;
+    }
   for (int c = 0; c < PT_DRV_NCALLS; c++) {
     if (!any_call(f, c)) continue;
     pt_cost_points plain;
@@ -170,6 +259,13 @@ int pt_cost_fit_write(const pt_cost_fit *f, FILE *in, const pt_cost_points base[
     const pt_fit_sum *req = f->mech[m].req[PT_REQ_OTHER], *req_call = f->mech[m].req_call[PT_REQ_OTHER];
     const pt_fit_sum *rep = f->mech[m].req[PT_REQ_REPEAT], *rep_call = f->mech[m].req_call[PT_REQ_REPEAT];
     if (!any(req) && !any(req_call)) req = rep, req_call = rep_call; /* only repeats seen: they are the plain lines */
+    if (f->mech[m].nwork) {
+      pt_cost_work w;
+      int rc = pt_cost_fit_work_solve(f, mech, &w, err);
+      if (rc < 0) return rc;
+      fprintf(out, "bookkeeping_work %s %.6g %.6g %.6g\n", mech, w.req_us, w.op_us, w.chunk_us);
+    }
+    if (!any(req) && !any(req_call)) continue; /* work runs only */
     pt_cost_points plain, call;
     write_bookkeeping(out, mech, "bookkeeping_us", "bookkeeping_call_us", req, req_call, NULL, NULL, &plain, &call);
     if (req != rep && (any(rep) || any(rep_call)))

@@ -35,9 +35,13 @@ typedef struct pt_cost_fit {
   struct {
     char name[16];
     pt_fit_sum req[PT_REQ_CLASSES][PT_SIZE_CLASSES], req_call[PT_REQ_CLASSES][PT_SIZE_CLASSES]; /* without, with calls */
+    /* the work fit's normal equations (pt_cost_fit_work): each run a row (requests, ops, chunks) / own, aiming at 1 */
+    double xtx[3][3], xty[3];
+    unsigned nwork;
   } mech[PT_FIT_MECHS];
   int nmech;
   unsigned runs;
+  unsigned work_skipped; /* runs whose measured own work was not > 0: no relative error to weigh them by */
 } pt_cost_fit;
 
 /* n calls of kind c (pt_drv_call) made in requests of class cls, of bytes in all, us in all. */
@@ -46,12 +50,25 @@ int pt_cost_fit_call(pt_cost_fit *f, int cls, int c, uint64_t n, uint64_t bytes,
    bytes in all, us of the allocator's own work in all. */
 int pt_cost_fit_requests(pt_cost_fit *f, const char *mech, int cls, int with_calls, uint64_t n, uint64_t bytes, double us,
                          pt_err *err);
+/*
+ * The work fit (gpu fit --work): own work = REQ_US × requests + OP_US × ops + CHUNK_US × chunks (cost.h's
+ * pt_cost_work), by least squares on the relative error, each run's counts c and measured own work own_us (its
+ * measured time less its driver calls').  A run of own_us <= 0 is skipped (counted in work_skipped).
+ */
+int pt_cost_fit_work(pt_cost_fit *f, const char *mech, const pt_work_counts *c, double own_us, pt_err *err);
+/* The fitted costs of mech, non-negative: a term whose coefficient comes out negative (or that no run has, or
+   that the others determine) is dropped and the rest refitted.  PT_ENOTFOUND when no run of mech was added,
+   PT_EFORMAT when no term is left. */
+int pt_cost_fit_work_solve(const pt_cost_fit *f, const char *mech, pt_cost_work *out /* OUT */, pt_err *err);
+
 /* The description base (its text, read from in; its calls' points in base, or NULL) named name, with the
    measured kinds' cost lines and the measured mechanisms' bookkeeping lines replaced by the fitted ones
    (a class's mean, from classes of 5 calls or more where a kind has any; the base's points kept outside
    the sizes measured), and source; to out.  Where repeat-class sums exist, their lines too (cost_repeat,
    bookkeeping_repeat_us, bookkeeping_call_repeat_us: the repeats' means, the plain line's points outside
-   the sizes the repeats measured); the base's repeat lines of what was measured are dropped either way. */
+   the sizes the repeats measured); the base's repeat lines of what was measured are dropped either way.  A
+   mechanism with work runs (pt_cost_fit_work) gets its bookkeeping_work line; a measured mechanism's
+   bookkeeping_work line in the base is dropped (it would stand in front of the fitted lines). */
 int pt_cost_fit_write(const pt_cost_fit *f, FILE *in, const pt_cost_points base[PT_DRV_NCALLS], FILE *out,
                       const char *name, const char *source, pt_err *err);
 

@@ -23,6 +23,38 @@ static int parse_points(char *text, pt_cost_points *p, const char *path, int lin
   return 0;
 }
 
+/* The bookkeeping slot of mechanism name (made when new); NULL with err set when there is no room or the name
+   is too long. */
+static pt_gpu_mech_cost *mech_slot(pt_gpu *g, const char *name, const char *key, const char *path, int lineno, pt_err *err) {
+  int i = 0;
+  while (i < g->nbookkeeping && strcmp(g->bookkeeping[i].mech, name)) i++;
+  if (i == (int)(sizeof g->bookkeeping / sizeof g->bookkeeping[0]) || strlen(name) >= sizeof g->bookkeeping[0].mech) {
+    pt_err_set(err, PT_EFORMAT, "%s:%d: %s: too many mechanisms or too long a name", path, lineno, key);
+    return NULL;
+  }
+  if (i == g->nbookkeeping) g->nbookkeeping++;
+  snprintf(g->bookkeeping[i].mech, sizeof g->bookkeeping[i].mech, "%s", name);
+  return &g->bookkeeping[i];
+}
+
+/* bookkeeping_work MECH REQ_US OP_US CHUNK_US: each a number >= 0. */
+static int parse_work(pt_gpu *g, char *rest, const char *path, int lineno, pt_err *err) {
+  char mech[64], *end, extra;
+  double v[3];
+  int n = sscanf(rest, "%63s %lf %lf %lf %c", mech, &v[0], &v[1], &v[2], &extra);
+  if (n >= 1) strtod(mech, &end);
+  if (n != 4 || !*end) /* a first word that is a number: the mechanism left out */
+    return pt_err_set(err, PT_EFORMAT, "%s:%d: bookkeeping_work wants MECHANISM REQ_US OP_US CHUNK_US", path, lineno);
+  for (int k = 0; k < 3; k++)
+    if (!(v[k] >= 0) || v[k] > 1e9)
+      return pt_err_set(err, PT_EFORMAT, "%s:%d: bookkeeping_work: each cost must be a number from 0 to 1e9", path, lineno);
+  pt_gpu_mech_cost *b = mech_slot(g, mech, "bookkeeping_work", path, lineno, err);
+  if (!b) return PT_EFORMAT;
+  b->has_work = 1;
+  b->work = (pt_cost_work){v[0], v[1], v[2]};
+  return 0;
+}
+
 /* bookkeeping_us [MECH] US, or bookkeeping_us MECH BYTES:US ...; calls: bookkeeping_call_us, the same;
    repeat: the repeat class's twins (bookkeeping_repeat_us, bookkeeping_call_repeat_us). */
 static int parse_bookkeeping(pt_gpu *g, char *rest, const char *key, int calls, int repeat, const char *path,
@@ -31,14 +63,9 @@ static int parse_bookkeeping(pt_gpu *g, char *rest, const char *key, int calls, 
   pt_cost_line *line = repeat ? (calls ? &g->cost.bookkeeping_call_repeat : &g->cost.bookkeeping_repeat)
                               : (calls ? &g->cost.bookkeeping_call : &g->cost.bookkeeping);
   if (first && more && !strchr(first, ':') && (strtod(first, &end), *end)) { /* a mechanism's own line */
-    int i = 0;
-    while (i < g->nbookkeeping && strcmp(g->bookkeeping[i].mech, first)) i++;
-    if (i == 8 || strlen(first) >= sizeof g->bookkeeping[0].mech)
-      return pt_err_set(err, PT_EFORMAT, "%s:%d: %s: too many mechanisms or too long a name", path, lineno, key);
-    if (i == g->nbookkeeping) g->nbookkeeping++;
-    snprintf(g->bookkeeping[i].mech, sizeof g->bookkeeping[i].mech, "%s", first);
-    line = repeat ? (calls ? &g->bookkeeping[i].repeat_call_line : &g->bookkeeping[i].repeat_line)
-                  : (calls ? &g->bookkeeping[i].call_line : &g->bookkeeping[i].line);
+    pt_gpu_mech_cost *b = mech_slot(g, first, key, path, lineno, err);
+    if (!b) return PT_EFORMAT;
+    line = repeat ? (calls ? &b->repeat_call_line : &b->repeat_line) : (calls ? &b->call_line : &b->line);
     first = strtok(more, " \t");
     more = strtok(NULL, "");
   }
@@ -94,6 +121,9 @@ static int parse_line(pt_gpu *g, char *line, const char *path, int lineno, pt_er
   } else if (!strcmp(key, "bookkeeping_us") || !strcmp(key, "bookkeeping_call_us") ||
              !strcmp(key, "bookkeeping_repeat_us") || !strcmp(key, "bookkeeping_call_repeat_us")) {
     int rc = parse_bookkeeping(g, rest, key, strstr(key, "_call") != NULL, strstr(key, "_repeat") != NULL, path, lineno, err);
+    if (rc < 0) return rc;
+  } else if (!strcmp(key, "bookkeeping_work")) {
+    int rc = parse_work(g, rest, path, lineno, err);
     if (rc < 0) return rc;
   } else if (!strcmp(key, "torch_pair_us")) { /* PyTorch's allocators, for comparison: checked, not used */
     char *backend = strtok(rest, " \t");
@@ -198,6 +228,8 @@ pt_cost_model pt_gpu_cost_of(const pt_gpu *g, const char *mech) {
   m.bookkeeping_call = *pt_gpu_bookkeeping(g, mech, 1);
   m.bookkeeping_repeat = *pt_gpu_bookkeeping_repeat(g, mech, 0);
   m.bookkeeping_call_repeat = *pt_gpu_bookkeeping_repeat(g, mech, 1);
+  for (int i = 0; i < g->nbookkeeping; i++)
+    if (!strcmp(g->bookkeeping[i].mech, mech) && g->bookkeeping[i].has_work) m.has_work = 1, m.work = g->bookkeeping[i].work;
   return m;
 }
 

@@ -17,6 +17,10 @@
  *                                   (the same for requests that made driver calls; default: as above)
  *   bookkeeping_repeat_us, bookkeeping_call_repeat_us: the same two for the repeat class (cost.h's
  *                                   request classes; absent: the plain lines price repeats too)
+ *   bookkeeping_work MECH REQ_US OP_US CHUNK_US
+ *                                   (MECH's own work by what it did, cost.h's pt_cost_work: µs a request or
+ *                                   free, a free-set operation, a chunk at an insert; where given, in place
+ *                                   of MECH's four lines above; written by gpu fit --work)
  *   torch_pair_us BACKEND BYTES:US ... (PyTorch's allocators measured by calibrate: checked, not used)
  *   note TEXT                       (what reports must say about this GPU)
  *   cost CALL BYTES:US ...          (CALL: malloc, free, mem_create, ...)
@@ -34,16 +38,21 @@
 #include "pagetable.h"
 #include "tlb.h"
 
+/* A mechanism's own-work lines. */
+typedef struct pt_gpu_mech_cost {
+  char mech[16];
+  pt_cost_line line, call_line; /* call_line.n = 0: line serves requests that made calls too */
+  pt_cost_line repeat_line, repeat_call_line; /* the repeat class's (n = 0: the plain lines serve it) */
+  int has_work;                 /* a bookkeeping_work line: work prices its own work, not the lines */
+  pt_cost_work work;
+} pt_gpu_mech_cost;
+
 typedef struct pt_gpu {
   char name[64];
   char description[256];
   char source[512];
   char note[512];
-  struct {
-    char mech[16];
-    pt_cost_line line, call_line; /* call_line.n = 0: line serves requests that made calls too */
-    pt_cost_line repeat_line, repeat_call_line; /* the repeat class's (n = 0: the plain lines serve it) */
-  } bookkeeping[8];
+  pt_gpu_mech_cost bookkeeping[8];
   int nbookkeeping;
   const pt_mmu_desc *mmu;
   uint64_t memory_bytes;
@@ -68,7 +77,8 @@ FILE *pt_gpu_open(const char *name, char *path /* OUT */, size_t n, pt_err *err)
 const pt_cost_line *pt_gpu_bookkeeping(const pt_gpu *g, const char *mech, int with_calls);
 /* The repeat class's line of a mechanism (n = 0 when the description has none: the plain line serves). */
 const pt_cost_line *pt_gpu_bookkeeping_repeat(const pt_gpu *g, const char *mech, int with_calls);
-/* The cost model a mechanism is priced by: the description's calls, the mechanism's bookkeeping lines. */
+/* The cost model a mechanism is priced by: the description's calls, the mechanism's bookkeeping lines and its
+   work line (has_work) where it has one. */
 pt_cost_model pt_gpu_cost_of(const pt_gpu *g, const char *mech);
 /* Names of the bundled descriptions, space-separated, into buf; PT_ENOTFOUND when there is none. */
 int pt_gpu_list(char *buf, size_t n);

@@ -7,6 +7,13 @@
 
 #define B PT_BSET_CHUNK
 
+/* bset.h's work counters.  initial-exec: a direct %fs-relative access, where the default model of
+   position-independent code calls __tls_get_addr on every increment; the allocator library, loaded by
+   dlopen, takes these 16 bytes from the static TLS glibc keeps spare for that. */
+static __thread pt_bset_work work __attribute__((tls_model("initial-exec")));
+
+pt_bset_work pt_bset_work_read(void) { return work; }
+
 typedef struct entry {
   pt_bkey key;
   pt_bnode *node;
@@ -163,6 +170,8 @@ static void move_entries(pt_bchunk *d, pt_bchunk *c, size_t from) {
 }
 
 int pt_bset_insert(pt_bset *s, pt_bnode *n) {
+  work.ops++;
+  work.chunks += s->nchunks;
   if (s->nchunks == 1 && s->chunk[0]->n < B) { /* the usual case: one chunk with room */
     pt_bchunk *c = s->chunk[0];
     size_t at = c->n ? search_chunk(c, &n->key, 0) : 0;
@@ -231,10 +240,14 @@ __attribute__((always_inline)) static inline void erase_at(pt_bset *s, pt_bpos p
   }
 }
 
-void pt_bset_erase_pos(pt_bset *s, pt_bpos pos) { erase_at(s, pos); }
+void pt_bset_erase_pos(pt_bset *s, pt_bpos pos) {
+  work.ops++;
+  erase_at(s, pos);
+}
 
 void pt_bset_erase(pt_bset *s, pt_bnode *n) {
   pt_bchunk *c = n->chunk;
+  work.ops++;
   if (!c) return; /* in no set */
   if (s->nchunks == 1) {
     pt_bpos pos;
@@ -247,24 +260,30 @@ void pt_bset_erase(pt_bset *s, pt_bnode *n) {
   if (i < c->n && c->e[i].node == n) erase_at(s, (pt_bpos){c->idx, i});
 }
 
-pt_bnode *pt_bset_lower_bound_pos(const pt_bset *s, const pt_bkey *k, pt_bpos *pos) {
+/* Both lower bounds' search, counted once by each. */
+__attribute__((always_inline)) static inline pt_bnode *lower_bound(const pt_bset *s, const pt_bkey *k, pt_bpos *pos) {
+  work.ops++;
   find(s, k, 0, pos);
   return at(s, *pos);
 }
 
+pt_bnode *pt_bset_lower_bound_pos(const pt_bset *s, const pt_bkey *k, pt_bpos *pos) { return lower_bound(s, k, pos); }
+
 pt_bnode *pt_bset_lower_bound(const pt_bset *s, const pt_bkey *k) {
   pt_bpos pos;
-  return pt_bset_lower_bound_pos(s, k, &pos);
+  return lower_bound(s, k, &pos);
 }
 
 pt_bnode *pt_bset_upper_bound(const pt_bset *s, const pt_bkey *k) {
   pt_bpos pos;
+  work.ops++;
   find(s, k, 1, &pos);
   return at(s, pos);
 }
 
 pt_bnode *pt_bset_before(const pt_bset *s, const pt_bkey *k) {
   pt_bpos pos;
+  work.ops++;
   if (!s->len) return NULL;
   find(s, k, 0, &pos);
   if (pos.chunk < s->nchunks && pos.at > 0) return s->chunk[pos.chunk]->e[pos.at - 1].node;
@@ -273,7 +292,10 @@ pt_bnode *pt_bset_before(const pt_bset *s, const pt_bkey *k) {
   return c->e[c->n - 1].node;
 }
 
-pt_bnode *pt_bset_first(const pt_bset *s) { return s->len ? s->chunk[0]->e[0].node : NULL; }
+pt_bnode *pt_bset_first(const pt_bset *s) {
+  work.ops++;
+  return s->len ? s->chunk[0]->e[0].node : NULL;
+}
 
 void pt_bset_free(pt_bset *s) {
   for (size_t i = 0; i < s->nchunks; i++) free(s->chunk[i]);

@@ -72,4 +72,22 @@ static inline pt_bnode *pt_bset_next(const pt_bset *s, const pt_bnode *n) {
 }
 void pt_bset_free(pt_bset *s); /* the set is empty afterwards, and owns no memory */
 
+/*
+ * Work counters, for the cost model (docs/design.md, The cost model): the
+ * allocator's own work follows the instructions its code executes, and what
+ * the free sets do, and how large they are when they do it, stands in for
+ * them deterministically.  ops counts every search and change of any set:
+ * insert, erase, erase_pos, lower_bound (and lower_bound_pos, once a call),
+ * before, upper_bound (so pt_bset_next), first; chunks sums the set's chunk
+ * count (before the insert) at each insert.  Per thread, across every set,
+ * never reset: a caller reads them before and after the work it prices and
+ * keeps the difference.  An increment or two a call: nothing measurable in
+ * a replay (bench/RESULTS.md).
+ */
+typedef struct pt_bset_work {
+  uint64_t ops, chunks;
+} pt_bset_work;
+
+pt_bset_work pt_bset_work_read(void); /* this thread's counts so far */
+
 #endif
