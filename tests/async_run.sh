@@ -125,6 +125,12 @@ sed '4s/^a 1024 /a 1025 /' "$tmp/w.log" >"$tmp/l6"
 bad_log "another workload" "$tmp/l6" "l6: not a run of the same workload: .*request 1 (1024 bytes) is, at best, the run.s request"
 sed '3s/^n .*/x 1/' "$tmp/w.log" >"$tmp/l7"
 bad_log "an unknown record" "$tmp/l7" "l7: line 3: unknown record"
+# event records and stream waits (PT_SHIM_EVENTS=1) are read and checked, and change nothing yet
+sed '3a e 0x147cad90 0x0\nw 0x10b2c850 0x147cad90' "$tmp/w.log" >"$tmp/we.log"
+"$pt" trace import "$tmp/w.trace" --async-run "$tmp/we.log" -o "$tmp/we.out" >/dev/null 2>"$tmp/e" || fail "events: $(cat "$tmp/e")"
+cmp -s "$tmp/w.out" "$tmp/we.out" || fail "events: the import differs from the same log without them"
+sed '3a e 0x147cad90' "$tmp/w.log" >"$tmp/l8"
+bad_log "an event line without its stream" "$tmp/l8" "l8: line 4: expected a handle (0x...)"
 bad_log "a missing log" "$tmp/none" "none: No such file"
 "$pt" trace import "$tmp/w.trace" --async-run "$tmp/w.log" --gpu-frees "$tmp/w.log" -o "$tmp/x.trace" >/dev/null 2>"$tmp/e" &&
   fail "--async-run with --gpu-frees accepted"

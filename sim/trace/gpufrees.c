@@ -189,6 +189,11 @@ static int parse_async_with(gzFile gz, reader *r, pt_async_run *a, pt_u64map *li
       sync = 0;
     } else if (buf[0] == 'n') {
       if ((rc = counts(r, p + 1, &sync)) < 0) return rc;
+    } else if ((buf[0] == 'e' || buf[0] == 'w') && buf[1] == ' ') { /* events: logged, not yet modelled */
+      p++;
+      if ((rc = field(r, &p, 1, &addr, "a handle (0x...)")) < 0 || (rc = field(r, &p, 1, &stream, "a handle (0x...)")) < 0)
+        return rc;
+      if (*p) return bad(r, "extra fields");
     } else if (buf[0] == 'k') {
       p++;
       uint64_t i;

@@ -52,6 +52,8 @@ void pt_gpu_frees_free(pt_gpu_frees *g);
  *     a BYTES ADDR STREAM RESERVED [failed]  a request (ADDR, STREAM hex; "failed": refused, left out)
  *     f ADDR STREAM RESERVED                 a free
  *     n L=.. Q=.. S=.. E=.. R=.. W=..        calls since the last request or free (S: synchronisations)
+ *     e EVENT STREAM, w STREAM EVENT         an event recorded on a stream, a stream made to wait for one (read and
+ *                                            checked, not yet used: the driver's event dependencies are not modelled)
  *     k I K                                  the I-th free (from 1): K more requests came before the GPU passed it
  *     end CALLS                              the number of a and f lines
  */

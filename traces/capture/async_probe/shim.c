@@ -15,6 +15,8 @@
  *     f ADDR STREAM RESERVED           cudaFreeAsync
  *     n L=.. Q=.. S=.. E=.. R=.. W=..  since the last pool call: kernel launches, stream/event queries,
  *                                      synchronisations, event records, stream waits (only when one is not 0)
+ *     e EVENT STREAM, w STREAM EVENT   with PT_SHIM_EVENTS=1: an event recorded on a stream, a stream made to wait
+ *                                      for an event (in order with the pool's calls)
  *     k I K                            with PT_SHIM_MARK=1: the I-th free (from 1) was passed by the GPU after
  *                                      K more requests (0: before the next one)
  *     end CALLS                        at exit: the number of a and f lines (none: the process did not exit)
@@ -230,8 +232,46 @@ COUNTED_SYNC(cudaError_t, cudaEventSynchronize, (cudaEvent_t e), (e))
 /* The synchronisations so far: gpufrees.py's tracker reads them (dlsym) to place them among the native
    allocator's requests and frees, where the shim logs nothing (no cudaMallocAsync is made). */
 unsigned long long pt_shim_syncs(void) { return __atomic_load_n(&n_sync_total, __ATOMIC_RELAXED); }
-COUNTED(n_record, cudaError_t, cudaEventRecord, (cudaEvent_t e, cudaStream_t s), (e, s))
-COUNTED(n_wait, cudaError_t, cudaStreamWaitEvent, (cudaStream_t s, cudaEvent_t e, unsigned int f), (s, e, f))
+/* With PT_SHIM_EVENTS=1 event records and stream waits are logged one a line, in order with the pool's calls
+   (`e EVENT STREAM`, `w STREAM EVENT`): which stream waited for which, what the driver follows when it lets a free
+   on one stream serve another (cudaMemPoolReuseFollowEventDependencies). */
+static int log_events = -1;
+static int events_on(void) {
+  if (log_events < 0) {
+    const char *v = getenv("PT_SHIM_EVENTS");
+    log_events = v && *v == '1';
+  }
+  return log_events;
+}
+
+/* One event line (kind e or w) and the counter, under the log's lock. */
+static void event_line(unsigned long long *counter, char kind, const void *x, const void *y) {
+  __atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
+  if (!events_on()) return;
+  pthread_mutex_lock(&mu);
+  open_out();
+  counts();
+  fprintf(out, "%c 0x%llx 0x%llx\n", kind, (unsigned long long)(uintptr_t)x, (unsigned long long)(uintptr_t)y);
+  pthread_mutex_unlock(&mu);
+}
+
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+  REAL(cudaError_t, cudaEventRecord, (cudaEvent_t, cudaStream_t));
+  event_line(&n_record, 'e', e, s);
+  return fn(e, s);
+}
+
+cudaError_t cudaEventRecordWithFlags(cudaEvent_t e, cudaStream_t s, unsigned int f) {
+  REAL(cudaError_t, cudaEventRecordWithFlags, (cudaEvent_t, cudaStream_t, unsigned int));
+  event_line(&n_record, 'e', e, s);
+  return fn(e, s, f);
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int f) {
+  REAL(cudaError_t, cudaStreamWaitEvent, (cudaStream_t, cudaEvent_t, unsigned int));
+  event_line(&n_wait, 'w', s, e);
+  return fn(s, e, f);
+}
 
 __attribute__((destructor)) static void done(void) {
   pthread_mutex_lock(&mu);
