@@ -368,6 +368,17 @@ static inline void untimed_begin(run *r) {
 
 static inline void untimed_end(run *r) { r->dev.class_sizes = NULL; }
 
+/* What the mechanism does before record i that no request makes (fn: synchronize, empty_cache; NULL: nothing),
+   its calls counted apart; what, for the error. */
+static int before_record(run *r, int (*fn)(void *), void *st, const pt_trace_data *t, size_t i, const char *what,
+                         pt_err *err) {
+  if (!fn) return 0;
+  untimed_begin(r);
+  int rc = fn(st);
+  untimed_end(r);
+  return rc < 0 ? pt_err_prefix(err, rc, "%s: record %zu (%s)", t->path, i, what) : 0;
+}
+
 /* The free sets' work (bset.h) of one request or free, counted in out->work: w0 read before it. */
 static inline pt_bset_work work_begin(const run *r) { return r->count_work ? pt_bset_work_read() : (pt_bset_work){0, 0}; }
 
@@ -386,18 +397,12 @@ static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r
   int rc;
   for (size_t i = 0; i < t->n; i++) {
     const pt_event *e = &t->ev[i];
-    if (__builtin_expect(e->flags & PT_EVF_SYNC, 0) && m->synchronize) {
-      untimed_begin(r);
-      rc = m->synchronize(st);
-      untimed_end(r);
-      if (rc < 0) return pt_err_prefix(err, rc, "%s: record %zu (the synchronisation before it)", t->path, i);
-    }
-    if (__builtin_expect(e->flags & PT_EVF_CAPTURE, 0) && m->empty_cache) {
-      untimed_begin(r);
-      rc = m->empty_cache(st);
-      untimed_end(r);
-      if (rc < 0) return pt_err_prefix(err, rc, "%s: record %zu (the empty_cache a CUDA graph capture begins with)", t->path, i);
-    }
+    if (__builtin_expect(e->flags & (PT_EVF_SYNC | PT_EVF_CAPTURE), 0) &&
+        ((rc = before_record(r, (e->flags & PT_EVF_SYNC) ? m->synchronize : NULL, st, t, i, "the synchronisation before it",
+                             err)) < 0 ||
+         (rc = before_record(r, (e->flags & PT_EVF_CAPTURE) ? m->empty_cache : NULL, st, t, i,
+                             "the empty_cache a CUDA graph capture begins with", err)) < 0))
+      return rc;
     if (e->kind == PT_EV_ALLOC) {
       uint64_t h, n0 = r->dev.ncalls;
       out->allocs++;

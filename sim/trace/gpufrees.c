@@ -73,7 +73,8 @@ static int grow(reader *r, void **arr, size_t n, size_t *cap, size_t elt) {
   return 0;
 }
 
-static int parse(gzFile gz, reader *r, pt_gpu_frees *g) {
+static int parse_frees(gzFile gz, reader *r, void *out) {
+  pt_gpu_frees *g = out;
   char buf[LINE_CHARS];
   int have_requests = 0, ended = 0, version = 0, rc;
   while (gzgets(gz, buf, sizeof buf)) {
@@ -250,8 +251,6 @@ void pt_async_run_free(pt_async_run *a) {
   free(a->lag);
   memset(a, 0, sizeof *a);
 }
-
-static int parse_frees(gzFile gz, reader *r, void *out) { return parse(gz, r, out); }
 
 int pt_gpu_frees_load(const char *path, pt_gpu_frees *g, pt_err *err) {
   return load(path, parse_frees, g, sizeof *g, frees_done, err);
