@@ -727,7 +727,7 @@ static void test_async_deferred(void) {
     CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
     uint64_t keep = A(&r, MIB); /* the pool in use throughout */
     uint64_t a = A(&r, 8 * MIB), at = AT(&r, a, 0);
-    CU_ASSERT_EQUAL_FATAL(r.ops->free_deferred(r.st, a), 0);
+    CU_ASSERT_EQUAL_FATAL(r.ops->free_deferred(r.st, a, PT_MECH_UNTIMED), 0);
     uint64_t b = A(&r, 8 * MIB); /* request 3; a due at 2 + 2 = 4 */
     if (lag) CU_ASSERT_EQUAL(AT(&r, b, 0), at + 8 * MIB) else CU_ASSERT_EQUAL(AT(&r, b, 0), at);
     uint64_t c = A(&r, 8 * MIB); /* request 4: a seen complete, reused */
@@ -738,7 +738,7 @@ static void test_async_deferred(void) {
     CU_ASSERT_EQUAL(AT(&r, d, 0), lag ? at : at + 8 * MIB);
     CU_ASSERT_EQUAL(r.dev.reserved, 32 * MIB);
     /* a synchronisation point sees a deferred free complete too */
-    CU_ASSERT_EQUAL_FATAL(r.ops->free_deferred(r.st, d), 0);
+    CU_ASSERT_EQUAL_FATAL(r.ops->free_deferred(r.st, d, PT_MECH_UNTIMED), 0);
     CU_ASSERT_EQUAL(r.ops->empty_cache(r.st), 0);
     uint64_t e = A(&r, 8 * MIB);
     CU_ASSERT_EQUAL(AT(&r, e, 0), lag ? at : at + 8 * MIB);
@@ -759,7 +759,7 @@ static void test_async_deferred_many(void) {
   uint64_t peak = 0;
   for (int i = 0; i < 6000; i++) {
     uint64_t h = A(&r, MIB);
-    CU_ASSERT_EQUAL_FATAL(r.ops->free_deferred(r.st, h), 0);
+    CU_ASSERT_EQUAL_FATAL(r.ops->free_deferred(r.st, h, PT_MECH_UNTIMED), 0);
     if (r.dev.reserved > peak) peak = r.dev.reserved;
   }
   /* at most the 2000 pending and the one being made, in 32 MiB chunks; once they complete they are reused */
@@ -768,6 +768,99 @@ static void test_async_deferred_many(void) {
   CU_ASSERT_EQUAL(r.ops->empty_cache(r.st), 0); /* every deferred free complete: nothing in use */
   CU_ASSERT_EQUAL(r.dev.reserved, 0);
   rig_done(&r);
+}
+
+/* An allocation on a stream that must succeed. */
+static uint64_t AS(rig *r, uint64_t bytes, uint64_t stream) {
+  uint64_t h = 0;
+  CU_ASSERT_EQUAL(r->ops->alloc(r->st, bytes, stream, &h), 0);
+  return h;
+}
+
+/* A pool under the driver's rule (lazy_check 1), nothing released: 1 MiB kept at its start on stream 0, then b
+   (4 MiB at 1 MiB) and c (4 MiB at 5 MiB) on stream `on`, so that b is not beside the top; b's address in *b_at. */
+static void async_two_blocks(rig *r, int lazy, uint64_t on, uint64_t *b, uint64_t *b_at, uint64_t *base) {
+  rig_init(r, &pt_mech_async_pool, 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r->params, "release_threshold", ASYNC_UINT64_MAX_THRESHOLD), 0);
+  CU_ASSERT_EQUAL(pt_params_set(&r->params, "lazy_check", lazy), 0);
+  CU_ASSERT_EQUAL_FATAL(rig_start(r), 0);
+  uint64_t keep = AS(r, MIB, 0);
+  *base = AT(r, keep, 0);
+  *b = AS(r, 4 * MIB, on);
+  *b_at = AT(r, *b, *base);
+  (void)AS(r, 4 * MIB, on);
+  CU_ASSERT_EQUAL(*b_at, MIB);
+}
+
+/*
+ * The stream order (cudaMemPoolReuseFollowEventDependencies, on in PyTorch's backend; docs/model.md,
+ * two_streams): a free on stream 7 the GPU has not passed (+gpu 100) serves stream 0's request of its size
+ * once stream 0 waited for an event recorded on 7 after the free, directly or through another stream; not
+ * before, nor for an event recorded before the free, nor one never recorded (the request goes at the top, 9
+ * MiB).  Without the rule (lazy_check 0) a pending free serves any stream and the order is not kept.
+ */
+static void test_async_event_order(void) {
+  enum { NONE, AFTER, BEFORE, THROUGH, NEVER, LAZY0 };
+  const uint64_t want[] = {9 * MIB, MIB, 9 * MIB, MIB, 9 * MIB, MIB};
+  for (int c = NONE; c <= LAZY0; c++) {
+    rig r;
+    uint64_t b, b_at, base;
+    async_two_blocks(&r, c != LAZY0, 7, &b, &b_at, &base);
+    if (c == BEFORE) CU_ASSERT_EQUAL(r.ops->event_record(r.st, 1, 7), 0);
+    CU_ASSERT_EQUAL_FATAL(r.ops->free_pending(r.st, b, 100), 0);
+    if (c == AFTER || c == LAZY0) CU_ASSERT_EQUAL(r.ops->event_record(r.st, 1, 7), 0);
+    if (c == THROUGH) {
+      CU_ASSERT_EQUAL(r.ops->event_record(r.st, 1, 7), 0);
+      CU_ASSERT_EQUAL(r.ops->stream_wait(r.st, 3, 1), 0);
+      CU_ASSERT_EQUAL(r.ops->event_record(r.st, 2, 3), 0);
+    }
+    CU_ASSERT_EQUAL(r.ops->stream_wait(r.st, 0, c == THROUGH ? 2 : c == NEVER ? 5 : 1), 0);
+    uint64_t d = AS(&r, 4 * MIB, 0);
+    CU_ASSERT_EQUAL(AT(&r, d, base), want[c]);
+    rig_done(&r);
+  }
+  rig r; /* an event number past the table is a bad trace, said */
+  uint64_t b, b_at, base;
+  async_two_blocks(&r, 1, 7, &b, &b_at, &base);
+  CU_ASSERT_EQUAL(r.ops->event_record(r.st, UINT64_C(1) << 24, 7), PT_EFORMAT);
+  CU_ASSERT_PTR_NOT_NULL(strstr(r.err.msg, "event"));
+  rig_done(&r);
+}
+
+/*
+ * A deferred free the trace timed (+gpu 3: three more requests before the GPU passes it) is not seen complete
+ * at a look before the fourth request after it: the request of its size made next goes at the top (9 MiB), the
+ * fourth takes its place.  Untimed (PT_MECH_UNTIMED, free_lag 0), timed +gpu 0, or timed under gpu_lag 0, the
+ * next request takes it.
+ */
+static void test_async_deferred_timed(void) {
+  const uint64_t ks[] = {3, 0, PT_MECH_UNTIMED, 3};
+  for (int i = 0; i < 4; i++) {
+    rig r;
+    uint64_t b, b_at, base;
+    async_two_blocks(&r, 1, 0, &b, &b_at, &base);
+    if (i == 3) { /* gpu_lag 0: rebuilt with it */
+      rig_done(&r);
+      rig_init(&r, &pt_mech_async_pool, 0);
+      CU_ASSERT_EQUAL(pt_params_set(&r.params, "gpu_lag", 0), 0);
+      CU_ASSERT_EQUAL(pt_params_set(&r.params, "release_threshold", ASYNC_UINT64_MAX_THRESHOLD), 0);
+      CU_ASSERT_EQUAL(pt_params_set(&r.params, "lazy_check", 1), 0);
+      CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+      base = AT(&r, AS(&r, MIB, 0), 0);
+      b = AS(&r, 4 * MIB, 0);
+      (void)AS(&r, 4 * MIB, 0);
+    }
+    CU_ASSERT_EQUAL_FATAL(r.ops->free_deferred(r.st, b, ks[i]), 0);
+    uint64_t d = AS(&r, 4 * MIB, 0);
+    CU_ASSERT_EQUAL(AT(&r, d, base), i == 0 ? 9 * MIB : MIB);
+    if (i == 0) {
+      (void)AS(&r, 4096, 0);
+      (void)AS(&r, 4096, 0);
+      uint64_t e = AS(&r, 4 * MIB, 0); /* the fourth after the free */
+      CU_ASSERT_EQUAL(AT(&r, e, base), MIB);
+    }
+    rig_done(&r);
+  }
 }
 
 /*
@@ -1579,6 +1672,9 @@ int pt_test_add_mechs(void) {
   CU_add_test(s, "async_pool: initial blocks allocated from the pool (adopt_initial 0)", test_async_initial_replaced);
   CU_add_test(s, "async_pool: a deferred (cross-stream) free reused by nothing while pending", test_async_deferred);
   CU_add_test(s, "async_pool: thousands of deferred frees pending, then all complete", test_async_deferred_many);
+  CU_add_test(s, "async_pool: a pending free serves another stream once it waited for an event recorded after it",
+              test_async_event_order);
+  CU_add_test(s, "async_pool: a timed deferred free is seen complete only once the GPU passed it", test_async_deferred_timed);
   CU_add_test(s, "async_pool: two_streams' real peaks inside the spread free_lag gives", test_async_two_streams_spread);
   CU_add_test(s, "async_pool: real traces within 3.125% of the H200's cudaMallocAsync peaks", test_async_traces);
   CU_add_test(s, "stitch: two freed 2 MiB handles stitched for 4 MiB, no cuMemCreate", test_stitch_two_chunks);

@@ -192,7 +192,8 @@ static int live_alloc(run *r, const pt_mech_ops *m, void *st, uint64_t bytes, ui
    GPU (free_pending), or at once. */
 static int free_record(const pt_trace_data *t, size_t i, const pt_mech_ops *m, void *st, uint64_t h) {
   unsigned fl = t->ev[i].flags;
-  if ((fl & PT_EVF_DEFERRED) && m->free_deferred) return m->free_deferred(st, h);
+  if ((fl & PT_EVF_DEFERRED) && m->free_deferred)
+    return m->free_deferred(st, h, (fl & PT_EVF_GPU_LAG) ? t->ev[i].offset : PT_MECH_UNTIMED);
   return (fl & PT_EVF_GPU_LAG) && m->free_pending ? m->free_pending(st, h, t->ev[i].offset) : m->free(st, h);
 }
 

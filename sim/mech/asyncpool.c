@@ -157,6 +157,8 @@
 #define POOL_VA (UINT64_C(1) << 40)       /* the pool's VA reservation */
 #define MAX_THRESHOLD 1125899906842624.0  /* 2^50 */
 #define NO_SLOT UINT64_MAX
+#define ORDER_STREAMS 8                   /* streams whose order is followed; waits of later ones are ignored */
+#define MAX_EVENTS (UINT64_C(1) << 24)    /* event numbers below this */
 
 /* ---- chunks, blocks ------------------------------------------------------- */
 
@@ -182,6 +184,9 @@ typedef struct ablock {
   uint64_t ticket, due;        /* pending (free_lag): its entry in the pending heap (0: seen complete), and
                                   the request count at which it is */
   int allocated;
+  uint32_t order;              /* pending with lazy_check: the free's place among the pool's frees (1, 2, ...): another
+                                  stream reuses it while pending once that stream waited for an event recorded
+                                  after it */
 } ablock;
 
 #define BLK(n) ((ablock *)(void *)((char *)(n) - offsetof(ablock, node)))
@@ -201,6 +206,14 @@ typedef struct aslot {
   achunk *c;
   uint64_t live;
 } aslot;
+
+/* A min-heap of blocks by the request count at which they are due; stable: among equal counts, by ticket (the
+   order they came in). */
+typedef struct aheap {
+  struct apending { ablock *b; uint64_t due, ticket; } *v;
+  size_t n, cap;
+  int stable;
+} aheap;
 
 typedef struct async_state {
   pt_mech_env env;
@@ -226,14 +239,21 @@ typedef struct async_state {
   achunk *segs;                /* initial segments */
   uint64_t held, allocated, stamp;
   pt_slab blocks;             /* block records (slab.h) */
-  /* free_lag: frees not yet seen complete, a min-heap by the request count at which they are */
+  /* free_lag: frees not yet seen complete (pend), and frees made on PyTorch's unifying free stream (defer:
+     free_deferred; still allocated to the pool until due, then seen complete), each a min-heap by the request
+     count at which they are */
   uint64_t lag, nreq, tickets;
-  struct apending { ablock *b; uint64_t due, ticket; } *pend;
-  size_t npend, cap_pend;
-  /* frees made on PyTorch's unifying free stream (free_deferred), oldest first: still allocated to the pool
-     until due, then seen complete (a constant lag keeps them in due order) */
-  struct adeferred { ablock *b; uint64_t due; } *defer;
-  size_t dhead, ndefer, cap_defer;
+  aheap pend, defer;
+  uint64_t deferrals;
+  /* stream order (event_record, stream_wait; with lazy_check): after[t][s], the last of the pool's frees on
+     stream s that stream t waited for (0: none), frees counting the pool's frees so far; events[e], stream s's
+     row at event e's latest record (its own entry: the frees so far) */
+  uint32_t frees;
+  int nstreams, ordered;       /* ordered: a stream waited for another's frees */
+  uint64_t sid[ORDER_STREAMS];
+  uint32_t after[ORDER_STREAMS][ORDER_STREAMS];
+  uint32_t (*events)[ORDER_STREAMS];
+  size_t nevents;
 } async_state;
 
 /* Where a request goes (computed before anything changes). */
@@ -363,8 +383,8 @@ static void defer_complete(async_state *st, uint64_t upto);
 /* A synchronisation first: every pending free is seen complete. */
 static int trim(async_state *st, uint64_t keep) {
   int any = 0, rc = 0;
-  if (st->ndefer) defer_complete(st, UINT64_MAX);
-  if (st->npend) pend_complete(st, UINT64_MAX);
+  if (st->defer.n) defer_complete(st, UINT64_MAX);
+  if (st->pend.n) pend_complete(st, UINT64_MAX);
   while (st->held > keep && st->idle_head) {
     achunk *c = st->idle_head;
     if ((rc = pt_dev_mem_unmap(st->env.dev, c->va, c->bytes)) < 0) break;
@@ -395,8 +415,8 @@ static int trim(async_state *st, uint64_t keep) {
 /* A synchronisation point. */
 static int sync_point(async_state *st) {
   const pt_policy_hooks *h = st->env.hooks;
-  if (st->ndefer) defer_complete(st, UINT64_MAX);
-  if (st->npend) pend_complete(st, UINT64_MAX);
+  if (st->defer.n) defer_complete(st, UINT64_MAX);
+  if (st->pend.n) pend_complete(st, UINT64_MAX);
   if (h && h->should_collect) {
     int yes = 0;
     int rc = pt_mech_should_collect(&st->env, &yes);
@@ -411,6 +431,33 @@ static int va_used_up(async_state *st, uint64_t size) {
                     (unsigned long long)size, (unsigned long long)(POOL_VA >> 30));
 }
 
+/* The stream order's slot of stream, -1 when it has none (ORDER_STREAMS taken); add: make one. */
+static int stream_slot(async_state *st, uint64_t stream, int add) {
+  for (int i = 0; i < st->nstreams; i++)
+    if (st->sid[i] == stream) return i;
+  if (!add || st->nstreams == ORDER_STREAMS) return -1;
+  st->sid[st->nstreams] = stream;
+  return st->nstreams++;
+}
+
+/* With the stream order: the best fit for size among stream's own pending frees (own, or NULL) and those of other
+   streams it waited for (smallest, then oldest), or NULL. */
+__attribute__((noinline)) static pt_bnode *ordered_fit(const async_state *st, uint64_t size, uint64_t stream, pt_bnode *own) {
+  int t = stream_slot((async_state *)st, stream, 0);
+  if (t < 0) return own;
+  pt_bnode *best = own;
+  for (int j = 0; j < st->nstreams; j++) {
+    uint32_t seen = st->after[t][j];
+    if (j == t || !seen) continue;
+    uint64_t key = st->sid[j] | PEND_BIT;
+    pt_bnode *n = pt_bset_lower_bound(&st->pendt, &(pt_bkey){key, size, 0});
+    while (n && n->key.stream == key && BLK(n)->order > seen) n = pt_bset_next(&st->pendt, n); /* made after the wait */
+    if (!n || n->key.stream != key) continue;
+    if (!best || n->key.size < best->key.size || (n->key.size == best->key.size && n->key.addr < best->key.addr)) best = n;
+  }
+  return best;
+}
+
 /* Where a request of size bytes on stream goes, and what the heap must back; nothing changes.  Inlined: it is
    most of a request's work. */
 __attribute__((always_inline)) static inline int find_place(async_state *st, uint64_t size, uint64_t stream, aplace *pl) {
@@ -422,7 +469,10 @@ __attribute__((always_inline)) static inline int find_place(async_state *st, uin
     n = pt_bset_lower_bound(&st->pendt, &(pt_bkey){stream | PEND_BIT, size, 0});
     if (n && n->key.stream != (stream | PEND_BIT)) n = NULL;
   }
-  if (!n) n = pt_bset_lower_bound(&st->freet, &(pt_bkey){0, size, 0});
+  if (!n) {
+    n = pt_bset_lower_bound(&st->freet, &(pt_bkey){0, size, 0});
+    if (st->ordered) n = ordered_fit(st, size, stream, n); /* or another stream's it waited for */
+  }
   if (n) { /* best fit: smallest, then oldest */
     ablock *b = BLK(n);
     pl->b = b;
@@ -505,35 +555,44 @@ static int room(async_state *st, void **arr, size_t n, size_t *cap, size_t elt) 
   return 0;
 }
 
-static int pend_push(async_state *st, ablock *b, uint64_t due) {
-  void *arr = st->pend;
-  int rc = room(st, &arr, st->npend, &st->cap_pend, sizeof *st->pend);
-  st->pend = arr;
+static int heap_before(const aheap *h, const struct apending *a, const struct apending *b) {
+  return a->due < b->due || (h->stable && a->due == b->due && a->ticket < b->ticket);
+}
+
+static int heap_push(async_state *st, aheap *h, ablock *b, uint64_t due, uint64_t ticket) {
+  void *arr = h->v;
+  int rc = room(st, &arr, h->n, &h->cap, sizeof *h->v);
+  h->v = arr;
   if (rc < 0) return rc;
-  b->ticket = ++st->tickets;
-  b->due = due;
-  size_t i = st->npend++;
-  while (i > 0 && st->pend[(i - 1) / 2].due > due) { /* sift up */
-    st->pend[i] = st->pend[(i - 1) / 2];
+  struct apending e = {b, due, ticket};
+  size_t i = h->n++;
+  while (i > 0 && heap_before(h, &e, &h->v[(i - 1) / 2])) { /* sift up */
+    h->v[i] = h->v[(i - 1) / 2];
     i = (i - 1) / 2;
   }
-  st->pend[i] = (struct apending){b, due, b->ticket};
+  h->v[i] = e;
   return 0;
 }
 
-static struct apending pend_pop(async_state *st) {
-  struct apending top = st->pend[0], last = st->pend[--st->npend];
+static struct apending heap_pop(aheap *h) {
+  struct apending top = h->v[0], last = h->v[--h->n];
   size_t i = 0;
   for (;;) { /* sift down */
     size_t c = 2 * i + 1;
-    if (c >= st->npend) break;
-    if (c + 1 < st->npend && st->pend[c + 1].due < st->pend[c].due) c++;
-    if (st->pend[c].due >= last.due) break;
-    st->pend[i] = st->pend[c];
+    if (c >= h->n) break;
+    if (c + 1 < h->n && heap_before(h, &h->v[c + 1], &h->v[c])) c++;
+    if (!heap_before(h, &h->v[c], &last)) break;
+    h->v[i] = h->v[c];
     i = c;
   }
-  if (st->npend) st->pend[i] = last;
+  if (h->n) h->v[i] = last;
   return top;
+}
+
+static int pend_push(async_state *st, ablock *b, uint64_t due) {
+  b->ticket = ++st->tickets;
+  b->due = due;
+  return heap_push(st, &st->pend, b, due, b->ticket);
 }
 
 static void merge(async_state *st, ablock *b, ablock *nb);
@@ -542,8 +601,8 @@ static void merge(async_state *st, ablock *b, ablock *nb);
    the chunks it held, and merges with the free neighbours already seen complete (a pending one merges when it
    completes in turn). */
 static void pend_complete(async_state *st, uint64_t upto) {
-  while (st->npend && st->pend[0].due <= upto) {
-    struct apending e = pend_pop(st);
+  while (st->pend.n && st->pend.v[0].due <= upto) {
+    struct apending e = heap_pop(&st->pend);
     ablock *b = e.b;
     if (b->ticket != e.ticket) continue; /* reused, merged away or freed again since */
     b->ticket = 0;
@@ -559,8 +618,8 @@ static void pend_complete(async_state *st, uint64_t upto) {
 /* The deferred frees due by request count upto (all: UINT64_MAX): each is seen complete at once, and merges
    with the free neighbours already seen complete (not with pending ones, as pend_complete). */
 static void defer_complete(async_state *st, uint64_t upto) {
-  while (st->dhead < st->ndefer && st->defer[st->dhead].due <= upto) {
-    ablock *b = st->defer[st->dhead++].b;
+  while (st->defer.n && st->defer.v[0].due <= upto) {
+    ablock *b = heap_pop(&st->defer).b;
     b->allocated = 0;
     st->allocated -= b->size;
     touch(st, b, -1);
@@ -568,13 +627,6 @@ static void defer_complete(async_state *st, uint64_t upto) {
     if (b->next && !b->next->ticket) merge(st, b, b->next);
     if (!is_top(st, b)) free_insert(st, b);
     if (b->seg && !b->prev && !b->next) b->seg->whole = b;
-  }
-  if (st->dhead == st->ndefer) {
-    st->dhead = st->ndefer = 0;
-  } else if (st->dhead >= 1024 && st->dhead * 2 >= st->ndefer) { /* the done half goes: memory as the queue's */
-    memmove(st->defer, st->defer + st->dhead, (st->ndefer - st->dhead) * sizeof *st->defer);
-    st->ndefer -= st->dhead;
-    st->dhead = 0;
   }
 }
 
@@ -586,6 +638,7 @@ static int split_front(async_state *st, ablock *b, uint64_t size, int pending, u
   PT_SPAN_LINK_AFTER(b, rest);
   b->size = size;
   SET_STREAM(rest, STREAM(b));
+  rest->order = b->order;
   int rc = 0;
   if (pending) {
     touch(st, rest, +1); /* a pending free holds its chunks */
@@ -658,8 +711,8 @@ static int unallocate(async_state *st, ablock *b, uint64_t lag);
 /* lazy_check: nothing free serves the request without new backing, so the driver looks at its pending frees,
    sees those the GPU has passed complete, and tries again before it grows the pool: the new place in *pl. */
 __attribute__((noinline)) static int look_again(async_state *st, uint64_t size, uint64_t stream, aplace *pl) {
-  if (st->ndefer) defer_complete(st, st->nreq);
-  if (st->npend) pend_complete(st, st->nreq);
+  if (st->defer.n) defer_complete(st, st->nreq);
+  if (st->pend.n) pend_complete(st, st->nreq);
   return find_place(st, size, stream, pl);
 }
 
@@ -669,7 +722,7 @@ static int place(async_state *st, uint64_t size, uint64_t stream, ablock **out) 
   aplace pl;
   int rc = find_place(st, size, stream, &pl);
   if (rc < 0) return rc;
-  if (__builtin_expect(st->lazy, 0) && (st->npend || st->dhead < st->ndefer) && (!pl.b || needs_backing(st, &pl)) &&
+  if (__builtin_expect(st->lazy, 0) && (st->pend.n || st->defer.n) && (!pl.b || needs_backing(st, &pl)) &&
       (rc = look_again(st, size, stream, &pl)) < 0)
     return rc;
   if (!pl.b && (rc = grow_slots(st, pl.new_end > st->end ? pl.new_end : st->end)) < 0) return rc;
@@ -753,6 +806,7 @@ static int async_create(const pt_mech_env *env, void **state) {
   st->lazy = lazy == 1 || (lazy == 2 && env->trace_synced);
   st->unit = env->hooks && env->hooks->segment_size ? GRAIN : (uint64_t)chunk * MIB;
   st->init_phase = 1;
+  st->defer.stable = 1;
   *state = st;
   return 0;
 }
@@ -769,8 +823,8 @@ static int async_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *h
   }
   if ((rc = ensure_spare(st, 2)) < 0) return rc; /* a new block at the end, a split remainder */
   st->nreq++;
-  if (!st->lazy && st->ndefer) defer_complete(st, st->nreq);
-  if (!st->lazy && st->npend) pend_complete(st, st->nreq);
+  if (!st->lazy && st->defer.n) defer_complete(st, st->nreq);
+  if (!st->lazy && st->pend.n) pend_complete(st, st->nreq);
   ablock *b = NULL;
   rc = place(st, size, stream, &b);
   if (rc == PT_EOOM) {
@@ -821,7 +875,10 @@ static int unallocate(async_state *st, ablock *b, uint64_t lag) {
     }
     touch(st, b, +1);
   }
-  if (pending) rc = pend_push(st, b, st->nreq + lag); /* before the set: a pending block's set is its own */
+  if (pending) {
+    if (st->lazy) b->order = ++st->frees; /* merged pending neighbours: with the latest */
+    rc = pend_push(st, b, st->nreq + lag); /* before the set: a pending block's set is its own */
+  }
   if (!is_top(st, b)) free_insert(st, b);
   if (b->seg && !b->prev && !b->next) b->seg->whole = b;
   return rc;
@@ -857,15 +914,46 @@ static int async_free_pending(void *state, uint64_t handle, uint64_t k) {
  * pending free on a request's own stream is reused: async_free).  It stays the pool's for free_lag requests;
  * with no lag it is any free.
  */
-static int async_free_deferred(void *state, uint64_t handle) {
+static int async_free_deferred(void *state, uint64_t handle, uint64_t k) {
   async_state *st = state;
-  if (!st->lag && !st->lazy) return async_free(state, handle);
+  uint64_t lag = k == PT_MECH_UNTIMED || !st->gpu_lag ? st->lag : k ? k + 1 : 0;
+  if (!lag && !st->lazy) return async_free(state, handle);
   if (st->init_phase) end_init(st);
-  void *arr = st->defer;
-  int rc = room(st, &arr, st->ndefer, &st->cap_defer, sizeof *st->defer);
-  st->defer = arr;
-  if (rc < 0) return rc;
-  st->defer[st->ndefer++] = (struct adeferred){(ablock *)(uintptr_t)handle, st->nreq + st->lag};
+  return heap_push(st, &st->defer, (ablock *)(uintptr_t)handle, st->nreq + lag, ++st->deferrals); /* oldest first */
+}
+
+/* Stream order, followed with lazy_check (without it a pending free serves any stream). */
+static int async_event_record(void *state, uint64_t event, uint64_t stream) {
+  async_state *st = state;
+  if (!st->lazy) return 0;
+  if (event >= MAX_EVENTS)
+    return pt_err_set(st->env.err, PT_EFORMAT, "async_pool: event %llu: numbers go below %llu", (unsigned long long)event,
+                      (unsigned long long)MAX_EVENTS);
+  int s = stream_slot(st, stream, 1);
+  if (s < 0) return 0;
+  if (event >= st->nevents) {
+    size_t n = st->nevents ? st->nevents : 64;
+    while (n <= event) n *= 2;
+    void *v = realloc(st->events, n * sizeof *st->events);
+    if (!v) return oom(st);
+    st->events = v;
+    memset(st->events + st->nevents, 0, (n - st->nevents) * sizeof *st->events);
+    st->nevents = n;
+  }
+  st->after[s][s] = st->frees;
+  memcpy(st->events[event], st->after[s], sizeof st->after[s]);
+  return 0;
+}
+
+static int async_stream_wait(void *state, uint64_t stream, uint64_t event) {
+  async_state *st = state;
+  if (!st->lazy || event >= st->nevents) return 0; /* never recorded: orders nothing */
+  int t = stream_slot(st, stream, 1);
+  if (t < 0) return 0;
+  for (int j = 0; j < ORDER_STREAMS; j++) {
+    if (st->events[event][j] > st->after[t][j]) st->after[t][j] = st->events[event][j];
+    if (j != t && st->after[t][j]) st->ordered = 1;
+  }
   return 0;
 }
 
@@ -956,8 +1044,9 @@ static void async_destroy(void *state) {
   pt_bset_free(&st->pendt);
   pt_bset_free(&st->addrt);
   pt_slab_free(&st->blocks);
-  free(st->pend);
-  free(st->defer);
+  free(st->pend.v);
+  free(st->defer.v);
+  free(st->events);
   free(st);
 }
 
@@ -974,6 +1063,8 @@ const pt_mech_ops pt_mech_async_pool = {
     .free_deferred = async_free_deferred,
     .free_pending = async_free_pending,
     .synchronize = async_synchronize,
+    .event_record = async_event_record,
+    .stream_wait = async_stream_wait,
     .empty_cache = async_empty_cache,
     .destroy = async_destroy,
     .addr_of = async_addr_of,

@@ -150,6 +150,8 @@ void pt_mech_param_table(const pt_mech_param *table, const char *name, const pt_
 /* The value of the table's parameter name in p, or its default. */
 double pt_mech_param_get(const pt_mech_param *table, const char *name, const pt_params *p);
 
+#define PT_MECH_UNTIMED UINT64_MAX /* free_deferred: the trace did not time the free */
+
 typedef struct pt_mech_ops {
   const char *name;
   const pt_mech_param *params;  /* terminated by a NULL name */
@@ -162,8 +164,9 @@ typedef struct pt_mech_ops {
   int (*alloc)(void *state, uint64_t bytes, uint64_t stream, uint64_t *handle /* OUT */);
   int (*free)(void *state, uint64_t handle);
   /* NULL, or a free that waited for other streams' work (the trace's PT_EVF_DEFERRED: record_stream), where
-     the mechanism treats one apart (async_pool: PyTorch frees it on a stream of its own) */
-  int (*free_deferred)(void *state, uint64_t handle);
+     the mechanism treats one apart (async_pool: PyTorch frees it on a stream of its own); k as free_pending's,
+     or PT_MECH_UNTIMED */
+  int (*free_deferred)(void *state, uint64_t handle, uint64_t k);
   /* NULL, or a free the trace timed (+gpu K): K later requests come before the GPU passes it, the (K+1)-th
      sees it complete (K 0: at once); until then it is a free not seen complete, as the mechanism treats
      one (async_pool: as under free_lag) */
@@ -171,6 +174,12 @@ typedef struct pt_mech_ops {
   /* NULL, or the program waited for the GPU (a stream or device synchronisation) before the next record:
      every free made so far has completed (async_pool: the driver sees them complete, a synchronisation point) */
   int (*synchronize)(void *state);
+  /* NULL, or the stream order the program set up between streams, before the next record: event (the trace's
+     number) recorded on stream (cudaEventRecord), and stream waiting for the work before an event's latest
+     record (cudaStreamWaitEvent); a wait for an event never recorded orders nothing (async_pool: a free on
+     one stream serves another once that stream waited for an event recorded after the free) */
+  int (*event_record)(void *state, uint64_t event, uint64_t stream);
+  int (*stream_wait)(void *state, uint64_t stream, uint64_t event);
   /*
    * Later requests, initial segments and initial blocks go to private pool `pool` (the trace's number,
    * 1..; 0: the default pool), as between PyTorch's beginAllocateToPool and endAllocateToPool: a private

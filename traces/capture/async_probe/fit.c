@@ -1,7 +1,7 @@
 /*
  * fit.c — a probe log's request stream (probe.cu's replay/replaysync/replayx output, or shim2log.py's:
  * "a ID BYTES OFFSET RESERVED" and "f ID RESERVED" lines, "s" a synchronisation, "k ID K" free ID's GPU
- * time) through the async_pool model with free_lag L: how many of the driver's offsets and reserved
+ * time, "e EVENT STREAM" / "w STREAM EVENT" an event record / a stream wait; FIT_NO_EV=1 ignores them) through the async_pool model with free_lag L: how many of the driver's offsets and reserved
  * figures the model reproduces, and the first that differs (v: the first few differences; NAME=VALUE:
  * a parameter, lazy_check=0 for the synchronised logs).  Built against a configured build tree, from
  * the repository root:
@@ -27,6 +27,12 @@ int main(int argc, char **argv) {
   while (n < MAXREC && fgets(line, sizeof line, f)) {
     rec r = {0}; r.k = line[0];
     if (r.k == 's') { R[n++] = r; continue; } /* a synchronisation */
+    if (r.k == 'e' || r.k == 'w') { /* an event record (id: the event), a stream wait (id: the event) */
+      if (r.k == 'e') sscanf(line + 2, "%llu %llu", &r.id, &r.stream);
+      else sscanf(line + 2, "%llu %llu", &r.stream, &r.id);
+      R[n++] = r;
+      continue;
+    }
     if (r.k == 'k') {
       unsigned long long id, k;
       if (sscanf(line + 2, "%llu %llu", &id, &k) == 2 && id < MAXREC) K[id] = k + 1;
@@ -58,6 +64,12 @@ int main(int argc, char **argv) {
       if (pt_mech_async_pool.synchronize(st)) { fprintf(stderr, "synchronize failed\n"); return 1; }
       continue;
     }
+    if (R[i].k == 'e' || R[i].k == 'w') {
+      if (getenv("FIT_NO_EV")) continue;
+      if ((R[i].k == 'e' ? pt_mech_async_pool.event_record(st, R[i].id, R[i].stream)
+                         : pt_mech_async_pool.stream_wait(st, R[i].stream, R[i].id)) < 0) { fprintf(stderr, "%s\n", err.msg); return 1; }
+      continue;
+    }
     if (R[i].k == 'a') {
       if (pt_mech_async_pool.alloc(st, R[i].bytes, R[i].stream, &h[R[i].id])) { fprintf(stderr, "alloc failed\n"); return 1; }
       hs[R[i].id] = R[i].stream;
@@ -65,7 +77,7 @@ int main(int argc, char **argv) {
       if (!base) base = a;
       if (a - base != R[i].off) { offbad++; if (!first) first = i + 1; if (verbose && offbad < 6) printf("  %zu: a %llu %llu model +%llu real +%llu\n", i, R[i].id, R[i].bytes, (unsigned long long)(a - base), R[i].off); }
     } else if (R[i].stream != hs[R[i].id] && pt_mech_async_pool.free_deferred) { /* on another stream (the unifying one) */
-      pt_mech_async_pool.free_deferred(st, h[R[i].id]);
+      pt_mech_async_pool.free_deferred(st, h[R[i].id], K[R[i].id] && !getenv("FIT_NO_K") ? K[R[i].id] - 1 : PT_MECH_UNTIMED);
     } else if (K[R[i].id] && !getenv("FIT_NO_K")) {
       pt_mech_async_pool.free_pending(st, h[R[i].id], K[R[i].id] - 1);
     } else pt_mech_async_pool.free(st, h[R[i].id]);
