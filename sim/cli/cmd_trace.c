@@ -232,7 +232,7 @@ static int calls_of(const char *src, const pt_trace_opts *o, snap_call **out, si
  * snapshot call, the run's call (SIZE_MAX: none, a block of before the run's window or never freed in it).
  */
 static int pair_async(const pt_async_run *ar, const snap_call *sc, size_t n, const char *log, const char *src,
-                      size_t **map_out, pt_err *err) {
+                      size_t **map_out, size_t *at_out, pt_err *err) {
   size_t nreq = 0;
   for (size_t j = 0; j < n; j++) nreq += !sc[j].is_free;
   uint64_t *rbytes = malloc((ar->nreq + 1) * sizeof *rbytes); /* the run's request k's bytes, call of request k */
@@ -275,6 +275,7 @@ static int pair_async(const pt_async_run *ar, const snap_call *sc, size_t n, con
   for (size_t j = 0; j < n; j++)
     map[j] = !sc[j].is_free ? rcall[at + sc[j].req] : sc[j].req ? fcall[at + sc[j].req] : SIZE_MAX;
   *map_out = map;
+  *at_out = at;
   map = NULL;
 done:
   free(rbytes);
@@ -282,6 +283,87 @@ done:
   free(fcall);
   free(map);
   return rc;
+}
+
+/* rb[i]: the requests of async run ar before its call i (i = 0 .. ar->n), in *out. */
+static int requests_before(const pt_async_run *ar, const char *log, size_t **out, pt_err *err) {
+  size_t *rb = malloc((ar->n + 1) * sizeof *rb);
+  if (!rb) return pt_err_set(err, PT_ENOMEM, "%s: out of memory", log);
+  rb[0] = 0;
+  for (size_t i = 0; i < ar->n; i++) rb[i + 1] = rb[i] + !ar->c[i].free;
+  *out = rb;
+  return 0;
+}
+
+/* What --async-run adds to the snapshot it is paired with (pair_async). */
+typedef struct async_pairing {
+  pt_async_run ar;
+  snap_call *sc;     /* the snapshot's calls */
+  size_t nsc, *map;  /* map[j]: the run's call for snapshot call j */
+  size_t at;         /* the run's requests before the snapshot's first */
+  size_t *rbefore;   /* requests_before */
+  size_t j, reqs;    /* the snapshot's calls and requests written so far */
+  size_t order_at;   /* the run's stream order written so far */
+  int carry;         /* a synchronisation before a free that is not in its place here: on the next request */
+} async_pairing;
+
+static void async_pairing_free(async_pairing *p) {
+  pt_async_run_free(&p->ar);
+  free(p->sc);
+  free(p->map);
+  free(p->rbefore);
+}
+
+static int async_pairing_load(async_pairing *p, const char *log, const char *src, const pt_trace_opts *o, pt_err *err) {
+  int rc;
+  if ((rc = pt_async_run_load(log, &p->ar, err)) < 0 || (rc = calls_of(src, o, &p->sc, &p->nsc, err)) < 0 ||
+      (rc = pair_async(&p->ar, p->sc, p->nsc, log, src, &p->map, &p->at, err)) < 0 ||
+      (rc = requests_before(&p->ar, log, &p->rbefore, err)) < 0)
+    return rc;
+  return 0;
+}
+
+/*
+ * The run's timing on snapshot record ev, a request or free (the snapshot's next call), and the run's stream
+ * order before it into w: the run's synchronisations before its call (+sync), its free's GPU time (+gpu), and
+ * its event records and stream waits up to its call (+event, +wait).  A free that waited for other streams
+ * (+deferred) comes here later than in the run, where PyTorch freed it on its unifying stream: the
+ * synchronisation before it goes on the next request, the stream order on the next call in its place, and its
+ * GPU time is what was left of it by here (K less the run's requests between the two places, at least 0).
+ */
+static int async_time(async_pairing *p, pt_event *ev, pt_trace_writer *w, pt_err *err) {
+  size_t i = p->map[p->j];
+  const pt_async_call *c = i == SIZE_MAX ? NULL : &p->ar.c[i];
+  int deferred = p->sc[p->j++].deferred, sync = c && c->sync, rc;
+  if (deferred) {
+    p->carry |= sync;
+  } else if (sync || (p->carry && ev->kind == PT_EV_ALLOC)) {
+    ev->flags |= PT_EVF_SYNC;
+    p->carry = p->carry && ev->kind != PT_EV_ALLOC;
+  }
+  if (c && c->free && p->ar.lag[c->free - 1]) {
+    uint64_t k = p->ar.lag[c->free - 1] - 1;
+    if (deferred) { /* the run's requests from its free to the request the snapshot's place comes before */
+      size_t here = p->at + p->reqs, then = p->rbefore[i];
+      k = here <= then ? k : k > here - then ? k - (here - then) : 0;
+    }
+    ev->flags |= PT_EVF_GPU_LAG;
+    ev->offset = k;
+  }
+  p->reqs += ev->kind == PT_EV_ALLOC;
+  if (c && !deferred)
+    for (const pt_order *o = &p->ar.order; p->order_at < o->n && o->op[p->order_at].before <= i; p->order_at++)
+      if ((rc = pt_trace_writer_put_order(w, &o->op[p->order_at], err)) < 0) return rc;
+  return 0;
+}
+
+/* The source's own stream order before its record n (a pagetune trace's +event / +wait), from *at on, into w. */
+static int copy_order(pt_trace *t, uint64_t n, size_t *at, pt_trace_writer *w, pt_err *err) {
+  const pt_order *o = pt_trace_order(t);
+  int rc;
+  for (; *at < o->n && o->op[*at].before <= n; ++*at)
+    if ((rc = pt_trace_writer_put_order(w, &o->op[*at], err)) < 0) return rc;
+  return 0;
 }
 
 int pt_cmd_trace_import(void *args, char **pos, int npos, pt_err *err) {
@@ -296,36 +378,19 @@ int pt_cmd_trace_import(void *args, char **pos, int npos, pt_err *err) {
   rc = pt_trace_open(pos[0], &o, err, &t);
   if (rc < 0) return rc;
   pt_gpu_frees g = {0};
-  pt_async_run ar = {0};
-  snap_call *sc = NULL;
-  size_t nsc = 0, *map = NULL;
+  async_pairing ap = {0};
+  pt_trace_writer *w = NULL;
   if ((a->gpu_frees && (rc = pt_gpu_frees_load(a->gpu_frees, &g, err)) < 0) ||
-      (a->async_run && ((rc = pt_async_run_load(a->async_run, &ar, err)) < 0 ||
-                        (rc = calls_of(pos[0], &o, &sc, &nsc, err)) < 0 ||
-                        (rc = pair_async(&ar, sc, nsc, a->async_run, pos[0], &map, err)) < 0))) {
-    free(sc);
-    pt_async_run_free(&ar);
-    pt_gpu_frees_free(&g);
-    pt_trace_close(t);
-    return rc;
-  }
-  pt_trace_writer *w;
+      (a->async_run && (rc = async_pairing_load(&ap, a->async_run, pos[0], &o, err)) < 0))
+    goto done;
   pt_trace_info info = *pt_trace_get_info(t);
   if (a->async_run || g.syncs_recorded) info.syncs_recorded = 1; /* its +sync lines are all the run's */
-  if ((rc = pt_trace_writer_open(a->output, &info, err, &w)) < 0) {
-    free(sc);
-    free(map);
-    pt_async_run_free(&ar);
-    pt_gpu_frees_free(&g);
-    pt_trace_close(t);
-    return rc;
-  }
+  if ((rc = pt_trace_writer_open(a->output, &info, err, &w)) < 0) goto done;
   if (!a->strip_frames) pt_trace_writer_set_frames(w, pt_trace_frames(t));
   pt_trace_writer_set_pools(w, pt_trace_pools(t));
   pt_event ev;
   uint64_t n = 0, calls = 0;
-  size_t nfree = 0, j = 0, ks = 0;
-  int carry = 0; /* a synchronisation before a free that is not in its place here: on the next request */
+  size_t nfree = 0, ks = 0, order_at = 0;
   while ((rc = pt_trace_next(t, &ev, err)) > 0) {
     if (a->gpu_frees && ev.kind == PT_EV_FREE && (rc = gpu_time(&g, nfree++, a->gpu_frees, pos[0], &ev, err)) < 0) break;
     if (a->gpu_frees && (ev.kind == PT_EV_ALLOC || ev.kind == PT_EV_FREE || ev.kind == PT_EV_OOM) && ks < g.nsync &&
@@ -333,32 +398,22 @@ int pt_cmd_trace_import(void *args, char **pos, int npos, pt_err *err) {
       ev.flags |= PT_EVF_SYNC;
       ks++;
     }
-    if (a->async_run && (ev.kind == PT_EV_ALLOC || ev.kind == PT_EV_FREE)) { /* the snapshot's call j */
-      const pt_async_call *c = map[j] == SIZE_MAX ? NULL : &ar.c[map[j]];
-      int deferred = sc[j++].deferred, sync = c && c->sync;
-      if (deferred) {
-        carry |= sync;
-      } else if (sync || (carry && ev.kind == PT_EV_ALLOC)) {
-        ev.flags |= PT_EVF_SYNC;
-        carry = carry && ev.kind != PT_EV_ALLOC;
-      }
-      if (c && c->free && ar.lag[c->free - 1] && !deferred) {
-        ev.flags |= PT_EVF_GPU_LAG;
-        ev.offset = ar.lag[c->free - 1] - 1;
-      }
+    if (a->async_run) { /* the run's stream order replaces the source's */
+      if ((ev.kind == PT_EV_ALLOC || ev.kind == PT_EV_FREE) && (rc = async_time(&ap, &ev, w, err)) < 0) break;
+    } else if ((rc = copy_order(t, n, &order_at, w, err)) < 0) {
+      break;
     }
     if ((rc = pt_trace_writer_put(w, &ev, err)) < 0) break;
     n++;
   }
-  pt_trace_close(t);
-  free(sc);
-  free(map);
-  pt_async_run_free(&ar);
   if (rc >= 0 && a->gpu_frees && nfree != g.n)
     rc = pt_err_set(err, PT_EFORMAT, "%s: %zu frees, %s %zu: not the same run", a->gpu_frees, g.n, pos[0], nfree);
   if (rc >= 0 && a->gpu_frees && ks != g.nsync)
     rc = pt_err_set(err, PT_EFORMAT, "%s: a synchronisation before call %llu, %s has %llu requests and frees: not the same run",
                     a->gpu_frees, (unsigned long long)g.sync_at[ks], pos[0], (unsigned long long)calls);
+done:
+  pt_trace_close(t);
+  async_pairing_free(&ap);
   pt_gpu_frees_free(&g);
   if (rc < 0) {
     pt_trace_writer_abort(w);

@@ -72,6 +72,7 @@ int pt_trace_load(const char *path, const pt_trace_opts *opts, pt_err *err, pt_t
   out->info = *pt_trace_get_info(t);
   pt_trace_take_frames(t, &out->frames);
   pt_trace_take_pools(t, &out->pools);
+  pt_trace_take_order(t, &out->order);
   pt_trace_close(t);
   return 0;
 fail:
@@ -83,6 +84,7 @@ fail:
 void pt_trace_data_free(pt_trace_data *t) {
   pt_frames_free(&t->frames);
   pt_pools_free(&t->pools);
+  pt_order_free(&t->order);
   free(t->repeat);
   free(t->hints);
   free(t->ev);
@@ -115,6 +117,15 @@ void pt_trace_content_hash(const pt_trace_data *t, char out[65]) {
       p = put_le(p, t->pools.id[e->pool - 1].second);
       pt_sha256_update(&s, buf, (size_t)(p - buf));
     }
+  }
+  for (size_t i = 0; i < t->order.n; i++) { /* only with some: a trace without stream order hashes as before it existed */
+    const pt_order_op *o = &t->order.op[i];
+    unsigned char buf[1 + 3 * 8], *p = buf;
+    *p++ = (unsigned char)o->wait;
+    p = put_le(p, o->before);
+    p = put_le(p, o->event);
+    p = put_le(p, o->stream);
+    pt_sha256_update(&s, buf, (size_t)(p - buf));
   }
   pt_sha256_final_hex(&s, out);
 }
@@ -393,13 +404,26 @@ static inline void work_end(const run *r, pt_sim_result *out, pt_bset_work w0) {
 
 static inline int is_repeat(const pt_trace_data *t, size_t i) { return (int)(t->repeat[i >> 6] >> (i & 63)) & 1; }
 
+/* The stream order before record i (the trace's ops from *at on with before == i), for a mechanism that follows it. */
+static int order_before(const pt_trace_data *t, size_t i, size_t *at, const pt_mech_ops *m, void *st, pt_err *err) {
+  for (; *at < t->order.n && t->order.op[*at].before <= i; ++*at) {
+    const pt_order_op *op = &t->order.op[*at];
+    if (op->before < i || !m->event_record) continue; /* a record without its flag: not this one's */
+    int rc = op->wait ? m->stream_wait(st, op->stream, op->event) : m->event_record(st, op->event, op->stream);
+    if (rc < 0) return pt_err_prefix(err, rc, "%s: record %zu (the stream order before it)", t->path, i);
+  }
+  return 0;
+}
+
 static int replay(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r, pt_sim_result *out, pt_err *err) {
   uint64_t win = 0;
+  size_t order_at = 0;
   int rc;
   for (size_t i = 0; i < t->n; i++) {
     const pt_event *e = &t->ev[i];
-    if (__builtin_expect(e->flags & (PT_EVF_SYNC | PT_EVF_CAPTURE), 0) &&
-        ((rc = before_record(r, (e->flags & PT_EVF_SYNC) ? m->synchronize : NULL, st, t, i, "the synchronisation before it",
+    if (__builtin_expect(e->flags & (PT_EVF_SYNC | PT_EVF_CAPTURE | PT_EVF_ORDER), 0) &&
+        ((rc = (e->flags & PT_EVF_ORDER) ? order_before(t, i, &order_at, m, st, err) : 0) < 0 ||
+         (rc = before_record(r, (e->flags & PT_EVF_SYNC) ? m->synchronize : NULL, st, t, i, "the synchronisation before it",
                              err)) < 0 ||
          (rc = before_record(r, (e->flags & PT_EVF_CAPTURE) ? m->empty_cache : NULL, st, t, i,
                              "the empty_cache a CUDA graph capture begins with", err)) < 0))

@@ -120,11 +120,15 @@
  * (docs/model.md).  A free of a block other streams used (the trace's
  * deferred frees: PyTorch frees those on a stream of its own, which no
  * request is made on) is the pool's until the driver sees it complete
- * (free_deferred).  Not modelled: the driver also follows event dependencies
- * between streams (cudaMemPoolReuseFollowEventDependencies, which PyTorch turns
- * on): a free on one stream serves another stream's requests once that stream
- * has waited on an event recorded after it (two_streams; docs/model.md); a
- * trace does not say which stream waited on which event.  With lazy_check 0 a
+ * (free_deferred; with the run's time for it, +gpu, until the GPU passed it).
+ * The driver also follows the order between streams
+ * (cudaMemPoolReuseFollowEventDependencies, which PyTorch turns on): a pending
+ * free on one stream serves another stream's requests, as a free seen complete
+ * does (best fit among them, after the stream's own pending frees), once that
+ * stream waited for an event recorded after the free, directly or through
+ * other streams (event_record, stream_wait: the trace's +event and +wait;
+ * each stream keeps, per stream, the last of the pool's frees it is ordered
+ * after; ORDER_STREAMS streams are followed).  With lazy_check 0 a
  * free is seen complete at the first
  * request after the GPU passed it, reused by any stream while pending, as
  * the model was before the rule was found: the rule with a synchronisation
@@ -440,18 +444,19 @@ static int stream_slot(async_state *st, uint64_t stream, int add) {
   return st->nstreams++;
 }
 
-/* With the stream order: the best fit for size among stream's own pending frees (own, or NULL) and those of other
-   streams it waited for (smallest, then oldest), or NULL. */
-__attribute__((noinline)) static pt_bnode *ordered_fit(const async_state *st, uint64_t size, uint64_t stream, pt_bnode *own) {
-  int t = stream_slot((async_state *)st, stream, 0);
-  if (t < 0) return own;
-  pt_bnode *best = own;
+/* With the stream order: the best fit for size on stream among the free blocks seen complete (seen: theirs, or
+   NULL) and the pending frees of other streams it waited for (smallest, then oldest), or NULL.  A free made after
+   the wait is passed over in a scan, which a run ordering its streams between requests keeps short. */
+__attribute__((noinline)) static pt_bnode *ordered_fit(async_state *st, uint64_t size, uint64_t stream, pt_bnode *seen) {
+  int t = stream_slot(st, stream, 0);
+  if (t < 0) return seen;
+  pt_bnode *best = seen;
   for (int j = 0; j < st->nstreams; j++) {
-    uint32_t seen = st->after[t][j];
-    if (j == t || !seen) continue;
+    uint32_t upto = st->after[t][j];
+    if (j == t || !upto) continue;
     uint64_t key = st->sid[j] | PEND_BIT;
     pt_bnode *n = pt_bset_lower_bound(&st->pendt, &(pt_bkey){key, size, 0});
-    while (n && n->key.stream == key && BLK(n)->order > seen) n = pt_bset_next(&st->pendt, n); /* made after the wait */
+    while (n && n->key.stream == key && BLK(n)->order > upto) n = pt_bset_next(&st->pendt, n); /* made after the wait */
     if (!n || n->key.stream != key) continue;
     if (!best || n->key.size < best->key.size || (n->key.size == best->key.size && n->key.addr < best->key.addr)) best = n;
   }
@@ -471,7 +476,7 @@ __attribute__((always_inline)) static inline int find_place(async_state *st, uin
   }
   if (!n) {
     n = pt_bset_lower_bound(&st->freet, &(pt_bkey){0, size, 0});
-    if (st->ordered) n = ordered_fit(st, size, stream, n); /* or another stream's it waited for */
+    if (__builtin_expect(st->ordered, 0)) n = ordered_fit(st, size, stream, n); /* or another stream's it waited for */
   }
   if (n) { /* best fit: smallest, then oldest */
     ablock *b = BLK(n);

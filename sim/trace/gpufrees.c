@@ -145,7 +145,23 @@ static int counts(reader *r, const char *p, int *sync) {
   return 0;
 }
 
-static int parse_async_with(gzFile gz, reader *r, pt_async_run *a, pt_u64map *live) {
+/* An e or w line's [p...): the stream order before the run's next call, the event numbered by first sight. */
+static int order_line(reader *r, const char *p, int wait, pt_async_run *a, pt_u64map *events) {
+  uint64_t x, y;
+  int rc;
+  if ((rc = field(r, &p, 1, &x, wait ? "a stream (0x...)" : "an event (0x...)")) < 0 ||
+      (rc = field(r, &p, 1, &y, wait ? "an event (0x...)" : "a stream (0x...)")) < 0)
+    return rc;
+  if (*p) return bad(r, "extra fields");
+  uint64_t handle = wait ? y : x, *num = pt_u64map_get(events, handle), event = num ? *num : events->len + 1;
+  if (event >= PT_TRACE_MAX_EVENTS) return bad(r, "more than 2^24 events");
+  if (!num && pt_u64map_put(events, handle, event) < 0) return pt_err_set(r->err, PT_ENOMEM, "%s: out of memory", r->path);
+  if ((rc = grow(r, (void **)&a->order.op, a->order.n, &a->order.cap, sizeof *a->order.op)) < 0) return rc;
+  a->order.op[a->order.n++] = (pt_order_op){.before = a->n, .event = event, .stream = wait ? x : y, .wait = wait};
+  return 0;
+}
+
+static int parse_async_with(gzFile gz, reader *r, pt_async_run *a, pt_u64map *live, pt_u64map *events) {
   char buf[LINE_CHARS];
   int ended = 0, sync = 0, rc;
   size_t cap_free = 0;
@@ -190,11 +206,8 @@ static int parse_async_with(gzFile gz, reader *r, pt_async_run *a, pt_u64map *li
       sync = 0;
     } else if (buf[0] == 'n') {
       if ((rc = counts(r, p + 1, &sync)) < 0) return rc;
-    } else if ((buf[0] == 'e' || buf[0] == 'w') && buf[1] == ' ') { /* events: logged, not yet modelled */
-      p++;
-      if ((rc = field(r, &p, 1, &addr, "a handle (0x...)")) < 0 || (rc = field(r, &p, 1, &stream, "a handle (0x...)")) < 0)
-        return rc;
-      if (*p) return bad(r, "extra fields");
+    } else if ((buf[0] == 'e' || buf[0] == 'w') && buf[1] == ' ') {
+      if ((rc = order_line(r, p + 1, buf[0] == 'w', a, events)) < 0) return rc;
     } else if (buf[0] == 'k') {
       p++;
       uint64_t i;
@@ -219,9 +232,10 @@ static int parse_async_with(gzFile gz, reader *r, pt_async_run *a, pt_u64map *li
 }
 
 static int parse_async(gzFile gz, reader *r, void *out) {
-  pt_u64map live = {0}; /* a live address -> its request's call */
-  int rc = parse_async_with(gz, r, out, &live);
+  pt_u64map live = {0}, events = {0}; /* a live address -> its request's call; an event's handle -> its number */
+  int rc = parse_async_with(gz, r, out, &live, &events);
   pt_u64map_free(&live);
+  pt_u64map_free(&events);
   return rc;
 }
 
@@ -249,6 +263,7 @@ int pt_async_run_load(const char *path, pt_async_run *a, pt_err *err) {
 void pt_async_run_free(pt_async_run *a) {
   free(a->c);
   free(a->lag);
+  pt_order_free(&a->order);
   memset(a, 0, sizeof *a);
 }
 

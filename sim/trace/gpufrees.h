@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "trace.h"
 
 #define PT_GPU_FREES_MAX (UINT64_C(1) << 30)
 
@@ -52,8 +53,8 @@ void pt_gpu_frees_free(pt_gpu_frees *g);
  *     a BYTES ADDR STREAM RESERVED [failed]  a request (ADDR, STREAM hex; "failed": refused, left out)
  *     f ADDR STREAM RESERVED                 a free
  *     n L=.. Q=.. S=.. E=.. R=.. W=..        calls since the last request or free (S: synchronisations)
- *     e EVENT STREAM, w STREAM EVENT         an event recorded on a stream, a stream made to wait for one (read and
- *                                            checked, not yet used: the driver's event dependencies are not modelled)
+ *     e EVENT STREAM, w STREAM EVENT         an event recorded on a stream, a stream made to wait for one (PT_SHIM_EVENTS=1;
+ *                                            EVENT, STREAM hex): the stream order, events numbered from 1 by first sight
  *     k I K                                  the I-th free (from 1): K more requests came before the GPU passed it
  *     end CALLS                              the number of a and f lines
  */
@@ -73,6 +74,7 @@ typedef struct pt_async_run {
   size_t nfree;
   uint64_t timed;   /* frees with a K */
   size_t nreq;      /* requests */
+  pt_order order;   /* the e and w lines, each before call op.before (an index into c; n: after the last) */
 } pt_async_run;
 
 int pt_async_run_load(const char *path, pt_async_run *out /* OUT */, pt_err *err);

@@ -123,6 +123,7 @@ struct pt_trace {
   int seen_events;         /* a non-initial record has been yielded */
   pt_frames frames;        /* what records' stack ids name */
   pt_pools pools;          /* what records' pool numbers name */
+  pt_order order;          /* the stream order between records */
 };
 
 static const pt_trace_format pt_native_format;
@@ -198,6 +199,30 @@ void pt_pools_free(pt_pools *p) {
   free(p->id);
   memset(p, 0, sizeof *p);
 }
+
+const pt_order *pt_trace_order(const pt_trace *t) { return &t->order; }
+void pt_trace_take_order(pt_trace *t, pt_order *out) {
+  *out = t->order;
+  memset(&t->order, 0, sizeof t->order);
+}
+
+void pt_order_free(pt_order *o) {
+  free(o->op);
+  memset(o, 0, sizeof *o);
+}
+
+/* One more stream-order operation, before record `before`: 0, or PT_ENOMEM. */
+static int order_add(pt_order *o, const pt_order_op *op) {
+  if (o->n == o->cap) {
+    size_t cap = o->cap ? 2 * o->cap : 64;
+    pt_order_op *v = realloc(o->op, cap * sizeof *v);
+    if (!v) return PT_ENOMEM;
+    o->op = v;
+    o->cap = cap;
+  }
+  o->op[o->n++] = *op;
+  return 0;
+}
 const pt_frames *pt_trace_frames(const pt_trace *t) { return &t->frames; }
 void pt_trace_take_frames(pt_trace *t, pt_frames *out) {
   *out = t->frames;
@@ -215,6 +240,7 @@ void pt_trace_close(pt_trace *t) {
   ids_free(&t->ids);
   pt_frames_free(&t->frames);
   pt_pools_free(&t->pools);
+  pt_order_free(&t->order);
   free(t->name);
   free(t);
 }
@@ -398,6 +424,7 @@ typedef struct native_state {
   uint16_t pool;       /* a +pool line's pool, for the next record */
   int capture;         /* a +capture line, for the next record */
   int sync;            /* a +sync line, for the next record */
+  int order;           /* +event / +wait lines, for the next record */
   int deferred;        /* a +deferred line, for the next record (a free) */
   int gpu;             /* a +gpu line, for the next record (a free): its lag in gpu_lag */
   uint64_t gpu_lag;
@@ -757,6 +784,22 @@ static int native_extension(pt_trace *t, native_state *st, const char *s, const 
     st->sync = 1;
     return 0;
   }
+  if ((klen == 5 && !memcmp(k, "event", 5)) || (klen == 4 && !memcmp(k, "wait", 4))) {
+    pt_order_op op = {.before = st->records, .wait = klen == 4};
+    uint64_t a, b;
+    if ((rc = parse_u64(&p, e, op.wait ? "stream" : "event", &a, err)) < 0 ||
+        (rc = parse_u64(&p, e, op.wait ? "event" : "stream", &b, err)) < 0)
+      return rc;
+    if (!at_end(p, e)) return pt_err_set(err, PT_EFORMAT, "extra fields after +%s", op.wait ? "wait" : "event");
+    op.event = op.wait ? b : a;
+    op.stream = op.wait ? a : b;
+    if (!op.event || op.event >= PT_TRACE_MAX_EVENTS)
+      return pt_err_set(err, PT_EFORMAT, "event %llu: events are numbered 1 to %llu", (unsigned long long)op.event,
+                        (unsigned long long)(PT_TRACE_MAX_EVENTS - 1));
+    if (order_add(&t->order, &op) < 0) return pt_err_set(err, PT_ENOMEM, "out of memory");
+    st->order = 1;
+    return 0;
+  }
   if (klen == 8 && !memcmp(k, "deferred", 8)) {
     if (!at_end(p, e)) return pt_err_set(err, PT_EFORMAT, "extra fields after +deferred");
     if (st->deferred) return pt_err_set(err, PT_EFORMAT, "two +deferred lines for one record");
@@ -791,10 +834,10 @@ static int native_next(pt_trace *t, pt_event *ev, pt_err *err) {
       uint64_t n;
       if (parse_u64(&p, e, "count", &n, err) < 0 || !at_end(p, e))
         return pt_err_set(err, PT_EFORMAT, "line %llu: bad end line", (unsigned long long)st->line);
-      if (st->at || st->pool || st->capture || st->deferred || st->gpu || st->sync)
+      if (st->at || st->pool || st->capture || st->deferred || st->gpu || st->sync || st->order)
         return pt_err_set(err, PT_EFORMAT, "line %llu: +%s before the end line", (unsigned long long)st->line,
                           st->at ? "at" : st->pool ? "pool" : st->capture ? "capture" : st->deferred ? "deferred"
-                          : st->gpu ? "gpu" : "sync");
+                          : st->gpu ? "gpu" : st->sync ? "sync" : "event or +wait");
       if (n != st->records)
         return pt_err_set(err, PT_EFORMAT, "line %llu: end line says %llu records, file has %llu",
                           (unsigned long long)st->line, (unsigned long long)n,
@@ -839,6 +882,13 @@ static int native_next(pt_trace *t, pt_event *ev, pt_err *err) {
                           (unsigned long long)st->line);
       ev->flags |= PT_EVF_SYNC;
       st->sync = 0;
+    }
+    if (st->order) {
+      if (ev->kind == PT_EV_INIT_SEGMENT || ev->kind == PT_EV_INIT_ALLOC)
+        return pt_err_set(err, PT_EFORMAT, "line %llu: +event or +wait before an initial-state record",
+                          (unsigned long long)st->line);
+      ev->flags |= PT_EVF_ORDER;
+      st->order = 0;
     }
     if (st->deferred) {
       if (ev->kind != PT_EV_FREE)
@@ -893,6 +943,7 @@ struct pt_trace_writer {
   uint32_t *frame_out, *stack_out;
   size_t frame_cap, stack_cap; /* source ids they cover */
   uint32_t nframes_out, nstacks_out;
+  int order;                   /* a +event / +wait line written, for the next record */
   size_t len;
   char buf[WBUF];
 };
@@ -1076,8 +1127,34 @@ static int wstack(pt_trace_writer *w, uint32_t sid, pt_err *err) {
   return 0;
 }
 
+int pt_trace_writer_put_order(pt_trace_writer *w, const pt_order_op *op, pt_err *err) {
+  if (!op->event || op->event >= PT_TRACE_MAX_EVENTS)
+    return pt_err_set(err, PT_EFORMAT, "%s: event %llu: events are numbered 1 to %llu", w->path,
+                      (unsigned long long)op->event, (unsigned long long)(PT_TRACE_MAX_EVENTS - 1));
+  if (w->len + 64 > WBUF && wflush(w, err) < 0) return PT_EIO;
+  char *p = w->buf + w->len;
+  if (op->wait) {
+    memcpy(p, "+wait ", 6);
+    p = put_hex(p + 6, op->stream);
+    *p++ = ' ';
+    p = put_u64(p, op->event);
+  } else {
+    memcpy(p, "+event ", 7);
+    p = put_u64(p + 7, op->event);
+    *p++ = ' ';
+    p = put_hex(p, op->stream);
+  }
+  *p++ = '\n';
+  w->len = (size_t)(p - w->buf);
+  w->order = 1;
+  return 0;
+}
+
 int pt_trace_writer_put(pt_trace_writer *w, const pt_event *ev, pt_err *err) {
   int src;
+  if (w->order && (ev->kind == PT_EV_INIT_SEGMENT || ev->kind == PT_EV_INIT_ALLOC))
+    return pt_err_set(err, PT_EFORMAT, "%s: stream order before an initial-state record", w->path);
+  w->order = 0;
   if (ev->stack && w->frames && (ev->kind == PT_EV_ALLOC || ev->kind == PT_EV_INIT_ALLOC) &&
       (src = wstack(w, ev->stack, err)) < 0)
     return src;
@@ -1154,6 +1231,11 @@ int pt_trace_writer_put(pt_trace_writer *w, const pt_event *ev, pt_err *err) {
 }
 
 int pt_trace_writer_commit(pt_trace_writer *w, pt_err *err) {
+  if (w->order) {
+    int rc = pt_err_set(err, PT_EFORMAT, "%s: stream order after the last record", w->path);
+    pt_trace_writer_abort(w);
+    return rc;
+  }
   char end[40];
   char *p = end + sizeof "end " - 1;
   memcpy(end, "end ", 4);

@@ -61,6 +61,8 @@ typedef enum pt_ev_kind {
 #define PT_EVF_GPU_LAG 16u    /* a free whose GPU time was measured (+gpu): pt_event.offset holds the lag */
 #define PT_EVF_SYNC 32u       /* the program waited for the GPU (a stream or device synchronisation) before this
                                  record (+sync): every free before it had completed */
+#define PT_EVF_ORDER 64u      /* stream order was set up before this record (+event, +wait: pt_trace_order); set
+                                 by the reader, ignored by the writer */
 
 typedef struct pt_event {
   uint64_t id;      /* allocation id (ALLOC, FREE, ACCESS, INIT_ALLOC) */
@@ -95,6 +97,26 @@ typedef struct pt_pools {
 /* The number of pool (first, second), added when new: 1.., or PT_ENOMEM / PT_ELIMIT; (0, 0) is PT_EFORMAT. */
 int pt_pools_intern(pt_pools *p, uint64_t first, uint64_t second, uint16_t *out /* OUT */);
 void pt_pools_free(pt_pools *p);
+
+/*
+ * The stream order a program set up between records (+event, +wait): an event recorded on a stream
+ * (cudaEventRecord), a stream made to wait for the work before an event's latest record (cudaStreamWaitEvent).
+ * Events are numbered 1 .. PT_TRACE_MAX_EVENTS - 1 in the file.
+ */
+#define PT_TRACE_MAX_EVENTS (UINT64_C(1) << 24)
+typedef struct pt_order_op {
+  uint64_t before;  /* the record it comes before: its index among the records read (from 0) */
+  uint64_t event;
+  uint64_t stream;
+  int wait;         /* 0: the event recorded on stream; 1: stream waits for the event */
+} pt_order_op;
+
+typedef struct pt_order {
+  pt_order_op *op;  /* in file order */
+  size_t n, cap;
+} pt_order;
+
+void pt_order_free(pt_order *o);
 
 /* What the header says about a trace. */
 typedef struct pt_trace_info {
@@ -145,6 +167,9 @@ void pt_trace_take_frames(pt_trace *t, pt_frames *out /* OUT */);
 /* The private pools the records' pool numbers name: complete once the last record is read. */
 const pt_pools *pt_trace_pools(const pt_trace *t);
 void pt_trace_take_pools(pt_trace *t, pt_pools *out /* OUT */);
+/* The stream order before the records read so far (pt_order_op.before indexes them). */
+const pt_order *pt_trace_order(const pt_trace *t);
+void pt_trace_take_order(pt_trace *t, pt_order *out /* OUT */);
 const char *pt_trace_format_name(const pt_trace *t);
 void pt_trace_close(pt_trace *t);
 
@@ -183,6 +208,8 @@ void pt_trace_writer_set_frames(pt_trace_writer *w, const pt_frames *f);
 /* The table the events' pool numbers name; needed to write an event with a pool (+pool lines). */
 void pt_trace_writer_set_pools(pt_trace_writer *w, const pt_pools *p);
 int pt_trace_writer_put(pt_trace_writer *w, const pt_event *ev, pt_err *err);
+/* A stream-order line (+event / +wait) before the next record put; op->before is not used. */
+int pt_trace_writer_put_order(pt_trace_writer *w, const pt_order_op *op, pt_err *err);
 int pt_trace_writer_commit(pt_trace_writer *w, pt_err *err);  /* frees w */
 void pt_trace_writer_abort(pt_trace_writer *w);               /* frees w */
 

@@ -67,6 +67,11 @@ int pt_trace_stats_compute(pt_trace *t, pt_trace_stats *s, pt_err *err) {
     }
   }
   s->private_pools = pt_trace_pools(t)->n;
+  const pt_order *o = pt_trace_order(t);
+  for (size_t i = 0; i < o->n; i++) {
+    s->stream_waits += o->op[i].wait;
+    s->event_records += !o->op[i].wait;
+  }
   s->distinct_sizes = sizes.len;
   s->streams = streams.len;
   s->live_bytes_at_end = live;
@@ -89,6 +94,7 @@ void pt_trace_stats_print_text(FILE *f, const pt_trace_info *info, const pt_trac
   if (s->private_pools || s->captures) { PT_TRACE_STATS_POOL_FIELDS(PT_X) } /* braces: the list is several statements */
   if (s->deferred_frees) { PT_TRACE_STATS_DEFERRED_FIELDS(PT_X) }
   if (s->syncs) { PT_TRACE_STATS_SYNC_FIELDS(PT_X) }
+  if (s->event_records || s->stream_waits) { PT_TRACE_STATS_ORDER_FIELDS(PT_X) }
   if (s->gpu_timed_frees) { PT_TRACE_STATS_GPU_FIELDS(PT_X) }
 #undef PT_X
 }
@@ -106,6 +112,7 @@ void pt_trace_stats_print_json(FILE *f, const char *path, const pt_trace_info *i
   if (s->private_pools || s->captures) { PT_TRACE_STATS_POOL_FIELDS(PT_X) } /* braces: the list is several statements */
   if (s->deferred_frees) { PT_TRACE_STATS_DEFERRED_FIELDS(PT_X) }
   if (s->syncs) { PT_TRACE_STATS_SYNC_FIELDS(PT_X) }
+  if (s->event_records || s->stream_waits) { PT_TRACE_STATS_ORDER_FIELDS(PT_X) }
   if (s->gpu_timed_frees) { PT_TRACE_STATS_GPU_FIELDS(PT_X) }
 #undef PT_X
   fputs("}\n", f);

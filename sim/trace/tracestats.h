@@ -47,6 +47,11 @@
 #define PT_TRACE_STATS_SYNC_FIELDS(X) \
   X(syncs, "synchronisations with the GPU between records (+sync)")
 
+/* The stream order between records (+event, +wait): printed only for a trace that has some. */
+#define PT_TRACE_STATS_ORDER_FIELDS(X)                                                     \
+  X(event_records, "events recorded on a stream between records (+event)")                \
+  X(stream_waits, "streams made to wait for an event between records (+wait)")
+
 /* Frees that waited for another stream's work (+deferred): printed only for a trace that has one. */
 #define PT_TRACE_STATS_DEFERRED_FIELDS(X) \
   X(deferred_frees, "frees that waited for other streams' work (record_stream)")
@@ -63,6 +68,7 @@ typedef struct pt_trace_stats {
   PT_TRACE_STATS_POOL_FIELDS(PT_X)
   PT_TRACE_STATS_DEFERRED_FIELDS(PT_X)
   PT_TRACE_STATS_SYNC_FIELDS(PT_X)
+  PT_TRACE_STATS_ORDER_FIELDS(PT_X)
   PT_TRACE_STATS_GPU_FIELDS(PT_X)
 #undef PT_X
 } pt_trace_stats;

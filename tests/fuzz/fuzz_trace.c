@@ -25,6 +25,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (ev.bytes > PT_TRACE_MAX_BYTES) __builtin_trap(); /* the checks held */
   }
   if (rc < 0 && strncmp(err.msg, "fuzz: ", 6) != 0) __builtin_trap();
+  const pt_order *o = pt_trace_order(t); /* the stream order read: numbered events, in record order */
+  for (size_t i = 0; i < o->n; i++)
+    if (!o->op[i].event || o->op[i].event >= PT_TRACE_MAX_EVENTS || (i && o->op[i].before < o->op[i - 1].before))
+      __builtin_trap();
   pt_trace_close(t);
   return 0;
 }

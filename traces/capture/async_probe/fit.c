@@ -1,7 +1,8 @@
 /*
  * fit.c — a probe log's request stream (probe.cu's replay/replaysync/replayx output, or shim2log.py's:
  * "a ID BYTES OFFSET RESERVED" and "f ID RESERVED" lines, "s" a synchronisation, "k ID K" free ID's GPU
- * time, "e EVENT STREAM" / "w STREAM EVENT" an event record / a stream wait; FIT_NO_EV=1 ignores them) through the async_pool model with free_lag L: how many of the driver's offsets and reserved
+ * time, "e EVENT STREAM" / "w STREAM EVENT" an event record / a stream wait; FIT_NO_EV=1 ignores them, FIT_NO_K=1
+ * every free time, FIT_NO_DK=1 those of frees on another stream than their request's) through the async_pool model with free_lag L: how many of the driver's offsets and reserved
  * figures the model reproduces, and the first that differs (v: the first few differences; NAME=VALUE:
  * a parameter, lazy_check=0 for the synchronised logs).  Built against a configured build tree, from
  * the repository root:
@@ -77,7 +78,7 @@ int main(int argc, char **argv) {
       if (!base) base = a;
       if (a - base != R[i].off) { offbad++; if (!first) first = i + 1; if (verbose && offbad < 6) printf("  %zu: a %llu %llu model +%llu real +%llu\n", i, R[i].id, R[i].bytes, (unsigned long long)(a - base), R[i].off); }
     } else if (R[i].stream != hs[R[i].id] && pt_mech_async_pool.free_deferred) { /* on another stream (the unifying one) */
-      pt_mech_async_pool.free_deferred(st, h[R[i].id], K[R[i].id] && !getenv("FIT_NO_K") ? K[R[i].id] - 1 : PT_MECH_UNTIMED);
+      pt_mech_async_pool.free_deferred(st, h[R[i].id], K[R[i].id] && !getenv("FIT_NO_K") && !getenv("FIT_NO_DK") ? K[R[i].id] - 1 : PT_MECH_UNTIMED);
     } else if (K[R[i].id] && !getenv("FIT_NO_K")) {
       pt_mech_async_pool.free_pending(st, h[R[i].id], K[R[i].id] - 1);
     } else pt_mech_async_pool.free(st, h[R[i].id]);
