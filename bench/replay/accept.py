@@ -56,14 +56,25 @@ ap.add_argument("--statistic", choices=("median", "min"), default="median",
                      "its timed repeats): median (default), or min, the least disturbed process")
 ap.add_argument("--work", action="store_true",
                 help="fit own work by what each mechanism did (gpu fit --work: bookkeeping_work lines)")
+ap.add_argument("--calibrate-on", metavar="JSONL", default=None,
+                help="also fit on every run of another dataset (another GPU session's mechanism.jsonl.gz) and judge "
+                     "every trace here with it (all costs, one class)")
 a = ap.parse_args()
 out = a.out or os.path.dirname(os.path.abspath(a.jsonl))
 base = a.base or os.path.join(os.path.dirname(os.path.abspath(a.jsonl)), "calibrated.gpu")
-runs = [json.loads(l) for l in (gzip.open(a.jsonl, "rt") if a.jsonl.endswith(".gz") else open(a.jsonl)) if l.strip()]
-procs = {}  # (trace, policy) -> its runs, one per process
-for r in runs:
-    procs.setdefault((os.path.basename(r["gpu_mechanism_replay"]["trace"]).replace(".pickle.gz", ""),
-                      r["gpu_mechanism_replay"]["policy"]), []).append(r)
+
+
+def load(path):
+    """A dataset's runs, and its configurations: (trace, policy) -> its runs, one per process."""
+    rs = [json.loads(l) for l in (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) if l.strip()]
+    ps = {}
+    for r in rs:
+        ps.setdefault((os.path.basename(r["gpu_mechanism_replay"]["trace"]).replace(".pickle.gz", ""),
+                       r["gpu_mechanism_replay"]["policy"]), []).append(r)
+    return rs, ps
+
+
+runs, procs = load(a.jsonl)
 
 
 def measured(rs):
@@ -110,14 +121,15 @@ traces = sorted({name(r) for r in runs})
 halves = (traces[0::2], traces[1::2])
 
 
-def fit(cal, path, extra):
-    """Fits path on the runs of the traces in cal; the runs go to gpu fit through a temporary file
-    (they are the JSON lines' own, so nothing is kept of them)."""
+def fit(cal, path, extra, src=None):
+    """Fits path on the runs of the traces in cal (of this dataset, or src's: runs and configurations); the runs
+    go to gpu fit through a temporary file (they are the JSON lines' own, so nothing is kept of them)."""
+    rruns, rprocs = src or (runs, procs)
     if a.statistic == "min":  # fit on the process each configuration's figure comes from
         chosen = [min(rs, key=lambda r: r["gpu_mechanism_replay"]["measured_total_us"])
-                  for (t, _), rs in procs.items() if t in cal]
+                  for (t, _), rs in rprocs.items() if t in cal]
     else:
-        chosen = [r for r in runs if name(r) in cal]
+        chosen = [r for r in rruns if name(r) in cal]
     lines = [json.dumps(r) for r in chosen]
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as f:
         f.write("\n".join(lines) + "\n")
@@ -217,6 +229,18 @@ for (k, (cal, judge_traces)), (label, extra) in itertools.product(enumerate((hal
             v = misses.setdefault((label, cls), {}).setdefault(t, [0, 0])
             v[0] += abs(e) > 0.25
             v[1] += 1
+
+if a.calibrate_on:  # another session's every run: judged on every trace of this one
+    other = load(a.calibrate_on)
+    stem = os.path.join(out, "cross%s" % ("w" if a.work else ""))
+    fit({name(r) for r in other[0]}, stem + ".gpu", ["--one-class"], other)
+    res = judge(traces, stem + ".gpu")
+    print("### all costs, calibrated on every run of %s; judged on every trace here\n" % a.calibrate_on)
+    print("| trace | policy | measured us | predicted us | error | assumed-cost model us |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for t, pol, m, p, e, assumed in res[0]:
+        print("| %s | %s | %.0f | %.0f | %+.1f%% | %.0f |" % (t, pol, m, p, 100 * e, assumed))
+    print("\nacross sessions: %s\n" % summary(*res))
 
 print("### the misses (> 25%) by trace, both splits together\n")
 cols = [key for key in misses]
