@@ -27,7 +27,8 @@
 
 With --work, section 2's fits price each mechanism's own work (direct's aside) by what it did:
 `gpu fit --work --traces <this checkout>/traces` (a bookkeeping_work line: requests and frees, free-set
-operations, the sets' chunks at each insert, each at a fitted cost); the fitted descriptions are named
+operations, the sets' chunks at each insert, the keys and blocks searches and walks look at, each at a fitted
+cost); the fitted descriptions are named
 fitNw*.gpu, so the ones without it are left as they are.
 
 With several processes a configuration (mechanism.sh PROCS=N), each check of 1

@@ -14,6 +14,8 @@ static __thread pt_bset_work work __attribute__((tls_model("initial-exec")));
 
 pt_bset_work pt_bset_work_read(void) { return work; }
 
+void pt_bset_work_visit(uint64_t n) { work.visits += n; }
+
 typedef struct entry {
   pt_bkey key;
   pt_bnode *node;
@@ -73,6 +75,7 @@ __attribute__((always_inline)) static inline int before_answer(const pt_bkey *x,
 #define SCAN 16
 __attribute__((always_inline)) static inline size_t search_chunk(const pt_bchunk *c, const pt_bkey *k, int strict) {
   size_t base = 0, len = c->n, below = 0;
+  work.visits += c->n;
   for (; len > SCAN; len -= len / 2) /* the answer lies in [base, base + len] */
     base = before_answer(&c->e[base + len / 2].key, k, strict) ? base + len / 2 : base;
   for (size_t i = 0; i < len; i++) below += (size_t)before_answer(&c->e[base + i].key, k, strict);

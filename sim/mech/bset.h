@@ -79,15 +79,20 @@ void pt_bset_free(pt_bset *s); /* the set is empty afterwards, and owns no memor
  * them deterministically.  ops counts every search and change of any set:
  * insert, erase, erase_pos, lower_bound (and lower_bound_pos, once a call),
  * before, upper_bound (so pt_bset_next), first; chunks sums the set's chunk
- * count (before the insert) at each insert.  Per thread, across every set,
- * never reset: a caller reads them before and after the work it prices and
- * keeps the difference.  An increment or two a call: nothing measurable in
- * a replay (bench/RESULTS.md).
+ * count (before the insert) at each insert; visits sums the keys of the
+ * chunk each search looks at (0 to PT_BSET_CHUNK: a set of a few blocks is
+ * searched in a few steps, a full chunk in sixteen), and the blocks a
+ * mechanism's own walks step over (pt_bset_work_visit: stitch's walk along a
+ * range's blocks).  Per thread, across every set, never reset: a caller
+ * reads them before and after the work it prices and keeps the difference.
+ * An increment or two a call: nothing measurable in a replay
+ * (bench/RESULTS.md).
  */
 typedef struct pt_bset_work {
-  uint64_t ops, chunks;
+  uint64_t ops, chunks, visits;
 } pt_bset_work;
 
 pt_bset_work pt_bset_work_read(void); /* this thread's counts so far */
+void pt_bset_work_visit(uint64_t n);  /* n blocks a walk outside the sets stepped over, into visits */
 
 #endif
