@@ -31,6 +31,11 @@ operations, the sets' chunks at each insert, the keys and blocks searches and wa
 cost); the fitted descriptions are named
 fitNw*.gpu, so the ones without it are left as they are.
 
+Two ways to stop after section 1: --fit-all FILE fits on every trace (what a bundled description's lines are
+taken from: sim/gpus/h200.gpu's bookkeeping_work lines), and --judge GPU (repeatable) predicts every run by each
+description given and prints them side by side with the figures of section 2 (no held-out half: a description
+fitted on these runs is judged on what it was fitted on).
+
 With several processes a configuration (mechanism.sh PROCS=N), each check of 1
 must hold in every process, and a configuration's measured time is the median
 over its processes of each process's median of its timed repeats.
@@ -57,6 +62,12 @@ ap.add_argument("--statistic", choices=("median", "min"), default="median",
                      "its timed repeats): median (default), or min, the least disturbed process")
 ap.add_argument("--work", action="store_true",
                 help="fit own work by what each mechanism did (gpu fit --work: bookkeeping_work lines)")
+ap.add_argument("--fit-all", metavar="FILE", default=None,
+                help="after section 1, fit on every trace's runs (the processes --statistic chooses; --work as given; "
+                     "every request class) into FILE and stop: what a bundled description's lines are taken from")
+ap.add_argument("--judge", metavar="GPU", action="append", default=[],
+                help="after section 1, judge each description given (a name or a .gpu file, fitted on nothing here "
+                     "or on everything: no held-out half) on every trace, side by side, and stop")
 a = ap.parse_args()
 out = a.out or os.path.dirname(os.path.abspath(a.jsonl))
 base = a.base or os.path.join(os.path.dirname(os.path.abspath(a.jsonl)), "calibrated.gpu")
@@ -128,6 +139,11 @@ def fit(cal, path, extra):
                        extra + work + [f.name], check=True, stderr=subprocess.DEVNULL)
 
 
+if a.fit_all:
+    fit(traces, a.fit_all, [])
+    sys.exit(0)
+
+
 def trace_path(p):
     """The trace a replay named, in this checkout: the JSON holds the path on the GPU machine."""
     if os.path.exists(p):
@@ -187,6 +203,19 @@ def summary(rows, pairs_same, pairs):
                                                     100 * statistics.median(abs(e) for e in errs), 100 * max(errs, key=abs),
                                                     pairs_same, pairs, 100.0 * pairs_same / pairs if pairs else 100.0))
 
+
+if a.judge:
+    res = [judge(traces, g) for g in a.judge]
+    print("### every trace, predicted by %s\n" % ", ".join(a.judge))
+    print("| trace | policy | measured us | " + " | ".join("%s us | error" % os.path.basename(g) for g in a.judge) + " |")
+    print("| --- | --- | --- |" + " --- | --- |" * len(a.judge))
+    for i, (t, pol, m, _, _, _) in enumerate(res[0][0]):
+        print("| %s | %s | %.0f | " % (t, pol, m) +
+              " | ".join("%.0f | %+.1f%%" % (r[0][i][3], 100 * r[0][i][4]) for r in res) + " |")
+    print()
+    for g, r in zip(a.judge, res):
+        print("%s: %s" % (os.path.basename(g), summary(*r)))
+    sys.exit(0)
 
 misses = {}  # (fit, classes) -> trace -> [misses, judged]
 for (k, (cal, judge_traces)), (label, extra) in itertools.product(enumerate((halves, halves[::-1])),
