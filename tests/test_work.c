@@ -52,9 +52,12 @@ static void test_work_line(void) {
   m = pt_gpu_cost_of(&g, "expandable");
   CU_ASSERT_EQUAL(m.has_work, 0);
   CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(&m.bookkeeping, 512), 0.5, 1e-12);
-  /* the bundled descriptions have none: they predict as before the line existed */
+  /* the bundled h200 has one for every mechanism but direct (its own work is its calls), fitted with visits */
   CU_ASSERT_EQUAL_FATAL(pt_gpu_load(pt_test_src("sim/gpus/h200.gpu"), &err, &g), 0);
-  for (int i = 0; i < g.nbookkeeping; i++) CU_ASSERT_EQUAL(g.bookkeeping[i].has_work, 0);
+  const char *priced[] = {"caching", "expandable", "async_pool", "stitch"};
+  for (size_t i = 0; i < sizeof priced / sizeof *priced; i++) CU_ASSERT_EQUAL(pt_gpu_cost_of(&g, priced[i]).has_work, 1);
+  CU_ASSERT_EQUAL(pt_gpu_cost_of(&g, "direct").has_work, 0);
+  CU_ASSERT(pt_gpu_cost_of(&g, "stitch").work.visit_us > 0);
   const char *bad[] = {"bookkeeping_work caching 1 2\n",      "bookkeeping_work 1 2 3\n",
                        "bookkeeping_work 0.1 0.2 0.3 0.4\n",  "bookkeeping_work caching 1 2 -3\n",
                        "bookkeeping_work caching 1 2 x\n",    "bookkeeping_work caching 1 2 3 4 5\n",
