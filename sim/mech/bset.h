@@ -92,7 +92,14 @@ typedef struct pt_bset_work {
   uint64_t ops, chunks, visits;
 } pt_bset_work;
 
-pt_bset_work pt_bset_work_read(void); /* this thread's counts so far */
-void pt_bset_work_visit(uint64_t n);  /* n blocks a walk outside the sets stepped over, into visits */
+/* The counters themselves (bset.c), read inline: a call would return the three through memory, twice a
+   request.  initial-exec: a direct %fs-relative access, where the default model of position-independent code
+   calls __tls_get_addr each time; the allocator library, loaded by dlopen, takes these 24 bytes from the
+   static TLS glibc keeps spare for that. */
+extern __thread pt_bset_work pt_bset_work_tls __attribute__((tls_model("initial-exec")));
+
+static inline pt_bset_work pt_bset_work_read(void) { return pt_bset_work_tls; } /* this thread's counts so far */
+static inline void pt_bset_work_visit(uint64_t n) { pt_bset_work_tls.visits += n; } /* n blocks a walk outside
+                                                                                      the sets stepped over */
 
 #endif
