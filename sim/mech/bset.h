@@ -98,8 +98,9 @@ typedef struct pt_bset_work {
    static TLS glibc keeps spare for that. */
 extern __thread pt_bset_work pt_bset_work_tls __attribute__((tls_model("initial-exec")));
 
-static inline pt_bset_work pt_bset_work_read(void) { return pt_bset_work_tls; } /* this thread's counts so far */
-static inline void pt_bset_work_visit(uint64_t n) { pt_bset_work_tls.visits += n; } /* n blocks a walk outside
-                                                                                      the sets stepped over */
+/* This thread's counts so far. */
+static inline pt_bset_work pt_bset_work_read(void) { return pt_bset_work_tls; }
+/* n blocks a walk outside the sets stepped over, into visits. */
+static inline void pt_bset_work_visit(uint64_t n) { pt_bset_work_tls.visits += n; }
 
 #endif
