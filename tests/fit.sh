@@ -102,20 +102,22 @@ check 2 "no -o" "$pt" gpu fit "$tmp/d.json"
 check 2 "no input" "$pt" gpu fit -o "$tmp/x.gpu"
 check 2 "a bad name" "$pt" gpu fit --name "a b" -o "$tmp/x.gpu" "$tmp/d.json"
 
-# --work: replays of three caching configurations whose measured own work (measured_total_us less the calls'
-# 5 us) is exactly 0.01 x requests and frees + 0.02 x free-set operations + 0.003 x chunks, as simulated here
-# (sim --json's work), recorded under a path that does not exist here; and a direct run (no line of its own)
-for tp in randn_loop:pytorch_native cap_retry:pytorch_native llm_decode:large_page_threshold; do
+# --work: replays of five caching configurations whose measured own work (measured_total_us less the calls'
+# 5 us) is exactly 0.01 x requests and frees + 0.02 x free-set operations + 0.003 x chunks + 0.0005 x visits,
+# as simulated here (sim --json's work), recorded under a path that does not exist here; and a direct run (no
+# line of its own)
+configs="randn_loop:pytorch_native cap_retry:pytorch_native llm_decode:large_page_threshold transformer_train:pytorch_native two_streams:pytorch_native"
+for tp in $configs; do
   "$pt" sim --trace "$top_srcdir/traces/${tp%%:*}.pickle.gz" --policy "${tp#*:}" --gpu "$tmp/base.gpu" --json >"$tmp/w-${tp%%:*}.json" ||
     fail "sim of ${tp%%:*}"
 done
-python3 - "$tmp" >"$tmp/w.jsonl" <<'P' || fail "writing the work replays"
+python3 - "$tmp" $configs >"$tmp/w.jsonl" <<'P' || fail "writing the work replays"
 import json, sys
 tmp = sys.argv[1]
-for t, pol in (("randn_loop", "pytorch_native"), ("cap_retry", "pytorch_native"), ("llm_decode", "large_page_threshold")):
+for t, pol in (c.split(":") for c in sys.argv[2:]):
     s = json.load(open("%s/w-%s.json" % (tmp, t)))
     w = s["work"]
-    own = 0.01 * w["requests"] + 0.02 * w["set_ops"] + 0.003 * w["set_chunks"]
+    own = 0.01 * w["requests"] + 0.02 * w["set_ops"] + 0.003 * w["set_chunks"] + 0.0005 * w["visits"]
     print(json.dumps({"gpu_mechanism_replay": {"mechanism": "caching", "trace": "/gone/%s.pickle.gz" % t, "policy": pol,
                       "requests": s["allocs"], "measured_total_us": own + 5.0,
                       "measured_costs": {"calls": {"malloc": [[1, 2097152, 5.0]]}, "requests": [[10, 5120, 1.0]]}}}))
@@ -130,7 +132,7 @@ import sys
 lines = [l.split() for l in open(sys.argv[1]) if l.startswith("bookkeeping_work ")]
 assert len(lines) == 1 and lines[0][1] == "caching", lines  # direct keeps its lines
 got = [float(x) for x in lines[0][2:]]
-assert all(abs(g / w - 1) < 1e-4 for g, w in zip(got, (0.01, 0.02, 0.003))), got
+assert len(got) == 4 and all(abs(g / w - 1) < 1e-4 for g, w in zip(got, (0.01, 0.02, 0.003, 0.0005))), got
 P
 # the fitted line prices llm_decode's own work by its counts, in place of the bookkeeping lines
 "$pt" sim --trace "$top_srcdir/traces/llm_decode.pickle.gz" --policy large_page_threshold --gpu "$tmp/w.gpu" --json >"$tmp/ws.json" ||
@@ -142,7 +144,7 @@ python3 - "$tmp" <<'P' || fail "the work line's prediction"
 import json, sys
 a, b = (json.load(open("%s/%s.json" % (sys.argv[1], n))) for n in ("ws", "wn"))
 w = b["work"]
-own = 0.01 * w["requests"] + 0.02 * w["set_ops"] + 0.003 * w["set_chunks"]
+own = 0.01 * w["requests"] + 0.02 * w["set_ops"] + 0.003 * w["set_chunks"] + 0.0005 * w["visits"]
 assert abs(a["predicted_alloc_us"] - b["predicted_alloc_us"] - own) < 1e-3 * own, (a["predicted_alloc_us"], b["predicted_alloc_us"], own)
 P
 sed 's/"requests": [0-9]*, "measured/"requests": 7, "measured/' "$tmp/w.jsonl" >"$tmp/wrong.jsonl"

@@ -314,9 +314,13 @@ static void test_bset_empty_again(void) {
   pt_bset_free(&s);
 }
 
-/* The work counters (bset.h): one op a call of each kind, and the chunks a set had at each insert.  20 keys
-   ascending into an empty set: the first sees no chunk, the next 15 one, the 17th one (it splits the full chunk
-   in two), the last 3 two: 0 + 15 + 1 + 6 = 22. */
+/* The work counters (bset.h): one op a call of each kind, the chunks a set had at each insert, and the keys of
+   the chunk each search looks at.  20 keys ascending into an empty set: the first sees no chunk, the next 15
+   one, the 17th one (it splits the full chunk in two), the last 3 two: 0 + 15 + 1 + 6 = 22 chunks; visits: the
+   first searches nothing, the next 15 the one chunk's 1..15 keys, the 17th its 16, the last 3 go above every
+   chunk's last key and search no chunk: 120 + 16 = 136.  Then the first chunk holds 8 keys: the two lower
+   bounds look at 8 each; erase_pos searches nothing; upper_bound, before and next at 7, the erase by node its
+   chunk's 7: 8 + 8 + 7 + 7 + 7 + 7 = 44 (first looks at none). */
 static void test_bset_work_counts(void) {
   static pt_bnode n[20];
   pt_bset s = {0};
@@ -328,6 +332,7 @@ static void test_bset_work_counts(void) {
   pt_bset_work w1 = pt_bset_work_read();
   CU_ASSERT_EQUAL(w1.ops - w0.ops, 20);
   CU_ASSERT_EQUAL(w1.chunks - w0.chunks, 22);
+  CU_ASSERT_EQUAL(w1.visits - w0.visits, 136);
   CU_ASSERT_EQUAL(s.nchunks, 2);
   pt_bpos pos;
   CU_ASSERT_PTR_EQUAL(pt_bset_lower_bound(&s, &n[3].key), &n[3]);
@@ -341,6 +346,9 @@ static void test_bset_work_counts(void) {
   pt_bset_work w2 = pt_bset_work_read();
   CU_ASSERT_EQUAL(w2.ops - w1.ops, 8);
   CU_ASSERT_EQUAL(w2.chunks, w1.chunks); /* only inserts add chunks */
+  CU_ASSERT_EQUAL(w2.visits - w1.visits, 44);
+  pt_bset_work_visit(5); /* a mechanism's own walk */
+  CU_ASSERT_EQUAL(pt_bset_work_read().visits - w2.visits, 5);
   pt_bset_free(&s);
 }
 

@@ -27,8 +27,14 @@
 
 With --work, section 2's fits price each mechanism's own work (direct's aside) by what it did:
 `gpu fit --work --traces <this checkout>/traces` (a bookkeeping_work line: requests and frees, free-set
-operations, the sets' chunks at each insert, each at a fitted cost); the fitted descriptions are named
+operations, the sets' chunks at each insert, the keys and blocks searches and walks look at, each at a fitted
+cost); the fitted descriptions are named
 fitNw*.gpu, so the ones without it are left as they are.
+
+Two ways to stop after section 1: --fit-all FILE fits on every trace (what a bundled description's lines are
+taken from: sim/gpus/h200.gpu's bookkeeping_work lines), and --judge GPU (repeatable) predicts every run by each
+description given and prints them side by side with the figures of section 2 (no held-out half: a description
+fitted on these runs is judged on what it was fitted on).
 
 With several processes a configuration (mechanism.sh PROCS=N), each check of 1
 must hold in every process, and a configuration's measured time is the median
@@ -56,25 +62,20 @@ ap.add_argument("--statistic", choices=("median", "min"), default="median",
                      "its timed repeats): median (default), or min, the least disturbed process")
 ap.add_argument("--work", action="store_true",
                 help="fit own work by what each mechanism did (gpu fit --work: bookkeeping_work lines)")
-ap.add_argument("--calibrate-on", metavar="JSONL", default=None,
-                help="also fit on every run of another dataset (another GPU session's mechanism.jsonl.gz) and judge "
-                     "every trace here with it (all costs, one class)")
+ap.add_argument("--fit-all", metavar="FILE", default=None,
+                help="after section 1, fit on every trace's runs (the processes --statistic chooses; --work as given; "
+                     "every request class) into FILE and stop: what a bundled description's lines are taken from")
+ap.add_argument("--judge", metavar="GPU", action="append", default=[],
+                help="after section 1, judge each description given (a name or a .gpu file, fitted on nothing here "
+                     "or on everything: no held-out half) on every trace, side by side, and stop")
 a = ap.parse_args()
 out = a.out or os.path.dirname(os.path.abspath(a.jsonl))
 base = a.base or os.path.join(os.path.dirname(os.path.abspath(a.jsonl)), "calibrated.gpu")
-
-
-def load(path):
-    """A dataset's runs, and its configurations: (trace, policy) -> its runs, one per process."""
-    rs = [json.loads(l) for l in (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) if l.strip()]
-    ps = {}
-    for r in rs:
-        ps.setdefault((os.path.basename(r["gpu_mechanism_replay"]["trace"]).replace(".pickle.gz", ""),
-                       r["gpu_mechanism_replay"]["policy"]), []).append(r)
-    return rs, ps
-
-
-runs, procs = load(a.jsonl)
+runs = [json.loads(l) for l in (gzip.open(a.jsonl, "rt") if a.jsonl.endswith(".gz") else open(a.jsonl)) if l.strip()]
+procs = {}  # (trace, policy) -> its runs, one per process
+for r in runs:
+    procs.setdefault((os.path.basename(r["gpu_mechanism_replay"]["trace"]).replace(".pickle.gz", ""),
+                      r["gpu_mechanism_replay"]["policy"]), []).append(r)
 
 
 def measured(rs):
@@ -121,15 +122,14 @@ traces = sorted({name(r) for r in runs})
 halves = (traces[0::2], traces[1::2])
 
 
-def fit(cal, path, extra, src=None):
-    """Fits path on the runs of the traces in cal (of this dataset, or src's: runs and configurations); the runs
-    go to gpu fit through a temporary file (they are the JSON lines' own, so nothing is kept of them)."""
-    rruns, rprocs = src or (runs, procs)
+def fit(cal, path, extra):
+    """Fits path on the runs of the traces in cal; the runs go to gpu fit through a temporary file
+    (they are the JSON lines' own, so nothing is kept of them)."""
     if a.statistic == "min":  # fit on the process each configuration's figure comes from
         chosen = [min(rs, key=lambda r: r["gpu_mechanism_replay"]["measured_total_us"])
-                  for (t, _), rs in rprocs.items() if t in cal]
+                  for (t, _), rs in procs.items() if t in cal]
     else:
-        chosen = [r for r in rruns if name(r) in cal]
+        chosen = [r for r in runs if name(r) in cal]
     lines = [json.dumps(r) for r in chosen]
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as f:
         f.write("\n".join(lines) + "\n")
@@ -137,6 +137,11 @@ def fit(cal, path, extra, src=None):
         work = ["--work", "--traces", os.path.join(HERE, "..", "..", "traces")] if a.work else []
         subprocess.run([a.pagetune, "gpu", "fit", "--gpu", base, "--name", os.path.basename(path)[:-4], "-o", path] +
                        extra + work + [f.name], check=True, stderr=subprocess.DEVNULL)
+
+
+if a.fit_all:
+    fit(traces, a.fit_all, [])
+    sys.exit(0)
 
 
 def trace_path(p):
@@ -199,6 +204,19 @@ def summary(rows, pairs_same, pairs):
                                                     pairs_same, pairs, 100.0 * pairs_same / pairs if pairs else 100.0))
 
 
+if a.judge:
+    res = [judge(traces, g) for g in a.judge]
+    print("### every trace, predicted by %s\n" % ", ".join(a.judge))
+    print("| trace | policy | measured us | " + " | ".join("%s us | error" % os.path.basename(g) for g in a.judge) + " |")
+    print("| --- | --- | --- |" + " --- | --- |" * len(a.judge))
+    for i, (t, pol, m, _, _, _) in enumerate(res[0][0]):
+        print("| %s | %s | %.0f | " % (t, pol, m) +
+              " | ".join("%.0f | %+.1f%%" % (r[0][i][3], 100 * r[0][i][4]) for r in res) + " |")
+    print()
+    for g, r in zip(a.judge, res):
+        print("%s: %s" % (os.path.basename(g), summary(*r)))
+    sys.exit(0)
+
 misses = {}  # (fit, classes) -> trace -> [misses, judged]
 for (k, (cal, judge_traces)), (label, extra) in itertools.product(enumerate((halves, halves[::-1])),
                                                                   (("all costs", []), ("own work only", ["--bookkeeping-only"]))):
@@ -229,18 +247,6 @@ for (k, (cal, judge_traces)), (label, extra) in itertools.product(enumerate((hal
             v = misses.setdefault((label, cls), {}).setdefault(t, [0, 0])
             v[0] += abs(e) > 0.25
             v[1] += 1
-
-if a.calibrate_on:  # another session's every run: judged on every trace of this one
-    other = load(a.calibrate_on)
-    stem = os.path.join(out, "cross%s" % ("w" if a.work else ""))
-    fit({name(r) for r in other[0]}, stem + ".gpu", ["--one-class"], other)
-    res = judge(traces, stem + ".gpu")
-    print("### all costs, calibrated on every run of %s; judged on every trace here\n" % a.calibrate_on)
-    print("| trace | policy | measured us | predicted us | error | assumed-cost model us |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    for t, pol, m, p, e, assumed in res[0]:
-        print("| %s | %s | %.0f | %.0f | %+.1f%% | %.0f |" % (t, pol, m, p, 100 * e, assumed))
-    print("\nacross sessions: %s\n" % summary(*res))
 
 print("### the misses (> 25%) by trace, both splits together\n")
 cols = [key for key in misses]

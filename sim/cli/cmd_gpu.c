@@ -101,14 +101,15 @@ const pt_cli_table pt_opts_gpu_fit = {
     "bookkeeping_repeat_us and bookkeeping_call_repeat_us lines from the repeats;\n"
     "older replays (no by_class) go whole into the plain lines.  With --work, each\n"
     "mechanism but direct also gets a bookkeeping_work MECH REQ_US OP_US CHUNK_US\n"
-    "line, which prices its own work in place of its bookkeeping lines: the\n"
-    "replay's trace (\"trace\") and policy (\"policy\", at its defaults) are\n"
+    "VISIT_US line, which prices its own work in place of its bookkeeping lines:\n"
+    "the replay's trace (\"trace\") and policy (\"policy\", at its defaults) are\n"
     "simulated under --gpu's description to count its requests and frees, its\n"
-    "free-set operations and the sets' chunks at each insert; its measured own\n"
-    "work is measured_total_us less the time of its driver calls (a run whose own\n"
-    "work comes out 0 or less is left out); the three costs are fitted by least\n"
-    "squares on the relative error, none negative (a term that comes out negative\n"
-    "is dropped and the rest refitted).  Calibrate on some\n"
+    "free-set operations, the sets' chunks at each insert and the keys and blocks\n"
+    "its searches and walks look at; its measured own work is measured_total_us\n"
+    "less the time of its driver calls (a run whose own work comes out 0 or less\n"
+    "is left out); the four costs are fitted by least squares on the relative\n"
+    "error, none negative (of the fits on each subset of the terms that leave\n"
+    "none negative, the closest; the terms left out cost 0).  Calibrate on some\n"
     "traces, predict others with 'pagetune sim --gpu FILE'.  Needs no GPU.\n",
     fit_opts, sizeof(fit_args), &fit_defaults, 4096};
 

@@ -61,9 +61,10 @@ static const pt_cli_opt sim_opts[] = {
                    "state, a request that failed in the real run tried; not in the first)\n"
                    "request_classes (the repeats the prediction prices apart: requests\n"
                    "and frees whose size was freed among the last 6 frees) and, in --json,\n"
-                   "work (the requests and frees made, their free-set operations and the\n"
-                   "sets' chunks at each insert: what a bookkeeping_work line prices) to the\n"
-                   "output (default: none)"),
+                   "work (the requests and frees made, their free-set operations, the\n"
+                   "sets' chunks at each insert and the keys and blocks their searches and\n"
+                   "walks look at: what a bookkeeping_work line prices) to the output\n"
+                   "(default: none)"),
     PT_CLI_OPT_FLAG("tlb", sim_args, tlb,
                     "also run the synthetic access stream through its TLBs (needs --gpu;\n"
                     "time grows with bytes allocated / page size): adds tlb and\n"

@@ -33,8 +33,11 @@
    real-mechanism replays (docs/design.md, The cost model).  model-4: the
    driver calls no request makes (the initial state, the try of a request
    that failed in the real run, a capture's empty_cache) left out of the
-   predicted allocator time, as a replay on the GPU leaves them untimed. */
-#define PT_WB_ENGINE_VERSION "pagetune-" PACKAGE_VERSION "/model-4"
+   predicted allocator time, as a replay on the GPU leaves them untimed.
+   model-5: the bundled h200 description prices every mechanism's own work
+   but direct's by what it did (bookkeeping_work lines: its requests and frees,
+   free-set operations, chunks, visits), in place of its bookkeeping lines. */
+#define PT_WB_ENGINE_VERSION "pagetune-" PACKAGE_VERSION "/model-5"
 #define PT_WB_DEFAULT_DB "pagetune.db"
 
 /* What the workbench commands' options set (each command takes some of them). */

@@ -392,7 +392,7 @@ static int before_record(run *r, int (*fn)(void *), void *st, const pt_trace_dat
 }
 
 /* The free sets' work (bset.h) of one request or free, counted in out->work: w0 read before it. */
-static inline pt_bset_work work_begin(const run *r) { return r->count_work ? pt_bset_work_read() : (pt_bset_work){0, 0}; }
+static inline pt_bset_work work_begin(const run *r) { return r->count_work ? pt_bset_work_read() : (pt_bset_work){0, 0, 0}; }
 
 static inline void work_end(const run *r, pt_sim_result *out, pt_bset_work w0) {
   if (!r->count_work) return;
@@ -400,6 +400,7 @@ static inline void work_end(const run *r, pt_sim_result *out, pt_bset_work w0) {
   out->work.requests++;
   out->work.ops += w.ops - w0.ops;
   out->work.chunks += w.chunks - w0.chunks;
+  out->work.visits += w.visits - w0.visits;
 }
 
 static inline int is_repeat(const pt_trace_data *t, size_t i) { return (int)(t->repeat[i >> 6] >> (i & 63)) & 1; }
@@ -779,8 +780,9 @@ void pt_sim_print_json_members(FILE *f, const pt_sim_result *r, int with_timelin
     fprintf(f, "],\"cache_hit_splits\":%" PRIu64 ",\"free_merges\":%" PRIu64 "}", r->hit_splits, r->free_merges);
   }
   if (r->has_gpu) fprintf(f, ",\"predicted_alloc_us\":%.6g,\"predicted_untimed_us\":%.6g,\"work\":{\"requests\":%" PRIu64
-                             ",\"set_ops\":%" PRIu64 ",\"set_chunks\":%" PRIu64 "}",
-                          r->predicted_alloc_us, r->predicted_untimed_us, r->work.requests, r->work.ops, r->work.chunks);
+                             ",\"set_ops\":%" PRIu64 ",\"set_chunks\":%" PRIu64 ",\"visits\":%" PRIu64 "}",
+                          r->predicted_alloc_us, r->predicted_untimed_us, r->work.requests, r->work.ops, r->work.chunks,
+                          r->work.visits);
   else fputs(",\"predicted_alloc_us\":null,\"predicted_untimed_us\":null", f); /* never predicted: no GPU description */
   if (r->has_gpu && r->mmu) { /* stored runs keep no page-table detail */
     const pt_pagetable_stats *p = &r->page_table;

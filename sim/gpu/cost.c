@@ -82,7 +82,8 @@ double pt_cost_alloc_class_us(const pt_cost_model *m, const pt_call_sizes *sizes
 }
 
 double pt_cost_work_us(const pt_cost_work *w, const pt_work_counts *c) {
-  return w->req_us * (double)c->requests + w->op_us * (double)c->ops + w->chunk_us * (double)c->chunks;
+  return w->req_us * (double)c->requests + w->op_us * (double)c->ops + w->chunk_us * (double)c->chunks +
+         w->visit_us * (double)c->visits;
 }
 
 double pt_cost_alloc_total_us(const pt_cost_model *m, const pt_call_sizes *sizes, const pt_req_sizes *req,

@@ -51,18 +51,19 @@ enum { PT_REQ_OTHER, PT_REQ_REPEAT, PT_REQ_CLASSES };
 
 /*
  * Or the allocator's own work by what it did (gpu.h's bookkeeping_work line, fitted by `pagetune gpu fit
- * --work`): its requests and frees, the operations on its free-block sets and the sets' chunk count summed at
- * each insert (bset.h's counters, which stand in for the instructions its code executes: bench/RESULTS.md),
- * each at a cost.  Where a mechanism has one, it replaces the four bookkeeping lines; driver calls are priced
- * as before.
+ * --work`): its requests and frees, the operations on its free-block sets, the sets' chunk count summed at
+ * each insert and the keys and blocks its searches and walks look at (bset.h's counters, which stand in for
+ * the instructions its code executes: bench/RESULTS.md), each at a cost.  Where a mechanism has one, it
+ * replaces the four bookkeeping lines; driver calls are priced as before.
  */
 typedef struct pt_cost_work {
-  double req_us, op_us, chunk_us; /* µs a request or free, a free-set operation, a chunk at an insert */
+  double req_us, op_us, chunk_us, visit_us; /* µs a request or free, a free-set operation, a chunk at an insert,
+                                               a key or block looked at */
 } pt_cost_work;
 
 /* What the engine counted for it over the requests and frees of a run. */
 typedef struct pt_work_counts {
-  uint64_t requests, ops, chunks;
+  uint64_t requests, ops, chunks, visits;
 } pt_work_counts;
 
 typedef struct pt_cost_model {
@@ -101,7 +102,7 @@ double pt_cost_alloc_us(const pt_cost_model *m, const pt_call_sizes *sizes, cons
 double pt_cost_alloc_class_us(const pt_cost_model *m, const pt_call_sizes *sizes, const pt_req_sizes *req,
                               const pt_call_sizes *rep_sizes, const pt_req_sizes *rep_req);
 
-/* Own work priced by w: req_us × requests + op_us × ops + chunk_us × chunks. */
+/* Own work priced by w: req_us × requests + op_us × ops + chunk_us × chunks + visit_us × visits. */
 double pt_cost_work_us(const pt_cost_work *w, const pt_work_counts *c);
 /* pt_cost_alloc_class_us, but where m has a work line (has_work) the allocator's own work is priced by it from
    counts, in place of the bookkeeping lines; the driver calls as there. */

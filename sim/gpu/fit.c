@@ -48,6 +48,8 @@ int pt_cost_fit_requests(pt_cost_fit *f, const char *mech, int cls, int with_cal
   return 0;
 }
 
+#define T PT_FIT_WORK_TERMS
+
 int pt_cost_fit_work(pt_cost_fit *f, const char *mech, const pt_work_counts *c, double own_us, pt_err *err) {
   if (own_us != own_us) return pt_err_set(err, PT_EFORMAT, "a measured own work that is not a number");
   int m = mech_index(f, mech, 1, err);
@@ -56,21 +58,22 @@ int pt_cost_fit_work(pt_cost_fit *f, const char *mech, const pt_work_counts *c, 
     f->work_skipped++;
     return 0;
   }
-  double x[3] = {(double)c->requests / own_us, (double)c->ops / own_us, (double)c->chunks / own_us};
-  for (int i = 0; i < 3; i++) {
+  double x[T] = {(double)c->requests / own_us, (double)c->ops / own_us, (double)c->chunks / own_us,
+                 (double)c->visits / own_us};
+  for (int i = 0; i < T; i++) {
     f->mech[m].xty[i] += x[i];
-    for (int j = 0; j < 3; j++) f->mech[m].xtx[i][j] += x[i] * x[j];
+    for (int j = 0; j < T; j++) f->mech[m].xtx[i][j] += x[i] * x[j];
   }
   f->mech[m].nwork++;
   return 0;
 }
 
 /* The least-squares coefficients of the terms in use (use[k]) into b; 0, or -1 when the system is singular (a
-   term the others determine).  Gaussian elimination with partial pivoting: three unknowns at most. */
-static int solve_terms(const double xtx[3][3], const double xty[3], const int use[3], double b[3]) {
-  double a[3][4];
-  int idx[3], n = 0;
-  for (int k = 0; k < 3; k++)
+   term the others determine).  Gaussian elimination with partial pivoting: T unknowns at most. */
+static int solve_terms(const double xtx[T][T], const double xty[T], const int use[T], double b[T]) {
+  double a[T][T + 1];
+  int idx[T], n = 0;
+  for (int k = 0; k < T; k++)
     if (use[k]) idx[n++] = k;
   for (int i = 0; i < n; i++) {
     for (int j = 0; j < n; j++) a[i][j] = xtx[idx[i]][idx[j]];
@@ -92,35 +95,41 @@ static int solve_terms(const double xtx[3][3], const double xty[3], const int us
         for (int j = col; j <= n; j++) a[i][j] -= q * a[col][j];
       }
   }
-  for (int k = 0; k < 3; k++) b[k] = 0;
+  for (int k = 0; k < T; k++) b[k] = 0;
   for (int i = 0; i < n; i++) b[idx[i]] = a[i][n] / a[i][i];
   return 0;
 }
 
+/*
+ * Non-negative least squares by every subset of the terms: the least-squares fit on each subset whose
+ * coefficients are all >= 0 is a candidate, and the one of the smallest residual is the answer (the
+ * non-negative optimum is such a fit, on the terms it leaves above 0).  2^T - 1 small solves.  The residual
+ * from the normal equations: sum (1 - x.b)^2 = n - 2 b.xty + b.xtx.b.
+ */
 int pt_cost_fit_work_solve(const pt_cost_fit *f, const char *mech, pt_cost_work *out, pt_err *err) {
   int m = mech_index((pt_cost_fit *)f, mech, 0, err);
   if (m < 0 || !f->mech[m].nwork) return pt_err_set(err, PT_ENOTFOUND, "%s: no run to fit its work by", mech);
-  const double(*xtx)[3] = f->mech[m].xtx;
-  int use[3], left = 0;
-  for (int k = 0; k < 3; k++) left += use[k] = xtx[k][k] > 0; /* a term no run has is no term */
-  double b[3];
-  while (left) {
-    int drop = -1;
-    if (solve_terms(xtx, f->mech[m].xty, use, b) < 0) { /* singular: the last term in use goes */
-      for (int k = 0; k < 3; k++)
-        if (use[k]) drop = k;
-    } else {
-      for (int k = 0; k < 3; k++)
-        if (use[k] && b[k] < 0 && (drop < 0 || b[k] < b[drop])) drop = k; /* the most negative goes */
-      if (drop < 0) {
-        *out = (pt_cost_work){b[0], b[1], b[2]};
-        return 0;
-      }
+  const double(*xtx)[T] = f->mech[m].xtx, *xty = f->mech[m].xty;
+  double best[T] = {0}, best_res = INFINITY;
+  for (unsigned set = 1; set < 1u << T; set++) {
+    int use[T], ok = 1;
+    double b[T], res = (double)f->mech[m].nwork;
+    for (int k = 0; k < T; k++) ok &= !(use[k] = (set >> k) & 1) || xtx[k][k] > 0; /* a term no run has is no term */
+    if (!ok || solve_terms(xtx, xty, use, b) < 0) continue;                        /* or one the others determine */
+    for (int k = 0; k < T; k++) ok &= b[k] >= 0;
+    if (!ok) continue;
+    for (int i = 0; i < T; i++) {
+      res -= 2 * b[i] * xty[i];
+      for (int j = 0; j < T; j++) res += b[i] * xtx[i][j] * b[j];
     }
-    use[drop] = 0;
-    left--;
+    if (res < best_res) {
+      best_res = res;
+      memcpy(best, b, sizeof best);
+    }
   }
-  return pt_err_set(err, PT_EFORMAT, "%s: no non-negative costs fit its runs' work", mech);
+  if (best_res == INFINITY) return pt_err_set(err, PT_EFORMAT, "%s: no non-negative costs fit its runs' work", mech);
+  *out = (pt_cost_work){best[0], best[1], best[2], best[3]};
+  return 0;
 }
 
 /* Classes with fewer calls than this are left out when others have as many: one slow call (a driver's
@@ -238,7 +247,8 @@ int pt_cost_fit_write(const pt_cost_fit *f, FILE *in, const pt_cost_points base[
   for (int m = 0; m < f->nmech; m++)
     if (f->mech[m].nwork) {
       fprintf(out, "# bookkeeping_work: own work = REQ_US x requests + OP_US x free-set operations + CHUNK_US x chunks\n"
-                   "# at inserts, by least squares on the relative error over the runs (gpu fit --work).\n");
+                   "# at inserts + VISIT_US x keys and blocks looked at, by least squares on the relative error over\n"
+                   "# the runs (gpu fit --work).\n");
       break;
     }
   for (int c = 0; c < PT_DRV_NCALLS; c++) {
@@ -263,7 +273,7 @@ int pt_cost_fit_write(const pt_cost_fit *f, FILE *in, const pt_cost_points base[
       pt_cost_work w;
       int rc = pt_cost_fit_work_solve(f, mech, &w, err);
       if (rc < 0) return rc;
-      fprintf(out, "bookkeeping_work %s %.6g %.6g %.6g\n", mech, w.req_us, w.op_us, w.chunk_us);
+      fprintf(out, "bookkeeping_work %s %.6g %.6g %.6g %.6g\n", mech, w.req_us, w.op_us, w.chunk_us, w.visit_us);
     }
     if (!any(req) && !any(req_call)) continue; /* work runs only */
     pt_cost_points plain, call;

@@ -23,6 +23,7 @@
 #include "error.h"
 
 #define PT_FIT_MECHS 8
+#define PT_FIT_WORK_TERMS 4 /* requests, ops, chunks, visits (cost.h's pt_work_counts) */
 
 typedef struct pt_fit_sum {
   uint64_t n, bytes;
@@ -35,8 +36,9 @@ typedef struct pt_cost_fit {
   struct {
     char name[16];
     pt_fit_sum req[PT_REQ_CLASSES][PT_SIZE_CLASSES], req_call[PT_REQ_CLASSES][PT_SIZE_CLASSES]; /* without, with calls */
-    /* the work fit's normal equations (pt_cost_fit_work): each run a row (requests, ops, chunks) / own, aiming at 1 */
-    double xtx[3][3], xty[3];
+    /* the work fit's normal equations (pt_cost_fit_work): each run a row (requests, ops, chunks, visits) / own,
+       aiming at 1 */
+    double xtx[PT_FIT_WORK_TERMS][PT_FIT_WORK_TERMS], xty[PT_FIT_WORK_TERMS];
     unsigned nwork;
   } mech[PT_FIT_MECHS];
   int nmech;
@@ -51,14 +53,14 @@ int pt_cost_fit_call(pt_cost_fit *f, int cls, int c, uint64_t n, uint64_t bytes,
 int pt_cost_fit_requests(pt_cost_fit *f, const char *mech, int cls, int with_calls, uint64_t n, uint64_t bytes, double us,
                          pt_err *err);
 /*
- * The work fit (gpu fit --work): own work = REQ_US × requests + OP_US × ops + CHUNK_US × chunks (cost.h's
- * pt_cost_work), by least squares on the relative error, each run's counts c and measured own work own_us (its
+ * The work fit (gpu fit --work): own work = REQ_US × requests + OP_US × ops + CHUNK_US × chunks + VISIT_US ×
+ * visits (cost.h's pt_cost_work), by least squares on the relative error, each run's counts c and measured own work own_us (its
  * measured time less its driver calls').  A run of own_us <= 0 is skipped (counted in work_skipped).
  */
 int pt_cost_fit_work(pt_cost_fit *f, const char *mech, const pt_work_counts *c, double own_us, pt_err *err);
-/* The fitted costs of mech, non-negative: a term whose coefficient comes out negative (or that no run has, or
-   that the others determine) is dropped and the rest refitted.  PT_ENOTFOUND when no run of mech was added,
-   PT_EFORMAT when no term is left. */
+/* The fitted costs of mech, non-negative: the least squares over the terms that leave none negative, of the
+   smallest residual (a term no run has, or that the others determine, is 0).  PT_ENOTFOUND when no run of mech
+   was added, PT_EFORMAT when no term is left. */
 int pt_cost_fit_work_solve(const pt_cost_fit *f, const char *mech, pt_cost_work *out /* OUT */, pt_err *err);
 
 /* The description base (its text, read from in; its calls' points in base, or NULL) named name, with the

@@ -37,21 +37,24 @@ static pt_gpu_mech_cost *mech_slot(pt_gpu *g, const char *name, const char *key,
   return &g->bookkeeping[i];
 }
 
-/* bookkeeping_work MECH REQ_US OP_US CHUNK_US: each a number >= 0. */
+/* bookkeeping_work MECH REQ_US OP_US CHUNK_US [VISIT_US]: each a number >= 0; VISIT_US 0 when left out (a line
+   written before visits were counted prices what it priced then). */
 static int parse_work(pt_gpu *g, char *rest, const char *path, int lineno, pt_err *err) {
-  char mech[64], *end, extra;
-  double v[3];
-  int n = sscanf(rest, "%63s %lf %lf %lf %c", mech, &v[0], &v[1], &v[2], &extra);
+  char mech[64], *end = NULL, extra;
+  double v[4] = {0, 0, 0, 0};
+  int used = 0, n = sscanf(rest, "%63s %lf %lf %lf %n", mech, &v[0], &v[1], &v[2], &used);
+  if (n == 4 && rest[used] && sscanf(rest + used, "%lf %c", &v[3], &extra) != 1) n = 0; /* VISIT_US, then nothing */
   if (n >= 1) strtod(mech, &end);
   if (n != 4 || !*end) /* a first word that is a number: the mechanism left out */
-    return pt_err_set(err, PT_EFORMAT, "%s:%d: bookkeeping_work wants MECHANISM REQ_US OP_US CHUNK_US", path, lineno);
-  for (int k = 0; k < 3; k++)
+    return pt_err_set(err, PT_EFORMAT, "%s:%d: bookkeeping_work wants MECHANISM REQ_US OP_US CHUNK_US [VISIT_US]", path,
+                      lineno);
+  for (int k = 0; k < 4; k++)
     if (!(v[k] >= 0) || v[k] > 1e9)
       return pt_err_set(err, PT_EFORMAT, "%s:%d: bookkeeping_work: each cost must be a number from 0 to 1e9", path, lineno);
   pt_gpu_mech_cost *b = mech_slot(g, mech, "bookkeeping_work", path, lineno, err);
   if (!b) return PT_EFORMAT;
   b->has_work = 1;
-  b->work = (pt_cost_work){v[0], v[1], v[2]};
+  b->work = (pt_cost_work){v[0], v[1], v[2], v[3]};
   return 0;
 }
 

@@ -17,10 +17,11 @@
  *                                   (the same for requests that made driver calls; default: as above)
  *   bookkeeping_repeat_us, bookkeeping_call_repeat_us: the same two for the repeat class (cost.h's
  *                                   request classes; absent: the plain lines price repeats too)
- *   bookkeeping_work MECH REQ_US OP_US CHUNK_US
+ *   bookkeeping_work MECH REQ_US OP_US CHUNK_US [VISIT_US]
  *                                   (MECH's own work by what it did, cost.h's pt_cost_work: µs a request or
- *                                   free, a free-set operation, a chunk at an insert; where given, in place
- *                                   of MECH's four lines above; written by gpu fit --work)
+ *                                   free, a free-set operation, a chunk at an insert, a key or block looked
+ *                                   at (0 when left out); where given, in place of MECH's four lines above;
+ *                                   written by gpu fit --work)
  *   torch_pair_us BACKEND BYTES:US ... (PyTorch's allocators measured by calibrate: checked, not used)
  *   note TEXT                       (what reports must say about this GPU)
  *   cost CALL BYTES:US ...          (CALL: malloc, free, mem_create, ...)

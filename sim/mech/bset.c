@@ -7,12 +7,8 @@
 
 #define B PT_BSET_CHUNK
 
-/* bset.h's work counters.  initial-exec: a direct %fs-relative access, where the default model of
-   position-independent code calls __tls_get_addr on every increment; the allocator library, loaded by
-   dlopen, takes these 16 bytes from the static TLS glibc keeps spare for that. */
-static __thread pt_bset_work work __attribute__((tls_model("initial-exec")));
-
-pt_bset_work pt_bset_work_read(void) { return work; }
+/* bset.h's work counters (initial-exec: see there). */
+__thread pt_bset_work pt_bset_work_tls __attribute__((tls_model("initial-exec")));
 
 typedef struct entry {
   pt_bkey key;
@@ -73,6 +69,7 @@ __attribute__((always_inline)) static inline int before_answer(const pt_bkey *x,
 #define SCAN 16
 __attribute__((always_inline)) static inline size_t search_chunk(const pt_bchunk *c, const pt_bkey *k, int strict) {
   size_t base = 0, len = c->n, below = 0;
+  pt_bset_work_tls.visits += c->n;
   for (; len > SCAN; len -= len / 2) /* the answer lies in [base, base + len] */
     base = before_answer(&c->e[base + len / 2].key, k, strict) ? base + len / 2 : base;
   for (size_t i = 0; i < len; i++) below += (size_t)before_answer(&c->e[base + i].key, k, strict);
@@ -170,8 +167,8 @@ static void move_entries(pt_bchunk *d, pt_bchunk *c, size_t from) {
 }
 
 int pt_bset_insert(pt_bset *s, pt_bnode *n) {
-  work.ops++;
-  work.chunks += s->nchunks;
+  pt_bset_work_tls.ops++;
+  pt_bset_work_tls.chunks += s->nchunks;
   if (s->nchunks == 1 && s->chunk[0]->n < B) { /* the usual case: one chunk with room */
     pt_bchunk *c = s->chunk[0];
     size_t at = c->n ? search_chunk(c, &n->key, 0) : 0;
@@ -241,13 +238,13 @@ __attribute__((always_inline)) static inline void erase_at(pt_bset *s, pt_bpos p
 }
 
 void pt_bset_erase_pos(pt_bset *s, pt_bpos pos) {
-  work.ops++;
+  pt_bset_work_tls.ops++;
   erase_at(s, pos);
 }
 
 void pt_bset_erase(pt_bset *s, pt_bnode *n) {
   pt_bchunk *c = n->chunk;
-  work.ops++;
+  pt_bset_work_tls.ops++;
   if (!c) return; /* in no set */
   if (s->nchunks == 1) {
     pt_bpos pos;
@@ -262,7 +259,7 @@ void pt_bset_erase(pt_bset *s, pt_bnode *n) {
 
 /* Both lower bounds' search, counted once by each. */
 __attribute__((always_inline)) static inline pt_bnode *lower_bound(const pt_bset *s, const pt_bkey *k, pt_bpos *pos) {
-  work.ops++;
+  pt_bset_work_tls.ops++;
   find(s, k, 0, pos);
   return at(s, *pos);
 }
@@ -276,14 +273,14 @@ pt_bnode *pt_bset_lower_bound(const pt_bset *s, const pt_bkey *k) {
 
 pt_bnode *pt_bset_upper_bound(const pt_bset *s, const pt_bkey *k) {
   pt_bpos pos;
-  work.ops++;
+  pt_bset_work_tls.ops++;
   find(s, k, 1, &pos);
   return at(s, pos);
 }
 
 pt_bnode *pt_bset_before(const pt_bset *s, const pt_bkey *k) {
   pt_bpos pos;
-  work.ops++;
+  pt_bset_work_tls.ops++;
   if (!s->len) return NULL;
   find(s, k, 0, &pos);
   if (pos.chunk < s->nchunks && pos.at > 0) return s->chunk[pos.chunk]->e[pos.at - 1].node;
@@ -293,7 +290,7 @@ pt_bnode *pt_bset_before(const pt_bset *s, const pt_bkey *k) {
 }
 
 pt_bnode *pt_bset_first(const pt_bset *s) {
-  work.ops++;
+  pt_bset_work_tls.ops++;
   return s->len ? s->chunk[0]->e[0].node : NULL;
 }
 

@@ -79,15 +79,28 @@ void pt_bset_free(pt_bset *s); /* the set is empty afterwards, and owns no memor
  * them deterministically.  ops counts every search and change of any set:
  * insert, erase, erase_pos, lower_bound (and lower_bound_pos, once a call),
  * before, upper_bound (so pt_bset_next), first; chunks sums the set's chunk
- * count (before the insert) at each insert.  Per thread, across every set,
- * never reset: a caller reads them before and after the work it prices and
- * keeps the difference.  An increment or two a call: nothing measurable in
- * a replay (bench/RESULTS.md).
+ * count (before the insert) at each insert; visits sums the keys of the
+ * chunk each search looks at (0 to PT_BSET_CHUNK: a set of a few blocks is
+ * searched in a few steps, a full chunk in sixteen), and the blocks a
+ * mechanism's own walks step over (pt_bset_work_visit: stitch's walk along a
+ * range's blocks).  Per thread, across every set, never reset: a caller
+ * reads them before and after the work it prices and keeps the difference.
+ * An increment or two a call: nothing measurable in a replay
+ * (bench/RESULTS.md).
  */
 typedef struct pt_bset_work {
-  uint64_t ops, chunks;
+  uint64_t ops, chunks, visits;
 } pt_bset_work;
 
-pt_bset_work pt_bset_work_read(void); /* this thread's counts so far */
+/* The counters themselves (bset.c), read inline: a call would return the three through memory, twice a
+   request.  initial-exec: a direct %fs-relative access, where the default model of position-independent code
+   calls __tls_get_addr each time; the allocator library, loaded by dlopen, takes these 24 bytes from the
+   static TLS glibc keeps spare for that. */
+extern __thread pt_bset_work pt_bset_work_tls __attribute__((tls_model("initial-exec")));
+
+/* This thread's counts so far. */
+static inline pt_bset_work pt_bset_work_read(void) { return pt_bset_work_tls; }
+/* n blocks a walk outside the sets stepped over, into visits. */
+static inline void pt_bset_work_visit(uint64_t n) { pt_bset_work_tls.visits += n; }
 
 #endif

@@ -267,10 +267,14 @@ static srange *srange_new(stitch_state *st, uint64_t stream, uint64_t npages) {
  * blocks from *from (when it lies in the same range, at or below the page)
  * or from the range's head; *from is left at that block.  Only the rare
  * reuse of a cached stitched range walks, so no address index is kept.
+ * Every block the walk looks at, the first and the one it stops at
+ * included, is counted as a visit (bset.h's work counters).
  */
 static sblock *page_block(const spage *pg, sblock **from) {
   sblock *b = *from && (*from)->pr == pg->pr && (*from)->addr <= pg->addr ? *from : pg->pr->head;
-  while (b->addr + b->size <= pg->addr) b = b->next; /* the range holds the page */
+  uint64_t n = 1;
+  for (; b->addr + b->size <= pg->addr; n++) b = b->next; /* the range holds the page */
+  pt_bset_work_visit(n);
   return *from = b;
 }
 
