@@ -827,6 +827,34 @@ static void test_async_event_order(void) {
   rig_done(&r);
 }
 
+/* The engine numbers a trace's events 1, 2, ... by first sight (a mechanism's table of them as large as the trace's
+   events, not as its largest number), and the order still decides: a pending free on stream 7 reused on stream 0
+   after its wait (32 MiB, not 64). */
+static void test_async_event_numbers(void) {
+  const char *path = pt_test_tmp(".trace");
+  FILE *f = fopen(path, "w");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+  fputs("pagetune-trace 1\n+sync\na 0 8388608 0x7 100\na 1 25165824 0x7 110\n+gpu 1\nf 0 120\n+event 16777215 0x7\n"
+        "+event 9 0x3\n+wait 0x0 16777215\na 2 8388608 0x0 130\nend 4\n", f);
+  fclose(f);
+  pt_trace_data d;
+  pt_err err;
+  CU_ASSERT_EQUAL_FATAL(pt_trace_load(path, NULL, &err, &d), 0);
+  CU_ASSERT_EQUAL_FATAL(d.order.n, 3);
+  CU_ASSERT_EQUAL(d.order.op[0].event, 1);
+  CU_ASSERT_EQUAL(d.order.op[1].event, 2);
+  CU_ASSERT_EQUAL(d.order.op[2].event, 1);
+  CU_ASSERT_EQUAL(d.order.op[2].wait, 1);
+  CU_ASSERT_EQUAL(d.order.op[2].before, 3);
+  pt_sim_config cfg = {.mech = &pt_mech_async_pool};
+  pt_sim_result res;
+  CU_ASSERT_EQUAL(pt_params_set(&cfg.params, "release_threshold", ASYNC_UINT64_MAX_THRESHOLD), 0);
+  CU_ASSERT_EQUAL_FATAL(pt_sim_run(&d, &cfg, &err, &res), 0);
+  CU_ASSERT_EQUAL(res.peak_reserved_bytes, 32 * MIB);
+  pt_sim_result_free(&res);
+  pt_trace_data_free(&d);
+}
+
 /*
  * A deferred free the trace timed (+gpu 3: three more requests before the GPU passes it) is not seen complete
  * at a look before the fourth request after it: the request of its size made next goes at the top (9 MiB), the
@@ -1675,6 +1703,7 @@ int pt_test_add_mechs(void) {
   CU_add_test(s, "async_pool: a pending free serves another stream once it waited for an event recorded after it",
               test_async_event_order);
   CU_add_test(s, "async_pool: a timed deferred free is seen complete only once the GPU passed it", test_async_deferred_timed);
+  CU_add_test(s, "async_pool: a trace's events numbered densely by the engine, the order kept", test_async_event_numbers);
   CU_add_test(s, "async_pool: two_streams' real peaks inside the spread free_lag gives", test_async_two_streams_spread);
   CU_add_test(s, "async_pool: real traces within 3.125% of the H200's cudaMallocAsync peaks", test_async_traces);
   CU_add_test(s, "stitch: two freed 2 MiB handles stitched for 4 MiB, no cuMemCreate", test_stitch_two_chunks);

@@ -28,6 +28,20 @@
 
 static int observe(pt_trace_data *t);
 
+/* The stream order's events renumbered 1, 2, ... by first sight, so that a mechanism's table of them is as large as
+   the trace's events, whatever numbers the file gave them: 0 or PT_ENOMEM. */
+static int dense_events(pt_order *o) {
+  pt_u64map num = {0};
+  int rc = 0;
+  for (size_t i = 0; i < o->n && rc == 0; i++) {
+    uint64_t *d = pt_u64map_get(&num, o->op[i].event), e = d ? *d : num.len + 1;
+    if (!d && pt_u64map_put(&num, o->op[i].event, e) < 0) rc = PT_ENOMEM;
+    o->op[i].event = e;
+  }
+  pt_u64map_free(&num);
+  return rc;
+}
+
 int pt_trace_load(const char *path, const pt_trace_opts *opts, pt_err *err, pt_trace_data *out) {
   memset(out, 0, sizeof *out);
   pt_trace *t;
@@ -74,6 +88,11 @@ int pt_trace_load(const char *path, const pt_trace_opts *opts, pt_err *err, pt_t
   pt_trace_take_pools(t, &out->pools);
   pt_trace_take_order(t, &out->order);
   pt_trace_close(t);
+  if (dense_events(&out->order) < 0) {
+    rc = pt_err_set(err, PT_ENOMEM, "%s: out of memory", path);
+    pt_trace_data_free(out);
+    return rc;
+  }
   return 0;
 fail:
   pt_trace_close(t);

@@ -48,7 +48,8 @@ typedef struct pt_trace_data {
   uint64_t observed_segment_releases; /* its segment_free and segment_unmap records */
   pt_frames frames;         /* what the records' stack ids name (none: stripped, or never recorded) */
   pt_pools pools;           /* what the records' pool numbers name (none: no private pool) */
-  pt_order order;           /* the stream order between records (+event, +wait; none: not recorded) */
+  pt_order order;           /* the stream order between records (+event, +wait; none: not recorded), its events
+                               numbered 1, 2, ... by first sight */
   uint64_t *repeat;         /* bit i: record i is a repeat (request classes, above) */
   int synced;               /* a record carries +sync: the trace says where the program synchronised */
   /* the allocation and free records by how many frees back their size was last freed: [d - 1] for d = 1 ..
