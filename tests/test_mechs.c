@@ -819,6 +819,20 @@ static void test_async_event_order(void) {
     CU_ASSERT_EQUAL(AT(&r, d, base), want[c]);
     rig_done(&r);
   }
+  for (int again = 0; again < 2; again++) { /* an event recorded again on a stream past the followed ones orders
+                                               nothing after: the wait reuses nothing (9 MiB); once only, it does */
+    rig r;
+    uint64_t b, b_at, base;
+    async_two_blocks(&r, 1, 7, &b, &b_at, &base);
+    for (uint64_t s = 100; s < 106; s++) CU_ASSERT_EQUAL(r.ops->event_record(r.st, 9, s), 0); /* 6 streams */
+    CU_ASSERT_EQUAL(r.ops->stream_wait(r.st, 0, 50), 0);                                 /* the 7th: 0 */
+    CU_ASSERT_EQUAL_FATAL(r.ops->free_pending(r.st, b, 100), 0);
+    CU_ASSERT_EQUAL(r.ops->event_record(r.st, 1, 7), 0);                                 /* the 8th: 7 */
+    if (again) CU_ASSERT_EQUAL(r.ops->event_record(r.st, 1, 0x99), 0);                  /* the 9th: not followed */
+    CU_ASSERT_EQUAL(r.ops->stream_wait(r.st, 0, 1), 0);
+    CU_ASSERT_EQUAL(AT(&r, AS(&r, 4 * MIB, 0), base), again ? 9 * MIB : MIB);
+    rig_done(&r);
+  }
   rig r; /* an event number past the table is a bad trace, said */
   uint64_t b, b_at, base;
   async_two_blocks(&r, 1, 7, &b, &b_at, &base);

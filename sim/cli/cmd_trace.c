@@ -55,7 +55,8 @@ const pt_cli_table pt_opts_trace_stats = {
     "whose frees waited for other streams' work (record_stream) deferred_frees;\n"
     "for one imported with --gpu-frees or --async-run gpu_timed_frees,\n"
     "gpu_pending_frees and gpu_lag_requests_max; for one with synchronisations\n"
-    "(+sync, from --async-run) syncs.\n",
+    "(+sync, from --async-run) syncs; for one with the order between streams\n"
+    "(+event, +wait, from --async-run) event_records and stream_waits.\n",
     stats_opts, sizeof(trace_args), &defaults, 1};
 
 static const pt_cli_opt import_opts[] = {
@@ -68,8 +69,9 @@ static const pt_cli_opt import_opts[] = {
                    "PT_GPU_FREES=1): kept as +gpu, for cuda_async"),
     PT_CLI_OPT_STR("async-run", 0, "LOG", trace_args, async_run,
                    "a run of the same workload under backend:cudaMallocAsync, logged by\n"
-                   "traces/capture/async_probe/shim.c: its synchronisations (+sync) and, with\n"
-                   "PT_SHIM_MARK=1, when its GPU passed each free (+gpu); not with --gpu-frees"),
+                   "traces/capture/async_probe/shim.c: its synchronisations (+sync), with\n"
+                   "PT_SHIM_MARK=1 when its GPU passed each free (+gpu), with PT_SHIM_EVENTS=1\n"
+                   "its event records and stream waits (+event, +wait); not with --gpu-frees"),
     PT_CLI_OPT_FLAG("json", trace_args, json, "print the new trace's stats as one JSON object"),
     PT_CLI_END};
 const pt_cli_table pt_opts_trace_import = {
@@ -89,8 +91,9 @@ const pt_cli_table pt_opts_trace_import = {
     "requests came before the GPU passed it (+gpu; traces/FORMAT.md).  With\n"
     "--async-run, the requests are paired in order with those of a\n"
     "cudaMallocAsync run of the same workload (each request's size checked), each\n"
-    "free with its request's, and take that run's synchronisations (+sync) and\n"
-    "free times (+gpu).  DST appears only when the whole import succeeded.\n",
+    "free with its request's, and take that run's synchronisations (+sync), free\n"
+    "times (+gpu) and order between streams (+event, +wait, on SRC's streams; in\n"
+    "place of any SRC had).  DST appears only when the whole import succeeded.\n",
     import_opts, sizeof(trace_args), &defaults, 1};
 
 static const pt_cli_opt gen_opts[] = {
@@ -173,6 +176,7 @@ static int gpu_time(const pt_gpu_frees *g, size_t k, const char *path, const cha
    request's number (0: a block alive when recording began) and whether it waited for other streams. */
 typedef struct snap_call {
   uint64_t bytes;
+  uint64_t stream;
   uint32_t req;
   uint8_t is_free, deferred;
 } snap_call;
@@ -200,7 +204,8 @@ static int calls_of(const char *src, const pt_trace_opts *o, snap_call **out, si
       *out = v;
       cap = ncap;
     }
-    snap_call c = {.bytes = ev.bytes, .is_free = ev.kind == PT_EV_FREE, .deferred = (ev.flags & PT_EVF_DEFERRED) != 0};
+    snap_call c = {.bytes = ev.bytes, .stream = ev.stream, .is_free = ev.kind == PT_EV_FREE,
+                   .deferred = (ev.flags & PT_EVF_DEFERRED) != 0};
     if (!c.is_free) {
       c.req = ++nreq;
       if (pt_u64map_put(&ids, ev.id, c.req) < 0) {
@@ -304,11 +309,49 @@ typedef struct async_pairing {
   size_t *rbefore;   /* requests_before */
   size_t j, reqs;    /* the snapshot's calls and requests written so far */
   size_t order_at;   /* the run's stream order written so far */
+  pt_u64map streams; /* a run's stream -> the snapshot's (the two processes' handles differ) */
   int carry;         /* a synchronisation before a free that is not in its place here: on the next request */
 } async_pairing;
 
+/*
+ * The run's streams as the snapshot's: each paired request's stream is its snapshot request's (one to one, else
+ * not the same run); a stream no request was made on (PyTorch's unifying free stream) keeps its handle, or, where
+ * that is one of the snapshot's, a fresh one (2^62 + k).
+ */
+static int map_streams(async_pairing *p, const char *log, const char *src, pt_err *err) {
+  pt_u64map back = {0}; /* the snapshot's stream -> the run's */
+  int rc = 0;
+  for (size_t j = 0; j < p->nsc && rc == 0; j++) {
+    if (p->sc[j].is_free || p->map[j] == SIZE_MAX) continue;
+    uint64_t run = p->ar.c[p->map[j]].stream, snap = p->sc[j].stream, *r = pt_u64map_get(&p->streams, run),
+             *b = pt_u64map_get(&back, snap);
+    if (r && *r != snap)
+      rc = pt_err_set(err, PT_EFORMAT, "%s: not a run of the same workload: its stream 0x%llx makes requests that %s "
+                      "makes on 0x%llx and on 0x%llx", log, (unsigned long long)run, src, (unsigned long long)*r,
+                      (unsigned long long)snap);
+    else if (b && *b != run)
+      rc = pt_err_set(err, PT_EFORMAT, "%s: not a run of the same workload: its streams 0x%llx and 0x%llx make requests "
+                      "that %s makes on 0x%llx", log, (unsigned long long)*b, (unsigned long long)run, src,
+                      (unsigned long long)snap);
+    else if (!r && (pt_u64map_put(&p->streams, run, snap) < 0 || pt_u64map_put(&back, snap, run) < 0))
+      rc = pt_err_set(err, PT_ENOMEM, "%s: out of memory", log);
+  }
+  uint64_t fresh = UINT64_C(1) << 62;
+  for (size_t i = 0; i < p->ar.order.n && rc == 0; i++) {
+    uint64_t run = p->ar.order.op[i].stream;
+    if (pt_u64map_get(&p->streams, run)) continue;
+    uint64_t to = run;
+    while (pt_u64map_get(&back, to)) to = fresh++; /* a handle of the snapshot's: another */
+    if (pt_u64map_put(&p->streams, run, to) < 0 || pt_u64map_put(&back, to, run) < 0)
+      rc = pt_err_set(err, PT_ENOMEM, "%s: out of memory", log);
+  }
+  pt_u64map_free(&back);
+  return rc;
+}
+
 static void async_pairing_free(async_pairing *p) {
   pt_async_run_free(&p->ar);
+  pt_u64map_free(&p->streams);
   free(p->sc);
   free(p->map);
   free(p->rbefore);
@@ -318,7 +361,7 @@ static int async_pairing_load(async_pairing *p, const char *log, const char *src
   int rc;
   if ((rc = pt_async_run_load(log, &p->ar, err)) < 0 || (rc = calls_of(src, o, &p->sc, &p->nsc, err)) < 0 ||
       (rc = pair_async(&p->ar, p->sc, p->nsc, log, src, &p->map, &p->at, err)) < 0 ||
-      (rc = requests_before(&p->ar, log, &p->rbefore, err)) < 0)
+      (rc = requests_before(&p->ar, log, &p->rbefore, err)) < 0 || (rc = map_streams(p, log, src, err)) < 0)
     return rc;
   return 0;
 }
@@ -326,7 +369,8 @@ static int async_pairing_load(async_pairing *p, const char *log, const char *src
 /*
  * The run's timing on snapshot record ev, a request or free (the snapshot's next call), and the run's stream
  * order before it into w: the run's synchronisations before its call (+sync), its free's GPU time (+gpu), and
- * its event records and stream waits up to its call (+event, +wait).  A free that waited for other streams
+ * its event records and stream waits up to its call (+event, +wait, on the snapshot's streams: map_streams).  A
+ * free that waited for other streams
  * (+deferred) comes here later than in the run, where PyTorch freed it on its unifying stream: the
  * synchronisation before it goes on the next request, the stream order on the next call in its place, and its
  * GPU time is what was left of it by here (K less the run's requests between the two places, at least 0).
@@ -352,17 +396,20 @@ static int async_time(async_pairing *p, pt_event *ev, pt_trace_writer *w, pt_err
   }
   p->reqs += ev->kind == PT_EV_ALLOC;
   if (c && !deferred)
-    for (const pt_order *o = &p->ar.order; p->order_at < o->n && o->op[p->order_at].before <= i; p->order_at++)
-      if ((rc = pt_trace_writer_put_order(w, &o->op[p->order_at], err)) < 0) return rc;
+    for (const pt_order *o = &p->ar.order; p->order_at < o->n && o->op[p->order_at].before <= i; p->order_at++) {
+      pt_order_op op = o->op[p->order_at];
+      op.stream = *pt_u64map_get(&p->streams, op.stream); /* every one mapped (map_streams) */
+      if ((rc = pt_trace_writer_put_order(w, &op, err)) < 0) return rc;
+    }
   return 0;
 }
 
-/* The source's own stream order before its record n (a pagetune trace's +event / +wait), from *at on, into w. */
-static int copy_order(pt_trace *t, uint64_t n, size_t *at, pt_trace_writer *w, pt_err *err) {
+/* The source's own stream order before the record it last returned (a pagetune trace's +event / +wait), into w. */
+static int copy_order(pt_trace *t, const pt_event *ev, pt_trace_writer *w, pt_err *err) {
   const pt_order *o = pt_trace_order(t);
   int rc;
-  for (; *at < o->n && o->op[*at].before <= n; ++*at)
-    if ((rc = pt_trace_writer_put_order(w, &o->op[*at], err)) < 0) return rc;
+  for (size_t i = 0; i < o->n && (ev->flags & PT_EVF_ORDER); i++)
+    if ((rc = pt_trace_writer_put_order(w, &o->op[i], err)) < 0) return rc;
   return 0;
 }
 
@@ -390,7 +437,7 @@ int pt_cmd_trace_import(void *args, char **pos, int npos, pt_err *err) {
   pt_trace_writer_set_pools(w, pt_trace_pools(t));
   pt_event ev;
   uint64_t n = 0, calls = 0;
-  size_t nfree = 0, ks = 0, order_at = 0;
+  size_t nfree = 0, ks = 0;
   while ((rc = pt_trace_next(t, &ev, err)) > 0) {
     if (a->gpu_frees && ev.kind == PT_EV_FREE && (rc = gpu_time(&g, nfree++, a->gpu_frees, pos[0], &ev, err)) < 0) break;
     if (a->gpu_frees && (ev.kind == PT_EV_ALLOC || ev.kind == PT_EV_FREE || ev.kind == PT_EV_OOM) && ks < g.nsync &&
@@ -400,7 +447,7 @@ int pt_cmd_trace_import(void *args, char **pos, int npos, pt_err *err) {
     }
     if (a->async_run) { /* the run's stream order replaces the source's */
       if ((ev.kind == PT_EV_ALLOC || ev.kind == PT_EV_FREE) && (rc = async_time(&ap, &ev, w, err)) < 0) break;
-    } else if ((rc = copy_order(t, n, &order_at, w, err)) < 0) {
+    } else if ((rc = copy_order(t, &ev, w, err)) < 0) {
       break;
     }
     if ((rc = pt_trace_writer_put(w, &ev, err)) < 0) break;

@@ -45,7 +45,9 @@ static int dense_events(pt_order *o) {
 int pt_trace_load(const char *path, const pt_trace_opts *opts, pt_err *err, pt_trace_data *out) {
   memset(out, 0, sizeof *out);
   pt_trace *t;
-  int rc = pt_trace_open(path, opts, err, &t);
+  pt_trace_opts o = opts ? *opts : (pt_trace_opts){.device = -1};
+  o.keep_order = 1; /* every record's stream order, as every record */
+  int rc = pt_trace_open(path, &o, err, &t);
   if (rc < 0) return rc;
   size_t cap = 4096;
   out->ev = malloc(cap * sizeof *out->ev);

@@ -161,7 +161,9 @@
 #define POOL_VA (UINT64_C(1) << 40)       /* the pool's VA reservation */
 #define MAX_THRESHOLD 1125899906842624.0  /* 2^50 */
 #define NO_SLOT UINT64_MAX
-#define ORDER_STREAMS 8                   /* streams whose order is followed; waits of later ones are ignored */
+#define ORDER_STREAMS 8                   /* streams whose order is followed: a later one's waits order nothing, and an
+                                             event it records orders nothing after */
+#define ORDER_SCAN 256                    /* pending frees made after a wait that a search passes over, at most */
 #define MAX_EVENTS (UINT64_C(1) << 24)    /* event numbers below this */
 
 /* ---- chunks, blocks ------------------------------------------------------- */
@@ -446,7 +448,8 @@ static int stream_slot(async_state *st, uint64_t stream, int add) {
 
 /* With the stream order: the best fit for size on stream among the free blocks seen complete (seen: theirs, or
    NULL) and the pending frees of other streams it waited for (smallest, then oldest), or NULL.  A free made after
-   the wait is passed over in a scan, which a run ordering its streams between requests keeps short. */
+   the wait is passed over in a scan, which a run ordering its streams between requests keeps short; past
+   ORDER_SCAN of them the stream's frees are not looked at (a crafted trace: no quadratic replay). */
 __attribute__((noinline)) static pt_bnode *ordered_fit(async_state *st, uint64_t size, uint64_t stream, pt_bnode *seen) {
   int t = stream_slot(st, stream, 0);
   if (t < 0) return seen;
@@ -456,7 +459,8 @@ __attribute__((noinline)) static pt_bnode *ordered_fit(async_state *st, uint64_t
     if (j == t || !upto) continue;
     uint64_t key = st->sid[j] | PEND_BIT;
     pt_bnode *n = pt_bset_lower_bound(&st->pendt, &(pt_bkey){key, size, 0});
-    while (n && n->key.stream == key && BLK(n)->order > upto) n = pt_bset_next(&st->pendt, n); /* made after the wait */
+    for (int k = 0; n && n->key.stream == key && BLK(n)->order > upto; k++) /* made after the wait */
+      n = k < ORDER_SCAN ? pt_bset_next(&st->pendt, n) : NULL;
     if (!n || n->key.stream != key) continue;
     if (!best || n->key.size < best->key.size || (n->key.size == best->key.size && n->key.addr < best->key.addr)) best = n;
   }
@@ -935,7 +939,10 @@ static int async_event_record(void *state, uint64_t event, uint64_t stream) {
     return pt_err_set(st->env.err, PT_EFORMAT, "async_pool: event %llu: numbers go below %llu", (unsigned long long)event,
                       (unsigned long long)MAX_EVENTS);
   int s = stream_slot(st, stream, 1);
-  if (s < 0) return 0;
+  if (s < 0) { /* not followed: its record orders nothing */
+    if (event < st->nevents) memset(st->events[event], 0, sizeof st->events[event]);
+    return 0;
+  }
   if (event >= st->nevents) {
     size_t n = st->nevents ? st->nevents : 64;
     while (n <= event) n *= 2;

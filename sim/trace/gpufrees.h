@@ -62,6 +62,7 @@ void pt_gpu_frees_free(pt_gpu_frees *g);
 
 typedef struct pt_async_call {
   uint64_t bytes; /* a request's bytes; a free: its request's */
+  uint64_t stream; /* the stream it was made on */
   uint32_t req;   /* a request: its number, from 1; a free: its request's (the one that got the address) */
   uint32_t free;  /* a free: its number, from 1; 0 for a request */
   uint8_t sync;   /* the program synchronised with the GPU just before this call */

@@ -123,7 +123,8 @@ struct pt_trace {
   int seen_events;         /* a non-initial record has been yielded */
   pt_frames frames;        /* what records' stack ids name */
   pt_pools pools;          /* what records' pool numbers name */
-  pt_order order;          /* the stream order between records */
+  pt_order order;          /* the stream order before the record last returned (keep_order: every record's) */
+  int keep_order;
 };
 
 static const pt_trace_format pt_native_format;
@@ -254,6 +255,7 @@ static int open_common(pt_trace *t, const pt_trace_opts *opts, pt_err *err) {
   pt_trace_opts defaults = {.device = -1};
   if (!opts) opts = &defaults;
   t->info.device = -1;
+  t->keep_order = opts->keep_order;
   long n = pt_trace_read(t, t->peek, PEEK_MAX, err);
   if (n < 0) return name_error(t, (int)n, err);
   t->peek_len = (size_t)n;
@@ -395,6 +397,7 @@ static int check_event(pt_trace *t, pt_event *ev, pt_err *err) {
 }
 
 int pt_trace_next(pt_trace *t, pt_event *ev, pt_err *err) {
+  if (!t->keep_order) t->order.n = 0; /* the last record's: a reader streaming the file keeps no more */
   int rc = t->fmt->next(t, ev, err);
   if (rc <= 0) return rc < 0 ? name_error(t, rc, err) : 0;
   rc = check_event(t, ev, err);
@@ -424,7 +427,7 @@ typedef struct native_state {
   uint16_t pool;       /* a +pool line's pool, for the next record */
   int capture;         /* a +capture line, for the next record */
   int sync;            /* a +sync line, for the next record */
-  int order;           /* +event / +wait lines, for the next record */
+  int order;           /* +event / +wait lines read for the next record */
   int deferred;        /* a +deferred line, for the next record (a free) */
   int gpu;             /* a +gpu line, for the next record (a free): its lag in gpu_lag */
   uint64_t gpu_lag;
@@ -796,8 +799,11 @@ static int native_extension(pt_trace *t, native_state *st, const char *s, const 
     if (!op.event || op.event >= PT_TRACE_MAX_EVENTS)
       return pt_err_set(err, PT_EFORMAT, "event %llu: events are numbered 1 to %llu", (unsigned long long)op.event,
                         (unsigned long long)(PT_TRACE_MAX_EVENTS - 1));
+    if (op.stream >> 63) return pt_err_set(err, PT_EFORMAT, "stream 0x%llx: past 2^63", (unsigned long long)op.stream);
+    if (st->order == PT_TRACE_MAX_ORDER_RUN)
+      return pt_err_set(err, PT_ELIMIT, "more than %d +event and +wait lines before one record", PT_TRACE_MAX_ORDER_RUN);
     if (order_add(&t->order, &op) < 0) return pt_err_set(err, PT_ENOMEM, "out of memory");
-    st->order = 1;
+    st->order++;
     return 0;
   }
   if (klen == 8 && !memcmp(k, "deferred", 8)) {
@@ -1131,6 +1137,8 @@ int pt_trace_writer_put_order(pt_trace_writer *w, const pt_order_op *op, pt_err 
   if (!op->event || op->event >= PT_TRACE_MAX_EVENTS)
     return pt_err_set(err, PT_EFORMAT, "%s: event %llu: events are numbered 1 to %llu", w->path,
                       (unsigned long long)op->event, (unsigned long long)(PT_TRACE_MAX_EVENTS - 1));
+  if (op->stream >> 63)
+    return pt_err_set(err, PT_EFORMAT, "%s: stream 0x%llx: past 2^63", w->path, (unsigned long long)op->stream);
   if (w->len + 64 > WBUF && wflush(w, err) < 0) return PT_EIO;
   char *p = w->buf + w->len;
   if (op->wait) {

@@ -104,6 +104,7 @@ void pt_pools_free(pt_pools *p);
  * Events are numbered 1 .. PT_TRACE_MAX_EVENTS - 1 in the file.
  */
 #define PT_TRACE_MAX_EVENTS (UINT64_C(1) << 24)
+#define PT_TRACE_MAX_ORDER_RUN 65536 /* +event / +wait lines before one record */
 typedef struct pt_order_op {
   uint64_t before;  /* the record it comes before: its index among the records read (from 0) */
   uint64_t event;
@@ -132,6 +133,7 @@ typedef struct pt_trace_info {
 typedef struct pt_trace_opts {
   int device;            /* snapshot device to read; -1: the only one with events */
   int strip_frames;      /* keep no stack frames (pt_event.stack stays 0) */
+  int keep_order;        /* keep the stream order before every record read (pt_trace_order), not only the last's */
 } pt_trace_opts;
 
 typedef struct pt_trace pt_trace;
@@ -167,7 +169,8 @@ void pt_trace_take_frames(pt_trace *t, pt_frames *out /* OUT */);
 /* The private pools the records' pool numbers name: complete once the last record is read. */
 const pt_pools *pt_trace_pools(const pt_trace *t);
 void pt_trace_take_pools(pt_trace *t, pt_pools *out /* OUT */);
-/* The stream order before the records read so far (pt_order_op.before indexes them). */
+/* The stream order before the record last returned, or with keep_order before every record read so far
+   (pt_order_op.before indexes them). */
 const pt_order *pt_trace_order(const pt_trace *t);
 void pt_trace_take_order(pt_trace *t, pt_order *out /* OUT */);
 const char *pt_trace_format_name(const pt_trace *t);

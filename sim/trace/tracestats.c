@@ -15,6 +15,11 @@ int pt_trace_stats_compute(pt_trace *t, pt_trace_stats *s, pt_err *err) {
   pt_event ev;
   int rc;
   while ((rc = pt_trace_next(t, &ev, err)) > 0) {
+    const pt_order *o = pt_trace_order(t); /* the stream order before this record */
+    for (size_t i = 0; i < o->n && (ev.flags & PT_EVF_ORDER); i++) {
+      s->stream_waits += o->op[i].wait;
+      s->event_records += !o->op[i].wait;
+    }
     s->events++;
     s->captures += (ev.flags & PT_EVF_CAPTURE) != 0;
     s->deferred_frees += ev.kind == PT_EV_FREE && (ev.flags & PT_EVF_DEFERRED);
@@ -67,11 +72,6 @@ int pt_trace_stats_compute(pt_trace *t, pt_trace_stats *s, pt_err *err) {
     }
   }
   s->private_pools = pt_trace_pools(t)->n;
-  const pt_order *o = pt_trace_order(t);
-  for (size_t i = 0; i < o->n; i++) {
-    s->stream_waits += o->op[i].wait;
-    s->event_records += !o->op[i].wait;
-  }
   s->distinct_sizes = sizes.len;
   s->streams = streams.len;
   s->live_bytes_at_end = live;
