@@ -405,10 +405,10 @@ static int async_time(async_pairing *p, pt_event *ev, pt_trace_writer *w, pt_err
 }
 
 /* The source's own stream order before the record it last returned (a pagetune trace's +event / +wait), into w. */
-static int copy_order(pt_trace *t, const pt_event *ev, pt_trace_writer *w, pt_err *err) {
+static int copy_order(pt_trace *t, pt_trace_writer *w, pt_err *err) {
   const pt_order *o = pt_trace_order(t);
   int rc;
-  for (size_t i = 0; i < o->n && (ev->flags & PT_EVF_ORDER); i++)
+  for (size_t i = 0; i < o->n; i++)
     if ((rc = pt_trace_writer_put_order(w, &o->op[i], err)) < 0) return rc;
   return 0;
 }
@@ -447,7 +447,7 @@ int pt_cmd_trace_import(void *args, char **pos, int npos, pt_err *err) {
     }
     if (a->async_run) { /* the run's stream order replaces the source's */
       if ((ev.kind == PT_EV_ALLOC || ev.kind == PT_EV_FREE) && (rc = async_time(&ap, &ev, w, err)) < 0) break;
-    } else if ((rc = copy_order(t, &ev, w, err)) < 0) {
+    } else if ((rc = copy_order(t, w, err)) < 0) {
       break;
     }
     if ((rc = pt_trace_writer_put(w, &ev, err)) < 0) break;

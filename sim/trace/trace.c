@@ -825,6 +825,17 @@ static int native_extension(pt_trace *t, native_state *st, const char *s, const 
   return 0; /* a tag this build does not know */
 }
 
+/* What *pending (a +tag line's) says of the record after it, which may be any but an initial-state record: its
+   flag set, *pending cleared; 0, or the error. */
+static int flag_next(const native_state *st, pt_event *ev, int *pending, uint8_t flag, const char *tag, pt_err *err) {
+  if (!*pending) return 0;
+  if (ev->kind == PT_EV_INIT_SEGMENT || ev->kind == PT_EV_INIT_ALLOC)
+    return pt_err_set(err, PT_EFORMAT, "line %llu: %s before an initial-state record", (unsigned long long)st->line, tag);
+  ev->flags |= flag;
+  *pending = 0;
+  return 0;
+}
+
 static int native_next(pt_trace *t, pt_event *ev, pt_err *err) {
   native_state *st = pt_trace_state(t);
   const char *s, *e;
@@ -875,27 +886,10 @@ static int native_next(pt_trace *t, pt_event *ev, pt_err *err) {
       ev->pool = st->pool;
       st->pool = 0;
     }
-    if (st->capture) {
-      if (ev->kind == PT_EV_INIT_SEGMENT || ev->kind == PT_EV_INIT_ALLOC)
-        return pt_err_set(err, PT_EFORMAT, "line %llu: +capture before an initial-state record",
-                          (unsigned long long)st->line);
-      ev->flags |= PT_EVF_CAPTURE;
-      st->capture = 0;
-    }
-    if (st->sync) {
-      if (ev->kind == PT_EV_INIT_SEGMENT || ev->kind == PT_EV_INIT_ALLOC)
-        return pt_err_set(err, PT_EFORMAT, "line %llu: +sync before an initial-state record",
-                          (unsigned long long)st->line);
-      ev->flags |= PT_EVF_SYNC;
-      st->sync = 0;
-    }
-    if (st->order) {
-      if (ev->kind == PT_EV_INIT_SEGMENT || ev->kind == PT_EV_INIT_ALLOC)
-        return pt_err_set(err, PT_EFORMAT, "line %llu: +event or +wait before an initial-state record",
-                          (unsigned long long)st->line);
-      ev->flags |= PT_EVF_ORDER;
-      st->order = 0;
-    }
+    if ((rc = flag_next(st, ev, &st->capture, PT_EVF_CAPTURE, "+capture", err)) < 0 ||
+        (rc = flag_next(st, ev, &st->sync, PT_EVF_SYNC, "+sync", err)) < 0 ||
+        (rc = flag_next(st, ev, &st->order, PT_EVF_ORDER, "+event or +wait", err)) < 0)
+      return rc;
     if (st->deferred) {
       if (ev->kind != PT_EV_FREE)
         return pt_err_set(err, PT_EFORMAT, "line %llu: +deferred before a '%c' record, not a free",

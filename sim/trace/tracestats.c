@@ -16,7 +16,7 @@ int pt_trace_stats_compute(pt_trace *t, pt_trace_stats *s, pt_err *err) {
   int rc;
   while ((rc = pt_trace_next(t, &ev, err)) > 0) {
     const pt_order *o = pt_trace_order(t); /* the stream order before this record */
-    for (size_t i = 0; i < o->n && (ev.flags & PT_EVF_ORDER); i++) {
+    for (size_t i = 0; i < o->n; i++) {
       s->stream_waits += o->op[i].wait;
       s->event_records += !o->op[i].wait;
     }
