@@ -154,10 +154,12 @@ static void put_record(pt_record *r, char *p, char tag, const char *how, const u
   r->records++;
 }
 
-/* What the reader would refuse in a request's size or time: PT_EUSAGE, or 0. */
-static int check_request(pt_record *r, uint64_t bytes, int64_t time_us, pt_err *err) {
+/* What the reader would refuse in a request's size, stream or time: PT_EUSAGE, or 0. */
+static int check_request(pt_record *r, uint64_t bytes, uint64_t stream, int64_t time_us, pt_err *err) {
   if (bytes > PT_RECORD_MAX_BYTES)
     return pt_err_set(err, PT_EUSAGE, "%s: a request of %llu bytes (the trace's limit is 2^50)", r->name, (unsigned long long)bytes);
+  if (stream >> 63) /* a handle is an address: the trace's streams are below 2^63 */
+    return pt_err_set(err, PT_EUSAGE, "%s: stream 0x%llx is past the trace's 2^63", r->name, (unsigned long long)stream);
   if (time_us == INT64_MIN) /* the reader takes times from -(2^63 - 1) to 2^63 - 1 */
     return pt_err_set(err, PT_EUSAGE, "%s: time %lld is outside the trace's range", r->name, (long long)time_us);
   return 0;
@@ -239,7 +241,7 @@ int pt_record_open_sink(const pt_record_sink *sink, const char *name, const pt_r
 int pt_record_alloc(pt_record *r, uint64_t bytes, uint64_t stream, int64_t time_us, uint64_t addr, uint64_t *id, pt_err *err) {
   *id = 0;
   pthread_mutex_lock(&r->lock);
-  int rc = r->failed ? failed(r, err) : check_request(r, bytes, time_us, err);
+  int rc = r->failed ? failed(r, err) : check_request(r, bytes, stream, time_us, err);
   char *p = NULL;
   if (rc == 0 && pt_u64map_get(&r->live, addr))
     rc = pt_err_set(err, PT_EUSAGE, "%s: address 0x%llx handed out again while live", r->name, (unsigned long long)addr);
@@ -255,7 +257,7 @@ int pt_record_alloc(pt_record *r, uint64_t bytes, uint64_t stream, int64_t time_
 
 int pt_record_free(pt_record *r, uint64_t addr, int64_t time_us, pt_err *err) {
   pthread_mutex_lock(&r->lock);
-  int rc = r->failed ? failed(r, err) : check_request(r, 0, time_us, err);
+  int rc = r->failed ? failed(r, err) : check_request(r, 0, 0, time_us, err);
   uint64_t *slot = NULL;
   char *p = NULL;
   if (rc == 0 && !(slot = pt_u64map_get(&r->live, addr)))
@@ -271,7 +273,7 @@ int pt_record_free(pt_record *r, uint64_t addr, int64_t time_us, pt_err *err) {
 
 int pt_record_oom(pt_record *r, uint64_t bytes, uint64_t stream, int64_t time_us, pt_err *err) {
   pthread_mutex_lock(&r->lock);
-  int rc = r->failed ? failed(r, err) : check_request(r, bytes, time_us, err);
+  int rc = r->failed ? failed(r, err) : check_request(r, bytes, stream, time_us, err);
   char *p = NULL;
   if (rc == 0 && !(p = line_start(r))) rc = failed(r, err);
   if (rc == 0) put_record(r, p, 'O', "dxt", (const uint64_t[]){bytes, stream, (uint64_t)time_us});

@@ -84,7 +84,7 @@ done
 [ "$(grep -c '^+deferred$' "$tmp/ts.trace")" -eq 855 ] || { echo "FAIL: +deferred lines"; fails=$((fails + 1)); }
 expect 0 "stats of llm_decode" -- "$pt" trace stats "$top_srcdir/traces/llm_decode.pickle.gz"
 grep -q deferred "$tmp/out" && { echo "FAIL: deferred_frees shown for a trace without"; fails=$((fails + 1)); }
-for bad in forbidden_opcode negative_size not_a_snapshot; do
+for bad in forbidden_opcode negative_size negative_stream not_a_snapshot; do
   expect 1 "import $bad" -- "$pt" trace import "$data/$bad.pickle" -o "$tmp/$bad.trace"
   one_line "$bad.pickle: "
   absent "$tmp/$bad.trace"

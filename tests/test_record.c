@@ -122,7 +122,7 @@ static void test_round_trip(void) {
   CU_ASSERT_EQUAL(pt_record_alloc(r, 1000, 0, 10, 0x7f0000000000, &id[0], &err), 0);
   CU_ASSERT_EQUAL(pt_record_alloc(r, 3 * MIB, 0xdeadbeef, 11, 0x7f0000200000, &id[1], &err), 0);
   CU_ASSERT_EQUAL(pt_record_free(r, 0x7f0000000000, 12, &err), 0);
-  CU_ASSERT_EQUAL(pt_record_alloc(r, 512, UINT64_MAX, -5, 0x7f0000000000, &id[2], &err), 0); /* the address again */
+  CU_ASSERT_EQUAL(pt_record_alloc(r, 512, INT64_MAX, -5, 0x7f0000000000, &id[2], &err), 0); /* the address again */
   CU_ASSERT_EQUAL(pt_record_oom(r, 80ull << 30, 7, 13, &err), 0);
   CU_ASSERT_EQUAL(pt_record_alloc(r, PT_RECORD_MAX_BYTES, 1, INT64_MAX, UINT64_MAX, &id[3], &err), 0);
   CU_ASSERT_EQUAL(pt_record_oom(r, 1, 0, INT64_MIN + 1, &err), 0);
@@ -136,6 +136,9 @@ static void test_round_trip(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "not live"));
   CU_ASSERT_EQUAL(pt_record_alloc(r, PT_RECORD_MAX_BYTES + 1, 0, 14, 0x99, &x, &err), PT_EUSAGE);
   CU_ASSERT_EQUAL(pt_record_oom(r, PT_RECORD_MAX_BYTES + 1, 0, 14, &err), PT_EUSAGE);
+  CU_ASSERT_EQUAL(pt_record_alloc(r, 1, UINT64_C(1) << 63, 14, 0x99, &x, &err), PT_EUSAGE); /* past the reader's streams */
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "stream 0x8000000000000000 is past"));
+  CU_ASSERT_EQUAL(pt_record_oom(r, 1, UINT64_MAX, 14, &err), PT_EUSAGE);
   CU_ASSERT_EQUAL(pt_record_alloc(r, 1, 0, INT64_MIN, 0x99, &x, &err), PT_EUSAGE); /* the reader takes no -2^63 */
   CU_ASSERT_EQUAL(pt_record_free(r, 0x7f0000200000, INT64_MIN, &err), PT_EUSAGE);
   CU_ASSERT_EQUAL(pt_record_oom(r, 1, 0, INT64_MIN, &err), PT_EUSAGE);
@@ -154,7 +157,7 @@ static void test_round_trip(void) {
       {.kind = 'a', .id = 1, .bytes = 1000, .stream = 0, .time_us = 10, .addr = 0x7f0000000000},
       {.kind = 'a', .id = 2, .bytes = 3 * MIB, .stream = 0xdeadbeef, .time_us = 11, .addr = 0x7f0000200000},
       {.kind = 'f', .id = 1, .bytes = 1000, .stream = 0, .time_us = 12},
-      {.kind = 'a', .id = 3, .bytes = 512, .stream = UINT64_MAX, .time_us = -5, .addr = 0x7f0000000000},
+      {.kind = 'a', .id = 3, .bytes = 512, .stream = INT64_MAX, .time_us = -5, .addr = 0x7f0000000000},
       {.kind = 'O', .bytes = 80ull << 30, .stream = 7, .time_us = 13},
       {.kind = 'a', .id = 4, .bytes = PT_RECORD_MAX_BYTES, .stream = 1, .time_us = INT64_MAX, .addr = UINT64_MAX},
       {.kind = 'O', .bytes = 1, .stream = 0, .time_us = INT64_MIN + 1},

@@ -139,6 +139,7 @@ static void expect_error(const char *rel, const char *a, const char *b) {
 static void test_bad_snapshots(void) {
   expect_error("tests/data/forbidden_opcode.pickle", "byte 1214", "forbidden opcode STACK_GLOBAL");
   expect_error("tests/data/negative_size.pickle", "device_traces[0][4]", "negative size");
+  expect_error("tests/data/negative_stream.pickle", "device_traces[0][4]", "negative stream");
   expect_error("tests/data/not_a_snapshot.pickle", "top level: not a PyTorch memory snapshot", "device_traces");
 }
 

@@ -145,6 +145,12 @@ static void test_pools_round_trip(void) {
   CU_ASSERT(pt_trace_writer_put(w, &ev[2], &err) < 0);
   CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "pool 2 unknown") ? err.msg : NULL);
   pt_trace_writer_abort(w);
+  /* and so is one on a stream past 2^63, which no reader would take */
+  CU_ASSERT_EQUAL_FATAL(pt_trace_writer_open(saved, &info, &err, &w), 0);
+  pt_event high = {.kind = PT_EV_ALLOC, .id = 1, .bytes = 512, .stream = UINT64_C(1) << 63};
+  CU_ASSERT(pt_trace_writer_put(w, &high, &err) < 0);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "stream 0x8000000000000000: past 2^63") ? err.msg : NULL);
+  pt_trace_writer_abort(w);
   pt_pools_free(&pools);
   unlink(saved);
 }
@@ -273,6 +279,13 @@ static void test_bad_values(void) {
   EXPECT_ERROR("pagetune-trace 1\nalloc 1 2 0 0\nend 1\n", "line 2", "unknown record");
   EXPECT_ERROR("pagetune-trace 1\nA 0x1000 0 0 5\nend 1\n", "line 2", "segment of 0 bytes");
   EXPECT_ERROR("pagetune-trace 1\nS 0x1000 4096 0 7\nend 1\n", "line 2", "unknown segment flags");
+  /* a stream past 2^63, in every record that has one (the cudaMallocAsync model keeps a flag in that bit) */
+  EXPECT_ERROR("pagetune-trace 1\na 1 10 0x8000000000000000 5\nend 1\n", "line 2", "stream 0x8000000000000000: past 2^63");
+  EXPECT_ERROR("pagetune-trace 1\nS 0x1000 4096 0xffffffffffffffff\nend 0\n", "line 2", "past 2^63");
+  EXPECT_ERROR("pagetune-trace 1\nI 1 10 0x8000000000000001 0x1000\nend 0\n", "line 2", "past 2^63");
+  EXPECT_ERROR("pagetune-trace 1\nA 0x1000 4096 0x8000000000000000 5\nend 1\n", "line 2", "past 2^63");
+  EXPECT_ERROR("pagetune-trace 1\nO 4096 0x8000000000000000 5\nend 1\n", "line 2", "past 2^63");
+  CU_ASSERT_STRING_EQUAL(read_text("pagetune-trace 1\na 1 10 0x7fffffffffffffff 5\nend 1\n"), "");
 }
 
 static void test_bad_ids(void) {

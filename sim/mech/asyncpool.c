@@ -199,7 +199,7 @@ typedef struct ablock {
 /* The stream a block was allocated on, kept in the stream field of its set key (which the free set leaves 0):
    while it is in no set (allocated, or just taken out), and in the pending set's key with PEND_BIT, which says
    that that is the set it is in.  Kept there, not in fields of its own, so a block stays two cache lines and the
-   free set's hot path touches one. */
+   free set's hot path touches one.  Every reader refuses a stream past 2^63 (traces/FORMAT.md), so the bit is free. */
 #define PEND_BIT (UINT64_C(1) << 63)
 #define STREAM(b) ((b)->node.key.stream & ~PEND_BIT)
 #define SET_STREAM(b, s) ((b)->node.key.stream = (s))

@@ -187,7 +187,8 @@ static int convert_entry(conv *c, const pt_pyobj *e, uint32_t idx, pt_err *err) 
   if (size < 0 || addr < 0)
     return pt_err_set(err, PT_EFORMAT, "device_traces[%d][%u]: negative %s", c->dev, idx,
                       size < 0 ? "size" : "addr");
-  (void)get_int(e, "stream", &stream); /* optional in old snapshots */
+  (void)get_int(e, "stream", &stream); /* optional in old snapshots; a handle, so not negative (past 2^63) */
+  if (stream < 0) return pt_err_set(err, PT_EFORMAT, "device_traces[%d][%u]: negative stream", c->dev, idx);
   (void)get_int(e, "time_us", &t);
   pt_event ev = {.bytes = (uint64_t)size, .addr = (uint64_t)addr, .stream = (uint64_t)stream, .time_us = t};
   uint64_t *v;
@@ -360,6 +361,10 @@ static int initial_segments(conv *c, const pt_pyobj *segments, pt_err *err) {
     (void)get_int(s, "device", &dev);
     (void)get_int(s, "stream", &stream);
     (void)get_int(s, "is_expandable", &expandable);
+    if (stream < 0) {
+      rc = pt_err_set(err, PT_EFORMAT, "segments[%zu]: negative stream", i);
+      break;
+    }
     if (dev != c->dev) continue;
     if ((rc = initial_blocks(c, pt_py_get(s, "blocks"), i, (uint64_t)stream, err)) < 0) break;
     if (expandable) {

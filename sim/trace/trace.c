@@ -492,6 +492,14 @@ static const char *skip_blank(const char *p, const char *e) {
 }
 
 /* Unsigned decimal or 0x-hex field; *p advances past it. */
+/* Streams are below 2^63 (traces/FORMAT.md): the cudaMallocAsync model keeps a flag in the top bit.  0, or
+   PT_EFORMAT with "[PATH: ]stream 0x...: past 2^63" (the writer names its file; the reader's caller adds the line). */
+static int stream_check(uint64_t stream, const char *path, pt_err *err) {
+  if (!(stream >> 63)) return 0;
+  return pt_err_set(err, PT_EFORMAT, "%s%sstream 0x%llx: past 2^63", path ? path : "", path ? ": " : "",
+                    (unsigned long long)stream);
+}
+
 static int parse_u64(const char **p, const char *e, const char *what, uint64_t *out, pt_err *err) {
   const char *q = skip_blank(*p, e);
   if (q == e) return pt_err_set(err, PT_EFORMAT, "missing field %s", what);
@@ -522,6 +530,12 @@ static int parse_u64(const char **p, const char *e, const char *what, uint64_t *
   *out = v;
   *p = q;
   return 0;
+}
+
+/* A record's stream field: parse_u64's, and below 2^63. */
+static int parse_stream(const char **p, const char *e, uint64_t *out, pt_err *err) {
+  int rc = parse_u64(p, e, "stream", out, err);
+  return rc < 0 ? rc : stream_check(*out, NULL, err);
 }
 
 static int parse_time(const char **p, const char *e, int64_t *out, pt_err *err) {
@@ -632,7 +646,7 @@ static int native_record_v1(const char *s, const char *e, pt_event *ev, pt_err *
   case 'a':
     if ((rc = parse_u64(&p, e, "id", &ev->id, err)) < 0 ||
         (rc = parse_u64(&p, e, "bytes", &ev->bytes, err)) < 0 ||
-        (rc = parse_u64(&p, e, "stream", &ev->stream, err)) < 0 ||
+        (rc = parse_stream(&p, e, &ev->stream, err)) < 0 ||
         (rc = parse_time(&p, e, &ev->time_us, err)) < 0)
       return rc;
     if (!at_end(p, e)) {
@@ -655,7 +669,7 @@ static int native_record_v1(const char *s, const char *e, pt_event *ev, pt_err *
     uint64_t flags = 0;
     if ((rc = parse_u64(&p, e, "addr", &ev->addr, err)) < 0 ||
         (rc = parse_u64(&p, e, "bytes", &ev->bytes, err)) < 0 ||
-        (rc = parse_u64(&p, e, "stream", &ev->stream, err)) < 0)
+        (rc = parse_stream(&p, e, &ev->stream, err)) < 0)
       return rc;
     if (!at_end(p, e) && (rc = parse_u64(&p, e, "flags", &flags, err)) < 0) return rc;
     if (flags & ~(uint64_t)PT_SEGF_EXPANDABLE) return pt_err_set(err, PT_EFORMAT, "unknown segment flags");
@@ -665,7 +679,7 @@ static int native_record_v1(const char *s, const char *e, pt_event *ev, pt_err *
   case 'I':
     if ((rc = parse_u64(&p, e, "id", &ev->id, err)) < 0 ||
         (rc = parse_u64(&p, e, "bytes", &ev->bytes, err)) < 0 ||
-        (rc = parse_u64(&p, e, "stream", &ev->stream, err)) < 0 ||
+        (rc = parse_stream(&p, e, &ev->stream, err)) < 0 ||
         (rc = parse_u64(&p, e, "addr", &ev->addr, err)) < 0)
       return rc;
     ev->flags = PT_EVF_HAS_ADDR;
@@ -676,13 +690,13 @@ static int native_record_v1(const char *s, const char *e, pt_event *ev, pt_err *
   case 'U':
     if ((rc = parse_u64(&p, e, "addr", &ev->addr, err)) < 0 ||
         (rc = parse_u64(&p, e, "bytes", &ev->bytes, err)) < 0 ||
-        (rc = parse_u64(&p, e, "stream", &ev->stream, err)) < 0 ||
+        (rc = parse_stream(&p, e, &ev->stream, err)) < 0 ||
         (rc = parse_time(&p, e, &ev->time_us, err)) < 0)
       return rc;
     break;
   case 'O':
     if ((rc = parse_u64(&p, e, "bytes", &ev->bytes, err)) < 0 ||
-        (rc = parse_u64(&p, e, "stream", &ev->stream, err)) < 0 ||
+        (rc = parse_stream(&p, e, &ev->stream, err)) < 0 ||
         (rc = parse_time(&p, e, &ev->time_us, err)) < 0)
       return rc;
     break;
@@ -799,7 +813,7 @@ static int native_extension(pt_trace *t, native_state *st, const char *s, const 
     if (!op.event || op.event >= PT_TRACE_MAX_EVENTS)
       return pt_err_set(err, PT_EFORMAT, "event %llu: events are numbered 1 to %llu", (unsigned long long)op.event,
                         (unsigned long long)(PT_TRACE_MAX_EVENTS - 1));
-    if (op.stream >> 63) return pt_err_set(err, PT_EFORMAT, "stream 0x%llx: past 2^63", (unsigned long long)op.stream);
+    if ((rc = stream_check(op.stream, NULL, err)) < 0) return rc;
     if (st->order == PT_TRACE_MAX_ORDER_RUN)
       return pt_err_set(err, PT_ELIMIT, "more than %d +event and +wait lines before one record", PT_TRACE_MAX_ORDER_RUN);
     if (order_add(&t->order, &op) < 0) return pt_err_set(err, PT_ENOMEM, "out of memory");
@@ -1131,8 +1145,8 @@ int pt_trace_writer_put_order(pt_trace_writer *w, const pt_order_op *op, pt_err 
   if (!op->event || op->event >= PT_TRACE_MAX_EVENTS)
     return pt_err_set(err, PT_EFORMAT, "%s: event %llu: events are numbered 1 to %llu", w->path,
                       (unsigned long long)op->event, (unsigned long long)(PT_TRACE_MAX_EVENTS - 1));
-  if (op->stream >> 63)
-    return pt_err_set(err, PT_EFORMAT, "%s: stream 0x%llx: past 2^63", w->path, (unsigned long long)op->stream);
+  int rc = stream_check(op->stream, w->path, err);
+  if (rc < 0) return rc;
   if (w->len + 64 > WBUF && wflush(w, err) < 0) return PT_EIO;
   char *p = w->buf + w->len;
   if (op->wait) {
@@ -1153,7 +1167,8 @@ int pt_trace_writer_put_order(pt_trace_writer *w, const pt_order_op *op, pt_err 
 }
 
 int pt_trace_writer_put(pt_trace_writer *w, const pt_event *ev, pt_err *err) {
-  int src;
+  int src = stream_check(ev->stream, w->path, err);
+  if (src < 0) return src;
   if (w->order && (ev->kind == PT_EV_INIT_SEGMENT || ev->kind == PT_EV_INIT_ALLOC))
     return pt_err_set(err, PT_EFORMAT, "%s: stream order before an initial-state record", w->path);
   w->order = 0;

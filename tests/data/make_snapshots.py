@@ -166,6 +166,10 @@ def main():
     neg["device_traces"][0][4]["size"] = -4096
     with open("negative_size.pickle", "wb") as f:
         pickle.dump(neg, f, protocol=4)
+    neg = synthetic()
+    neg["device_traces"][0][4]["stream"] = -1  # 2^64 - 1 as a stream: past 2^63
+    with open("negative_stream.pickle", "wb") as f:
+        pickle.dump(neg, f, protocol=4)
     with open("not_a_snapshot.pickle", "wb") as f:
         pickle.dump([1, 2, {"segments": []}], f, protocol=4)
     bad = synthetic()
