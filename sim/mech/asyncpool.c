@@ -448,8 +448,9 @@ static int stream_slot(async_state *st, uint64_t stream, int add) {
 
 /* With the stream order: the best fit for size on stream among the free blocks seen complete (seen: theirs, or
    NULL) and the pending frees of other streams it waited for (smallest, then oldest), or NULL.  A free made after
-   the wait is passed over in a scan, which a run ordering its streams between requests keeps short; past
-   ORDER_SCAN of them the stream's frees are not looked at (a crafted trace: no quadratic replay). */
+   the wait is passed over in a scan, which a run ordering its streams between requests keeps short (on the eight
+   two_streams traces paired with events2's runs, tests/async_run.sh, no search passed over one); past ORDER_SCAN
+   of them the stream's frees are not looked at (a crafted trace: no quadratic replay). */
 __attribute__((noinline)) static pt_bnode *ordered_fit(async_state *st, uint64_t size, uint64_t stream, pt_bnode *seen) {
   int t = stream_slot(st, stream, 0);
   if (t < 0) return seen;
