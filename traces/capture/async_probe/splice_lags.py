@@ -3,16 +3,19 @@
 
 usage: splice_lags.py BASE DONOR FIRST END OUT
        splice_lags.py BASE --map EXPR OUT
+       splice_lags.py BASE --jitter J SEED OUT
 
 BASE and DONOR are pagetune traces (gzip or plain) of the same workload, with the same frees in
 the same order (e.g. one native capture imported twice: --gpu-frees, and --async-run with a
 cudaMallocAsync run's log).  OUT is BASE with the +gpu line of every free numbered FIRST to END-1
 (0-based, in trace order) taken from DONOR, so that `pagetune sim --policy cuda_async` tells which
 frees' timing decides the peak.  With --map, every +gpu K of BASE becomes EXPR (a Python expression
-in k, e.g. "2*k" or "k+1").  A free without a +gpu line in the source it takes its time from has
+in k, e.g. "2*k" or "k+1"); with --jitter, K + a whole number drawn evenly from -J to J (at least 0;
+Python's random, seeded with SEED, one draw per timed free in order).  A free without a +gpu line in the source it takes its time from has
 none in OUT.  Errors: one line, exit 1.
 """
 import gzip
+import random
 import sys
 
 
@@ -47,6 +50,14 @@ def main(argv):
             sys.exit("splice_lags.py: --map %r: %s" % (expr, e))
         base = read(base_path)
         times = [None if k is None else max(0, fn(k)) for k in lags(base, base_path)]
+    elif len(argv) == 6 and argv[2] == "--jitter":
+        base_path, out_path = argv[1], argv[5]
+        try:
+            j, rng = int(argv[3]), random.Random(int(argv[4]))
+        except ValueError:
+            sys.exit("splice_lags.py: --jitter J SEED: two whole numbers")
+        base = read(base_path)
+        times = [None if k is None else max(0, k + rng.randint(-j, j)) for k in lags(base, base_path)]
     elif len(argv) == 6:
         base_path, donor_path, first, end, out_path = argv[1:]
         base, donor = read(base_path), read(donor_path)
