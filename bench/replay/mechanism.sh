@@ -7,12 +7,15 @@
 # every configuration once, then again), so that accept.py can judge on the
 # median over processes; REPEAT is the timed runs within each.
 # DEADLINE=EPOCH_SECONDS starts no run after that time (a bounded GPU call).
+# First, unless CALIBRATE=0, `pagetune calibrate --no-torch` writes $OUT/calibrated.gpu (about 15 s):
+# accept.py's default base, the same call's driver-call and own-work costs (a host's speed moves between
+# device calls: bench/RESULTS.md, the fresh session's section), kept if it exists (a second call).
 # START=TRACE begins each process's round at that trace (its name, e.g. expandable), the
 # traces before it last: a second bounded call continues where the first one's
 # "deadline: stopped before ..." line says it stopped, so every trace gets as many
 # processes (bench/replay/mechanism5's two calls both began at cap_retry: 6 processes for
 # the first three traces, 4 for the others).
-#   OUT=dir [PROCS=N] [REPEAT=N] [DEADLINE=S] [START=TRACE] sh bench/replay/mechanism.sh [PAGETUNE [TRACE...]]
+#   OUT=dir [PROCS=N] [REPEAT=N] [DEADLINE=S] [START=TRACE] [CALIBRATE=0] sh bench/replay/mechanism.sh [PAGETUNE [TRACE...]]
 set -u
 pt=${1:-./pagetune}
 [ $# -gt 0 ] && shift
@@ -31,6 +34,10 @@ if [ -n "${START:-}" ]; then # rotate: START first, the traces before it after t
   [ -n "$found" ] || { echo "mechanism.sh: START=$START: no such trace among those given" >&2; exit 2; }
   # shellcheck disable=SC2086 # the paths are the repository's traces: no spaces
   set -- $after $before
+fi
+if [ "${CALIBRATE:-1}" != 0 ] && [ ! -s "$OUT/calibrated.gpu" ]; then
+  "$pt" calibrate --no-torch -o "$OUT/calibrated.gpu" 2>"$OUT/calibrate.err" ||
+    { echo "mechanism.sh: calibrate failed: $(tail -1 "$OUT/calibrate.err")" >&2; rm -f "$OUT/calibrated.gpu"; }
 fi
 : >"$OUT/mechanism.jsonl"
 proc=0
