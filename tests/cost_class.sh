@@ -140,6 +140,9 @@ for part, key, whole in [(p, None, mc[p]) for p in ("requests", "requests_with_c
 rep = sum(r[0] for r in bc["repeat"]["requests"] + bc["repeat"]["requests_with_calls"])
 assert rep == o["request_classes"]["repeat_requests"] > 0, (rep, o["request_classes"])
 assert rep < o["allocs"] + o["frees"], rep
+g = o["gpu_mechanism_replay"]  # the host's speed before each timed run, and the median run's
+assert len(g["clock_read_us_runs"]) == g["repeat"] == len(g["measured_total_us_runs"]), g["clock_read_us_runs"]
+assert all(0 < x < 100 for x in g["clock_read_us_runs"]) and g["clock_read_us_median_run"] in g["clock_read_us_runs"], g
 print("ok: %s on the stand-in driver: %d repeats of %d" % (o["gpu_mechanism_replay"]["policy"], rep, o["allocs"] + o["frees"]))
 PY
   done

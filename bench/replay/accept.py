@@ -36,6 +36,11 @@ taken from: sim/gpus/h200.gpu's bookkeeping_work lines), and --judge GPU (repeat
 description given and prints them side by side with the figures of section 2 (no held-out half: a description
 fitted on these runs is judged on what it was fitted on).
 
+--host-speed US expresses every measured time at one host speed (US µs a read of the replay's clock, the
+speed pagetune replay measures in the same process): the same replays run up to 1.6 times slower from one
+process or session to the next, the allocator's own work and its driver calls alike, and the clock read with
+them (bench/RESULTS.md, "the host's speed").
+
 With several processes a configuration (mechanism.sh PROCS=N), each check of 1
 must hold in every process, and a configuration's measured time is the median
 over its processes of each process's median of its timed repeats.
@@ -68,10 +73,43 @@ ap.add_argument("--fit-all", metavar="FILE", default=None,
 ap.add_argument("--judge", metavar="GPU", action="append", default=[],
                 help="after section 1, judge each description given (a name or a .gpu file, fitted on nothing here "
                      "or on everything: no held-out half) on every trace, side by side, and stop")
+ap.add_argument("--host-speed", metavar="US", type=float, default=None,
+                help="express every measured time at one host speed: scaled by US / the cost of one read of the "
+                     "replay's clock, measured in the same process (clock_read_us_median_run, just before the run "
+                     "the figures are from, where the replay has it; else clock_read_us, after the runs): a host "
+                     "that runs slower reads its clock slower too (bench/RESULTS.md, the host's speed); the fits "
+                     "and judgements then see the scaled figures")
 a = ap.parse_args()
 out = a.out or os.path.dirname(os.path.abspath(a.jsonl))
 base = a.base or os.path.join(os.path.dirname(os.path.abspath(a.jsonl)), "calibrated.gpu")
 runs = [json.loads(l) for l in (gzip.open(a.jsonl, "rt") if a.jsonl.endswith(".gz") else open(a.jsonl)) if l.strip()]
+
+
+def at_host_speed(g, ref):
+    """g's measured times (total, repeats, requests, driver calls, by class) scaled by ref / its clock read."""
+    f = ref / g.get("clock_read_us_median_run", g["clock_read_us"])
+    g["measured_total_us"] *= f
+    each = g.get("clock_read_us_runs") or [ref / f] * len(g.get("measured_total_us_runs", []))  # each run's own
+    g["measured_total_us_runs"] = [x * ref / c for x, c in zip(g.get("measured_total_us_runs", []), each)]
+    for k in ("alloc_us", "free_us"):
+        g[k]["total"] *= f
+    def points(mc):
+        for v in mc.get("calls", {}).values():
+            for p in v:
+                p[2] *= f
+        for k in ("requests", "requests_with_calls", "requests_by_live"):
+            for p in mc.get(k, []):
+                p[2] *= f
+    mc = g["measured_costs"]
+    points(mc)
+    for c in mc.get("by_class", {}).values():
+        points(c)
+    mc["failed_calls_us"] = mc.get("failed_calls_us", 0) * f
+
+
+if a.host_speed:
+    for r in runs:
+        at_host_speed(r["gpu_mechanism_replay"], a.host_speed)
 procs = {}  # (trace, policy) -> its runs, one per process
 for r in runs:
     procs.setdefault((os.path.basename(r["gpu_mechanism_replay"]["trace"]).replace(".pickle.gz", ""),

@@ -149,7 +149,9 @@ const pt_cli_table pt_opts_replay = {
     "on its own, so a request's time splits into its calls and the allocator's\n"
     "own work (measured_costs in --json: what 'pagetune gpu fit' reads; by_class\n"
     "splits it into the repeats, requests and frees whose size was freed among\n"
-    "the last 6 frees, and the rest); peak\n"
+    "the last 6 frees, and the rest; clock_read_us_runs, the cost of one read of\n"
+    "the clock just before each timed run, untimed: the host's speed then, which\n"
+    "bench/replay/accept.py --host-speed scales the times by); peak\n"
     "reserved and the driver calls come from the same books as the model's; free\n"
     "GPU memory is read before and after, and what the run took must come back.\n"
     "Then one untimed check pass polls cuMemGetInfo whenever reserved bytes\n"
@@ -421,16 +423,19 @@ static void print_measured_costs(const pt_sim_result *r) {
   printf("}},\"failed_calls_us\":%.4f}", r->call_times->failed_us);
 }
 
-/* One read of the clock that times each request, µs (a request's time holds two: its own work includes them,
-   measured and fitted alike). */
-static double clock_read_us(void) {
-  enum { N = 100000 };
+/* One read of the clock that times each request, µs, the mean of n (a request's time holds two: its own work
+   includes them, measured and fitted alike).  Also the host's speed at that moment: a host that runs slower (a
+   lower clock, a shared core) reads its clock slower too, in proportion, and so runs the replay (bench/RESULTS.md,
+   "the host's speed"). */
+static double clock_read_us(int n) {
   volatile double sink = 0; /* keeps the loop */
   double t0 = pt_clock_s();
-  for (int i = 0; i < N; i++) sink = pt_clock_s();
+  for (int i = 0; i < n; i++) sink = pt_clock_s();
   (void)sink;
-  return (pt_clock_s() - t0) * 1e6 / N;
+  return (pt_clock_s() - t0) * 1e6 / n;
 }
+
+enum { CLOCK_READS = 100000, CLOCK_READS_RUN = 20000 }; /* after the runs; before each (about 1 ms) */
 
 /* What the untimed check pass found: the driver's peak, and the model fed the GPU's addresses. */
 typedef struct mcheck {
@@ -488,15 +493,16 @@ static int replay_mechanism(sim_run *s, pt_err *err) {
   unsigned long repeat = a->repeat;
   pt_sim_result *runs = calloc(repeat + 1, sizeof *runs);
   pt_mreplay_result *mr = calloc(repeat + 1, sizeof *mr);
-  double *total = calloc(repeat + 1, sizeof *total);
+  double *total = calloc(repeat + 1, sizeof *total), *speed = calloc(repeat + 1, sizeof *speed);
   mcheck *k = calloc(1, sizeof *k);
-  if (rc == 0 && (!runs || !mr || !total || !k)) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
+  if (rc == 0 && (!runs || !mr || !total || !speed || !k)) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
   if (rc == 0 && !a->json)
     fprintf(stderr, "replaying %" PRIu64 " requests through %s on %s: warm-up", s->r.allocs, s->cfg.mech->name, gi.name);
   unsigned long done = 0;
   pt_mreplay_opts timed = {0}; /* nothing but the requests: a fill's work would be waited for at a free */
   for (unsigned long i = 0; rc == 0 && i <= repeat; i++, done++) {
     if (i && !a->json) fprintf(stderr, ", %lu", i);
+    if (i) speed[i] = clock_read_us(CLOCK_READS_RUN); /* the host's speed just before the run, untimed */
     if ((rc = pt_mreplay_run(d, &s->t, &s->cfg, &timed, &runs[i], &mr[i], err)) < 0) break;
     for (size_t j = 0; j < runs[i].nalloc_us; j++) total[i] += runs[i].alloc_us[j];
     for (size_t j = 0; j < runs[i].nfree_us; j++) total[i] += runs[i].free_us[j];
@@ -542,9 +548,11 @@ static int replay_mechanism(sim_run *s, pt_err *err) {
                repeat, r->nalloc_us, al[0], al[1], al[2], fr[0], fr[1], fr[2], total[best], s->r.predicted_alloc_us,
                r->peak_reserved_bytes, s->r.peak_reserved_bytes, m->free_before, m->free_after, k->mr.touched,
                k->mr.checked, k->mr.mismatches);
-        printf("\"clock_read_us\":%.4f,", clock_read_us());
+        printf("\"clock_read_us\":%.4f,\"clock_read_us_median_run\":%.4f,", clock_read_us(CLOCK_READS), speed[best]);
         fputs("\"measured_total_us_runs\":[", stdout); /* every timed run's total, for the spread */
         for (unsigned long i = 1; i <= repeat; i++) printf("%s%.3f", i > 1 ? "," : "", total[i]);
+        fputs("],\"clock_read_us_runs\":[", stdout); /* the host's speed before each */
+        for (unsigned long i = 1; i <= repeat; i++) printf("%s%.4f", i > 1 ? "," : "", speed[i]);
         fputs("],", stdout);
         pt_sim_print_calls_json(stdout, "driver_calls", r->driver_calls);
         putchar(',');
@@ -591,6 +599,7 @@ static int replay_mechanism(sim_run *s, pt_err *err) {
   free(runs);
   free(mr);
   free(total);
+  free(speed);
   return rc;
 }
 

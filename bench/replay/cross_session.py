@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""cross_session.py: costs calibrated on half the traces in one GPU session, judged on the other half in another.
+
+    python3 bench/replay/cross_session.py [--host-speed US] [--base GPU] [--pagetune ./pagetune] --out DIR \\
+        SESSION.jsonl.gz SESSION.jsonl.gz ...
+
+For each session (mechanism.sh's JSON lines), accept.py --work fits the two halves' descriptions (half A: the
+sorted traces 1st, 3rd, ...; half B the others; all costs, with request classes where the replays have them)
+into DIR/<session>/; then every session's descriptions judge every session's runs of the half they were not
+fitted on (accept.py --judge, the same --host-speed): runs within 25% of measured, and within each trace, of the
+policy pairs the GPU separates by more than 20%, how many the prediction orders the same way.  A session judged
+by its own fits is accept.py's section 2.  Then the runs missed most often.  Errors: one line, exit 1.
+"""
+import argparse
+import collections
+import itertools
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ap = argparse.ArgumentParser()
+ap.add_argument("sessions", nargs="+")
+ap.add_argument("--out", required=True)
+ap.add_argument("--host-speed", default=None)
+ap.add_argument("--base", default=os.path.join(HERE, "mechanism2", "calibrated.gpu"))
+ap.add_argument("--pagetune", default="./pagetune")
+a = ap.parse_args()
+speed = ["--host-speed", a.host_speed] if a.host_speed else []
+
+
+def accept(jsonl, out, extra):
+    os.makedirs(out, exist_ok=True)
+    r = subprocess.run([sys.executable, os.path.join(HERE, "accept.py"), jsonl, "--base", a.base, "--pagetune",
+                        a.pagetune, "--out", out] + speed + extra, capture_output=True, text=True)
+    if r.returncode:
+        sys.exit("cross_session.py: accept.py on %s: %s" % (jsonl, (r.stderr.strip().splitlines() or ["failed"])[-1]))
+    return r.stdout
+
+
+def label(path):
+    return os.path.basename(os.path.dirname(os.path.abspath(path))) or path
+
+
+fits = {}  # session -> (description fitted on half A, on half B)
+for s in a.sessions:
+    d = os.path.join(a.out, label(s))
+    accept(s, d, ["--work"])
+    fits[s] = tuple(os.path.join(d, "fit%dwc.gpu" % k) if os.path.exists(os.path.join(d, "fit%dwc.gpu" % k))
+                    else os.path.join(d, "fit%dw.gpu" % k) for k in (1, 2))
+
+print("| fitted in | judged in | half A -> B: within 25% | ordered | half B -> A: within 25% | ordered |")
+print("| --- | --- | --- | --- | --- | --- |")
+missed = collections.Counter()
+for x, y in itertools.product(a.sessions, a.sessions):
+    text = accept(y, os.path.join(a.out, label(y)), ["--judge", fits[x][0], "--judge", fits[x][1]])
+    rows = [[c.strip() for c in l.split("|")[1:-1]] for l in text.splitlines() if l.startswith("| ") and "%" in l]
+    traces = sorted({r[0] for r in rows})
+    half_a = set(traces[0::2])
+    cells = []
+    for judged_a, col in ((False, 3), (True, 5)):  # A's fit judges B; B's fit judges A
+        sel = [r for r in rows if (r[0] in half_a) == judged_a]
+        within = 0
+        for r in sel:
+            if abs(float(r[col + 1].rstrip("%"))) <= 25:
+                within += 1
+            else:
+                missed[(r[0], r[1])] += 1
+        same = pairs = 0
+        for t in {r[0] for r in sel}:
+            mp = [(float(r[2]), float(r[col])) for r in sel if r[0] == t]
+            for (m1, p1), (m2, p2) in itertools.combinations(mp, 2):
+                if max(m1, m2) > 1.2 * min(m1, m2):
+                    pairs += 1
+                    same += (m1 < m2) == (p1 < p2)
+        cells += ["%d of %d" % (within, len(sel)), "%d of %d (%.1f%%)" % (same, pairs, 100.0 * same / pairs if pairs else 100)]
+    print("| %s | %s | %s |" % (label(x), label(y), " | ".join(cells)))
+print("\nmissed most often (trace, policy: judgements over 25%% off, of %d):" % len(a.sessions) ** 2)
+for (t, p), n in missed.most_common(8):
+    print("- %s %s: %d" % (t, p, n))
