@@ -23,6 +23,7 @@ void pt_dev_done(pt_device *d) {
   free(d->maps);
   d->maps = NULL;
   d->nmaps = d->cap_maps = 0;
+  pt_u64map_free(&d->at);
 }
 
 void pt_call_log_free(pt_call_log *log) {
@@ -59,15 +60,28 @@ static int maps_room(pt_device *d, size_t n) {
   return 0;
 }
 
-/* The handle mapped at va, dropped from the live maps; 0 when none is. */
-static uint64_t maps_drop(pt_device *d, uint64_t va) {
-  for (size_t i = 0; i < d->nmaps; i++)
-    if (d->maps[i].va == va) {
-      uint64_t h = d->maps[i].handle;
-      d->maps[i] = d->maps[--d->nmaps];
-      return h;
-    }
+/* A live map at va added (room made first): 0, or PT_ENOMEM, or PT_EUSAGE for a second one there (the driver
+   refuses to map over a mapping), nothing changed. */
+static int maps_add(pt_device *d, pt_dev_map m) {
+  if (pt_u64map_get(&d->at, m.va))
+    return pt_err_set(d->err, PT_EUSAGE, "cuMemMap at 0x%llx, which is mapped", (unsigned long long)m.va);
+  if (pt_u64map_put(&d->at, m.va, d->nmaps + 1) < 0) return pt_err_set(d->err, PT_ENOMEM, "out of memory (live maps)");
+  d->maps[d->nmaps++] = m;
   return 0;
+}
+
+/* The live map at va taken out: its handle, or 0 when none is there. */
+static uint64_t maps_drop(pt_device *d, uint64_t va) {
+  uint64_t *at = pt_u64map_get(&d->at, va);
+  if (!at) return 0;
+  size_t i = (size_t)*at - 1;
+  uint64_t h = d->maps[i].handle;
+  pt_u64map_del(&d->at, va);
+  if (i != --d->nmaps) { /* the last one fills the hole */
+    d->maps[i] = d->maps[d->nmaps];
+    *pt_u64map_get(&d->at, d->maps[i].va) = i + 1;
+  }
+  return h;
 }
 
 int pt_dev_address_reserve(pt_device *d, uint64_t bytes, uint64_t align, uint64_t *va) {
@@ -112,12 +126,14 @@ int pt_dev_mem_release(pt_device *d, uint64_t handle, uint64_t bytes) {
 
 int pt_dev_mem_map(pt_device *d, uint64_t va, uint64_t bytes, uint64_t handle) {
   int rc = pt_dev_log_room(d, 1);
-  if (rc < 0 || (rc = maps_room(d, 1)) < 0) return rc;
+  if (rc < 0 || (rc = maps_room(d, 1)) < 0 || (rc = maps_add(d, (pt_dev_map){va, bytes, handle})) < 0) return rc;
   double t0 = pt_dev_clock(d);
-  if ((rc = pt_dev_took(d, t0, d->ops->mem_map(d->st, va, bytes, handle))) < 0) return rc;
+  if ((rc = pt_dev_took(d, t0, d->ops->mem_map(d->st, va, bytes, handle))) < 0) {
+    maps_drop(d, va); /* the books as they were */
+    return rc;
+  }
   pt_dev_count(d, PT_DRV_mem_map, va, bytes, handle);
   d->bytes_mapped_total += bytes;
-  d->maps[d->nmaps++] = (pt_dev_map){va, bytes, handle};
   return 0;
 }
 
@@ -157,12 +173,18 @@ int pt_dev_adopt_mapped(pt_device *d, uint64_t va, uint64_t bytes, uint64_t page
   if (!page) return pt_err_set(d->err, PT_EUSAGE, "adopted VMM pages of 0 bytes");
   uint64_t n = bytes / page + (bytes % page != 0);
   int rc = pt_dev_log_room(d, 1);
-  if (rc < 0 || (rc = maps_room(d, (size_t)n)) < 0 || (rc = d->ops->adopt(d->st, va, bytes, page, handles)) < 0)
-    return rc;
-  for (uint64_t i = 0; i < n; i++) {
+  if (rc < 0 || (rc = maps_room(d, (size_t)n)) < 0) return rc;
+  size_t first = d->nmaps; /* the books first, their handles once the device says */
+  for (uint64_t i = 0; rc == 0 && i < n; i++) {
     uint64_t off = i * page;
-    d->maps[d->nmaps++] = (pt_dev_map){va + off, bytes - off < page ? bytes - off : page, handles[i]};
+    rc = maps_add(d, (pt_dev_map){va + off, bytes - off < page ? bytes - off : page, 0});
   }
+  if (rc == 0) rc = d->ops->adopt(d->st, va, bytes, page, handles);
+  if (rc < 0) {
+    while (d->nmaps > first) maps_drop(d, d->maps[d->nmaps - 1].va);
+    return rc;
+  }
+  for (uint64_t i = 0; i < n; i++) d->maps[first + i].handle = handles[i];
   pt_dev_reserved_add(d, bytes);
   pt_dev_log_call(d, PT_DRV_ADOPT, va, bytes, 0);
   return 0;

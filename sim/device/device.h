@@ -28,6 +28,7 @@
 
 #include "clock.h"
 #include "error.h"
+#include "u64map.h"
 
 #define PT_EOOM (-20) /* a request that could not be satisfied: out of memory (the cap, or the device) */
 
@@ -140,12 +141,13 @@ typedef struct pt_device {
   pt_call_sizes sizes;               /* the same by size class, and cuMemSetAccess by handle */
   uint64_t segments_allocated;       /* cudaMalloc calls + cuMemCreate calls */
   uint64_t bytes_mapped_total;
-  /* live maps, in no order (few, changed rarely): a cuMemSetAccess costs what
-     setting each handle in its range does (~23-37 us a 2 MiB handle on the
-     H200), so it is counted by the maps it covers, not by its bytes; and an
-     unmap is logged with the handle it unmapped */
+  /* live maps, in no order, and where each is by its address (at: va -> index + 1; stitch on a long decode
+     keeps thousands and maps and unmaps one a request): a cuMemSetAccess costs what setting each handle in
+     its range does (~23-37 us a 2 MiB handle on the H200), so it is counted by the maps it covers, not by its
+     bytes; and an unmap is logged with the handle it unmapped */
   pt_dev_map *maps;
   size_t nmaps, cap_maps;
+  pt_u64map at;
   void (*on_change)(void *ctx);      /* after every change of reserved (timelines); may be NULL */
   void *ctx;
   pt_call_log *log;                  /* NULL: calls are counted, not logged */
