@@ -259,6 +259,56 @@ static outcome run(const pt_mech_ops *m, long fail_at) {
   return o;
 }
 
+/* The books' live maps, found by address: a second map at a mapped address refused before the device sees it;
+   an unmap (the last map moved into its place) gives each map's own handle; a failed map leaves no map behind;
+   cuMemSetAccess counted by the maps it covers. */
+static void test_books_maps(void) {
+  pt_err err = {{0}};
+  dbl d = {.err = &err};
+  pt_model_dev_init(&d.model, NULL, 0, &err);
+  pt_device dev;
+  pt_dev_init(&dev, &dbl_ops, &d, 0, &err);
+  uint64_t va, h[4];
+  CU_ASSERT_EQUAL_FATAL(pt_dev_address_reserve(&dev, 64 * MIB, 2 * MIB, &va), 0);
+  for (int i = 0; i < 4; i++) {
+    CU_ASSERT_EQUAL_FATAL(pt_dev_mem_create(&dev, 2 * MIB, &h[i]), 0);
+    CU_ASSERT_EQUAL_FATAL(pt_dev_mem_map(&dev, va + (uint64_t)i * 2 * MIB, 2 * MIB, h[i]), 0);
+  }
+  CU_ASSERT_EQUAL(pt_dev_mem_map(&dev, va + 2 * MIB, 2 * MIB, h[0]), PT_EUSAGE); /* mapped there */
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "which is mapped"));
+  CU_ASSERT_EQUAL(d.misuse, 0); /* the device never saw it */
+  CU_ASSERT_EQUAL(dev.nmaps, 4);
+  CU_ASSERT_EQUAL(pt_dev_mem_set_access(&dev, va + 2 * MIB, 4 * MIB), 0);
+  CU_ASSERT_EQUAL(dev.sizes.calls[PT_DRV_mem_set_access][21], 2); /* two 2 MiB handles covered (class 21) */
+  pt_call_log log = {0};
+  dev.log = &log;
+  CU_ASSERT_EQUAL(pt_dev_mem_unmap(&dev, va, 2 * MIB), 0);            /* the first: the last moves in */
+  CU_ASSERT_EQUAL(pt_dev_mem_unmap(&dev, va + 6 * MIB, 2 * MIB), 0); /* the moved one, found */
+  CU_ASSERT_EQUAL(pt_dev_mem_unmap(&dev, va + 2 * MIB, 2 * MIB), 0);
+  CU_ASSERT_EQUAL_FATAL(log.n, 3);
+  CU_ASSERT_EQUAL(log.v[0].handle, h[0]);
+  CU_ASSERT_EQUAL(log.v[1].handle, h[3]);
+  CU_ASSERT_EQUAL(log.v[2].handle, h[1]);
+  CU_ASSERT_EQUAL(dev.nmaps, 1);
+  d.fail_at = d.acquiring + 1; /* the next map fails in the device: no map is kept */
+  CU_ASSERT_EQUAL(pt_dev_mem_map(&dev, va, 2 * MIB, h[0]), INJECTED);
+  CU_ASSERT_EQUAL(dev.nmaps, 1);
+  d.fail_at = 0;
+  CU_ASSERT_EQUAL(pt_dev_mem_map(&dev, va, 2 * MIB, h[0]), 0); /* and the address is free again */
+  CU_ASSERT_EQUAL(pt_dev_mem_unmap(&dev, va, 2 * MIB), 0);
+  CU_ASSERT_EQUAL(pt_dev_mem_unmap(&dev, va + 4 * MIB, 2 * MIB), 0);
+  CU_ASSERT_EQUAL(dev.nmaps, 0);
+  CU_ASSERT_EQUAL(dev.at.len, 0);
+  CU_ASSERT_EQUAL(d.maps.len, 0);
+  dev.log = NULL;
+  pt_call_log_free(&log);
+  for (int i = 0; i < 4; i++) CU_ASSERT_EQUAL(pt_dev_mem_release(&dev, h[i], 2 * MIB), 0);
+  CU_ASSERT_EQUAL(pt_dev_address_free(&dev, va, 64 * MIB), 0);
+  CU_ASSERT_EQUAL(d.misuse, 0);
+  pt_dev_done(&dev);
+  dbl_done(&d);
+}
+
 static void test_fail_every_call(void) {
   const pt_mech_ops *all[] = {&pt_mech_direct, &pt_mech_caching, &pt_mech_expandable, &pt_mech_async_pool,
                               &pt_mech_stitch};
@@ -452,7 +502,8 @@ static void test_timed_and_fed(void) {
 int pt_test_add_device(void) {
   CU_pSuite s = CU_add_suite("device", NULL, NULL);
   if (!s) return CU_get_error();
-  if (!CU_add_test(s, "every mechanism survives a failed call at every point", test_fail_every_call) ||
+  if (!CU_add_test(s, "the books' live maps: by address, a second map refused, a failed one undone", test_books_maps) ||
+      !CU_add_test(s, "every mechanism survives a failed call at every point", test_fail_every_call) ||
       !CU_add_test(s, "the engine on a device it is given", test_engine_on_device) ||
       !CU_add_test(s, "a given device's calls timed; the model fed its addresses repeats them; out of memory ends the run",
                    test_timed_and_fed))
