@@ -94,6 +94,12 @@ if not any(l.startswith("# not used by the model") for l in lines):
     bad.append("no comment saying the model does not use torch_pair_us")
 if any("WARNING" in l for l in lines):
     bad.append("a timed batch made driver calls: %s" % [l for l in lines if "WARNING" in l])
+# the host's speed it measured at, in place of the base's (h200 says 0.035)
+hs = [l for l in lines if l.startswith("host_clock_read_us ")]
+if len(hs) != 1 or not 0 < float(hs[0].split()[1]) < 100:
+    bad.append("host_clock_read_us lines: %s" % hs)
+if "# replaced by the measurement below: host_clock_read_us 0.035" not in lines:
+    bad.append("the base's host_clock_read_us is not commented out")
 for call in ["malloc", "free", "mem_create", "mem_map", "mem_set_access", "mem_unmap", "mem_release",
              "address_reserve", "address_free"]:
     if not any(l.startswith("cost %s " % call) for l in lines):
@@ -125,7 +131,7 @@ held "calibrate --json"
 python3 - "$tmp/c.json" <<'PY' || fail "calibrate --json: its content"
 import json, sys
 o = json.load(open(sys.argv[1]))
-assert o["device"] == "Fake GPU" and o["points_us"]["malloc"], o
+assert o["device"] == "Fake GPU" and o["points_us"]["malloc"] and 0 < o["host_clock_read_us"] < 100, o
 m = o["mechanisms"]
 assert m["batches"] == 3 and m["pairs"] == 50 and m["held_bytes"] == 512, m
 assert list(m["points"]) == ["direct", "caching", "expandable", "async_pool", "stitch"], list(m["points"])

@@ -18,11 +18,11 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 # two caching runs and one direct run: malloc at 2 MiB in both caching runs (means pooled),
 # own work by request size class
 cat >"$tmp/r.jsonl" <<'J'
-{"gpu_mechanism_replay":{"mechanism":"caching","measured_costs":{"calls":{"malloc":[[2,4194304,60.0]],"free":[[1,2097152,40.0]]},"requests":[[100,51200,20.0],[10,20971520,3.0]],"requests_with_calls":[[10,20971520,4.0]],"failed_calls_us":0}}}
-{"gpu_mechanism_replay":{"mechanism":"caching","measured_costs":{"calls":{"malloc":[[2,4194304,100.0]]},"requests":[[100,51200,30.0]],"failed_calls_us":0}}}
+{"gpu_mechanism_replay":{"clock_read_us":0.035,"mechanism":"caching","measured_costs":{"calls":{"malloc":[[2,4194304,60.0]],"free":[[1,2097152,40.0]]},"requests":[[100,51200,20.0],[10,20971520,3.0]],"requests_with_calls":[[10,20971520,4.0]],"failed_calls_us":0}}}
+{"gpu_mechanism_replay":{"clock_read_us":0.035,"mechanism":"caching","measured_costs":{"calls":{"malloc":[[2,4194304,100.0]]},"requests":[[100,51200,30.0]],"failed_calls_us":0}}}
 J
 cat >"$tmp/d.json" <<'J'
-{"gpu_mechanism_replay": {"mechanism": "direct",
+{"gpu_mechanism_replay": {"clock_read_us": 0.035, "mechanism": "direct",
   "measured_costs": {"calls": {"malloc": [[4, 2048, 8.0]]}, "requests": [[8, 4096, 0.0]], "failed_calls_us": 0}}}
 J
 # a base of known points: malloc's beyond the sizes measured are kept, free's in their range dropped
@@ -50,7 +50,7 @@ grep -q '^cost malloc 256:1.0000 512:2.0000 2097152:40.0000 1073741824:70.0000$'
 grep -q '^cost free 512:1.0000 1048576:20.0000 2097152:40.0000 4194304:25.0000$' "$tmp/f.gpu" ||
   fail "free points: $(grep '^cost free' "$tmp/f.gpu")"
 # classes of 5 calls or more stand alone when a kind has any: 6 calls of 1 KiB and 1 of 64 KiB -> 1024 only
-echo '{"gpu_mechanism_replay":{"mechanism":"caching","measured_costs":{"calls":{"malloc":[[6,6144,12.0],[1,65536,500.0]]},"requests":[[1,512,0.1]]}}}' >"$tmp/few.json"
+echo '{"gpu_mechanism_replay":{"clock_read_us":0.035,"mechanism":"caching","measured_costs":{"calls":{"malloc":[[6,6144,12.0],[1,65536,500.0]]},"requests":[[1,512,0.1]]}}}' >"$tmp/few.json"
 "$pt" gpu fit --gpu "$tmp/base.gpu" -o "$tmp/few.gpu" "$tmp/few.json" 2>/dev/null || fail "fit of few"
 grep -q '^cost malloc 256:1.0000 1024:2.0000 2097152:30.0000 1073741824:70.0000$' "$tmp/few.gpu" ||
   fail "a class of one call: $(grep '^cost malloc' "$tmp/few.gpu")"
@@ -87,8 +87,8 @@ check() {
   echo "ok: $what: $(head -1 "$tmp/err")"
 }
 echo '{"sim": 1}' >"$tmp/not.json"
-echo '{"gpu_mechanism_replay":{"mechanism":"caching","measured_costs":{"calls":{"malloc":[[0,1,1]]},"requests":[]}}}' >"$tmp/zero.json"
-echo '{"gpu_mechanism_replay":{"mechanism":"caching","measured_costs":{"calls":{"mmap":[[1,1,1]]},"requests":[]}}}' >"$tmp/call.json"
+echo '{"gpu_mechanism_replay":{"clock_read_us":0.035,"mechanism":"caching","measured_costs":{"calls":{"malloc":[[0,1,1]]},"requests":[]}}}' >"$tmp/zero.json"
+echo '{"gpu_mechanism_replay":{"clock_read_us":0.035,"mechanism":"caching","measured_costs":{"calls":{"mmap":[[1,1,1]]},"requests":[]}}}' >"$tmp/call.json"
 printf '{"gpu_mechanism_replay": \n' >"$tmp/broken.json"
 : >"$tmp/empty.json"
 check 1 "not a replay" "$pt" gpu fit -o "$tmp/x.gpu" "$tmp/not.json"
@@ -118,10 +118,10 @@ for t, pol in (c.split(":") for c in sys.argv[2:]):
     s = json.load(open("%s/w-%s.json" % (tmp, t)))
     w = s["work"]
     own = 0.01 * w["requests"] + 0.02 * w["set_ops"] + 0.003 * w["set_chunks"] + 0.0005 * w["visits"]
-    print(json.dumps({"gpu_mechanism_replay": {"mechanism": "caching", "trace": "/gone/%s.pickle.gz" % t, "policy": pol,
+    print(json.dumps({"gpu_mechanism_replay": {"clock_read_us": 0.035, "mechanism": "caching", "trace": "/gone/%s.pickle.gz" % t, "policy": pol,
                       "requests": s["allocs"], "measured_total_us": own + 5.0,
                       "measured_costs": {"calls": {"malloc": [[1, 2097152, 5.0]]}, "requests": [[10, 5120, 1.0]]}}}))
-print(json.dumps({"gpu_mechanism_replay": {"mechanism": "direct", "trace": "/gone/randn_loop.pickle.gz", "policy": "direct",
+print(json.dumps({"gpu_mechanism_replay": {"clock_read_us": 0.035, "mechanism": "direct", "trace": "/gone/randn_loop.pickle.gz", "policy": "direct",
                   "requests": 1000, "measured_total_us": 100.0,
                   "measured_costs": {"calls": {"malloc": [[1000, 512000, 50.0]]}, "requests": [[2000, 1024000, 50.0]]}}}))
 P

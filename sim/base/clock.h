@@ -11,5 +11,9 @@
 double pt_clock_s(void);
 /* The same clock in whole microseconds (exact, for timestamps). */
 int64_t pt_clock_us(void);
+/* One read of pt_clock_s, µs, the mean of n (n >= 1).  Also the host's speed at that moment: a host that runs
+   slower (a lower clock, a shared core) reads its clock slower too, in proportion, and so runs everything else
+   (bench/RESULTS.md, "the host's speed"); a GPU description's host_clock_read_us says at which its costs hold. */
+double pt_clock_read_us(int n);
 
 #endif

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "calibrate.h"
+#include "clock.h"
 #include "datadir.h"
 #include "driver.h"
 #include "mech.h"
@@ -64,7 +65,9 @@ const pt_cli_table pt_opts_calibrate = {
     "Driver calls (cost lines): cuMemAlloc and cuMemFree from 512 B to 1 GiB;\n"
     "cuMemCreate, cuMemMap, cuMemSetAccess, cuMemUnmap and cuMemRelease of one\n"
     "handle from 2 MiB to 2 GiB; cuMemAddressReserve and cuMemAddressFree from 2 MiB\n"
-    "to 1 TiB; the median of N calls each.\n"
+    "to 1 TiB; the median of N calls each.  And the host's speed while measuring\n"
+    "(host_clock_read_us: one read of the clock, µs, before and after; a host that\n"
+    "runs slower reads it slower), the speed these costs hold at.\n"
     "\n"
     "The allocator's own work (bookkeeping_us MECH SIZE:US ... lines): a cached\n"
     "allocate + free pair through each mechanism (direct, caching, expandable,\n"
@@ -88,6 +91,8 @@ const pt_cli_table pt_opts_calibrate = {
     calibrate_opts, sizeof(calibrate_args), &defaults, 0};
 
 /* What was measured, and where and when. */
+enum { CLOCK_READS = 100000 }; /* the host's speed: reads of the clock timed, about 4 ms */
+
 typedef struct measured {
   pt_gpu base;
   char path[4096]; /* the base description's file */
@@ -98,6 +103,7 @@ typedef struct measured {
   pt_cal_series mechs[PT_CAL_NMECHS];
   pt_cal_torch torch;
   char when[64];
+  double host_clock_read_us; /* the host's speed (clock.h) the costs were measured at: the mean of before and after */
 } measured;
 
 static int store_points(const calibrate_args *a, const measured *m, pt_err *err) {
@@ -119,11 +125,12 @@ static int store_points(const calibrate_args *a, const measured *m, pt_err *err)
 
 /* Whether a line of the base description is one the measurement replaces: a mechanism's bookkeeping_us (all five
    are measured; the constant for the rest stays) and bookkeeping_work (it would price the mechanism in place
-   of the measured line), and torch_pair_us when PyTorch was measured. */
+   of the measured line), torch_pair_us when PyTorch was measured, and the host speed the costs hold at. */
 static int replaced(const char *line, const measured *m) {
   char key[32], what[32];
   if (sscanf(line, " %31s %31s", key, what) != 2) return 0;
   if (!strcmp(key, "torch_pair_us")) return m->torch.measured;
+  if (!strcmp(key, "host_clock_read_us")) return 1;
   return (!strcmp(key, "bookkeeping_us") || !strcmp(key, "bookkeeping_work")) && pt_mech_find(what);
 }
 
@@ -132,7 +139,8 @@ static void write_points(FILE *out, FILE *bf, const calibrate_args *a, const mea
   if (a->json) {
     fputs("{\"device\":", out);
     pt_json_str(out, m->gi.name);
-    fprintf(out, ",\"driver_version\":%d,\"repeat\":%lu,\"measured\":", m->gi.driver_version, a->repeat);
+    fprintf(out, ",\"driver_version\":%d,\"repeat\":%lu,\"host_clock_read_us\":%.6g,\"measured\":", m->gi.driver_version,
+            a->repeat, m->host_clock_read_us);
     pt_json_str(out, m->when);
     fputs(",\"points_us\":{", out);
   } else {
@@ -145,6 +153,8 @@ static void write_points(FILE *out, FILE *bf, const calibrate_args *a, const mea
             m->gi.name, m->gi.driver_version, m->when, a->repeat);
     fprintf(out, "name %s-calibrated\nsource pagetune calibrate on %s, %s (driver calls, allocator work); %s for the rest\n",
             m->base.name, m->gi.name, m->when, m->path);
+    fprintf(out, "# the host's speed while measuring: one read of the clock, us (replay --mechanism reports its own)\n"
+                 "host_clock_read_us %.6g\n", m->host_clock_read_us);
   }
   for (int c = 0, first = 1; c < PT_DRV_NCALLS; c++) {
     const pt_cost_points *p = &m->pts[c];
@@ -227,8 +237,10 @@ static int calibrate(const calibrate_args *a, measured *m, FILE *bf, pt_err *err
   pt_driver *d;
   if ((rc = pt_driver_open(err, &d)) < 0) return rc;
   pt_alloc_backend gpu = pt_calibrate_gpu_backend(d);
+  double speed_before = pt_clock_read_us(CLOCK_READS);
   if ((rc = pt_driver_info(d, &m->gi, err)) == 0 && (rc = pt_calibrate(d, (unsigned)a->repeat, 1, m->pts, err)) == 0)
     rc = pt_calibrate_mechs(&gpu, &m->plan, 1, m->mechs, err);
+  m->host_clock_read_us = (speed_before + pt_clock_read_us(CLOCK_READS)) / 2;
   pt_driver_close(d); /* before torch: its processes get the GPU to themselves */
   if (rc < 0) return rc;
   memset(&m->torch, 0, sizeof m->torch);

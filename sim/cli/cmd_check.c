@@ -37,14 +37,6 @@ typedef struct check_args {
 static const check_args check_defaults = {PT_WB_DEFAULTS, NULL, NAN, NAN};
 
 /* A ratio limit: a finite number > 0 (1.05 allows 5% worse; 1 allows nothing worse). */
-static int opt_ratio(const char *arg, void *field) {
-  char *end;
-  double v = strtod(arg, &end);
-  if (end == arg || *end || !isfinite(v) || v <= 0) return -1;
-  *(double *)field = v;
-  return 0;
-}
-
 static const pt_cli_opt check_opts[] = {
     PT_WB_OPT_DB,
     PT_WB_OPT_TRACE("the trace: a file, a stored name or a prefix of its content hash (one)"),
@@ -52,9 +44,9 @@ static const pt_cli_opt check_opts[] = {
                    "the settings run today: a PYTORCH_CUDA_ALLOC_CONF value ('' for\n"
                    "PyTorch's defaults), modelled by pytorch_native, pytorch_expandable\n"
                    "(expandable_segments:True) or cuda_async (backend:cudaMallocAsync)"),
-    PT_CLI_OPT_PARSE("max-peak-ratio", "R", check_args, max_peak, opt_ratio, " (a number > 0)",
+    PT_CLI_OPT_PARSE("max-peak-ratio", "R", check_args, max_peak, pt_cli_opt_positive, " (a number > 0)",
                      "fail when the change's peak reserved bytes exceed R x the baseline's"),
-    PT_CLI_OPT_PARSE("max-time-ratio", "R", check_args, max_time, opt_ratio, " (a number > 0)",
+    PT_CLI_OPT_PARSE("max-time-ratio", "R", check_args, max_time, pt_cli_opt_positive, " (a number > 0)",
                      "fail when its predicted allocator time exceeds R x the baseline's\n"
                      "(both runs need a GPU description)"),
     PT_WB_OPT_POLICY("the change is the best run of these policies (names or text-hash\n"

@@ -62,6 +62,7 @@ int pt_cmd_gpu_info(void *args, char **pos, int npos, pt_err *err) {
 typedef struct fit_args {
   const char *gpu, *name, *output, *traces;
   int bookkeeping_only, one_class, work;
+  double host_speed;
 } fit_args;
 
 static const fit_args fit_defaults = {.gpu = "h200"};
@@ -81,10 +82,15 @@ static const pt_cli_opt fit_opts[] = {
     PT_CLI_OPT_STR("traces", 0, "DIR", fit_args, traces,
                    "with --work: a replay's trace path that does not exist here is read\n"
                    "as DIR/its file name"),
+    PT_CLI_OPT_PARSE("host-speed", "US", fit_args, host_speed, pt_cli_opt_positive, " (a number > 0)",
+                     "express every replay's times at this host speed, in us one read of\n"
+                     "the clock takes (default: the base's host_clock_read_us line, if it\n"
+                     "has one; else as measured): each scaled by US / its own clock read\n"
+                     "(clock_read_us_median_run, else clock_read_us), and the line written"),
     PT_CLI_END};
 const pt_cli_table pt_opts_gpu_fit = {
     "usage: pagetune gpu fit -o FILE [--gpu NAME] [--name NAME] [--bookkeeping-only] [--one-class]\n"
-    "                        [--work [--traces DIR]] REPLAY.json...\n"
+    "                        [--work [--traces DIR]] [--host-speed US] REPLAY.json...\n"
     "\n"
     "Write a GPU description whose costs are the ones measured in context by\n"
     "real-mechanism replays: each REPLAY.json holds the output of\n"
@@ -115,7 +121,7 @@ const pt_cli_table pt_opts_gpu_fit = {
 
 /* One {calls, requests, requests_with_calls} object's points added to f as class cls (errors are prefixed with
    where it is by the caller). */
-static int fit_points(pt_cost_fit *f, const pt_jr_val *mc, const char *mech, int cls, pt_err *err) {
+static int fit_points(pt_cost_fit *f, const pt_jr_val *mc, const char *mech, int cls, double scale, pt_err *err) {
   const pt_jr_val *calls = pt_jr_get(mc, "calls"), *req = pt_jr_get(mc, "requests");
   int rc = 0;
   for (size_t i = 0; rc == 0 && i < pt_jr_len(calls); i++) {
@@ -130,7 +136,7 @@ static int fit_points(pt_cost_fit *f, const pt_jr_val *mc, const char *mech, int
       double n = pt_jr_number(pt_jr_index(p, 0)), b = pt_jr_number(pt_jr_index(p, 1)), us = pt_jr_number(pt_jr_index(p, 2));
       if (pt_jr_len(p) != 3 || !(n >= 1) || !(b >= 0) || !(us >= 0) || n > 1e18 || b > 1.8e19)
         return pt_err_set(err, PT_EFORMAT, "%s: a point is [calls, bytes, us]", name);
-      rc = pt_cost_fit_call(f, cls, c, (uint64_t)n, (uint64_t)b, us, err);
+      rc = pt_cost_fit_call(f, cls, c, (uint64_t)n, (uint64_t)b, us * scale, err);
     }
   }
   for (int with = 0; with < 2; with++) {
@@ -140,7 +146,7 @@ static int fit_points(pt_cost_fit *f, const pt_jr_val *mc, const char *mech, int
       double n = pt_jr_number(pt_jr_index(p, 0)), b = pt_jr_number(pt_jr_index(p, 1)), us = pt_jr_number(pt_jr_index(p, 2));
       if (pt_jr_len(p) != 3 || !(n >= 1) || !(b >= 0) || n > 1e18 || b > 1.8e19 || us != us)
         return pt_err_set(err, PT_EFORMAT, "requests: a point is [requests, bytes, us]");
-      rc = pt_cost_fit_requests(f, mech, cls, with, (uint64_t)n, (uint64_t)b, us > 0 ? us : 0, err);
+      rc = pt_cost_fit_requests(f, mech, cls, with, (uint64_t)n, (uint64_t)b, us > 0 ? us * scale : 0, err);
     }
   }
   return rc;
@@ -215,7 +221,7 @@ static int work_counts(work_ctx *w, const char *trace, const char *policy, const
 }
 
 /* --work: one replay's row (errors are prefixed with where it is by the caller) of the work fit (its counts simulated, its own work measured); direct has none. */
-static int fit_work(pt_cost_fit *f, work_ctx *w, const pt_jr_val *g, const char *mech, pt_err *err) {
+static int fit_work(pt_cost_fit *f, work_ctx *w, const pt_jr_val *g, const char *mech, double scale, pt_err *err) {
   if (!strcmp(mech, "direct")) return 0; /* its own work is its calls: it stays on its lines */
   const char *trace = pt_jr_string(pt_jr_get(g, "trace"), NULL), *policy = pt_jr_string(pt_jr_get(g, "policy"), NULL);
   double total = pt_jr_number(pt_jr_get(g, "measured_total_us")), requests = pt_jr_number(pt_jr_get(g, "requests"));
@@ -228,26 +234,36 @@ static int fit_work(pt_cost_fit *f, work_ctx *w, const pt_jr_val *g, const char 
       calls_us += pt_jr_number(pt_jr_index(pt_jr_index(pt_jr_index(calls, i), j), 2));
   int k = work_counts(w, trace, policy, mech, (uint64_t)requests, err);
   if (k < 0) return k;
-  return pt_cost_fit_work(f, mech, &w->memo[k].c, total - calls_us, err);
+  return pt_cost_fit_work(f, mech, &w->memo[k].c, (total - calls_us) * scale, err);
 }
 
-/* One replay object's measured costs added to f: by request class where it has them and one_class is 0. */
+/* One replay object's measured costs added to f: by request class where it has them and one_class is 0; with
+   f->host_clock_read_us, at that host speed (its times scaled by it over the replay's own clock read). */
 static int fit_add(pt_cost_fit *f, const pt_jr_val *o, int one_class, work_ctx *w, const char *path, pt_err *err) {
   const pt_jr_val *g = pt_jr_get(o, "gpu_mechanism_replay"), *mc = pt_jr_get(g, "measured_costs");
   const char *mech = pt_jr_string(pt_jr_get(g, "mechanism"), NULL);
   if (!mc || !mech)
     return pt_err_set(err, PT_EFORMAT, "%s: not the output of pagetune replay --mechanism --json (no measured_costs)", path);
-  const pt_jr_val *bc = one_class ? NULL : pt_jr_get(mc, "by_class");
+  const pt_jr_val *bc = one_class ? NULL : pt_jr_get(mc, "by_class"), *other = pt_jr_get(bc, "other"),
+                  *rep = pt_jr_get(bc, "repeat");
+  if (bc && (!other || !rep)) return pt_err_set(err, PT_EFORMAT, "%s: measured_costs.by_class needs 'other' and 'repeat'", path);
+  double scale = 1;
+  if (f->host_clock_read_us > 0) {
+    const pt_jr_val *run = pt_jr_get(g, "clock_read_us_median_run");
+    double clock = pt_jr_number(run ? run : pt_jr_get(g, "clock_read_us"));
+    if (!(clock > 0) || clock > 1e6)
+      return pt_err_set(err, PT_EFORMAT, "%s: no clock read (clock_read_us) to bring its times to the host speed of "
+                        "%g us a read (the base's host_clock_read_us, or --host-speed)", path, f->host_clock_read_us);
+    scale = f->host_clock_read_us / clock;
+  }
   int rc;
   if (bc) {
-    const pt_jr_val *other = pt_jr_get(bc, "other"), *rep = pt_jr_get(bc, "repeat");
-    if (!other || !rep) return pt_err_set(err, PT_EFORMAT, "%s: measured_costs.by_class needs 'other' and 'repeat'", path);
-    rc = fit_points(f, other, mech, PT_REQ_OTHER, err);
-    if (rc == 0) rc = fit_points(f, rep, mech, PT_REQ_REPEAT, err);
+    rc = fit_points(f, other, mech, PT_REQ_OTHER, scale, err);
+    if (rc == 0) rc = fit_points(f, rep, mech, PT_REQ_REPEAT, scale, err);
   } else {
-    rc = fit_points(f, mc, mech, PT_REQ_OTHER, err);
+    rc = fit_points(f, mc, mech, PT_REQ_OTHER, scale, err);
   }
-  if (rc == 0 && w) rc = fit_work(f, w, g, mech, err);
+  if (rc == 0 && w) rc = fit_work(f, w, g, mech, scale, err);
   if (rc == 0) f->runs++;
   return rc < 0 ? pt_err_prefix(err, rc, "%s", path) : 0;
 }
@@ -310,6 +326,7 @@ int pt_cmd_gpu_fit(void *args, char **pos, int npos, pt_err *err) {
   }
   work_ctx w = {.gpu = gp, .traces = a->traces};
   int rc = pt_gpu_load(a->gpu, err, gp); /* first: --work simulates under it */
+  f->host_clock_read_us = a->host_speed > 0 ? a->host_speed : rc == 0 ? gp->host_clock_read_us : 0;
   for (int i = 0; rc == 0 && i < npos; i++) rc = fit_file(f, pos[i], a->one_class, a->work ? &w : NULL, err);
   if (a->bookkeeping_only) memset(f->call, 0, sizeof f->call);
   char base[4096], name[80], tmp[4200], source[600];

@@ -151,7 +151,9 @@ const pt_cli_table pt_opts_replay = {
     "splits it into the repeats, requests and frees whose size was freed among\n"
     "the last 6 frees, and the rest; clock_read_us_runs, the cost of one read of\n"
     "the clock just before each timed run, untimed: the host's speed then, which\n"
-    "bench/replay/accept.py --host-speed scales the times by); peak\n"
+    "bench/replay/accept.py --host-speed scales the times by; and with --gpu\n"
+    "naming a description whose host_clock_read_us says the speed its costs hold\n"
+    "at, measured_total_us_at_host_speed, the total brought to it); peak\n"
     "reserved and the driver calls come from the same books as the model's; free\n"
     "GPU memory is read before and after, and what the run took must come back.\n"
     "Then one untimed check pass polls cuMemGetInfo whenever reserved bytes\n"
@@ -423,19 +425,10 @@ static void print_measured_costs(const pt_sim_result *r) {
   printf("}},\"failed_calls_us\":%.4f}", r->call_times->failed_us);
 }
 
-/* One read of the clock that times each request, µs, the mean of n (a request's time holds two: its own work
-   includes them, measured and fitted alike).  Also the host's speed at that moment: a host that runs slower (a
-   lower clock, a shared core) reads its clock slower too, in proportion, and so runs the replay (bench/RESULTS.md,
-   "the host's speed"). */
-static double clock_read_us(int n) {
-  volatile double sink = 0; /* keeps the loop */
-  double t0 = pt_clock_s();
-  for (int i = 0; i < n; i++) sink = pt_clock_s();
-  (void)sink;
-  return (pt_clock_s() - t0) * 1e6 / n;
-}
-
-enum { CLOCK_READS = 100000, CLOCK_READS_RUN = 20000 }; /* after the runs; before each (about 1 ms) */
+/* The host's speed (clock.h): one read of the clock that times each request, µs, the mean of these many reads
+   (a request's time holds two: its own work includes them, measured and fitted alike); after the runs, and before
+   each (about 1 ms, untimed). */
+enum { CLOCK_READS = 100000, CLOCK_READS_RUN = 20000 };
 
 /* What the untimed check pass found: the driver's peak, and the model fed the GPU's addresses. */
 typedef struct mcheck {
@@ -502,7 +495,7 @@ static int replay_mechanism(sim_run *s, pt_err *err) {
   pt_mreplay_opts timed = {0}; /* nothing but the requests: a fill's work would be waited for at a free */
   for (unsigned long i = 0; rc == 0 && i <= repeat; i++, done++) {
     if (i && !a->json) fprintf(stderr, ", %lu", i);
-    if (i) speed[i] = clock_read_us(CLOCK_READS_RUN); /* the host's speed just before the run, untimed */
+    if (i) speed[i] = pt_clock_read_us(CLOCK_READS_RUN); /* the host's speed just before the run, untimed */
     if ((rc = pt_mreplay_run(d, &s->t, &s->cfg, &timed, &runs[i], &mr[i], err)) < 0) break;
     for (size_t j = 0; j < runs[i].nalloc_us; j++) total[i] += runs[i].alloc_us[j];
     for (size_t j = 0; j < runs[i].nfree_us; j++) total[i] += runs[i].free_us[j];
@@ -531,6 +524,8 @@ static int replay_mechanism(sim_run *s, pt_err *err) {
       request_stats(r->free_us, r->nfree_us, fr);
       const pt_mreplay_result *m = &mr[best];
       int64_t back = (int64_t)m->free_after - (int64_t)m->free_before;
+      double at_speed = s->cfg.gpu && s->cfg.gpu->host_clock_read_us > 0 && speed[best] > 0
+                            ? total[best] * s->cfg.gpu->host_clock_read_us / speed[best] : 0;
       if (a->json) {
         fputs("{\"gpu_mechanism_replay\":{\"device\":", stdout);
         pt_json_str(stdout, gi.name);
@@ -548,12 +543,15 @@ static int replay_mechanism(sim_run *s, pt_err *err) {
                repeat, r->nalloc_us, al[0], al[1], al[2], fr[0], fr[1], fr[2], total[best], s->r.predicted_alloc_us,
                r->peak_reserved_bytes, s->r.peak_reserved_bytes, m->free_before, m->free_after, k->mr.touched,
                k->mr.checked, k->mr.mismatches);
-        printf("\"clock_read_us\":%.4f,\"clock_read_us_median_run\":%.4f,", clock_read_us(CLOCK_READS), speed[best]);
+        printf("\"clock_read_us\":%.4f,\"clock_read_us_median_run\":%.6g,", pt_clock_read_us(CLOCK_READS), speed[best]);
         fputs("\"measured_total_us_runs\":[", stdout); /* every timed run's total, for the spread */
         for (unsigned long i = 1; i <= repeat; i++) printf("%s%.3f", i > 1 ? "," : "", total[i]);
         fputs("],\"clock_read_us_runs\":[", stdout); /* the host's speed before each */
-        for (unsigned long i = 1; i <= repeat; i++) printf("%s%.4f", i > 1 ? "," : "", speed[i]);
+        for (unsigned long i = 1; i <= repeat; i++) printf("%s%.6g", i > 1 ? "," : "", speed[i]);
         fputs("],", stdout);
+        if (at_speed > 0) /* the measured total at the speed the prediction's costs hold at */
+          printf("\"host_clock_read_us\":%.6g,\"measured_total_us_at_host_speed\":%.3f,", s->cfg.gpu->host_clock_read_us,
+                 at_speed);
         pt_sim_print_calls_json(stdout, "driver_calls", r->driver_calls);
         putchar(',');
         print_measured_costs(r);
@@ -577,6 +575,9 @@ static int replay_mechanism(sim_run *s, pt_err *err) {
         printf("\nmeasured %.1f us in all (driver calls %.1f, the allocator's own work %.1f); the %s cost model "
                "predicted %.1f us\n",
                total[best], calls_us, total[best] - calls_us, s->cfg.gpu ? s->cfg.gpu->name : "(no)", s->r.predicted_alloc_us);
+        if (at_speed > 0)
+          printf("at the host speed %s's costs hold at (a clock read of %.4f us; here %.4f before that run): %.1f us "
+                 "measured\n", s->cfg.gpu->name, s->cfg.gpu->host_clock_read_us, speed[best], at_speed);
         printf("peak reserved %" PRIu64 " bytes on the GPU, %" PRIu64 " in the model; %" PRIu64 " driver calls\n",
                r->peak_reserved_bytes, s->r.peak_reserved_bytes, r->driver_calls[PT_DRV_malloc] + r->driver_calls[PT_DRV_mem_create]);
         printf("free GPU memory %" PRIu64 " before, %" PRIu64 " after (%+" PRId64 ")\n", m->free_before, m->free_after, back);

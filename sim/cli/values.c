@@ -93,6 +93,14 @@ int pt_cli_opt_objective(const char *arg, void *field) {
   return 0;
 }
 
+int pt_cli_opt_positive(const char *arg, void *field) {
+  char *end;
+  double v = strtod(arg, &end);
+  if (end == arg || *end || !isfinite(v) || v <= 0) return -1;
+  *(double *)field = v;
+  return 0;
+}
+
 double pt_objective_value(const pt_objective *o, const pt_sim_result *r) {
   if (r->ooms || (o->kind != PT_OBJ_MEMORY && !r->has_gpu)) return HUGE_VAL; /* pow(NaN, 0) is 1: say it here */
   double t = r->has_gpu ? r->predicted_alloc_us : NAN, m = (double)r->peak_reserved_bytes;

@@ -64,6 +64,8 @@ typedef struct pt_objective {
 int pt_objective_parse(const char *s, pt_objective *out /* OUT */);
 /* Option parser: pt_objective_parse into a pt_objective. */
 int pt_cli_opt_objective(const char *arg, void *field);
+/* Option parser: a finite number > 0 into a double. */
+int pt_cli_opt_positive(const char *arg, void *field);
 /* Lower is better; a run that hit OOM, or lacks the figure, is out (HUGE_VAL). */
 double pt_objective_value(const pt_objective *o, const pt_sim_result *r);
 /* What o's value is, for output: "predicted_alloc_us", "peak_reserved_bytes", "time_us^0.5 * peak_reserved_bytes^0.5". */

@@ -44,6 +44,7 @@ typedef struct pt_cost_fit {
   int nmech;
   unsigned runs;
   unsigned work_skipped; /* runs whose measured own work was not > 0: no relative error to weigh them by */
+  double host_clock_read_us; /* > 0: the host speed the runs' times were brought to (gpu.h), written as a line */
 } pt_cost_fit;
 
 /* n calls of kind c (pt_drv_call) made in requests of class cls, of bytes in all, us in all. */
@@ -70,7 +71,8 @@ int pt_cost_fit_work_solve(const pt_cost_fit *f, const char *mech, pt_cost_work 
    bookkeeping_repeat_us, bookkeeping_call_repeat_us: the repeats' means, the plain line's points outside
    the sizes the repeats measured); the base's repeat lines of what was measured are dropped either way.  A
    mechanism with work runs (pt_cost_fit_work) gets its bookkeeping_work line; a measured mechanism's
-   bookkeeping_work line in the base is dropped (it would stand in front of the fitted lines). */
+   bookkeeping_work line in the base is dropped (it would stand in front of the fitted lines).  With
+   host_clock_read_us, its line in place of the base's. */
 int pt_cost_fit_write(const pt_cost_fit *f, FILE *in, const pt_cost_points base[PT_DRV_NCALLS], FILE *out,
                       const char *name, const char *source, pt_err *err);
 

@@ -117,8 +117,8 @@ static int parse_line(pt_gpu *g, char *line, const char *path, int lineno, pt_er
     if (sscanf(rest, "%u %u %c", &g->tlb.pwc_sets, &g->tlb.pwc_ways, &extra) != 2 || !g->tlb.pwc_sets ||
         !g->tlb.pwc_ways || g->tlb.pwc_sets > (1u << 20) || g->tlb.pwc_ways > 4096)
       return pt_err_set(err, PT_EFORMAT, "%s:%d: pwc wants SETS WAYS", path, lineno);
-  } else if (!strcmp(key, "walk_access_ns")) {
-    double *v = &g->tlb.walk_access_ns;
+  } else if (!strcmp(key, "walk_access_ns") || !strcmp(key, "host_clock_read_us")) {
+    double *v = key[0] == 'w' ? &g->tlb.walk_access_ns : &g->host_clock_read_us;
     if (sscanf(rest, "%lf %c", v, &extra) != 1 || !(*v >= 0) || *v > 1e9)
       return pt_err_set(err, PT_EFORMAT, "%s:%d: %s wants a number >= 0", path, lineno, key);
   } else if (!strcmp(key, "bookkeeping_us") || !strcmp(key, "bookkeeping_call_us") ||

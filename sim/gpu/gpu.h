@@ -23,6 +23,9 @@
  *                                   at (0 when left out); where given, in place of MECH's four lines above;
  *                                   written by gpu fit --work)
  *   torch_pair_us BACKEND BYTES:US ... (PyTorch's allocators measured by calibrate: checked, not used)
+ *   host_clock_read_us US           (the host speed the costs hold at: µs one read of the clock took there,
+ *                                   clock.h's pt_clock_read_us, which replay --mechanism reports; 0 or absent:
+ *                                   not said)
  *   note TEXT                       (what reports must say about this GPU)
  *   cost CALL BYTES:US ...          (CALL: malloc, free, mem_create, ...)
  *   cost_repeat CALL BYTES:US ...   (the calls made in repeat-class requests; absent: cost CALL's)
@@ -57,6 +60,7 @@ typedef struct pt_gpu {
   int nbookkeeping;
   const pt_mmu_desc *mmu;
   uint64_t memory_bytes;
+  double host_clock_read_us;    /* the host speed the costs hold at (0: not said) */
   pt_tlb_config tlb;
   pt_cost_model cost;
   pt_cost_points points[PT_DRV_NCALLS];
