@@ -9,7 +9,11 @@
  *     gcc -O1 $(find sim -mindepth 1 -maxdepth 1 -type d -printf '-I %p ') -o fit traces/capture/async_probe/fit.c \
  *       -Wl,--start-group $(find sim -name 'libpt_*.a') -Wl,--end-group -lm -lz
  *     zcat traces/capture/async_probe/transformer_train.log.gz >t.log; ./fit t.log 0 v
- * (README.md: what the synchronised and unsynchronised logs gave.)
+ * (README.md: what the synchronised and unsynchronised logs gave.)  The model is compiled in from
+ * sim/mech/asyncpool.c (not the library's copy), so that FIT_AT can print its state and a change there is
+ * tried without rebuilding the library.  FIT_AT=N prints the model's state before and after record N (a
+ * line of the log that is not a "k" line, from 1; the last line's "first at" is that number of the first
+ * offset that differs, and "call" counts the requests and frees up to it).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +21,53 @@
 #include "mech.h"
 #include "modeldev.h"
 #include "device.h"
+#include "asyncpool.c" /* the model itself, so FIT_AT can print its state */
 typedef struct { char k; unsigned long long id, bytes, off, res, stream; } rec;
+/* FIT_AT=N: per id, the records (1, 2, ...) of its request and free, the free's stream and its place among the
+   pool's frees (0: a deferred free, which has none), the model's offset and size */
+typedef struct { size_t arec, frec; unsigned long long fstream; uint32_t order; uint64_t off, size; } hist;
+
+/* FIT_AT=N: the model's state: the heap's blocks in address order (allocated: its id and stream; deferred: freed
+   on another stream, the pool's until the driver sees it, and the request count it is due at; pending: on its
+   stream, its place among the pool's frees and its due count; free: seen complete; the top), under each free block
+   the frees its range holds that no later request overlapped, and the stream order (for each stream, the last of
+   each stream's frees it is ordered after). */
+static void dump_state(async_state *st, uint64_t base, const hist *H, const uint64_t *h, size_t nid) {
+  ablock *b = st->last;
+  while (b && b->prev) b = b->prev;
+  printf("  state: %llu requests, %u frees; pending %zu, deferred %zu\n", (unsigned long long)st->nreq, st->frees,
+         st->pend.n, st->defer.n);
+  for (; b; b = b->next) {
+    size_t id = 0;
+    for (size_t i = 1; i < nid; i++) /* its latest request (block records are reused) */
+      if (b->allocated && h[i] == (uint64_t)(uintptr_t)b && (!id || H[i].arec > H[id].arec)) id = i;
+    int deferred = 0; uint64_t due = 0;
+    for (size_t i = 0; i < st->defer.n; i++) if (st->defer.v[i].b == b) deferred = 1, due = st->defer.v[i].due;
+    printf("  +%-10llu %9llu ", (unsigned long long)(b->addr - base), (unsigned long long)b->size);
+    if (deferred) printf("deferred id %zu stream %llu due %llu\n", id, (unsigned long long)STREAM(b), (unsigned long long)due);
+    else if (b->allocated) printf("allocated id %zu stream %llu\n", id, (unsigned long long)STREAM(b));
+    else if (b->ticket) printf("pending stream %llu order %u due %llu\n", (unsigned long long)STREAM(b), b->order, (unsigned long long)b->due);
+    else if (is_top(st, b)) printf("top\n");
+    else printf("free (stamp %llu)\n", (unsigned long long)b->node.key.addr);
+    if (b->allocated) continue;
+    for (size_t i = 1; i < nid; i++) { /* the frees inside it that no later request overlapped */
+      if (!H[i].frec || H[i].off + H[i].size <= b->addr - base || H[i].off >= b->addr + b->size - base) continue;
+      int stale = 0;
+      for (size_t j = 1; j < nid && !stale; j++)
+        stale = H[j].arec > H[i].frec && H[j].off < H[i].off + H[i].size && H[i].off < H[j].off + H[j].size;
+      if (stale) continue;
+      printf("      freed id %zu +%llu %llu: request at %zu, free at %zu stream %llu ", i, (unsigned long long)H[i].off,
+             (unsigned long long)H[i].size, H[i].arec, H[i].frec, H[i].fstream);
+      if (H[i].order) printf("order %u\n", H[i].order);
+      else printf("deferred\n");
+    }
+  }
+  for (int i = 0; i < st->nstreams; i++) {
+    printf("  stream %llu after:", (unsigned long long)st->sid[i]);
+    for (int j = 0; j < st->nstreams; j++) printf(" %u", st->after[i][j]);
+    printf("\n");
+  }
+}
 int main(int argc, char **argv) {
   if (argc < 3) { fprintf(stderr, "usage: fit LOG FREE_LAG [v] [NAME=VALUE...]\n"); return 2; }
   FILE *f = fopen(argv[1], "r"); int L = atoi(argv[2]); int verbose = 0;
@@ -60,7 +110,10 @@ int main(int argc, char **argv) {
                      .trace_synced = 1}; /* the driver's own runs: lazy_check 1 unless set (0 for the synchronised logs) */
   void *st; if (pt_mech_create(&pt_mech_async_pool, &env, &st)) { fprintf(stderr, "create failed\n"); return 1; }
   static uint64_t h[MAXREC], hs[MAXREC]; uint64_t base = 0, peak = 0; size_t offbad = 0, resbad = 0, first = 0;
+  size_t calls = 0, firstcall = 0; /* requests and frees: the run's calls */
+  static hist H[MAXREC]; size_t at = getenv("FIT_AT") ? strtoul(getenv("FIT_AT"), NULL, 10) : 0, nid = 1;
   for (size_t i = 0; i < n; i++) {
+    if (i + 1 == at) dump_state(st, base, H, h, nid);
     if (R[i].k == 's') {
       if (pt_mech_async_pool.synchronize(st)) { fprintf(stderr, "synchronize failed\n"); return 1; }
       continue;
@@ -71,17 +124,24 @@ int main(int argc, char **argv) {
                          : pt_mech_async_pool.stream_wait(st, R[i].stream, R[i].id)) < 0) { fprintf(stderr, "%s\n", err.msg); return 1; }
       continue;
     }
+    calls++;
+    uint32_t frees = ((async_state *)st)->frees;
+    if (R[i].k == 'f') H[R[i].id].frec = i + 1, H[R[i].id].fstream = R[i].stream;
     if (R[i].k == 'a') {
       if (pt_mech_async_pool.alloc(st, R[i].bytes, R[i].stream, &h[R[i].id])) { fprintf(stderr, "alloc failed\n"); return 1; }
       hs[R[i].id] = R[i].stream;
       uint64_t a = pt_mech_async_pool.addr_of(st, h[R[i].id]);
       if (!base) base = a;
-      if (a - base != R[i].off) { offbad++; if (!first) first = i + 1; if (verbose && offbad < 6) printf("  %zu: a %llu %llu model +%llu real +%llu\n", i, R[i].id, R[i].bytes, (unsigned long long)(a - base), R[i].off); }
+      H[R[i].id] = (hist){.arec = i + 1, .off = a - base, .size = ((ablock *)(uintptr_t)h[R[i].id])->size};
+      if (R[i].id >= nid) nid = R[i].id + 1;
+      if (a - base != R[i].off) { offbad++; if (!first) first = i + 1, firstcall = calls; if (verbose && offbad < 6) printf("  %zu: a %llu %llu model +%llu real +%llu\n", i, R[i].id, R[i].bytes, (unsigned long long)(a - base), R[i].off); }
     } else if (R[i].stream != hs[R[i].id] && pt_mech_async_pool.free_deferred) { /* on another stream (the unifying one) */
       pt_mech_async_pool.free_deferred(st, h[R[i].id], K[R[i].id] && !getenv("FIT_NO_K") && !getenv("FIT_NO_DK") ? K[R[i].id] - 1 : PT_MECH_UNTIMED);
     } else if (K[R[i].id] && !getenv("FIT_NO_K")) {
       pt_mech_async_pool.free_pending(st, h[R[i].id], K[R[i].id] - 1);
     } else pt_mech_async_pool.free(st, h[R[i].id]);
+    if (i + 1 == at) printf("  after record %zu:\n", at), dump_state(st, base, H, h, nid);
+    if (R[i].k == 'f' && ((async_state *)st)->frees != frees) H[R[i].id].order = ((async_state *)st)->frees; /* 0: deferred */
     uint64_t res = pt_dev_reserved(&dev); if (res > peak) peak = res;
     if (getenv("FIT_DUMP")) {
       if (R[i].k == 'a') printf("a %llu %llu %llu %llu\n", R[i].id, R[i].bytes, (unsigned long long)(pt_mech_async_pool.addr_of(st, h[R[i].id]) - base), (unsigned long long)res);
@@ -89,6 +149,7 @@ int main(int argc, char **argv) {
     }
     if (res != R[i].res) resbad++;
   }
-  printf("L=%d offsets differ %zu of %zu (first at %zu), reserved differs %zu, peak %llu MiB\n", L, offbad, n, first, resbad, (unsigned long long)(peak >> 20));
+  printf("L=%d offsets differ %zu of %zu (first at %zu, call %zu), reserved differs %zu, peak %llu MiB\n", L, offbad, n, first, firstcall, resbad,
+         (unsigned long long)(peak >> 20));
   return 0;
 }
