@@ -7,6 +7,9 @@
 # every configuration once, then again), so that accept.py can judge on the
 # median over processes; REPEAT is the timed runs within each.
 # DEADLINE=EPOCH_SECONDS starts no run after that time (a bounded GPU call).
+# CALLS=1 also writes each run's driver calls in order (replay --calls-out) to $OUT/calls/TRACE.POLICY.PROC.txt.gz:
+# what a cost that depends on the calls around it (llm_decode's small cuMemAllocs, weights_load's unmaps) is
+# fitted from.
 # First, unless CALIBRATE=0, `pagetune calibrate --no-torch` writes $OUT/calibrated.gpu (about 15 s):
 # accept.py's default base, the same call's driver-call and own-work costs (a host's speed moves between
 # device calls: bench/RESULTS.md, the fresh session's section), kept if it exists (a second call).
@@ -15,7 +18,7 @@
 # "deadline: stopped before ..." line says it stopped, so every trace gets as many
 # processes (bench/replay/mechanism5's two calls both began at cap_retry: 6 processes for
 # the first three traces, 4 for the others).
-#   OUT=dir [PROCS=N] [REPEAT=N] [DEADLINE=S] [START=TRACE] [CALIBRATE=0] sh bench/replay/mechanism.sh [PAGETUNE [TRACE...]]
+#   OUT=dir [PROCS=N] [REPEAT=N] [DEADLINE=S] [START=TRACE] [CALIBRATE=0] [CALLS=1] sh bench/replay/mechanism.sh [PAGETUNE [TRACE...]]
 set -u
 pt=${1:-./pagetune}
 [ $# -gt 0 ] && shift
@@ -49,8 +52,11 @@ for t in "$@"; do
       echo "deadline: stopped before process $proc of $PROCS, $(basename "$t" .pickle.gz) $p"
       break 3
     fi
-    if "$pt" replay --mechanism --touch --trace "$t" --policy "$p" --repeat "$REPEAT" --json \
+    calls=
+    if [ "${CALLS:-0}" = 1 ]; then mkdir -p "$OUT/calls"; calls="$OUT/calls/$(basename "$t" .pickle.gz).$p.$proc.txt"; fi
+    if "$pt" replay --mechanism --touch --trace "$t" --policy "$p" --repeat "$REPEAT" --json ${calls:+--calls-out "$calls"} \
         >"$OUT/one.json" 2>"$OUT/one.err"; then
+      [ -z "$calls" ] || gzip -f "$calls"
       python3 -c '
 import json, sys
 o = json.load(open(sys.argv[1])); g = o["gpu_mechanism_replay"]; c = g["check"]

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -25,7 +26,7 @@
 
 /* What sim's and replay's options set. */
 typedef struct sim_args {
-  const char *trace, *policy, *gpu, *db, *conf;
+  const char *trace, *policy, *gpu, *db, *conf, *calls_out;
   const char *sets[PT_MAX_PARAMS];
   int nsets, json, invent, tlb, list_gpus, mechanism, touch;
   unsigned long device, repeat;
@@ -118,6 +119,12 @@ static const pt_cli_opt replay_opts[] = {
                      "with --mechanism: first take the GPU's memory until about BYTES\n"
                      "are free (a test of running out of memory for real; given back\n"
                      "at the end)"),
+    PT_CLI_OPT_STR("calls-out", 0, "FILE", sim_args, calls_out,
+                   "with --mechanism: write every driver call of the run whose total\n"
+                   "is the median, in order, one a line: kind, bytes, us, and whether\n"
+                   "a request made it (1) or not (0) (a cuMemSetAccess one line a\n"
+                   "handle it covers); what a cost that depends on the calls around\n"
+                   "it is fitted from"),
     PT_CLI_OPT_FLAG("json", sim_args, json, "one JSON object: sim's keys and gpu_replay"),
     SIM_OPT_LIST_GPUS,
     PT_CLI_OPT_REFUSE("tlb", NULL, "--tlb is sim's: a replay makes driver calls only"),
@@ -127,7 +134,7 @@ const pt_cli_table pt_opts_replay = {
     "usage: pagetune replay --trace TRACE --policy POLICY [--set NAME=VALUE]... [--capacity BYTES]\n"
     "                       [--device N] [--invent-addresses] [--gpu NAME] [--repeat N] [--db DB] [--json]\n"
     "       pagetune replay --mechanism [--touch] [--leave-free BYTES] --trace TRACE --policy POLICY ...\n"
-    "                       [--repeat N] [--json]\n"
+    "                       [--repeat N] [--calls-out FILE] [--json]\n"
     "       pagetune replay --list-gpus\n"
     "\n"
     "Run the model as 'pagetune sim' does, then make the driver calls it made on\n"
@@ -430,6 +437,32 @@ static void print_measured_costs(const pt_sim_result *r) {
    each (about 1 ms, untimed). */
 enum { CLOCK_READS = 100000, CLOCK_READS_RUN = 20000 };
 
+/* --calls-out: the file opened as path.tmp before the replay (a path that cannot be written fails before any GPU
+   work), and one timed run's calls written to it, in order, then renamed to path: whole or not at all. */
+static FILE *calls_open(const char *path, char *tmp, size_t n, pt_err *err) {
+  snprintf(tmp, n, "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f) pt_err_set(err, PT_EIO, "%s: %s", tmp, strerror(errno));
+  return f;
+}
+
+static int calls_write(FILE *f, const char *tmp, const char *path, const char *trace, const char *policy,
+                       const pt_call_tlog *tl, pt_err *err) {
+  fprintf(f, "# pagetune replay --mechanism --calls-out: %s under %s, the run whose total is the median\n"
+             "# call bytes us request (request 0: a call no request made, untimed in the total)%s\n",
+          trace, policy, tl->lost ? "; some calls dropped: out of memory" : "");
+  for (size_t i = 0; i < tl->n; i++)
+    fprintf(f, "%s %" PRIu64 " %.4f %d\n", pt_drv_call_names[tl->v[i].call], tl->v[i].bytes, tl->v[i].us, tl->v[i].request);
+  int bad = ferror(f);
+  bad |= fclose(f) != 0;
+  if (bad || rename(tmp, path) != 0) {
+    int e = errno;
+    remove(tmp);
+    return pt_err_set(err, PT_EIO, "%s: cannot write: %s", path, strerror(e));
+  }
+  return 0;
+}
+
 /* What the untimed check pass found: the driver's peak, and the model fed the GPU's addresses. */
 typedef struct mcheck {
   pt_mreplay_result mr;
@@ -488,14 +521,21 @@ static int replay_mechanism(sim_run *s, pt_err *err) {
   pt_mreplay_result *mr = calloc(repeat + 1, sizeof *mr);
   double *total = calloc(repeat + 1, sizeof *total), *speed = calloc(repeat + 1, sizeof *speed);
   mcheck *k = calloc(1, sizeof *k);
-  if (rc == 0 && (!runs || !mr || !total || !speed || !k)) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
-  if (rc == 0 && !a->json)
+  pt_call_tlog *tlog = a->calls_out ? calloc(repeat + 1, sizeof *tlog) : NULL;
+  if (rc == 0 && (!runs || !mr || !total || !speed || !k || (a->calls_out && !tlog)))
+    rc = pt_err_set(err, PT_ENOMEM, "out of memory");
+  char calls_tmp[4200];
+  FILE *calls = rc == 0 && a->calls_out ? calls_open(a->calls_out, calls_tmp, sizeof calls_tmp, err) : NULL;
+  if (a->calls_out && !calls && rc == 0) rc = PT_EIO;
+  int progress = rc == 0 && !a->json; /* a progress line on stderr, ended before anything else is said */
+  if (progress)
     fprintf(stderr, "replaying %" PRIu64 " requests through %s on %s: warm-up", s->r.allocs, s->cfg.mech->name, gi.name);
   unsigned long done = 0;
   pt_mreplay_opts timed = {0}; /* nothing but the requests: a fill's work would be waited for at a free */
   for (unsigned long i = 0; rc == 0 && i <= repeat; i++, done++) {
     if (i && !a->json) fprintf(stderr, ", %lu", i);
     if (i) speed[i] = pt_clock_read_us(CLOCK_READS_RUN); /* the host's speed just before the run, untimed */
+    timed.tlog = tlog && i ? &tlog[i] : NULL;
     if ((rc = pt_mreplay_run(d, &s->t, &s->cfg, &timed, &runs[i], &mr[i], err)) < 0) break;
     for (size_t j = 0; j < runs[i].nalloc_us; j++) total[i] += runs[i].alloc_us[j];
     for (size_t j = 0; j < runs[i].nfree_us; j++) total[i] += runs[i].free_us[j];
@@ -505,7 +545,7 @@ static int replay_mechanism(sim_run *s, pt_err *err) {
   if (rc == 0 && k->mr.mismatches)
     rc = pt_err_set(err, PT_EIO, "%s: --touch: block at 0x%" PRIx64 " (%" PRIu64 " bytes) read back another's pattern (%" PRIu64 " bad words in the run)",
                     a->trace, k->mr.first_bad_addr, k->mr.first_bad_bytes, k->mr.mismatches);
-  if (!a->json) fputc('\n', stderr); /* the progress line ended, before any error */
+  if (progress) fputc('\n', stderr); /* the progress line ended, before any error */
   pt_cudadev_close(ballast);
   pt_driver_close(d);
   if (rc == 0) {
@@ -524,6 +564,11 @@ static int replay_mechanism(sim_run *s, pt_err *err) {
       request_stats(r->free_us, r->nfree_us, fr);
       const pt_mreplay_result *m = &mr[best];
       int64_t back = (int64_t)m->free_after - (int64_t)m->free_before;
+      if (calls) {
+        rc = calls_write(calls, calls_tmp, a->calls_out, a->trace, pt_policy_name(s->pol), &tlog[best], err);
+        calls = NULL; /* closed */
+        if (rc < 0) goto out;
+      }
       double at_speed = s->cfg.gpu && s->cfg.gpu->host_clock_read_us > 0 && speed[best] > 0
                             ? total[best] * s->cfg.gpu->host_clock_read_us / speed[best] : 0;
       if (a->json) {
@@ -591,7 +636,14 @@ static int replay_mechanism(sim_run *s, pt_err *err) {
       }
     }
   }
+out:
+  if (calls) { /* the replay failed: no file */
+    fclose(calls);
+    remove(calls_tmp);
+  }
   for (unsigned long i = 0; i < done && runs; i++) pt_sim_result_free(&runs[i]);
+  for (unsigned long i = 0; tlog && i <= repeat; i++) pt_call_tlog_free(&tlog[i]);
+  free(tlog);
   if (k) {
     pt_sim_result_free(&k->gpu);
     pt_sim_result_free(&k->fed);
@@ -712,23 +764,17 @@ static int run_sim(const sim_args *a, int on_gpu, pt_err *err) {
     free(s.conf);
     return rc;
   }
-  if (a->mechanism && a->db) {
+  const char *misuse = a->mechanism && a->db ? "--db stores the driver-call replay; with --mechanism it stores nothing yet"
+                      : a->mechanism          ? NULL
+                      : a->leave_free         ? "--leave-free needs --mechanism"
+                      : a->touch              ? "--touch needs --mechanism"
+                      : a->calls_out          ? "--calls-out needs --mechanism"
+                                              : NULL;
+  if (misuse) {
     pt_trace_data_free(&s.t);
     pt_policy_free(s.pol);
     free(s.conf);
-    return pt_cli_usage(err, "--db stores the driver-call replay; with --mechanism it stores nothing yet");
-  }
-  if (a->leave_free && !a->mechanism) {
-    pt_trace_data_free(&s.t);
-    pt_policy_free(s.pol);
-    free(s.conf);
-    return pt_cli_usage(err, "--leave-free needs --mechanism");
-  }
-  if (a->touch && !a->mechanism) {
-    pt_trace_data_free(&s.t);
-    pt_policy_free(s.pol);
-    free(s.conf);
-    return pt_cli_usage(err, "--touch needs --mechanism");
+    return pt_cli_usage(err, "%s", misuse);
   }
   pt_call_log log = {0};
   if (on_gpu && !a->mechanism) s.cfg.log = &log;

@@ -78,6 +78,7 @@ int pt_mreplay_run(pt_driver *d, const pt_trace_data *t, const pt_sim_config *cf
   run.device_ops = &pt_cudadev_ops;
   run.device_st = c;
   run.log = o->log;
+  run.call_tlog = o->tlog;
   run.stop_at_oom = 1;
   if (o->touch || o->poll) {
     run.on_alloc = on_alloc;

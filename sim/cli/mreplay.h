@@ -37,6 +37,7 @@
 typedef struct pt_mreplay_opts {
   int touch, poll;
   pt_call_log *log;  /* NULL: not logged */
+  pt_call_tlog *tlog; /* NULL: the calls' times not kept one by one */
 } pt_mreplay_opts;
 
 typedef struct pt_mreplay_result {

@@ -31,6 +31,27 @@ void pt_call_log_free(pt_call_log *log) {
   *log = (pt_call_log){0};
 }
 
+void pt_call_tlog_free(pt_call_tlog *tl) {
+  free(tl->v);
+  *tl = (pt_call_tlog){0};
+}
+
+void pt_dev_tlog_add(pt_device *d, enum pt_drv_call c, uint64_t bytes) {
+  pt_call_tlog *tl = d->tlog;
+  if (tl->n == tl->cap) {
+    size_t cap = tl->cap ? 2 * tl->cap : 4096;
+    pt_call_timing *v = cap <= SIZE_MAX / sizeof *v ? realloc(tl->v, cap * sizeof *v) : NULL;
+    if (!v) {
+      tl->lost++;
+      return;
+    }
+    tl->v = v;
+    tl->cap = cap;
+  }
+  /* the untimed set is the class books without times (sim.c) */
+  tl->v[tl->n++] = (pt_call_timing){bytes, d->call_us, (int)c, !(d->class_sizes && !d->class_times)};
+}
+
 
 /* v (*cap elements of elem bytes, len used) reallocated to hold n more, *cap updated; NULL (v kept, the
    error described with what it was for) when there is no memory. */

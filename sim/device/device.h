@@ -125,6 +125,26 @@ typedef struct pt_call_times {
   double total_us, failed_us;
 } pt_call_times;
 
+/*
+ * Every timed call's time, in the order the calls were made, when a caller asks for it (a real device:
+ * pagetune replay --mechanism --calls-out): what a cost that depends on the calls around it needs.  One entry
+ * a counted call, as pt_call_times attributes it (a cuMemSetAccess one entry a handle it covers, its share of
+ * the time); request: 0 for the calls no request makes (the run's untimed set), 1 for a request's.  Entries
+ * past what memory holds are dropped and counted in lost.
+ */
+typedef struct pt_call_timing {
+  uint64_t bytes;
+  double us;
+  int call, request;
+} pt_call_timing;
+typedef struct pt_call_tlog {
+  pt_call_timing *v;
+  size_t n, cap;
+  uint64_t lost;
+} pt_call_tlog;
+
+void pt_call_tlog_free(pt_call_tlog *tl);
+
 /* A live map: where, how long, which handle. */
 typedef struct pt_dev_map {
   uint64_t va, bytes, handle;
@@ -152,6 +172,7 @@ typedef struct pt_device {
   void *ctx;
   pt_call_log *log;                  /* NULL: calls are counted, not logged */
   pt_call_times *times;              /* NULL: calls are not timed */
+  pt_call_tlog *tlog;                /* with times: each call's time kept too, in order; NULL: not */
   /* a second set of books the calls are also counted (and, when timed, timed) into while set: the engine
      points them at a request class's (sim.h, request classes) for the requests of that class, and at the
      run's untimed set (no times) for the work no request does; NULL: none */
@@ -222,12 +243,16 @@ static inline int pt_dev_took(pt_device *d, double t0, int rc) {
   return rc;
 }
 
+/* The call being counted appended to d->tlog (its time, call_us), or counted lost. */
+void pt_dev_tlog_add(pt_device *d, enum pt_drv_call c, uint64_t bytes);
+
 /* One call's worth of cost, at a size (pt_call_sizes), with its measured time when timed. */
 static inline void pt_dev_cost_at(pt_device *d, enum pt_drv_call c, uint64_t bytes) {
   int k = 63 - __builtin_clzll(bytes | 1);
   d->sizes.calls[c][k]++;
   d->sizes.bytes[c][k] += bytes;
   if (d->times) d->times->us[c][k] += d->call_us;
+  if (__builtin_expect(d->tlog != NULL, 0) && d->times) pt_dev_tlog_add(d, c, bytes);
   if (__builtin_expect(d->class_sizes != NULL, 0)) {
     d->class_sizes->calls[c][k]++;
     d->class_sizes->bytes[c][k] += bytes;

@@ -568,6 +568,7 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   r.dev.ctx = &r;
   r.dev.log = cfg->log;
   r.dev.times = out->call_times; /* NULL but on a given device */
+  r.dev.tlog = cfg->call_tlog;
   r.stop_at_oom = cfg->stop_at_oom;
   r.classify = out->classified = (cfg->gpu || cfg->device_ops) && t->repeat; /* a cost is asked for */
   r.count_work = cfg->gpu != NULL;
@@ -676,6 +677,7 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
      (not logged: the calls counted above are the run's, and a replay cleans up on its own) */
   r.dev.log = NULL;
   r.dev.times = NULL;
+  r.dev.tlog = NULL;
   if (out->call_sizes) *out->call_sizes = r.dev.sizes;
   if (out->repeat_call_sizes) *out->repeat_call_sizes = r.repeat_sizes;
   for (int c = 0; c < PT_DRV_NCALLS; c++)

@@ -73,6 +73,7 @@ typedef struct pt_sim_config {
   const pt_gpu *gpu;         /* NULL: no page tables, TLBs or predicted times */
   int tlb;                   /* run the synthetic access stream through the TLBs */
   pt_call_log *log;          /* non-NULL: every driver call is appended to it (pagetune replay) */
+  pt_call_tlog *call_tlog;   /* non-NULL, on a given device: each call's measured time appended, in order */
   /*
    * A device to run on instead of the model (a real GPU: backend/cudadev.h):
    * no recorded addresses, no page tables, and at the end every block is
