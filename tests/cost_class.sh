@@ -146,30 +146,44 @@ assert all(0 < x < 100 for x in g["clock_read_us_runs"]) and g["clock_read_us_me
 print("ok: %s on the stand-in driver: %d repeats of %d" % (o["gpu_mechanism_replay"]["policy"], rep, o["allocs"] + o["frees"]))
 PY
   done
-  # --calls-out: every call of the median run in order, the same calls and time measured_costs sums
+  # --calls-out: every call of the median run in order, the same calls and time measured_costs sums (which holds
+  # the set-up too), the pool's set-up marked apart (request 0: cuda_async on randn_loop allocates the blocks
+  # alive at the start from its pool first, untimed: one reservation and one 32 MiB chunk made, mapped, opened;
+  # its requests then need no call); the clock read before each run, the median run's at its place
+  for tp in randn_loop:cuda_async transformer_train:stitch; do
   LD_LIBRARY_PATH="$tmp/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$pt" replay --mechanism --repeat 3 --json \
-    --trace "$top_srcdir/traces/transformer_train.pickle.gz" --policy stitch --calls-out "$tmp/calls.txt" >"$tmp/m-calls.json" 2>"$tmp/err" ||
-    fail "replay --mechanism --calls-out: $(cat "$tmp/err")"
-  python3 - "$tmp/m-calls.json" "$tmp/calls.txt" <<'PY' || fail "--calls-out: not the calls measured_costs counts"
+    --trace "$top_srcdir/traces/${tp%%:*}.pickle.gz" --policy "${tp#*:}" --calls-out "$tmp/calls.txt" >"$tmp/m-calls.json" 2>"$tmp/err" ||
+    fail "replay --mechanism --calls-out $tp: $(cat "$tmp/err")"
+  python3 - "$tmp/m-calls.json" "$tmp/calls.txt" "$tp" <<'PY' || fail "--calls-out $tp: not the calls measured_costs counts"
 import json, sys
 g = json.load(open(sys.argv[1]))["gpu_mechanism_replay"]
+head = [l for l in open(sys.argv[2]) if l.startswith("#")]
 rows = [l.split() for l in open(sys.argv[2]) if not l.startswith("#")]
+assert len(head) == 2 and sys.argv[3].split(":")[1] in head[0], head
 assert all(len(r) == 4 and r[3] in ("0", "1") for r in rows), rows[:3]
 timed = [r for r in rows if r[3] == "1"]
-for call, pts in g["measured_costs"]["calls"].items():  # the requests' calls, by kind: counts, bytes and time
-    mine = [r for r in timed if r[0] == call]
+for call, pts in g["measured_costs"]["calls"].items():  # by kind: counts, bytes and time
+    mine = [r for r in rows if r[0] == call]
     assert len(mine) == sum(p[0] for p in pts) and sum(int(r[1]) for r in mine) == sum(p[1] for p in pts), call
     assert abs(sum(float(r[2]) for r in mine) - sum(p[2] for p in pts)) < 1e-3 * len(mine) + 0.05, call
-assert {r[0] for r in timed} == set(g["measured_costs"]["calls"]), ({r[0] for r in timed}, list(g["measured_costs"]["calls"]))
-print("ok: --calls-out: %d calls, %d of them requests'" % (len(rows), len(timed)))
+assert {r[0] for r in rows} == set(g["measured_costs"]["calls"]), ({r[0] for r in rows}, list(g["measured_costs"]["calls"]))
+setup = [(r[0], int(r[1])) for r in rows if r[3] == "0"]
+if sys.argv[3] == "randn_loop:cuda_async":
+    assert setup == [("address_reserve", 1 << 40), ("mem_create", 32 << 20), ("mem_map", 32 << 20), ("mem_set_access", 32 << 20)], setup
+else:  # transformer_train begins with nothing alive: every call a request's
+    assert not setup and len(timed) > 100, (setup, len(timed))
+runs, reads = g["measured_total_us_runs"], g["clock_read_us_runs"]
+assert reads[runs.index(sorted(runs)[len(runs) // 2])] == g["clock_read_us_median_run"], (runs, reads, g["clock_read_us_median_run"])
+print("ok: --calls-out %s: %d calls, %d of them requests'; the median run's clock read at its place" % (sys.argv[3], len(rows), len(timed)))
 PY
+  done
   "$pt" replay --trace "$top_srcdir/traces/randn_loop.pickle.gz" --policy direct --calls-out "$tmp/c2.txt" >/dev/null 2>"$tmp/err"
   rc=$?
   [ $rc -eq 2 ] && grep -q "calls-out needs --mechanism" "$tmp/err" || fail "--calls-out without --mechanism: exit $rc, $(cat "$tmp/err")"
   LD_LIBRARY_PATH="$tmp/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$pt" replay --mechanism --repeat 1 \
     --trace "$top_srcdir/traces/llm_decode.pickle.gz" --policy direct --calls-out "$tmp/no/such/dir/c.txt" >/dev/null 2>"$tmp/err"
   rc=$?
-  [ $rc -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "c.txt.tmp: No such file" "$tmp/err" || fail "--calls-out into nothing: exit $rc, $(cat "$tmp/err")"
+  [ $rc -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "c.txt: cannot write (.*c.txt.tmp: No such file" "$tmp/err" || fail "--calls-out into nothing: exit $rc, $(cat "$tmp/err")"
   "$pt" gpu fit -o "$tmp/fake.gpu" "$tmp/m-pytorch_native.json" "$tmp/m-direct.json" 2>"$tmp/err" || fail "fit of the fake replays: $(cat "$tmp/err")"
   for want in '^cost_repeat malloc ' '^cost_repeat free ' '^bookkeeping_repeat_us caching ' '^bookkeeping_call_repeat_us direct '; do
     grep -q "$want" "$tmp/fake.gpu" || fail "fit of the fake replays: no $want"

@@ -53,13 +53,24 @@ grep -q '^host_clock_read_us' "$tmp/raw.gpu" && fail "a fit as measured says a h
 sed 's/"clock_read_us_median_run":0.070,//' "$tmp/slow.json" >"$tmp/old.json"
 "$pt" gpu fit --gpu "$tmp/base.gpu" --host-speed 0.035 -o "$tmp/old.gpu" "$tmp/old.json" 2>/dev/null
 [ "$(point "$tmp/old.gpu")" = 35.0000 ] || fail "clock_read_us: $(grep '^cost malloc' "$tmp/old.gpu")"
+# --host-speed measured: as measured whatever the base says, and no line (the base's dropped)
+"$pt" gpu fit --gpu "$tmp/at.gpu" --host-speed measured -o "$tmp/meas.gpu" "$tmp/fast.json" "$tmp/slow.json" 2>"$tmp/err" ||
+  fail "--host-speed measured: $(cat "$tmp/err")"
+[ "$(point "$tmp/meas.gpu")" = 37.5000 ] || fail "--host-speed measured: $(grep '^cost malloc' "$tmp/meas.gpu")"
+grep -q '^host_clock_read_us' "$tmp/meas.gpu" && fail "--host-speed measured wrote a host speed"
+# a base at another speed than the fit's: the written description says its kept lines are at the base's
+grep -q "^# The lines kept from the base hold at its speed, 0.035 us a read" "$tmp/slow.gpu" ||
+  fail "no word on the base's lines at another speed"
 # refused: a replay with no clock read at all (one line, exit 1, no file); a speed that is not a number > 0 (usage)
 sed 's/"clock_read_us":0.05,"clock_read_us_median_run":0.070,//' "$tmp/slow.json" >"$tmp/none.json"
 "$pt" gpu fit --gpu "$tmp/at.gpu" -o "$tmp/x.gpu" "$tmp/none.json" 2>"$tmp/err"
 rc=$?
 [ $rc -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "none.json: no clock read" "$tmp/err" || fail "no clock read: exit $rc, $(cat "$tmp/err")"
 [ -e "$tmp/x.gpu" ] && fail "no clock read: a file was left"
-for v in 0 -1 x nan; do
+grep -q "host-speed measured" "$tmp/err" || fail "no clock read: the message does not say how to fit it as measured"
+"$pt" gpu fit --gpu "$tmp/at.gpu" --host-speed measured -o "$tmp/x.gpu" "$tmp/none.json" 2>"$tmp/err" ||
+  fail "no clock read, --host-speed measured: $(cat "$tmp/err")"
+for v in 0 -1 x nan measure; do
   "$pt" gpu fit --gpu "$tmp/base.gpu" --host-speed "$v" -o "$tmp/x.gpu" "$tmp/fast.json" >/dev/null 2>&1
   rc=$?
   [ $rc -eq 2 ] || fail "--host-speed $v: exit $rc, not 2"

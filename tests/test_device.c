@@ -275,7 +275,7 @@ static void test_books_maps(void) {
     CU_ASSERT_EQUAL_FATAL(pt_dev_mem_map(&dev, va + (uint64_t)i * 2 * MIB, 2 * MIB, h[i]), 0);
   }
   CU_ASSERT_EQUAL(pt_dev_mem_map(&dev, va + 2 * MIB, 2 * MIB, h[0]), PT_EUSAGE); /* mapped there */
-  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "which is mapped"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "a map at 0x"));
   CU_ASSERT_EQUAL(d.misuse, 0); /* the device never saw it */
   CU_ASSERT_EQUAL(dev.nmaps, 4);
   CU_ASSERT_EQUAL(pt_dev_mem_set_access(&dev, va + 2 * MIB, 4 * MIB), 0);

@@ -111,8 +111,12 @@ def at_host_speed(g, ref):
 
 
 if a.host_speed:
-    for r in runs:
-        at_host_speed(r["gpu_mechanism_replay"], a.host_speed)
+    for i, r in enumerate(runs):
+        g = r["gpu_mechanism_replay"]
+        if not g.get("clock_read_us_median_run", g.get("clock_read_us")):
+            sys.exit("accept.py: %s: line %d: no clock read (clock_read_us): --host-speed needs replays that measured "
+                     "one" % (a.jsonl, i + 1))
+        at_host_speed(g, a.host_speed)
 procs = {}  # (trace, policy) -> its runs, one per process
 for r in runs:
     procs.setdefault((os.path.basename(r["gpu_mechanism_replay"]["trace"]).replace(".pickle.gz", ""),
@@ -176,8 +180,13 @@ def fit(cal, path, extra):
         f.write("\n".join(lines) + "\n")
         f.flush()
         work = ["--work", "--traces", os.path.join(HERE, "..", "..", "traces")] if a.work else []
-        subprocess.run([a.pagetune, "gpu", "fit", "--gpu", base, "--name", os.path.basename(path)[:-4], "-o", path] +
-                       extra + work + [f.name], check=True, stderr=subprocess.DEVNULL)
+        # the replays are at one host speed already (--host-speed) or as measured: gpu fit is told which, so that
+        # a base with a host_clock_read_us line does not scale them again
+        speed = ["--host-speed", str(a.host_speed) if a.host_speed else "measured"]
+        r = subprocess.run([a.pagetune, "gpu", "fit", "--gpu", base, "--name", os.path.basename(path)[:-4], "-o", path] +
+                           extra + work + speed + [f.name], capture_output=True, text=True)
+        if r.returncode:
+            sys.exit("accept.py: gpu fit: %s" % (r.stderr.strip().splitlines() or ["failed"])[-1])
 
 
 if a.fit_all:

@@ -38,13 +38,22 @@ def accept(jsonl, out, extra):
     return r.stdout
 
 
+labels = {}  # session -> its name: its folder's (mechanism5), numbered where two are the same
+for i, s in enumerate(a.sessions):
+    name = os.path.basename(os.path.dirname(os.path.abspath(s))) or "session"
+    labels[s] = name if name not in labels.values() else "%s-%d" % (name, i + 1)
+
+
 def label(path):
-    return os.path.basename(os.path.dirname(os.path.abspath(path))) or path
+    return labels[path]
 
 
 fits = {}  # session -> (description fitted on half A, on half B)
 for s in a.sessions:
     d = os.path.join(a.out, label(s))
+    for old in ("fit%dw%s.gpu" % (k, c) for k in (1, 2) for c in ("", "c", "b", "bc")):  # none left from another run
+        if os.path.exists(os.path.join(d, old)):
+            os.remove(os.path.join(d, old))
     accept(s, d, ["--work"])
     fits[s] = tuple(os.path.join(d, "fit%dwc.gpu" % k) if os.path.exists(os.path.join(d, "fit%dwc.gpu" % k))
                     else os.path.join(d, "fit%dw.gpu" % k) for k in (1, 2))

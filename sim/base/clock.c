@@ -3,7 +3,7 @@
 
 #include <time.h>
 
-/* noinline: pt_clock_read_us times the call every other file makes (replays before it measured it from there) */
+/* noinline: pt_clock_read_us times the call every other file makes, not an inlined copy */
 __attribute__((noinline)) double pt_clock_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -153,8 +153,10 @@ static void write_points(FILE *out, FILE *bf, const calibrate_args *a, const mea
             m->gi.name, m->gi.driver_version, m->when, a->repeat);
     fprintf(out, "name %s-calibrated\nsource pagetune calibrate on %s, %s (driver calls, allocator work); %s for the rest\n",
             m->base.name, m->gi.name, m->when, m->path);
-    fprintf(out, "# the host's speed while measuring: one read of the clock, us (replay --mechanism reports its own)\n"
-                 "host_clock_read_us %.6g\n", m->host_clock_read_us);
+    fprintf(out, "# the host's speed while measuring: one read of the clock, us (replay --mechanism reports its own)\n");
+    if (m->base.host_clock_read_us > 0)
+      fprintf(out, "# (the lines kept from %s hold at its speed, %.6g us a read)\n", m->base.name, m->base.host_clock_read_us);
+    fprintf(out, "host_clock_read_us %.6g\n", m->host_clock_read_us);
   }
   for (int c = 0, first = 1; c < PT_DRV_NCALLS; c++) {
     const pt_cost_points *p = &m->pts[c];

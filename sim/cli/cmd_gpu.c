@@ -65,6 +65,15 @@ typedef struct fit_args {
   double host_speed;
 } fit_args;
 
+/* --host-speed: a number > 0, or "measured" (-1: as measured, whatever the base says). */
+static int opt_host_speed(const char *arg, void *field) {
+  if (!strcmp(arg, "measured")) {
+    *(double *)field = -1;
+    return 0;
+  }
+  return pt_cli_opt_positive(arg, field);
+}
+
 static const fit_args fit_defaults = {.gpu = "h200"};
 static const pt_cli_opt fit_opts[] = {
     PT_CLI_OPT_STR("gpu", 0, "NAME", fit_args, gpu, "the description to start from (default h200; a name or a .gpu file)"),
@@ -82,15 +91,17 @@ static const pt_cli_opt fit_opts[] = {
     PT_CLI_OPT_STR("traces", 0, "DIR", fit_args, traces,
                    "with --work: a replay's trace path that does not exist here is read\n"
                    "as DIR/its file name"),
-    PT_CLI_OPT_PARSE("host-speed", "US", fit_args, host_speed, pt_cli_opt_positive, " (a number > 0)",
+    PT_CLI_OPT_PARSE("host-speed", "US", fit_args, host_speed, opt_host_speed, " (a number > 0, or measured)",
                      "express every replay's times at this host speed, in us one read of\n"
-                     "the clock takes (default: the base's host_clock_read_us line, if it\n"
-                     "has one; else as measured): each scaled by US / its own clock read\n"
-                     "(clock_read_us_median_run, else clock_read_us), and the line written"),
+                     "the clock takes: each scaled by US / its own clock read\n"
+                     "(clock_read_us_median_run, else clock_read_us), and the line\n"
+                     "written; 'measured': as measured, no line (replays without a clock\n"
+                     "read, older than the host speed); default: the base's\n"
+                     "host_clock_read_us line (h200's: 0.035), else as measured"),
     PT_CLI_END};
 const pt_cli_table pt_opts_gpu_fit = {
     "usage: pagetune gpu fit -o FILE [--gpu NAME] [--name NAME] [--bookkeeping-only] [--one-class]\n"
-    "                        [--work [--traces DIR]] [--host-speed US] REPLAY.json...\n"
+    "                        [--work [--traces DIR]] [--host-speed US|measured] REPLAY.json...\n"
     "\n"
     "Write a GPU description whose costs are the ones measured in context by\n"
     "real-mechanism replays: each REPLAY.json holds the output of\n"
@@ -115,8 +126,13 @@ const pt_cli_table pt_opts_gpu_fit = {
     "less the time of its driver calls (a run whose own work comes out 0 or less\n"
     "is left out); the four costs are fitted by least squares on the relative\n"
     "error, none negative (of the fits on each subset of the terms that leave\n"
-    "none negative, the closest; the terms left out cost 0).  Calibrate on some\n"
-    "traces, predict others with 'pagetune sim --gpu FILE'.  Needs no GPU.\n",
+    "none negative, the closest; the terms left out cost 0).  Every replay's times\n"
+    "are first brought to one host speed (--host-speed: a host that runs slower\n"
+    "reads its clock slower, and the replay says how fast it read it), the one\n"
+    "the description's host_clock_read_us line then names; lines kept from the\n"
+    "base hold at the base's speed (a comment says so where the two differ).\n"
+    "Calibrate on some traces, predict others with 'pagetune sim --gpu FILE'.\n"
+    "Needs no GPU.\n",
     fit_opts, sizeof(fit_args), &fit_defaults, 4096};
 
 /* One {calls, requests, requests_with_calls} object's points added to f as class cls (errors are prefixed with
@@ -253,7 +269,8 @@ static int fit_add(pt_cost_fit *f, const pt_jr_val *o, int one_class, work_ctx *
     double clock = pt_jr_number(run ? run : pt_jr_get(g, "clock_read_us"));
     if (!(clock > 0) || clock > 1e6)
       return pt_err_set(err, PT_EFORMAT, "%s: no clock read (clock_read_us) to bring its times to the host speed of "
-                        "%g us a read (the base's host_clock_read_us, or --host-speed)", path, f->host_clock_read_us);
+                        "%g us a read (the base's host_clock_read_us, or --host-speed; --host-speed measured fits "
+                        "it as measured)", path, f->host_clock_read_us);
     scale = f->host_clock_read_us / clock;
   }
   int rc;
@@ -326,7 +343,8 @@ int pt_cmd_gpu_fit(void *args, char **pos, int npos, pt_err *err) {
   }
   work_ctx w = {.gpu = gp, .traces = a->traces};
   int rc = pt_gpu_load(a->gpu, err, gp); /* first: --work simulates under it */
-  f->host_clock_read_us = a->host_speed > 0 ? a->host_speed : rc == 0 ? gp->host_clock_read_us : 0;
+  f->host_clock_read_us = a->host_speed ? a->host_speed : rc == 0 ? gp->host_clock_read_us : 0; /* -1: as measured */
+  f->base_clock_read_us = rc == 0 ? gp->host_clock_read_us : 0;
   for (int i = 0; rc == 0 && i < npos; i++) rc = fit_file(f, pos[i], a->one_class, a->work ? &w : NULL, err);
   if (a->bookkeeping_only) memset(f->call, 0, sizeof f->call);
   char base[4096], name[80], tmp[4200], source[600];

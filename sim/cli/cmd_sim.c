@@ -121,10 +121,10 @@ static const pt_cli_opt replay_opts[] = {
                      "at the end)"),
     PT_CLI_OPT_STR("calls-out", 0, "FILE", sim_args, calls_out,
                    "with --mechanism: write every driver call of the run whose total\n"
-                   "is the median, in order, one a line: kind, bytes, us, and whether\n"
-                   "a request made it (1) or not (0) (a cuMemSetAccess one line a\n"
-                   "handle it covers); what a cost that depends on the calls around\n"
-                   "it is fitted from"),
+                   "is the median, in order, one a line after two '#' lines: kind,\n"
+                   "bytes, us, and whether a request made it (1) or not (0) (a\n"
+                   "cuMemSetAccess one line a handle it covers); what a cost that\n"
+                   "depends on the calls around it is fitted from"),
     PT_CLI_OPT_FLAG("json", sim_args, json, "one JSON object: sim's keys and gpu_replay"),
     SIM_OPT_LIST_GPUS,
     PT_CLI_OPT_REFUSE("tlb", NULL, "--tlb is sim's: a replay makes driver calls only"),
@@ -157,8 +157,9 @@ const pt_cli_table pt_opts_replay = {
     "own work (measured_costs in --json: what 'pagetune gpu fit' reads; by_class\n"
     "splits it into the repeats, requests and frees whose size was freed among\n"
     "the last 6 frees, and the rest; clock_read_us_runs, the cost of one read of\n"
-    "the clock just before each timed run, untimed: the host's speed then, which\n"
-    "bench/replay/accept.py --host-speed scales the times by; and with --gpu\n"
+    "the clock just before each timed run, untimed: the host's speed then, and\n"
+    "clock_read_us_median_run, the one before the run reported, which 'pagetune\n"
+    "gpu fit' and bench/replay/accept.py --host-speed scale its times by; and with --gpu\n"
     "naming a description whose host_clock_read_us says the speed its costs hold\n"
     "at, measured_total_us_at_host_speed, the total brought to it); peak\n"
     "reserved and the driver calls come from the same books as the model's; free\n"
@@ -442,7 +443,7 @@ enum { CLOCK_READS = 100000, CLOCK_READS_RUN = 20000 };
 static FILE *calls_open(const char *path, char *tmp, size_t n, pt_err *err) {
   snprintf(tmp, n, "%s.tmp", path);
   FILE *f = fopen(tmp, "w");
-  if (!f) pt_err_set(err, PT_EIO, "%s: %s", tmp, strerror(errno));
+  if (!f) pt_err_set(err, PT_EIO, "%s: cannot write (%s: %s)", path, tmp, strerror(errno));
   return f;
 }
 
@@ -453,10 +454,11 @@ static int calls_write(FILE *f, const char *tmp, const char *path, const char *t
           trace, policy, tl->lost ? "; some calls dropped: out of memory" : "");
   for (size_t i = 0; i < tl->n; i++)
     fprintf(f, "%s %" PRIu64 " %.4f %d\n", pt_drv_call_names[tl->v[i].call], tl->v[i].bytes, tl->v[i].us, tl->v[i].request);
-  int bad = ferror(f);
-  bad |= fclose(f) != 0;
-  if (bad || rename(tmp, path) != 0) {
-    int e = errno;
+  errno = 0;
+  int e = ferror(f) ? (errno ? errno : EIO) : 0; /* the first failure's reason */
+  if (fclose(f) != 0 && !e) e = errno ? errno : EIO;
+  if (!e && rename(tmp, path) != 0) e = errno;
+  if (e) {
     remove(tmp);
     return pt_err_set(err, PT_EIO, "%s: cannot write: %s", path, strerror(e));
   }

@@ -52,7 +52,6 @@ void pt_dev_tlog_add(pt_device *d, enum pt_drv_call c, uint64_t bytes) {
   tl->v[tl->n++] = (pt_call_timing){bytes, d->call_us, (int)c, !(d->class_sizes && !d->class_times)};
 }
 
-
 /* v (*cap elements of elem bytes, len used) reallocated to hold n more, *cap updated; NULL (v kept, the
    error described with what it was for) when there is no memory. */
 static void *grow(pt_device *d, void *v, size_t *cap, size_t len, size_t n, size_t elem, size_t first, const char *what) {
@@ -85,7 +84,7 @@ static int maps_room(pt_device *d, size_t n) {
    refuses to map over a mapping), nothing changed. */
 static int maps_add(pt_device *d, pt_dev_map m) {
   if (pt_u64map_get(&d->at, m.va))
-    return pt_err_set(d->err, PT_EUSAGE, "cuMemMap at 0x%llx, which is mapped", (unsigned long long)m.va);
+    return pt_err_set(d->err, PT_EUSAGE, "a map at 0x%llx, which is mapped", (unsigned long long)m.va);
   if (pt_u64map_put(&d->at, m.va, d->nmaps + 1) < 0) return pt_err_set(d->err, PT_ENOMEM, "out of memory (live maps)");
   d->maps[d->nmaps++] = m;
   return 0;

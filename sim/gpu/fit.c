@@ -205,7 +205,7 @@ static int replaced(const pt_cost_fit *f, const char *line) {
   char key[32] = "", what[32] = "";
   if (sscanf(line, " %31s %31s", key, what) < 1) return 0;
   if (!strcmp(key, "source") || !strcmp(key, "name")) return 1;
-  if (!strcmp(key, "host_clock_read_us")) return f->host_clock_read_us > 0;
+  if (!strcmp(key, "host_clock_read_us")) return f->host_clock_read_us != 0;
   if (!strcmp(key, "cost") || !strcmp(key, "cost_repeat"))
     for (int c = 0; c < PT_DRV_NCALLS; c++)
       if (!strcmp(what, pt_drv_call_names[c])) return any_call(f, c);
@@ -245,9 +245,14 @@ int pt_cost_fit_write(const pt_cost_fit *f, FILE *in, const pt_cost_points base[
                "# calibration points kept below and above the sizes the replays measured; the *_repeat lines\n"
                "# (requests whose size was freed among the last few frees) the plain line's outside theirs.\n",
           f->runs, MIN_SAMPLES);
-  if (f->host_clock_read_us > 0)
-    fprintf(out, "# Every replay's times brought to this host speed: scaled by it over the replay's own clock read.\n"
-                 "host_clock_read_us %.6g\n", f->host_clock_read_us);
+  if (f->host_clock_read_us > 0) {
+    fprintf(out, "# Every replay's times brought to this host speed: scaled by it over the replay's own clock read.\n");
+    if (f->base_clock_read_us > 0 && f->base_clock_read_us != f->host_clock_read_us)
+      fprintf(out, "# The lines kept from the base hold at its speed, %.6g us a read.\n", f->base_clock_read_us);
+    else if (!(f->base_clock_read_us > 0))
+      fprintf(out, "# The lines kept from the base hold at whatever speed it was measured at (it names none).\n");
+    fprintf(out, "host_clock_read_us %.6g\n", f->host_clock_read_us);
+  }
   for (int m = 0; m < f->nmech; m++)
     if (f->mech[m].nwork) {
       fprintf(out, "# bookkeeping_work: own work = REQ_US x requests + OP_US x free-set operations + CHUNK_US x chunks\n"

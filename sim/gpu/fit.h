@@ -44,7 +44,9 @@ typedef struct pt_cost_fit {
   int nmech;
   unsigned runs;
   unsigned work_skipped; /* runs whose measured own work was not > 0: no relative error to weigh them by */
-  double host_clock_read_us; /* > 0: the host speed the runs' times were brought to (gpu.h), written as a line */
+  double host_clock_read_us; /* > 0: the host speed the runs' times were brought to (gpu.h), written as a line;
+                                -1: as measured (the base's line dropped, none written); 0: as measured, none said */
+  double base_clock_read_us; /* the base's line (0: none), for the comment when the two differ */
 } pt_cost_fit;
 
 /* n calls of kind c (pt_drv_call) made in requests of class cls, of bytes in all, us in all. */

@@ -491,7 +491,6 @@ static const char *skip_blank(const char *p, const char *e) {
   return p;
 }
 
-/* Unsigned decimal or 0x-hex field; *p advances past it. */
 /* Streams are below 2^63 (traces/FORMAT.md): the cudaMallocAsync model keeps a flag in the top bit.  0, or
    PT_EFORMAT with "[PATH: ]stream 0x...: past 2^63" (the writer names its file; the reader's caller adds the line). */
 static int stream_check(uint64_t stream, const char *path, pt_err *err) {
@@ -500,6 +499,7 @@ static int stream_check(uint64_t stream, const char *path, pt_err *err) {
                     (unsigned long long)stream);
 }
 
+/* Unsigned decimal or 0x-hex field; *p advances past it. */
 static int parse_u64(const char **p, const char *e, const char *what, uint64_t *out, pt_err *err) {
   const char *q = skip_blank(*p, e);
   if (q == e) return pt_err_set(err, PT_EFORMAT, "missing field %s", what);
