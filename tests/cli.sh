@@ -139,6 +139,15 @@ for bad in os_execute:3 io_open:2 require:2 bytecode_load:3 infinite_loop:[345] 
 done
 [ -e /tmp/pagetune-pwned ] && { echo "FAIL: a policy executed a command"; fails=$((fails + 1)); }
 
+# what the page-table model refuses came from the input (a recorded address past the VA, a policy's page
+# size), not from the command line: exit 1, one line
+printf 'pagetune-trace 1\nA 0xfffffffffff00000 2097152 0x0 1\na 1 2097152 0x0 2 0xfffffffffff00000\nf 1 3\nend 3\n' >"$tmp/high.trace"
+expect 1 "sim --gpu of a trace whose address is past the VA" -- "$pt" sim --trace "$tmp/high.trace" --policy direct --gpu h200
+one_line "high.trace: request 1 (2097152 bytes): map of .*57-bit VA"
+printf 'return { name = "page3", mechanism = "caching", params = {},\n  page_size = function(p, b) return 3 end }\n' >"$tmp/page3.lua"
+expect 1 "sim --gpu with a policy's page size of 3 bytes" -- "$pt" sim --trace "$snap" --policy "$tmp/page3.lua" --gpu h200
+one_line "page size 3 is not"
+
 # output that cannot be written (a full disk) is a failed run: one line, exit 1
 if [ -w /dev/full ]; then
   for c in "sim --trace $top_srcdir/traces/varlen_infer.pickle.gz --policy pytorch_native --json" "sweep --help"; do
