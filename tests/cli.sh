@@ -100,6 +100,25 @@ absent "$tmp/df2.trace"
 expect 1 "import into a missing directory" -- "$pt" trace import "$data/synthetic_snapshot.pickle" -o "$tmp/no/dir.trace"
 one_line "cannot create"
 
+# an output path that is a symbolic link (-o /dev/stdout) or a FIFO: refused, left as it was (each writer
+# writes beside the path and renames over it, which would replace the link or the FIFO with a file)
+echo keep >"$tmp/target"
+ln -s "$tmp/target" "$tmp/link"
+expect 1 "trace gen -o a symbolic link" -- "$pt" trace gen --kind train --seed 1 -o "$tmp/link"
+one_line "link: a symbolic link: -o writes a new file and renames it into place"
+expect 1 "trace import -o a symbolic link" -- "$pt" trace import "$data/synthetic_snapshot.pickle" -o "$tmp/link"
+one_line "link: a symbolic link"
+expect 1 "report --html a symbolic link" -- "$pt" report --db "$tmp/nodb.db" --html "$tmp/link"
+one_line "link: a symbolic link: --html writes"
+if mkfifo "$tmp/fifo" 2>/dev/null; then
+  expect 1 "report --html a FIFO" -- "$pt" report --db "$tmp/nodb.db" --html "$tmp/fifo"
+  one_line "fifo: not a regular file: --html"
+  [ -p "$tmp/fifo" ] || { echo "FAIL: the FIFO was replaced"; fails=$((fails + 1)); }
+fi
+expect 1 "gpu fit -o a symbolic link" -- "$pt" gpu fit -o "$tmp/link" "$data/synthetic_snapshot.expected.json"
+one_line "link: a symbolic link"
+[ -L "$tmp/link" ] && [ "$(cat "$tmp/target")" = keep ] || { echo "FAIL: the link or its target changed"; fails=$((fails + 1)); }
+
 # a pickle nested a million deep: a clean error, not a crash
 python_ok=0; command -v python3 >/dev/null 2>&1 && python3 -c 'import sys' 2>/dev/null && python_ok=1
 if [ $python_ok -eq 1 ]; then

@@ -2,6 +2,7 @@
 #include "file.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
 
 int pt_file_read_all(FILE *f, const char *path, size_t max, char **buf, size_t *len, pt_err *err) {
   *buf = NULL;
@@ -35,5 +36,19 @@ int pt_file_read_all(FILE *f, const char *path, size_t max, char **buf, size_t *
   b[n] = 0;
   *buf = b;
   *len = n;
+  return 0;
+}
+
+int pt_file_check_output(const char *dst, const char *src, const char *opt, pt_err *err) {
+  struct stat d, sb;
+  if (lstat(dst, &d) != 0) return 0; /* a new path */
+  if (S_ISLNK(d.st_mode))
+    return pt_err_set(err, PT_EFORBID, "%s: a symbolic link: %s writes a new file and renames it into place, which would "
+                      "replace the link, not write where it points; name the file itself", dst, opt);
+  if (!S_ISREG(d.st_mode))
+    return pt_err_set(err, PT_EFORBID, "%s: not a regular file: %s writes a regular file, and will not replace this one",
+                      dst, opt);
+  if (src && stat(src, &sb) == 0 && sb.st_dev == d.st_dev && sb.st_ino == d.st_ino)
+    return pt_err_set(err, PT_EFORBID, "%s: is the input %s: %s names another file", dst, src, opt);
   return 0;
 }

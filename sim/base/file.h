@@ -1,7 +1,8 @@
 /*
  * file.h — a whole file into memory, bounded: the one reader the commands
  * that take a small file whole use (replay JSON for gpu fit, confirm's
- * measurement file).
+ * measurement file); and the one check of an output path that is written
+ * beside itself and renamed into place.
  */
 #ifndef PT_FILE_H
 #define PT_FILE_H
@@ -15,5 +16,11 @@
    bytes: 0; PT_ELIMIT past max ("PATH: larger than MAX bytes"), PT_ENOMEM, or PT_EIO ("PATH: read failed"),
    with *buf NULL.  f stays open: the caller closes it. */
 int pt_file_read_all(FILE *f, const char *path, size_t max, char **buf /* OUT */, size_t *len /* OUT */, pt_err *err);
+
+/* DST, the file option OPT ("-o", "--html") names, may be written beside itself and renamed over: a new path or a
+   regular file; not a symbolic link (the rename would replace the link, not write where it points: -o
+   /dev/stdout would replace /dev/stdout), a device, FIFO or folder, nor SRC (when not NULL) under any name.
+   0, or PT_EFORBID with "DST: REASON". */
+int pt_file_check_output(const char *dst, const char *src, const char *opt, pt_err *err);
 
 #endif

@@ -18,6 +18,7 @@
 #include "calibrate.h"
 #include "datadir.h"
 #include "driver.h"
+#include "file.h"
 #include "mech.h"
 #include "torchcal.h"
 #include "workbench.h"
@@ -246,6 +247,8 @@ static int calibrate(const calibrate_args *a, measured *m, FILE *bf, pt_err *err
 
 int pt_cmd_calibrate(void *args, char **pos, int npos, pt_err *err) {
   const calibrate_args *a = args;
+  int checked = a->output ? pt_file_check_output(a->output, NULL, "-o", err) : 0; /* before minutes of measuring */
+  if (checked < 0) return checked;
   measured *m = calloc(1, sizeof *m);
   if (!m) return pt_err_set(err, PT_ENOMEM, "calibrate: out of memory");
   FILE *bf = pt_gpu_open(a->base, m->path, sizeof m->path, err);

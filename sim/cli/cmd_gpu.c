@@ -298,6 +298,8 @@ int pt_cmd_gpu_fit(void *args, char **pos, int npos, pt_err *err) {
   const fit_args *a = args;
   if (!a->output) return pt_cli_usage(err, "needs -o FILE");
   if (!npos) return pt_cli_usage(err, "needs at least one REPLAY.json");
+  int checked = pt_file_check_output(a->output, NULL, "-o", err);
+  if (checked < 0) return checked;
   if (a->name && (!a->name[0] || strpbrk(a->name, " \t\n#/")))
     return pt_cli_usage(err, "--name '%s': a name has no blanks, '#' or '/'", a->name);
   if (a->traces && !a->work) return pt_cli_usage(err, "--traces is for --work");

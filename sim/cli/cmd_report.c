@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "allocconf.h"
+#include "file.h"
 #include "workbench.h"
 
 static const pt_cli_opt report_opts[] = {
@@ -340,7 +341,8 @@ int pt_cmd_report(void *args, char **pos, int npos, pt_err *err) {
   const pt_wb_args *a = args;
   if (a->ntraces > 1) return pt_cli_usage(err, "takes at most one --trace");
   pt_store *db;
-  int rc = pt_store_open(a->db, PT_STORE_READONLY, err, &db);
+  int rc = a->html ? pt_file_check_output(a->html, NULL, "--html", err) : 0; /* before the text is printed */
+  if (rc == 0) rc = pt_store_open(a->db, PT_STORE_READONLY, err, &db);
   if (rc < 0) return rc;
   pt_store_run *rows = NULL;
   size_t n = 0, nc = 0;
