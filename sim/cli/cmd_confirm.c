@@ -953,7 +953,7 @@ int pt_cmd_confirm(void *args, char **pos, int npos, pt_err *err) {
   if (npos > 0 && strcmp(pos[-1], "--"))
     return pt_cli_usage(err, "the command goes after '--' (unexpected argument '%s')", pos[0]);
   if (npos == 0)
-    return pt_err_set(err, PT_ENOTFOUND, "confirm: no COMMAND to run: give it after '--' (pagetune confirm ... -- python3 train.py)");
+    return pt_cli_usage(err, "needs COMMAND to run: give it after '--' (pagetune confirm ... -- python3 train.py)");
   state *s = calloc(1, sizeof *s);
   if (!s) return pt_err_set(err, PT_ENOMEM, "out of memory");
   s->a = a;
