@@ -1,7 +1,9 @@
 /* file.c — a whole file into memory, bounded (see file.h). */
 #include "file.h"
 
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 int pt_file_read_all(FILE *f, const char *path, size_t max, char **buf, size_t *len, pt_err *err) {
@@ -29,8 +31,9 @@ int pt_file_read_all(FILE *f, const char *path, size_t max, char **buf, size_t *
     if (got == 0) break;
   }
   if (ferror(f) || n > max) {
+    int e = errno;
     free(b);
-    return ferror(f) ? pt_err_set(err, PT_EIO, "%s: read failed", path)
+    return ferror(f) ? pt_err_set(err, PT_EIO, "%s: read failed: %s", path, strerror(e))
                      : pt_err_set(err, PT_ELIMIT, "%s: larger than %zu bytes", path, max);
   }
   b[n] = 0;

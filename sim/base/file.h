@@ -13,7 +13,7 @@
 #include "error.h"
 
 /* Everything left in f (named path in errors), at most max bytes, into a malloc'd NUL-terminated *buf of *len
-   bytes: 0; PT_ELIMIT past max ("PATH: larger than MAX bytes"), PT_ENOMEM, or PT_EIO ("PATH: read failed"),
+   bytes: 0; PT_ELIMIT past max ("PATH: larger than MAX bytes"), PT_ENOMEM, or PT_EIO ("PATH: read failed: REASON"),
    with *buf NULL.  f stays open: the caller closes it. */
 int pt_file_read_all(FILE *f, const char *path, size_t max, char **buf /* OUT */, size_t *len /* OUT */, pt_err *err);
 
