@@ -167,6 +167,12 @@ printf 'return { name = "page3", mechanism = "caching", params = {},\n  page_siz
 expect 1 "sim --gpu with a policy's page size of 3 bytes" -- "$pt" sim --trace "$snap" --policy "$tmp/page3.lua" --gpu h200
 one_line "page size 3 is not"
 
+# an initial block outside its segments: the record's position, and the block named once
+printf 'pagetune-trace 1\nS 0x100000 2097152 0x0\nI 1 4096 0x0 0x900000\nend 2\n' >"$tmp/outside.trace"
+expect 1 "sim of an initial block in no segment" -- "$pt" sim --trace "$tmp/outside.trace" --policy pytorch_native
+one_line "outside.trace: record 2 (initial state): initial block at 0x900000 lies in no free part"
+[ "$(grep -o 'initial block at' "$tmp/err" | wc -l)" -eq 1 ] || { echo "FAIL: the block named twice: $(cat "$tmp/err")"; fails=$((fails + 1)); }
+
 # output that cannot be written (a full disk) is a failed run: one line, exit 1
 if [ -w /dev/full ]; then
   for c in "sim --trace $top_srcdir/traces/varlen_infer.pickle.gz --policy pytorch_native --json" "sweep --help"; do
