@@ -167,6 +167,13 @@ printf 'return { name = "page3", mechanism = "caching", params = {},\n  page_siz
 expect 1 "sim --gpu with a policy's page size of 3 bytes" -- "$pt" sim --trace "$snap" --policy "$tmp/page3.lua" --gpu h200
 one_line "page size 3 is not"
 
+# --device on a native trace names the one device it holds, or is refused (not silently ignored)
+printf 'pagetune-trace 1\n@device 0\na 1 512 0x0 1\nf 1 2\nend 2\n' >"$tmp/dev0.trace"
+expect 0 "sim --device 0 of a device-0 trace" -- "$pt" sim --trace "$tmp/dev0.trace" --policy direct --device 0
+expect 1 "sim --device 1 of a device-0 trace" -- "$pt" sim --trace "$tmp/dev0.trace" --policy direct --device 1
+one_line "dev0.trace: @device: the trace holds device 0, not --device 1"
+expect 1 "trace stats --device 1 of a device-0 trace" -- "$pt" trace stats "$tmp/dev0.trace" --device 1
+
 # an initial block outside its segments: the record's position, and the block named once
 printf 'pagetune-trace 1\nS 0x100000 2097152 0x0\nI 1 4096 0x0 0x900000\nend 2\n' >"$tmp/outside.trace"
 expect 1 "sim of an initial block in no segment" -- "$pt" sim --trace "$tmp/outside.trace" --policy pytorch_native

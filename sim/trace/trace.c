@@ -673,7 +673,10 @@ static int native_open(pt_trace *t, const pt_trace_opts *opts, pt_err *err) {
     } /* other keys: ignored, so newer writers stay readable */
   }
   if (rc < 0) return rc;
-  (void)opts;
+  /* a native trace holds one device: --device names it or is a mistake, never a choice among several */
+  if (opts->device >= 0 && info->device >= 0 && opts->device != info->device)
+    return pt_err_set(err, PT_ENOTFOUND, "@device: the trace holds device %d, not --device %d", info->device,
+                      opts->device);
   return 0;
 }
 
