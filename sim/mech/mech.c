@@ -164,7 +164,7 @@ int pt_param_value_parse(const char *text, double *num, pt_plist *list, char *wh
     snprintf(why, n, "'%.64s' is not a number (or a list [BOUNDARY_MIB:DIVISIONS,...,>:DIVISIONS])", text);
     return PT_EFORMAT;
   }
-  *num = v;
+  *num = v + 0.0; /* -0 is 0 */
   return 0;
 }
 
