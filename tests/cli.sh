@@ -209,6 +209,13 @@ cp "$tmp/corrupt.db" "$tmp/corrupt.orig"
 expect 1 "sweep into a corrupt database" -- "$pt" sweep --db "$tmp/corrupt.db" --trace "$snap" --policy direct
 one_line "corrupt.db: not a pagetune database"
 cmp -s "$tmp/corrupt.db" "$tmp/corrupt.orig" || { echo "FAIL: the corrupt database was changed"; fails=$((fails + 1)); }
+# a stale FILE.tmp, here a link to another file, is neither followed nor replaced: the page is written beside it
+echo precious >"$tmp/victim"
+ln -s "$tmp/victim" "$tmp/r.html.tmp"
+expect 0 "report --html beside a planted r.html.tmp link" -- "$pt" report --db "$tmp/w.db" --html "$tmp/r.html"
+[ "$(cat "$tmp/victim")" = precious ] || { echo "FAIL: report --html wrote through r.html.tmp"; fails=$((fails + 1)); }
+[ -f "$tmp/r.html" ] && [ ! -L "$tmp/r.html" ] && grep -q '<html' "$tmp/r.html" ||
+  { echo "FAIL: report --html: r.html is not the page"; fails=$((fails + 1)); }
 expect 1 "report of a missing database" -- "$pt" report --db "$tmp/none.db"
 one_line "none.db"
 

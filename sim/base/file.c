@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int pt_file_read_all(FILE *f, const char *path, size_t max, char **buf, size_t *len, pt_err *err) {
   *buf = NULL;
@@ -54,4 +55,32 @@ int pt_file_check_output(const char *dst, const char *src, const char *opt, pt_e
   if (src && stat(src, &sb) == 0 && sb.st_dev == d.st_dev && sb.st_ino == d.st_ino)
     return pt_err_set(err, PT_EFORBID, "%s: is the input %s: %s names another file", dst, src, opt);
   return 0;
+}
+
+int pt_file_create_beside(const char *path, char *tmp, size_t n, pt_err *err) {
+  if ((size_t)snprintf(tmp, n, "%s.tmp.XXXXXX", path) >= n) {
+    pt_err_set(err, PT_ELIMIT, "%s: path too long", path);
+    return -1;
+  }
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    pt_err_set(err, PT_EIO, "%s: cannot create: %s", path, strerror(errno));
+    return -1;
+  }
+  mode_t um = umask(0);
+  umask(um);
+  (void)fchmod(fd, 0666 & ~um); /* mkstemp made it 0600; the output is an ordinary file */
+  return fd;
+}
+
+FILE *pt_file_fopen_beside(const char *path, const char *mode, char *tmp, size_t n, pt_err *err) {
+  int fd = pt_file_create_beside(path, tmp, n, err);
+  if (fd < 0) return NULL;
+  FILE *f = fdopen(fd, mode);
+  if (!f) {
+    pt_err_set(err, PT_EIO, "%s: cannot create: %s", path, strerror(errno));
+    close(fd);
+    unlink(tmp);
+  }
+  return f;
 }

@@ -23,4 +23,13 @@ int pt_file_read_all(FILE *f, const char *path, size_t max, char **buf /* OUT */
    0, or PT_EFORBID with "DST: REASON". */
 int pt_file_check_output(const char *dst, const char *src, const char *opt, pt_err *err);
 
+/* A new file beside path, to write it whole and then rename it into place: PATH.tmp.XXXXXX, made by mkstemp (so
+   never an existing file, nor a link a stale PATH.tmp could be, followed), mode 0666 less the umask.  Its name goes
+   into tmp (n bytes; PATH's length + 12 is enough).  The open descriptor, or -1 with err set to "PATH: cannot
+   create: REASON" (PT_EIO; PT_ELIMIT when the name does not fit). */
+int pt_file_create_beside(const char *path, char *tmp, size_t n, pt_err *err);
+
+/* The same as a stdio stream opened for writing ("w" or "wb" in mode); NULL with err set. */
+FILE *pt_file_fopen_beside(const char *path, const char *mode, char *tmp, size_t n, pt_err *err);
+
 #endif

@@ -172,14 +172,11 @@ static void write_points(FILE *out, FILE *bf, const calibrate_args *a, const mea
   }
 }
 
-/* Write to -o's file through FILE.tmp and a rename (nothing half-written), or to stdout. */
+/* Write to -o's file through a new FILE.tmp.XXXXXX and a rename (nothing half-written), or to stdout. */
 static int write_output(const calibrate_args *a, const measured *m, FILE *bf, pt_err *err) {
   char tmp[4200];
   FILE *out = stdout;
-  if (a->output) {
-    snprintf(tmp, sizeof tmp, "%s.tmp", a->output);
-    if (!(out = fopen(tmp, "w"))) return pt_err_set(err, PT_EIO, "%s: cannot write: %s", tmp, strerror(errno));
-  }
+  if (a->output && !(out = pt_file_fopen_beside(a->output, "w", tmp, sizeof tmp, err))) return PT_EIO;
   write_points(out, bf, a, m);
   if (ferror(bf)) {
     if (a->output) {

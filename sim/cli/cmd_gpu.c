@@ -335,9 +335,8 @@ int pt_cmd_gpu_fit(void *args, char **pos, int npos, pt_err *err) {
   }
   if (rc == 0) {
     snprintf(source, sizeof source, "pagetune gpu fit from %d file(s) of real-mechanism replays, on %s", npos, gp->name);
-    snprintf(tmp, sizeof tmp, "%s.tmp", a->output);
-    FILE *out = fopen(tmp, "w");
-    if (!out) rc = pt_err_set(err, PT_EIO, "%s: %s", tmp, strerror(errno));
+    FILE *out = pt_file_fopen_beside(a->output, "w", tmp, sizeof tmp, err);
+    if (!out) rc = PT_EIO;
     else {
       rc = pt_cost_fit_write(f, in, gp->points, out, name, source, err);
       if (fclose(out) != 0 && rc == 0) rc = pt_err_set(err, PT_EIO, "%s: write failed", tmp);

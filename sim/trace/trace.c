@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "file.h"
 #include "snapshot.h"
 #include "u64map.h"
 
@@ -1077,18 +1078,13 @@ int pt_trace_writer_open(const char *path, const pt_trace_info *info, pt_err *er
     free(w);
     return pt_err_set(err, PT_ENOMEM, "%s: out of memory", path);
   }
-  snprintf(w->tmp, plen + 16, "%s.tmp.XXXXXX", path);
-  int fd = mkstemp(w->tmp);
+  int fd = pt_file_create_beside(path, w->tmp, plen + 16, err);
   if (fd < 0) {
-    int e = errno;
     free(w->tmp);
     free(w->path);
     free(w);
-    return pt_err_set(err, PT_EIO, "%s: cannot create: %s", path, strerror(e));
+    return PT_EIO;
   }
-  mode_t um = umask(0);
-  umask(um);
-  (void)fchmod(fd, 0666 & ~um); /* mkstemp made it 0600; a trace is an ordinary file */
   int gzip = plen > 3 && !strcmp(path + plen - 3, ".gz");
   w->gz = gzdopen(fd, gzip ? "wb6" : "wbT");
   if (!w->gz) {
