@@ -202,6 +202,12 @@ grep -q '"stored":2' "$tmp/out" || { echo "FAIL: sweep stored"; cat "$tmp/out"; 
 expect 0 "best" -- "$pt" best --db "$tmp/w.db" --trace synthetic_snapshot.pickle --objective memory --json
 grep -q '"policy":"direct"' "$tmp/out" || { echo "FAIL: best by memory is not direct"; cat "$tmp/out"; fails=$((fails + 1)); }
 expect 0 "export json" -- "$pt" export --db "$tmp/w.db" --trace synthetic_snapshot.pickle --format json
+# --run names the run: an --objective beside it, which would choose another, is refused, not ignored
+expect 2 "export --run with --objective" -- "$pt" export --db "$tmp/w.db" --trace synthetic_snapshot.pickle --run 1 --objective memory --format json
+grep -q -- "--run names the run; --objective chooses one" "$tmp/err" || { echo "FAIL: export --run --objective: $(cat "$tmp/err")"; fails=$((fails + 1)); }
+expect 2 "check --run with --objective" -- "$pt" check --db "$tmp/w.db" --trace synthetic_snapshot.pickle --run 1 --objective memory --baseline "" --max-peak-ratio 1
+expect 2 "confirm --run with --objective" -- "$pt" confirm --db "$tmp/w.db" --trace synthetic_snapshot.pickle --run 1 --objective memory -- true
+expect 0 "export --run alone" -- "$pt" export --db "$tmp/w.db" --trace synthetic_snapshot.pickle --run 1 --format json
 expect 1 "best of an unknown trace" -- "$pt" best --db "$tmp/w.db" --trace nosuchtrace
 one_line "no run of trace"
 head -c 4096 /dev/urandom >"$tmp/corrupt.db"
