@@ -100,6 +100,25 @@ absent "$tmp/df2.trace"
 expect 1 "import into a missing directory" -- "$pt" trace import "$data/synthetic_snapshot.pickle" -o "$tmp/no/dir.trace"
 one_line "cannot create"
 
+# an output path that is a symbolic link (-o /dev/stdout) or a FIFO: refused, left as it was (each writer
+# writes beside the path and renames over it, which would replace the link or the FIFO with a file)
+echo keep >"$tmp/target"
+ln -s "$tmp/target" "$tmp/link"
+expect 1 "trace gen -o a symbolic link" -- "$pt" trace gen --kind train --seed 1 -o "$tmp/link"
+one_line "link: a symbolic link: -o writes a new file and renames it into place"
+expect 1 "trace import -o a symbolic link" -- "$pt" trace import "$data/synthetic_snapshot.pickle" -o "$tmp/link"
+one_line "link: a symbolic link"
+expect 1 "report --html a symbolic link" -- "$pt" report --db "$tmp/nodb.db" --html "$tmp/link"
+one_line "link: a symbolic link: --html writes"
+if mkfifo "$tmp/fifo" 2>/dev/null; then
+  expect 1 "report --html a FIFO" -- "$pt" report --db "$tmp/nodb.db" --html "$tmp/fifo"
+  one_line "fifo: not a regular file: --html"
+  [ -p "$tmp/fifo" ] || { echo "FAIL: the FIFO was replaced"; fails=$((fails + 1)); }
+fi
+expect 1 "gpu fit -o a symbolic link" -- "$pt" gpu fit -o "$tmp/link" "$data/synthetic_snapshot.expected.json"
+one_line "link: a symbolic link"
+[ -L "$tmp/link" ] && [ "$(cat "$tmp/target")" = keep ] || { echo "FAIL: the link or its target changed"; fails=$((fails + 1)); }
+
 # a pickle nested a million deep: a clean error, not a crash
 python_ok=0; command -v python3 >/dev/null 2>&1 && python3 -c 'import sys' 2>/dev/null && python_ok=1
 if [ $python_ok -eq 1 ]; then
@@ -139,6 +158,28 @@ for bad in os_execute:3 io_open:2 require:2 bytecode_load:3 infinite_loop:[345] 
 done
 [ -e /tmp/pagetune-pwned ] && { echo "FAIL: a policy executed a command"; fails=$((fails + 1)); }
 
+# what the page-table model refuses came from the input (a recorded address past the VA, a policy's page
+# size), not from the command line: exit 1, one line
+printf 'pagetune-trace 1\nA 0xfffffffffff00000 2097152 0x0 1\na 1 2097152 0x0 2 0xfffffffffff00000\nf 1 3\nend 3\n' >"$tmp/high.trace"
+expect 1 "sim --gpu of a trace whose address is past the VA" -- "$pt" sim --trace "$tmp/high.trace" --policy direct --gpu h200
+one_line "high.trace: request 1 (2097152 bytes): map of .*57-bit VA"
+printf 'return { name = "page3", mechanism = "caching", params = {},\n  page_size = function(p, b) return 3 end }\n' >"$tmp/page3.lua"
+expect 1 "sim --gpu with a policy's page size of 3 bytes" -- "$pt" sim --trace "$snap" --policy "$tmp/page3.lua" --gpu h200
+one_line "page size 3 is not"
+
+# --device on a native trace names the one device it holds, or is refused (not silently ignored)
+printf 'pagetune-trace 1\n@device 0\na 1 512 0x0 1\nf 1 2\nend 2\n' >"$tmp/dev0.trace"
+expect 0 "sim --device 0 of a device-0 trace" -- "$pt" sim --trace "$tmp/dev0.trace" --policy direct --device 0
+expect 1 "sim --device 1 of a device-0 trace" -- "$pt" sim --trace "$tmp/dev0.trace" --policy direct --device 1
+one_line "dev0.trace: @device: the trace holds device 0, not --device 1"
+expect 1 "trace stats --device 1 of a device-0 trace" -- "$pt" trace stats "$tmp/dev0.trace" --device 1
+
+# an initial block outside its segments: the record's position, and the block named once
+printf 'pagetune-trace 1\nS 0x100000 2097152 0x0\nI 1 4096 0x0 0x900000\nend 2\n' >"$tmp/outside.trace"
+expect 1 "sim of an initial block in no segment" -- "$pt" sim --trace "$tmp/outside.trace" --policy pytorch_native
+one_line "outside.trace: record 2 (initial state): initial block at 0x900000 lies in no free part"
+[ "$(grep -o 'initial block at' "$tmp/err" | wc -l)" -eq 1 ] || { echo "FAIL: the block named twice: $(cat "$tmp/err")"; fails=$((fails + 1)); }
+
 # output that cannot be written (a full disk) is a failed run: one line, exit 1
 if [ -w /dev/full ]; then
   for c in "sim --trace $top_srcdir/traces/varlen_infer.pickle.gz --policy pytorch_native --json" "sweep --help"; do
@@ -161,6 +202,12 @@ grep -q '"stored":2' "$tmp/out" || { echo "FAIL: sweep stored"; cat "$tmp/out"; 
 expect 0 "best" -- "$pt" best --db "$tmp/w.db" --trace synthetic_snapshot.pickle --objective memory --json
 grep -q '"policy":"direct"' "$tmp/out" || { echo "FAIL: best by memory is not direct"; cat "$tmp/out"; fails=$((fails + 1)); }
 expect 0 "export json" -- "$pt" export --db "$tmp/w.db" --trace synthetic_snapshot.pickle --format json
+# --run names the run: an --objective beside it, which would choose another, is refused, not ignored
+expect 2 "export --run with --objective" -- "$pt" export --db "$tmp/w.db" --trace synthetic_snapshot.pickle --run 1 --objective memory --format json
+grep -q -- "--run names the run; --objective chooses one" "$tmp/err" || { echo "FAIL: export --run --objective: $(cat "$tmp/err")"; fails=$((fails + 1)); }
+expect 2 "check --run with --objective" -- "$pt" check --db "$tmp/w.db" --trace synthetic_snapshot.pickle --run 1 --objective memory --baseline "" --max-peak-ratio 1
+expect 2 "confirm --run with --objective" -- "$pt" confirm --db "$tmp/w.db" --trace synthetic_snapshot.pickle --run 1 --objective memory -- true
+expect 0 "export --run alone" -- "$pt" export --db "$tmp/w.db" --trace synthetic_snapshot.pickle --run 1 --format json
 expect 1 "best of an unknown trace" -- "$pt" best --db "$tmp/w.db" --trace nosuchtrace
 one_line "no run of trace"
 head -c 4096 /dev/urandom >"$tmp/corrupt.db"
@@ -168,6 +215,13 @@ cp "$tmp/corrupt.db" "$tmp/corrupt.orig"
 expect 1 "sweep into a corrupt database" -- "$pt" sweep --db "$tmp/corrupt.db" --trace "$snap" --policy direct
 one_line "corrupt.db: not a pagetune database"
 cmp -s "$tmp/corrupt.db" "$tmp/corrupt.orig" || { echo "FAIL: the corrupt database was changed"; fails=$((fails + 1)); }
+# a stale FILE.tmp, here a link to another file, is neither followed nor replaced: the page is written beside it
+echo precious >"$tmp/victim"
+ln -s "$tmp/victim" "$tmp/r.html.tmp"
+expect 0 "report --html beside a planted r.html.tmp link" -- "$pt" report --db "$tmp/w.db" --html "$tmp/r.html"
+[ "$(cat "$tmp/victim")" = precious ] || { echo "FAIL: report --html wrote through r.html.tmp"; fails=$((fails + 1)); }
+[ -f "$tmp/r.html" ] && [ ! -L "$tmp/r.html" ] && grep -q '<html' "$tmp/r.html" ||
+  { echo "FAIL: report --html: r.html is not the page"; fails=$((fails + 1)); }
 expect 1 "report of a missing database" -- "$pt" report --db "$tmp/none.db"
 one_line "none.db"
 

@@ -336,8 +336,8 @@ expect() { # RC PATTERN ARGS...: confirm exits RC with PATTERN in its message
   [ -s "$tmp/out" ] && fail "confirm $*: printed on stdout"
 }
 n0=$(q "$db" "select count(*) from confirmations")
-expect 1 "no COMMAND to run" --db "$db" --trace two_streams.pickle.gz
-expect 1 "no COMMAND to run" --db "$db" --trace two_streams.pickle.gz --
+expect 2 "needs COMMAND to run" --db "$db" --trace two_streams.pickle.gz
+expect 2 "needs COMMAND to run" --db "$db" --trace two_streams.pickle.gz --
 expect 1 "no stored run of trace 'nosuch'" --db "$db" --trace nosuch -- true
 expect 1 "nope.db: no such database" --db "$tmp/nope.db" --trace two_streams.pickle.gz -- true
 printf 'not a database, not at all........................................................................' >"$tmp/junk.db"

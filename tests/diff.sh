@@ -60,6 +60,22 @@ PY
 "$pt" diff --db "$db" 2 2 >"$tmp/same.txt" || fail "diff of a run with itself"
 grep -q 'reserved bytes never differ' "$tmp/same.txt" || fail "a run against itself differs"
 
+# one trace, timelines stored at other windows (sweep's thin against the full above) or not at all: not
+# compared point by point (their points are of different events), said so, never "never differ"
+"$pt" sweep --db "$db" --trace "$trace" --policy stitch >/dev/null 2>&1 || fail "sweep thin"
+"$pt" sweep --db "$db" --trace "$trace" --policy direct --timeline none >/dev/null 2>&1 || fail "sweep none"
+"$pt" diff --db "$db" 1 3 >"$tmp/thin.txt" || fail "diff full against thin"
+grep -q 'where they part is not known: timelines stored at different windows' "$tmp/thin.txt" ||
+  fail "full against thin: $(tail -2 "$tmp/thin.txt")"
+"$pt" diff --db "$db" 1 3 --json >"$tmp/thin.json" || fail "diff full against thin --json"
+python3 -c "
+import json, sys; d = json.load(open(sys.argv[1]))
+assert d['timelines_compared'] is False and d['first_difference'] is None and d['largest_gap'] is None, d" "$tmp/thin.json" ||
+  fail "full against thin --json: compared"
+"$pt" diff --db "$db" 1 4 >"$tmp/none.txt" || fail "diff full against none"
+grep -q 'where they part is not known: a run stored without its timeline' "$tmp/none.txt" ||
+  fail "full against none: $(tail -2 "$tmp/none.txt")"
+
 # two traces, one policy: each side as sim gives it
 "$pt" sim --trace "$other" --policy pytorch_native --gpu h200 --json >"$tmp/other.json" || fail "sim other"
 "$pt" diff "$trace" "$other" --policy pytorch_native --json >"$tmp/tr.json" 2>"$tmp/err" ||

@@ -83,6 +83,20 @@ sys.exit(1 if bad else 0)
 PY
 done
 
+# under a cap that some requests cannot fit, explain says how many failed, as sim counts them
+for cap in 300M 1; do
+  "$pt" explain --trace "$top_srcdir/traces/varlen_infer.pickle.gz" --capacity $cap --json >"$tmp/oe.json" || fail "explain --capacity $cap"
+  "$pt" sim --trace "$top_srcdir/traces/varlen_infer.pickle.gz" --policy pytorch_native --capacity $cap --json >"$tmp/os.json" ||
+    fail "sim --capacity $cap"
+  python3 - "$tmp/oe.json" "$tmp/os.json" <<'PY' || fail "explain --capacity $cap: ooms not sim's, or 0"
+import json, sys
+e, s = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+sys.exit(0 if s["ooms"] > 0 and e.get("ooms") == s["ooms"] and ("ran out of memory" in e["summary"]) == (e["peak_reserved_bytes"] == 0) else 1)
+PY
+  "$pt" explain --trace "$top_srcdir/traces/varlen_infer.pickle.gz" --capacity $cap >"$tmp/ot" || fail "explain --capacity $cap text"
+  grep -q "request.* failed under the cap\|requests ran out of memory under the cap" "$tmp/ot" || fail "explain --capacity $cap: no word of the OOMs"
+done
+
 # bad input: one line, exit 1; bad usage: exit 2
 "$pt" explain --trace "$tmp/nope.trace" >/dev/null 2>"$tmp/err"; rc=$?
 [ $rc -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q 'nope.trace' "$tmp/err" || fail "missing trace: exit $rc, $(cat "$tmp/err")"

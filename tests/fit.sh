@@ -70,6 +70,11 @@ done
   fail "the fitted description does not load: $(cat "$tmp/err")"
 grep -q '"predicted_alloc_us":[0-9]' "$tmp/s.json" || fail "no prediction with the fitted description"
 "$pt" gpu fit --name mine -o "$tmp/m.gpu" "$tmp/d.json" 2>/dev/null && grep -q '^name mine$' "$tmp/m.gpu" || fail "--name"
+echo precious >"$tmp/victim"
+ln -s "$tmp/victim" "$tmp/p.gpu.tmp" # a stale FILE.tmp link: not followed
+"$pt" gpu fit -o "$tmp/p.gpu" "$tmp/d.json" 2>/dev/null && grep -q '^name h200-fit$' "$tmp/p.gpu" || fail "fit beside a p.gpu.tmp link"
+[ "$(cat "$tmp/victim")" = precious ] || fail "gpu fit wrote through p.gpu.tmp"
+
 "$pt" gpu fit -o "$tmp/h.gpu" "$tmp/d.json" 2>/dev/null && grep -q '^name h200-fit$' "$tmp/h.gpu" || fail "default base h200"
 "$pt" gpu fit --gpu "$tmp/base.gpu" --bookkeeping-only -o "$tmp/b.gpu" "$tmp/r.jsonl" 2>/dev/null || fail "--bookkeeping-only"
 grep -q '^bookkeeping_us caching 512:0.2500 2097152:0.3000$' "$tmp/b.gpu" || fail "--bookkeeping-only: no fitted bookkeeping"
@@ -99,6 +104,11 @@ check 1 "an empty file" "$pt" gpu fit -o "$tmp/x.gpu" "$tmp/empty.json"
 check 1 "a missing file" "$pt" gpu fit -o "$tmp/x.gpu" "$tmp/nothing.json"
 check 1 "an unknown base" "$pt" gpu fit --gpu nosuch -o "$tmp/x.gpu" "$tmp/d.json"
 check 2 "no -o" "$pt" gpu fit "$tmp/d.json"
+check 1 "a folder" "$pt" gpu fit -o "$tmp/x.gpu" "$tmp"
+grep -q ": read failed: Is a directory$" "$tmp/err" || fail "a folder: no reason: $(cat "$tmp/err")"
+printf '\n  {"a": NaN}\n' >"$tmp/nan.jsonl"
+check 1 "a bad line of JSON lines" "$pt" gpu fit -o "$tmp/x.gpu" "$tmp/nan.jsonl"
+grep -q "nan.jsonl: line 2, column 9: unexpected 'N'" "$tmp/err" || fail "a bad line: not its line and column: $(cat "$tmp/err")"
 check 2 "no input" "$pt" gpu fit -o "$tmp/x.gpu"
 check 2 "a bad name" "$pt" gpu fit --name "a b" -o "$tmp/x.gpu" "$tmp/d.json"
 

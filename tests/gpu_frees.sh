@@ -95,6 +95,10 @@ sed '3s/^f 0x\([0-9a-f]*\) [0-9]*/f 0x\1 99999999/' "$tmp/f.txt" >"$tmp/f2"
 bad_frees "a count past the requests" "$tmp/f2" "f2: line 3: more requests than the capture made"
 sed '$d' "$tmp/f.txt" >"$tmp/f3"
 bad_frees "a truncated file" "$tmp/f3" "f3: truncated (no end line)"
+head -c 3000 "$tmp/f.txt" >"$tmp/f3b" # cut inside a line: that line is not a record of its own
+bad_frees "a file cut inside a line" "$tmp/f3b" "f3b: line [0-9]*: truncated (no newline at end of file)"
+head -c $(($(wc -c <"$tmp/f.txt") - 2)) "$tmp/f.txt" >"$tmp/f3c" # 'end 1529' cut to 'end 152'
+bad_frees "a file cut inside its end line" "$tmp/f3c" "f3c: line [0-9]*: truncated (no newline at end of file)"
 sed '$s/^end .*/end 3/' "$tmp/f.txt" >"$tmp/f4"
 bad_frees "a wrong end count" "$tmp/f4" "f4: line [0-9]*: the end line's count is not the number of frees"
 sed '4s/.*/g 1 2/' "$tmp/f.txt" >"$tmp/f5"

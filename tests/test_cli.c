@@ -72,7 +72,9 @@ static void test_grid(void) {
   CU_ASSERT_STRING_EQUAL(ax->values[3], "8");
   const char *unbalanced[] = {"r=[256:1,4", "r=256:1],4", "r=[[1:2]]", "r=4,"};
   for (size_t i = 0; i < sizeof unbalanced / sizeof unbalanced[0]; i++) CU_ASSERT_EQUAL(pt_grid_add(g, unbalanced[i]), -1);
-  while (g->n < PT_GRID_AXES) CU_ASSERT_EQUAL_FATAL(pt_grid_add(g, "y=1"), 0);
+  CU_ASSERT_EQUAL(pt_grid_add(g, "x=2"), -1); /* a second grid of one parameter */
+  CU_ASSERT_EQUAL(pt_grid_add(g, "roundup_power2_divisions=2"), -1);
+  for (char y[] = "y0=1"; g->n < PT_GRID_AXES; y[1]++) CU_ASSERT_EQUAL_FATAL(pt_grid_add(g, y), 0);
   CU_ASSERT_EQUAL(pt_grid_add(g, "z=1"), -1); /* a ninth axis */
   free(g);
 }
@@ -161,6 +163,8 @@ static void test_parse(void) {
   CU_ASSERT(npos == 1 && !strcmp(pos[0], "arg"));
   CU_ASSERT_EQUAL(parse("t", &a, &err, &npos, &pos), 0);
   CU_ASSERT(!strcmp(a.name, "dflt") && !a.have_n && npos == 0);
+  CU_ASSERT_EQUAL(parse("t --flag --flag", &a, &err, &npos, &pos), 0); /* a flag twice is the flag */
+  CU_ASSERT(a.flag);
 
   struct {
     const char *line, *msg;
@@ -175,6 +179,11 @@ static void test_parse(void) {
       {"t --item 1 --item 2 --item 3", "too many --item (at most 2)"},
       {"t --old", "--old is gone"},
       {"t a b", "unexpected argument 'b'"},
+      /* an option of one value given twice: refused, whatever the spelling, not the last one taken */
+      {"t --name x --name y", "option '--name' given twice (it takes one value)"},
+      {"t -o f --output g", "option '--output' given twice (it takes one value)"},
+      {"t --n 3 --n 4", "option '--n' given twice (it takes one value)"},
+      {"t --capacity 1M --capacity 2M", "option '--capacity' given twice (it takes one value)"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     CU_ASSERT_EQUAL(parse(bad[i].line, &a, &err, &npos, &pos), PT_ECLI_USAGE);

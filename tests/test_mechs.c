@@ -1296,6 +1296,14 @@ static int hook_four_mib(void *ctx, uint64_t bytes, uint64_t *out, pt_err *err) 
   return 0;
 }
 
+static int hook_huge(void *ctx, uint64_t bytes, uint64_t *out, pt_err *err) {
+  (void)ctx;
+  (void)bytes;
+  (void)err;
+  *out = UINT64_C(1) << 62; /* a Lua hook may return up to 2^63 - 1 */
+  return 0;
+}
+
 static int hook_collect(void *ctx, uint64_t reserved, uint64_t allocated, int *out, pt_err *err) {
   (void)err;
   (void)allocated;
@@ -1328,6 +1336,24 @@ static void test_hooks(void) {
     CU_ASSERT_EQUAL(r.dev.reserved, 4 * MIB);
     rig_done(&r);
   }
+  /* a size past 2^50 (the trace's own limit) is refused by every mechanism, naming the hook: not a segment
+     whose bytes wrap the books' counters, nor a growth of 2^62 bytes mapped a handle at a time */
+  static const pt_mech_ops *const all[] = {&pt_mech_caching, &pt_mech_direct, &pt_mech_expandable,
+                                           &pt_mech_async_pool, &pt_mech_stitch};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    for (int seg = 0; seg < 2; seg++) {
+      rig r;
+      uint64_t h;
+      rig_init(&r, all[i], 0);
+      if (seg) r.hooks.segment_size = hook_huge;
+      else r.hooks.round = hook_huge;
+      CU_ASSERT_EQUAL_FATAL(rig_start(&r), 0);
+      CU_ASSERT_EQUAL(r.ops->alloc(r.st, 1000, 0, &h), PT_ELIMIT);
+      CU_ASSERT_PTR_NOT_NULL(strstr(r.err.msg, seg ? "segment_size(" : "round("));
+      CU_ASSERT_PTR_NOT_NULL(strstr(r.err.msg, "more than 2^50"));
+      CU_ASSERT_EQUAL(r.dev.reserved, 0);
+      rig_done(&r);
+    }
   /* should_collect, asked before growing, releases cached memory when it says so */
   int asked = 0;
   rig r;

@@ -27,6 +27,14 @@ static void test_writer_text(void) {
   pt_params none = {0};
   CU_ASSERT_EQUAL(pt_params_json(&none, 1, buf, sizeof buf), 0);
   CU_ASSERT_STRING_EQUAL(buf, "{}");
+  /* -0 is 0: one key for one setting (--grid garbage_collection_threshold=0,-0 stored two runs) */
+  pt_params z = {0};
+  pt_params_set(&z, "garbage_collection_threshold", -0.0);
+  pt_params_set(&z, "roundup_power2_divisions", 0);
+  pt_plist l = {.n = 2, .v = {-0.0, 4}};
+  pt_params_set_list(&z, "r", &l);
+  CU_ASSERT_EQUAL(pt_params_json(&z, 1, buf, sizeof buf), 0);
+  CU_ASSERT_STRING_EQUAL(buf, "{\"garbage_collection_threshold\":0,\"r\":[0,4],\"roundup_power2_divisions\":0}");
 }
 
 static void test_writer_limit(void) {

@@ -113,6 +113,7 @@ static void test_device_pick(void) {
   pt_trace_stats s;
   CU_ASSERT(stats_of(pt_test_src("tests/data/two_devices.pickle"), -1, &s, &err) < 0);
   CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "pick one with --device N"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "trace import SNAPSHOT --device N -o T' first")); /* sweep has no --device */
   CU_ASSERT(stats_of(pt_test_src("tests/data/two_devices.pickle"), 2, &s, &err) < 0);
   CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "no device 2"));
 }

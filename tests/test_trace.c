@@ -286,6 +286,18 @@ static void test_bad_values(void) {
   EXPECT_ERROR("pagetune-trace 1\nA 0x1000 4096 0x8000000000000000 5\nend 1\n", "line 2", "past 2^63");
   EXPECT_ERROR("pagetune-trace 1\nO 4096 0x8000000000000000 5\nend 1\n", "line 2", "past 2^63");
   CU_ASSERT_STRING_EQUAL(read_text("pagetune-trace 1\na 1 10 0x7fffffffffffffff 5\nend 1\n"), "");
+  /* initial segments that overlap (in either order, or the same one twice), or pass the end of the address
+     space: every mechanism would hold their bytes twice, or wrap */
+  EXPECT_ERROR("pagetune-trace 1\nS 0x100000 2097152 0\nS 0x100000 2097152 0\nend 2\n", "line 3",
+               "initial segment [0x100000, +2097152) overlaps the one at 0x100000");
+  EXPECT_ERROR("pagetune-trace 1\nS 0x400000 2097152 0\nS 0x200000 2097153 0\nend 2\n", "line 3",
+               "overlaps the one at 0x400000");
+  EXPECT_ERROR("pagetune-trace 1\nS 0x200000 2097152 0\nS 0x800000 4096 0\nS 0x3ff000 8192 0\nend 3\n",
+               "line 4", "overlaps the one at 0x200000");
+  EXPECT_ERROR("pagetune-trace 1\nS 0xfffffffffff00000 2097152 0\nend 1\n", "line 2",
+               "passes the end of the address space");
+  CU_ASSERT_STRING_EQUAL(read_text("pagetune-trace 1\nS 0x400000 2097152 0\nS 0x200000 2097152 0\n"
+                                   "S 0x600000 2097152 0 1\nend 3\n"), ""); /* adjacent ones are fine */
 }
 
 static void test_bad_ids(void) {

@@ -1,7 +1,11 @@
 /* file.c — a whole file into memory, bounded (see file.h). */
 #include "file.h"
 
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 int pt_file_read_all(FILE *f, const char *path, size_t max, char **buf, size_t *len, pt_err *err) {
   *buf = NULL;
@@ -28,12 +32,55 @@ int pt_file_read_all(FILE *f, const char *path, size_t max, char **buf, size_t *
     if (got == 0) break;
   }
   if (ferror(f) || n > max) {
+    int e = errno;
     free(b);
-    return ferror(f) ? pt_err_set(err, PT_EIO, "%s: read failed", path)
+    return ferror(f) ? pt_err_set(err, PT_EIO, "%s: read failed: %s", path, strerror(e))
                      : pt_err_set(err, PT_ELIMIT, "%s: larger than %zu bytes", path, max);
   }
   b[n] = 0;
   *buf = b;
   *len = n;
   return 0;
+}
+
+int pt_file_check_output(const char *dst, const char *src, const char *opt, pt_err *err) {
+  struct stat d, sb;
+  if (lstat(dst, &d) != 0) return 0; /* a new path */
+  if (S_ISLNK(d.st_mode))
+    return pt_err_set(err, PT_EFORBID, "%s: a symbolic link: %s writes a new file and renames it into place, which would "
+                      "replace the link, not write where it points; name the file itself", dst, opt);
+  if (!S_ISREG(d.st_mode))
+    return pt_err_set(err, PT_EFORBID, "%s: not a regular file: %s writes a regular file, and will not replace this one",
+                      dst, opt);
+  if (src && stat(src, &sb) == 0 && sb.st_dev == d.st_dev && sb.st_ino == d.st_ino)
+    return pt_err_set(err, PT_EFORBID, "%s: is the input %s: %s names another file", dst, src, opt);
+  return 0;
+}
+
+int pt_file_create_beside(const char *path, char *tmp, size_t n, pt_err *err) {
+  if ((size_t)snprintf(tmp, n, "%s.tmp.XXXXXX", path) >= n) {
+    pt_err_set(err, PT_ELIMIT, "%s: path too long", path);
+    return -1;
+  }
+  int fd = mkstemp(tmp);
+  if (fd < 0) {
+    pt_err_set(err, PT_EIO, "%s: cannot create: %s", path, strerror(errno));
+    return -1;
+  }
+  mode_t um = umask(0);
+  umask(um);
+  (void)fchmod(fd, 0666 & ~um); /* mkstemp made it 0600; the output is an ordinary file */
+  return fd;
+}
+
+FILE *pt_file_fopen_beside(const char *path, const char *mode, char *tmp, size_t n, pt_err *err) {
+  int fd = pt_file_create_beside(path, tmp, n, err);
+  if (fd < 0) return NULL;
+  FILE *f = fdopen(fd, mode);
+  if (!f) {
+    pt_err_set(err, PT_EIO, "%s: cannot create: %s", path, strerror(errno));
+    close(fd);
+    unlink(tmp);
+  }
+  return f;
 }

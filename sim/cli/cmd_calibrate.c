@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "datadir.h"
 #include "driver.h"
+#include "file.h"
 #include "mech.h"
 #include "torchcal.h"
 #include "workbench.h"
@@ -183,14 +184,11 @@ static void write_points(FILE *out, FILE *bf, const calibrate_args *a, const mea
   }
 }
 
-/* Write to -o's file through FILE.tmp and a rename (nothing half-written), or to stdout. */
+/* Write to -o's file through a new FILE.tmp.XXXXXX and a rename (nothing half-written), or to stdout. */
 static int write_output(const calibrate_args *a, const measured *m, FILE *bf, pt_err *err) {
   char tmp[4200];
   FILE *out = stdout;
-  if (a->output) {
-    snprintf(tmp, sizeof tmp, "%s.tmp", a->output);
-    if (!(out = fopen(tmp, "w"))) return pt_err_set(err, PT_EIO, "%s: cannot write: %s", tmp, strerror(errno));
-  }
+  if (a->output && !(out = pt_file_fopen_beside(a->output, "w", tmp, sizeof tmp, err))) return PT_EIO;
   write_points(out, bf, a, m);
   if (ferror(bf)) {
     if (a->output) {
@@ -260,6 +258,8 @@ static int calibrate(const calibrate_args *a, measured *m, FILE *bf, pt_err *err
 
 int pt_cmd_calibrate(void *args, char **pos, int npos, pt_err *err) {
   const calibrate_args *a = args;
+  int checked = a->output ? pt_file_check_output(a->output, NULL, "-o", err) : 0; /* before minutes of measuring */
+  if (checked < 0) return checked;
   measured *m = calloc(1, sizeof *m);
   if (!m) return pt_err_set(err, PT_ENOMEM, "calibrate: out of memory");
   FILE *bf = pt_gpu_open(a->base, m->path, sizeof m->path, err);

@@ -281,7 +281,9 @@ int pt_cmd_check(void *args, char **pos, int npos, pt_err *err) {
   if (a->wb.ntraces != 1) return pt_cli_usage(err, "needs exactly one --trace");
   if (!a->baseline) return pt_cli_usage(err, "needs --baseline CONF (the settings run today; '' for PyTorch's defaults)");
   if (isnan(a->max_peak)) return pt_cli_usage(err, "needs --max-peak-ratio R");
-  if (a->wb.run && a->wb.npolicies) return pt_cli_usage(err, "--run names the change; --policy chooses one: give one of them");
+  if (a->wb.run && (a->wb.npolicies || a->wb.objective_given))
+    return pt_cli_usage(err, "--run names the change; --%s chooses one: give one of them",
+                        a->wb.npolicies ? "policy" : "objective");
   check_state s = {.a = a};
   int rc = pt_store_open(a->wb.db, PT_STORE_READONLY, err, &s.db);
   if (rc < 0) return rc;

@@ -47,6 +47,7 @@ typedef struct confirm_args {
   unsigned long run, runs, seed;
   pt_objective objective;
   const char *baseline;
+  int objective_given; /* --objective was given: it chooses the tuned run, as --run names one */
 } confirm_args;
 
 static const confirm_args confirm_defaults = {.db = PT_WB_DEFAULT_DB, .objective = {.text = "time", .kind = PT_OBJ_TIME},
@@ -62,8 +63,9 @@ static const pt_cli_opt confirm_opts[] = {
     PT_CLI_OPT_LIST("policy", "P", confirm_args, policies, npolicies,
                     "otherwise the best run among these policies' (repeatable;\n"
                     "default: among all the trace's runs)"),
-    PT_CLI_OPT_PARSE("objective", "O", confirm_args, objective, pt_cli_opt_objective,
-                     " (time, memory or weighted:W with W in [0,1])", "... by time (default), memory or weighted:W, as for best;\n" PT_OBJ_WEIGHTED_HELP),
+    {.name = "objective", .value = "O", .help = "... by time (default), memory or weighted:W, as for best;\n" PT_OBJ_WEIGHTED_HELP,
+     .kind = PT_CLI_PARSE, PT_CLI_F_(confirm_args, objective), .parse = pt_cli_opt_objective,
+     .suffix = " (time, memory or weighted:W with W in [0,1])", .seen = offsetof(confirm_args, objective_given) + 1},
     PT_CLI_OPT_STR("baseline", 0, "POLICY", confirm_args, baseline,
                    "the baseline: this policy (a file, a bundled name, or one\n"
                    "stored with the trace's runs) with its default parameters\n"
@@ -950,10 +952,11 @@ int pt_cmd_confirm(void *args, char **pos, int npos, pt_err *err) {
   const confirm_args *a = args;
   if (a->ntraces != 1) return pt_cli_usage(err, "needs exactly one --trace");
   if (a->run && a->npolicies) return pt_cli_usage(err, "--run and --policy do not go together");
+  if (a->run && a->objective_given) return pt_cli_usage(err, "--run and --objective do not go together");
   if (npos > 0 && strcmp(pos[-1], "--"))
     return pt_cli_usage(err, "the command goes after '--' (unexpected argument '%s')", pos[0]);
   if (npos == 0)
-    return pt_err_set(err, PT_ENOTFOUND, "confirm: no COMMAND to run: give it after '--' (pagetune confirm ... -- python3 train.py)");
+    return pt_cli_usage(err, "needs COMMAND to run: give it after '--' (pagetune confirm ... -- python3 train.py)");
   state *s = calloc(1, sizeof *s);
   if (!s) return pt_err_set(err, PT_ENOMEM, "out of memory");
   s->a = a;

@@ -7,8 +7,11 @@
  * before and after a code change).  The figures: peaks, fragmentation,
  * segments, driver calls by kind, predicted time, each with B - A.  The
  * timelines are compared point by point (a point is a window of events, the
- * window's maxima; two runs of one trace have the same windows): the first
- * point where reserved bytes differ, and the point of the largest gap.
+ * window's maxima; two runs of one trace stored alike have the same windows):
+ * the first point where reserved bytes differ, and the point of the largest
+ * gap.  Two runs of one trace whose windows differ (one stored --timeline
+ * thin, the other full; or none) are not compared point by point: their
+ * points would be of different events.
  */
 #include "cli.h"
 
@@ -35,7 +38,10 @@ const pt_cli_table pt_opts_diff = {
     "simulated with one policy, side by side: peak reserved and allocated bytes,\n"
     "fragmentation, segments, driver calls by kind, predicted time, and B - A;\n"
     "then where the timelines part: the first point where reserved bytes differ,\n"
-    "and the point of the largest gap (event index and time of each).\n",
+    "and the point of the largest gap (event index and time of each); for two runs\n"
+    "of one trace, only when both timelines were stored alike (sweep and tune's\n"
+    "--timeline thin and full keep other points, none keeps none: then it says\n"
+    "it cannot tell).\n",
     diff_opts, sizeof(pt_wb_args), &pt_wb_defaults, 2};
 
 /* One side: what it is, its figures and its timeline. */
@@ -43,6 +49,7 @@ typedef struct side {
   char label[2048];            /* the text header's line */
   int64_t run;                 /* the stored run; -1: simulated here */
   const char *trace, *policy, *params_json; /* params_json: NULL when simulated here */
+  const char *trace_hash;      /* the stored run's trace; NULL when simulated here */
   const pt_sim_result *r;
   const pt_sim_point *tl;
   size_t ntl;
@@ -138,15 +145,27 @@ static void print_diff(int json, const side *a, const side *b) {
       snprintf(name, sizeof name, json ? "%s" : "calls %s", pt_drv_call_names[k]);
       row_u(json, name, a->r->driver_calls[k], b->r->driver_calls[k], &first);
     }
-  /* the timelines, point by point */
+  /* the timelines, point by point: of one trace, only when stored at the same windows */
   size_t n = a->ntl < b->ntl ? a->ntl : b->ntl, firstd = n, big = n;
+  int alike = a->ntl == b->ntl && a->ntl > 0;
+  for (size_t i = 0; alike && i < n; i++) alike = a->tl[i].event == b->tl[i].event;
+  if (a->trace_hash && b->trace_hash && !strcmp(a->trace_hash, b->trace_hash) && !alike) {
+    const char *why = !a->ntl || !b->ntl ? "a run stored without its timeline (--timeline none)"
+                                         : "timelines stored at different windows (--timeline thin and full)";
+    if (json)
+      printf("},\"timeline_points\":{\"a\":%zu,\"b\":%zu},\"timelines_compared\":false,\"first_difference\":null,"
+             "\"largest_gap\":null}\n", a->ntl, b->ntl);
+    else
+      printf("\ntimelines: %zu / %zu points\nwhere they part is not known: %s\n", a->ntl, b->ntl, why);
+    return;
+  }
   uint64_t biggap = 0;
   for (size_t i = 0; i < n; i++) {
     uint64_t ra = a->tl[i].reserved, rb = b->tl[i].reserved, g = ra > rb ? ra - rb : rb - ra;
     if (g && firstd == n) firstd = i;
     if (g > biggap) biggap = g, big = i;
   }
-  if (json) printf("},\"timeline_points\":{\"a\":%zu,\"b\":%zu},", a->ntl, b->ntl);
+  if (json) printf("},\"timeline_points\":{\"a\":%zu,\"b\":%zu},\"timelines_compared\":true,", a->ntl, b->ntl);
   else printf("\ntimelines: %zu / %zu points\n", a->ntl, b->ntl);
   if (firstd == n) {
     if (json) fputs("\"first_difference\":null,\"largest_gap\":null}\n", stdout);
@@ -199,6 +218,7 @@ static int diff_runs(const pt_wb_args *a, char **pos, pt_err *err) {
       run_label(r[k], s[k].label, sizeof s[k].label);
       s[k].r = &r[k]->r, s[k].tl = tl[k], s[k].ntl = ntl[k];
       s[k].run = r[k]->id, s[k].trace = r[k]->trace, s[k].policy = r[k]->policy, s[k].params_json = r[k]->params_json;
+      s[k].trace_hash = r[k]->trace_hash;
     }
     print_diff(a->json, &s[0], &s[1]);
   }
@@ -238,6 +258,7 @@ static int diff_traces(const pt_wb_args *a, char **pos, pt_err *err) {
                a->capacity, g ? (a->gpu ? a->gpu : "h200") : "none");
       s[k].r = &res[k], s[k].tl = res[k].timeline, s[k].ntl = res[k].ntimeline;
       s[k].run = -1, s[k].trace = pos[k], s[k].policy = pt_policy_name(pol), s[k].params_json = NULL;
+      s[k].trace_hash = NULL;
     }
     print_diff(a->json, &s[0], &s[1]);
   }

@@ -81,6 +81,7 @@ int pt_cmd_export(void *args, char **pos, int npos, pt_err *err) {
   if (a->ntraces != 1) return pt_cli_usage(err, "needs exactly one --trace");
   if (!a->format) return pt_cli_usage(err, "needs --format env|dockerfile|json");
   if (a->context && strcmp(a->format, "dockerfile")) return pt_cli_usage(err, "--context goes with --format dockerfile");
+  if (a->run && a->objective_given) return pt_cli_usage(err, "--run names the run; --objective chooses one: give one of them");
   pt_store *db;
   int rc = pt_store_open(a->db, PT_STORE_READONLY, err, &db);
   if (rc < 0) return rc;

@@ -285,6 +285,18 @@ static int fit_add(pt_cost_fit *f, const pt_jr_val *o, int one_class, work_ctx *
   return rc < 0 ? pt_err_prefix(err, rc, "%s", path) : 0;
 }
 
+/* The parser's "line 1, column C: REASON" about one line of a file, as "PATH: line N, column C': REASON" (C' counted
+   from the line's start, before the blanks that were skipped). */
+static int line_error(pt_err *err, int rc, const char *path, int lineno, size_t skipped) {
+  int col, used = 0;
+  if (sscanf(err->msg, "line 1, column %d: %n", &col, &used) == 1 && used > 0) {
+    char reason[PT_ERRMSG_MAX];
+    snprintf(reason, sizeof reason, "%s", err->msg + used);
+    return pt_err_set(err, rc, "%s: line %d, column %zu: %s", path, lineno, (size_t)col + skipped, reason);
+  }
+  return pt_err_prefix(err, rc, "%s: line %d", path, lineno);
+}
+
 /* A file of one replay object, or one a line. */
 static int fit_file(pt_cost_fit *f, const char *path, int one_class, work_ctx *w, pt_err *err) {
   FILE *in = fopen(path, "r");
@@ -311,7 +323,7 @@ static int fit_file(pt_cost_fit *f, const char *path, int one_class, work_ctx *w
     while (s < end && (text[s] == ' ' || text[s] == '\t' || text[s] == '\r')) s++;
     if (s < end) {
       pt_jr_doc *doc;
-      if ((rc = pt_jr_parse(text + s, end - s, &o, &doc, err)) < 0) rc = pt_err_prefix(err, rc, "%s: line %d", path, lineno);
+      if ((rc = pt_jr_parse(text + s, end - s, &o, &doc, err)) < 0) rc = line_error(err, rc, path, lineno, s - at);
       else {
         char where[4200];
         snprintf(where, sizeof where, "%s: line %d", path, lineno);
@@ -331,6 +343,8 @@ int pt_cmd_gpu_fit(void *args, char **pos, int npos, pt_err *err) {
   const fit_args *a = args;
   if (!a->output) return pt_cli_usage(err, "needs -o FILE");
   if (!npos) return pt_cli_usage(err, "needs at least one REPLAY.json");
+  int checked = pt_file_check_output(a->output, NULL, "-o", err);
+  if (checked < 0) return checked;
   if (a->name && (!a->name[0] || strpbrk(a->name, " \t\n#/")))
     return pt_cli_usage(err, "--name '%s': a name has no blanks, '#' or '/'", a->name);
   if (a->traces && !a->work) return pt_cli_usage(err, "--traces is for --work");
@@ -356,9 +370,8 @@ int pt_cmd_gpu_fit(void *args, char **pos, int npos, pt_err *err) {
   }
   if (rc == 0) {
     snprintf(source, sizeof source, "pagetune gpu fit from %d file(s) of real-mechanism replays, on %s", npos, gp->name);
-    snprintf(tmp, sizeof tmp, "%s.tmp", a->output);
-    FILE *out = fopen(tmp, "w");
-    if (!out) rc = pt_err_set(err, PT_EIO, "%s: %s", tmp, strerror(errno));
+    FILE *out = pt_file_fopen_beside(a->output, "w", tmp, sizeof tmp, err);
+    if (!out) rc = PT_EIO;
     else {
       rc = pt_cost_fit_write(f, in, gp->points, out, name, source, err);
       if (fclose(out) != 0 && rc == 0) rc = pt_err_set(err, PT_EIO, "%s: write failed", tmp);

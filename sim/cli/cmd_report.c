@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "allocconf.h"
+#include "file.h"
 #include "workbench.h"
 
 static const pt_cli_opt report_opts[] = {
@@ -48,10 +49,9 @@ const pt_cli_table pt_opts_report = {
 /* Write the page beside the target, then rename: no half-written page. */
 static int write_html(const char *path, const pt_report_run *rr, size_t n, const pt_report_rec *recs, size_t nrecs,
                       const pt_report_confirm *rc_, size_t nc, pt_err *err) {
-  char tmp[4096];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
-  if (!f) return pt_err_set(err, PT_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+  char tmp[4200];
+  FILE *f = pt_file_fopen_beside(path, "w", tmp, sizeof tmp, err);
+  if (!f) return PT_EIO;
   int rc = pt_report_html(f, "pagetune report", rr, n, recs, nrecs, rc_, nc, err);
   if (fclose(f) != 0 && rc == 0) rc = pt_err_set(err, PT_EIO, "%s: write failed: %s", tmp, strerror(errno));
   if (rc == 0 && rename(tmp, path) != 0) rc = pt_err_set(err, PT_EIO, "%s: cannot rename: %s", path, strerror(errno));
@@ -340,7 +340,8 @@ int pt_cmd_report(void *args, char **pos, int npos, pt_err *err) {
   const pt_wb_args *a = args;
   if (a->ntraces > 1) return pt_cli_usage(err, "takes at most one --trace");
   pt_store *db;
-  int rc = pt_store_open(a->db, PT_STORE_READONLY, err, &db);
+  int rc = a->html ? pt_file_check_output(a->html, NULL, "--html", err) : 0; /* before the text is printed */
+  if (rc == 0) rc = pt_store_open(a->db, PT_STORE_READONLY, err, &db);
   if (rc < 0) return rc;
   pt_store_run *rows = NULL;
   size_t n = 0, nc = 0;

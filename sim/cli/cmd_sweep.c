@@ -21,10 +21,11 @@ static const pt_cli_opt sweep_opts[] = {
     PT_CLI_OPT_STR("db", 0, "DB", pt_wb_args, db, "the SQLite database (default pagetune.db; created if missing)"),
     PT_WB_OPT_TRACE("a trace or PyTorch snapshot (repeatable)"),
     PT_WB_OPT_POLICY("a policy file or bundled name (repeatable)"),
-    PT_CLI_OPT_PARSE("grid", "NAME=LIST", pt_wb_args, grid, pt_cli_opt_grid,
-                     " (NAME=A,B,C, a list value whole in its brackets; at most 8 grids of 64 values of 127 bytes)",
-                     "values for a parameter, comma-separated (repeatable); a list value\n"
-                     "is one value, its commas inside brackets: roundup_power2_divisions=4,[256:1,512:2,>:8]"),
+    PT_CLI_OPT_PARSE_MANY("grid", "NAME=LIST", pt_wb_args, grid, pt_cli_opt_grid,
+                          " (NAME=A,B,C, each NAME once, a list value whole in its brackets; at most 8 grids of 64 "
+                          "values of 127 bytes)",
+                          "values for a parameter, comma-separated (repeatable, a NAME once); a list value\n"
+                          "is one value, its commas inside brackets: roundup_power2_divisions=4,[256:1,512:2,>:8]"),
     PT_WB_OPT_CAPACITY,
     PT_WB_OPT_GPU("GPU description for predicted times (default h200):\n" PT_WB_GPU_RULE),
     PT_WB_OPT_TIMELINE("default thin"),

@@ -8,8 +8,8 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 
+#include "file.h"
 #include "gen.h"
 #include "gpufrees.h"
 #include "trace.h"
@@ -118,21 +118,6 @@ const pt_cli_table pt_opts_trace_gen = {
 static pt_trace_opts open_opts(const trace_args *a) {
   return (pt_trace_opts){.device = a->device == ULONG_MAX ? -1 : (int)a->device,
                          .strip_frames = a->strip_frames};
-}
-
-/*
- * -o DST: a new path or a regular file, never the input itself (the same
- * device and inode, whatever the names): writing replaces DST by rename, so
- * a device node or FIFO would become a regular file and the input be lost.
- */
-static int check_output(const char *src, const char *dst, pt_err *err) {
-  struct stat d, sb;
-  if (stat(dst, &d) != 0) return 0; /* a new path */
-  if (!S_ISREG(d.st_mode))
-    return pt_err_set(err, PT_EFORBID, "%s: not a regular file: -o writes a regular file, and will not replace this one", dst);
-  if (src && stat(src, &sb) == 0 && sb.st_dev == d.st_dev && sb.st_ino == d.st_ino)
-    return pt_err_set(err, PT_EFORBID, "%s: is the input %s: -o names another file", dst, src);
-  return 0;
 }
 
 /* A snapshot without allocations: recorded without torch.cuda.memory._record_memory_history. */
@@ -420,7 +405,7 @@ int pt_cmd_trace_import(void *args, char **pos, int npos, pt_err *err) {
   if (a->gpu_frees && a->async_run) return pt_cli_usage(err, "--gpu-frees and --async-run both time the frees: give one");
   pt_trace *t;
   pt_trace_opts o = open_opts(a);
-  int rc = check_output(pos[0], a->output, err);
+  int rc = pt_file_check_output(a->output, pos[0], "-o", err);
   if (rc < 0) return rc;
   rc = pt_trace_open(pos[0], &o, err, &t);
   if (rc < 0) return rc;
@@ -488,6 +473,6 @@ int pt_cmd_trace_gen(void *args, char **pos, int npos, pt_err *err) {
   if (!a->have_seed) return pt_cli_usage(err, "needs --seed");
   if (!a->output) return pt_cli_usage(err, "needs -o DST");
   pt_gen_opts g = {.kind = a->kind, .seed = a->seed, .steps = (unsigned)a->steps};
-  int rc = check_output(NULL, a->output, err);
+  int rc = pt_file_check_output(a->output, NULL, "-o", err);
   return rc < 0 ? rc : pt_gen_write(&g, a->output, err);
 }

@@ -98,6 +98,7 @@ int pt_cli_parse(const pt_cli_cmd *cmd, const pt_cli_cmd *siblings, int argc, ch
   shorts[ns] = 0;
   longopts[nlong] = (struct option){0};
   int c;
+  unsigned char given[MAX_OPTS] = {0}; /* an option of one value given again is refused, not the last one taken */
   optind = 0; /* 0, not 1: getopt starts afresh (the ordering '+' asks for included), as a second parse needs */
   opterr = 0;
   while ((c = getopt_long(argc, argv, shorts, longopts, NULL)) != -1) {
@@ -112,6 +113,9 @@ int pt_cli_parse(const pt_cli_cmd *cmd, const pt_cli_cmd *siblings, int argc, ch
     char name[64];
     if (i >= nown) /* named from the table: argv[optind - 1] may be its value */
       return pt_cli_usage(err, "option '%s' does not apply here", spelled(all[i], name, sizeof name));
+    if (given[i] && all[i]->kind != PT_CLI_FLAG && all[i]->kind != PT_CLI_LIST && !all[i]->many)
+      return pt_cli_usage(err, "option '%s' given twice (it takes one value)", spelled(all[i], name, sizeof name));
+    given[i] = 1;
     int rc = apply(all[i], optarg, args, err);
     if (rc < 0) return rc;
   }

@@ -47,6 +47,8 @@ typedef struct pt_cli_opt {
   unsigned long min, max;                 /* ULONG: the range; LIST: the most values */
   int (*parse)(const char *arg, void *field); /* PARSE */
   const char *suffix; /* after "bad --NAME 'VALUE'", e.g. " (1..1000000)"; REFUSE: the whole message */
+  int many;           /* PARSE: its parser gathers each value (--grid), so it may be given again; a STR, ULONG or
+                         other PARSE option given twice is refused, never the last value silently taken */
 } pt_cli_opt;
 
 #define PT_CLI_END {0}
@@ -61,6 +63,8 @@ typedef struct pt_cli_opt {
   {.name = n, .value = v, .help = h, .kind = PT_CLI_ULONG, PT_CLI_F_(type, f), .min = lo, .max = hi, .suffix = sfx}
 #define PT_CLI_OPT_PARSE(n, v, type, f, fn, sfx, h) \
   {.name = n, .value = v, .help = h, .kind = PT_CLI_PARSE, PT_CLI_F_(type, f), .parse = fn, .suffix = sfx}
+#define PT_CLI_OPT_PARSE_MANY(n, v, type, f, fn, sfx, h) \
+  {.name = n, .value = v, .help = h, .kind = PT_CLI_PARSE, PT_CLI_F_(type, f), .parse = fn, .suffix = sfx, .many = 1}
 #define PT_CLI_OPT_REFUSE(n, v, why) {.name = n, .value = v, .kind = PT_CLI_REFUSE, .suffix = why}
 
 /* A command's option table: its help, its options, and the argument struct they fill. */

@@ -52,6 +52,8 @@ int pt_grid_add(pt_grid *g, const char *arg) {
   const char *eq = strchr(arg, '=');
   if (!eq || eq == arg || (size_t)(eq - arg) >= sizeof ax->name) return -1;
   snprintf(ax->name, sizeof ax->name, "%.*s", (int)(eq - arg), arg);
+  for (int i = 0; i < g->n; i++)
+    if (!strcmp(g->axis[i].name, ax->name)) return -1; /* a second grid of one parameter: which would hold? */
   ax->n = 0;
   for (const char *p = eq + 1; *p;) {
     size_t len = 0;

@@ -38,8 +38,8 @@ typedef struct pt_grid {
   pt_grid_axis axis[PT_GRID_AXES];
   int n;
 } pt_grid;
-/* Add NAME=A,B,C to g; -1 when malformed (an empty value, an unbalanced bracket) or past the limits
-   (PT_GRID_AXES axes of PT_GRID_VALUES values of PT_GRID_VALUE_MAX - 1 bytes). */
+/* Add NAME=A,B,C to g; -1 when malformed (an empty value, an unbalanced bracket), when NAME has a grid already, or
+   past the limits (PT_GRID_AXES axes of PT_GRID_VALUES values of PT_GRID_VALUE_MAX - 1 bytes). */
 int pt_grid_add(pt_grid *g, const char *arg);
 /* Option parser: pt_grid_add into a pt_grid. */
 int pt_cli_opt_grid(const char *arg, void *field);

@@ -52,6 +52,7 @@ typedef struct pt_wb_args {
   int timeline;             /* --timeline (pt_wb_timeline); PT_WB_TL_DEFAULT: the command's own */
   unsigned long jobs;       /* -j N: worker processes (1: none, the command simulates itself) */
   int broadcast_traces;     /* --broadcast-traces (under MPI) */
+  int objective_given;      /* --objective was given (not the default): it and --run do not go together */
 } pt_wb_args;
 
 /*
@@ -87,8 +88,9 @@ extern const pt_wb_args pt_wb_defaults;
 #define PT_WB_GPU_RULE "h200, a100, a .gpu file, or none: no GPU model, no predicted times"
 
 #define PT_WB_OPT_OBJECTIVE(h)                                                                            \
-  PT_CLI_OPT_PARSE("objective", "O", pt_wb_args, objective, pt_cli_opt_objective,                       \
-                   " (time, memory or weighted:W with W in [0,1])", h "\n" PT_OBJ_WEIGHTED_HELP)
+  {.name = "objective", .value = "O", .help = h "\n" PT_OBJ_WEIGHTED_HELP, .kind = PT_CLI_PARSE,            \
+   PT_CLI_F_(pt_wb_args, objective), .parse = pt_cli_opt_objective,                                       \
+   .suffix = " (time, memory or weighted:W with W in [0,1])", .seen = offsetof(pt_wb_args, objective_given) + 1}
 #define PT_WB_OPT_JSON(h) PT_CLI_OPT_FLAG("json", pt_wb_args, json, h)
 #define PT_WB_OPT_TIMELINE(h)                                                                             \
   PT_CLI_OPT_PARSE("timeline", "full|thin|none", pt_wb_args, timeline, pt_wb_opt_timeline,              \

@@ -63,13 +63,18 @@ static uint64_t invent(pt_model_dev *m, uint64_t bytes, uint64_t align) {
   return va;
 }
 
+/* What the page table refuses as bad arguments (PT_EUSAGE: a range past its VA or already mapped, a page size
+   it lacks) came from the run's input, a trace's recorded address or a policy's page_size, not from the
+   command line: bad input. */
+static int input_error(int rc) { return rc == PT_EUSAGE ? PT_EFORMAT : rc; }
+
 /* Map [va, va+bytes) in the page-table model, if there is one. */
 static int pt_map_in_tables(pt_model_dev *m, uint64_t va, uint64_t bytes, int vmm) {
   uint64_t page = vmm || bytes >= (UINT64_C(2) << 20) ? UINT64_C(2) << 20 : UINT64_C(64) << 10;
   int rc;
   if (m->page_size && (rc = m->page_size(m->page_ctx, bytes, &page, m->err)) < 0) return rc;
   uint64_t start = va & ~(UINT64_C(4095)), len = ((va + bytes + 4095) & ~UINT64_C(4095)) - start;
-  return pt_pagetable_map(m->pt, start, len, page, len, m->err);
+  return input_error(pt_pagetable_map(m->pt, start, len, page, len, m->err));
 }
 
 static inline int pt_map(pt_model_dev *m, uint64_t va, uint64_t bytes, int vmm) {
@@ -79,7 +84,7 @@ static inline int pt_map(pt_model_dev *m, uint64_t va, uint64_t bytes, int vmm) 
 static inline int pt_unmap(pt_model_dev *m, uint64_t va, uint64_t bytes) {
   if (!m->pt) return 0;
   uint64_t start = va & ~(UINT64_C(4095)), len = ((va + bytes + 4095) & ~UINT64_C(4095)) - start;
-  return pt_pagetable_unmap(m->pt, start, len, m->err);
+  return input_error(pt_pagetable_unmap(m->pt, start, len, m->err));
 }
 
 static int md_malloc(void *st, uint64_t bytes, uint64_t *addr) {

@@ -308,22 +308,27 @@ static int observe(pt_trace_data *t) {
 }
 
 /* Set up the state captured at trace start: segments first, then blocks in them. */
+/* An initial-state record the mechanism refused: its position, then the mechanism's reason (which names the
+   segment or block: "initial block at 0x... lies in no free part of an initial segment"). */
+static int initial_error(const pt_trace_data *t, size_t i, int rc, pt_err *err) {
+  return pt_err_prefix(err, rc, "%s: record %zu (initial state)", t->path, i + 1);
+}
+
 static int initial_state(const pt_trace_data *t, const pt_mech_ops *m, void *st, run *r, pt_err *err) {
   int rc;
   for (size_t i = 0; i < t->n && (t->ev[i].kind == PT_EV_INIT_SEGMENT || t->ev[i].kind == PT_EV_INIT_ALLOC); i++) {
     const pt_event *e = &t->ev[i];
-    if ((rc = use_pool(r, m, st, e->pool)) < 0) return pt_err_prefix(err, rc, "%s: initial state", t->path);
-    if (e->kind == PT_EV_INIT_SEGMENT &&
-        (rc = m->init_segment(st, e->addr, e->bytes, e->stream, e->flags & PT_SEGF_EXPANDABLE)) < 0)
-      return pt_err_prefix(err, rc, "%s: initial segment at 0x%" PRIx64, t->path, e->addr);
+    if ((rc = use_pool(r, m, st, e->pool)) < 0 ||
+        (e->kind == PT_EV_INIT_SEGMENT &&
+         (rc = m->init_segment(st, e->addr, e->bytes, e->stream, e->flags & PT_SEGF_EXPANDABLE)) < 0))
+      return initial_error(t, i, rc, err);
   }
   for (size_t i = 0; i < t->n && (t->ev[i].kind == PT_EV_INIT_SEGMENT || t->ev[i].kind == PT_EV_INIT_ALLOC); i++) {
     const pt_event *e = &t->ev[i];
     if (e->kind != PT_EV_INIT_ALLOC) continue;
     uint64_t h;
-    if ((rc = use_pool(r, m, st, e->pool)) < 0) return pt_err_prefix(err, rc, "%s: initial state", t->path);
-    if ((rc = m->init_alloc(st, e->addr, e->bytes, e->stream, &h)) < 0)
-      return pt_err_prefix(err, rc, "%s: initial block at 0x%" PRIx64, t->path, e->addr);
+    if ((rc = use_pool(r, m, st, e->pool)) < 0 || (rc = m->init_alloc(st, e->addr, e->bytes, e->stream, &h)) < 0)
+      return initial_error(t, i, rc, err);
     r->handles[e->id] = h;
     r->allocated += e->bytes;
   }

@@ -517,6 +517,7 @@ static int exp_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *han
     if (h && h->segment_size) {
       if ((rc = h->segment_size(h->ctx, size, &target, st->env.err)) < 0) return rc;
       if (target < size) target = size; /* a growth maps at least the request */
+      if ((rc = pt_mech_check_hook_size(&st->env, "expandable", "segment_size", size, target)) < 0) return rc;
     }
     rc = alloc_block(st, pool, stream, size, target, &b);
     if (rc == PT_EOOM) { /* free every cached page and segment, then once more */

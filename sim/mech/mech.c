@@ -164,7 +164,7 @@ int pt_param_value_parse(const char *text, double *num, pt_plist *list, char *wh
     snprintf(why, n, "'%.64s' is not a number (or a list [BOUNDARY_MIB:DIVISIONS,...,>:DIVISIONS])", text);
     return PT_EFORMAT;
   }
-  *num = v;
+  *num = v + 0.0; /* -0 is 0 */
   return 0;
 }
 
@@ -279,9 +279,13 @@ void pt_mech_set_insert(const pt_mech_env *env, pt_bset *s, pt_bnode *n) {
 }
 
 int pt_mech_check_hook_size(const pt_mech_env *env, const char *who, const char *hook, uint64_t in, uint64_t out) {
-  if (out >= in && out) return 0;
-  return pt_err_set(env->err, PT_EFORMAT, "%s: policy %s(%llu) returned %llu, less than its argument", who, hook,
-                    (unsigned long long)in, (unsigned long long)out);
+  if (out < in || !out)
+    return pt_err_set(env->err, PT_EFORMAT, "%s: policy %s(%llu) returned %llu, less than its argument", who, hook,
+                      (unsigned long long)in, (unsigned long long)out);
+  if (out > PT_MECH_MAX_HOOK_BYTES)
+    return pt_err_set(env->err, PT_ELIMIT, "%s: policy %s(%llu) returned %llu, more than 2^50", who, hook,
+                      (unsigned long long)in, (unsigned long long)out);
+  return 0;
 }
 
 int pt_mech_round_slow(const pt_mech_env *env, const char *who, uint64_t bytes, uint64_t *size) {

@@ -282,7 +282,9 @@ static inline int pt_mech_round(const pt_mech_env *env, const char *who, uint64_
   if ((env->hooks && env->hooks->round) || !(*size = pt_mech_round512(bytes))) return pt_mech_round_slow(env, who, bytes, size);
   return 0;
 }
-/* A hook's size result checked: less than its argument is an error naming who and the hook. */
+/* A hook's size result checked: less than its argument, or more than 2^50 bytes (a trace's own limit on a
+   size: past it a segment's bytes wrap the books' counters), is an error naming who and the hook. */
+#define PT_MECH_MAX_HOOK_BYTES (UINT64_C(1) << 50)
 int pt_mech_check_hook_size(const pt_mech_env *env, const char *who, const char *hook, uint64_t in, uint64_t out);
 /* The policy's should_collect, told reserved (the books) and allocated (the caller's); 0 without a hook. */
 int pt_mech_should_collect(const pt_mech_env *env, int *yes /* OUT */);

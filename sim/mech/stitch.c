@@ -479,11 +479,7 @@ static int stitch_create(const pt_mech_env *env, void **state) {
 static int hook_size(stitch_state *st, int (*fn)(void *, uint64_t, uint64_t *, pt_err *), const char *name,
                      uint64_t in, uint64_t *out) {
   int rc = fn(st->env.hooks->ctx, in, out, st->env.err);
-  if (rc < 0 || (rc = pt_mech_check_hook_size(&st->env, "stitch", name, in, *out)) < 0) return rc;
-  if (*out > (uint64_t)MAX_BYTES)
-    return pt_err_set(st->env.err, PT_ELIMIT, "stitch: policy %s(%llu) returned %llu, more than 2^50", name,
-                      (unsigned long long)in, (unsigned long long)*out);
-  return 0;
+  return rc < 0 ? rc : pt_mech_check_hook_size(&st->env, "stitch", name, in, *out);
 }
 
 static int stitch_alloc(void *state, uint64_t bytes, uint64_t stream, uint64_t *handle) {

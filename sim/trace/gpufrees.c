@@ -41,13 +41,15 @@ static int field(reader *r, const char **p, int hex, uint64_t *out, const char *
   return 0;
 }
 
-/* A line just read into buf (LINE_CHARS bytes): counted, its newline cut; too long is bad. */
+/* A line just read into buf (LINE_CHARS bytes): counted, its newline cut; too long is bad, and so is a last line
+   without its newline (a file cut there: 'end 1529' cut to 'end 152' is not an end line). */
 #define LINE_CHARS 256
 static int line_end(gzFile gz, reader *r, char *buf) {
   r->line++;
   size_t len = strlen(buf);
   if (len && buf[len - 1] == '\n') buf[--len] = '\0';
   else if (!gzeof(gz)) return bad(r, "line longer than 255 characters");
+  else return bad(r, "truncated (no newline at end of file)");
   return 0;
 }
 

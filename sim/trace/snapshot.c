@@ -591,7 +591,8 @@ static int pick_device(const pt_pyobj *traces, int want, pt_err *err) {
     if (!pt_py_streamed(l) && !pt_py_len(l)) continue;
     if (found >= 0)
       return pt_err_set(err, PT_EUSAGE,
-                        "device_traces: devices %d and %zu both have events; pick one with --device N",
+                        "device_traces: devices %d and %zu both have events; pick one with --device N (where a "
+                        "command takes none, as sweep: 'pagetune trace import SNAPSHOT --device N -o T' first)",
                         found, d);
     found = (int)d;
   }

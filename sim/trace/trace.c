@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "file.h"
 #include "snapshot.h"
 #include "u64map.h"
 
@@ -105,6 +106,47 @@ static void ids_free(id_table *tab) {
   free(tab->seen);
 }
 
+/* ---- the initial segments' ranges ----------------------------------------- */
+
+/* The initial segments seen, sorted by address: no two may overlap (nor one pass the end of the address
+   space), since every mechanism places the initial blocks in them and counts their bytes as reserved. */
+typedef struct seg_ranges {
+  struct { uint64_t addr, end; } *v;
+  size_t n, cap;
+} seg_ranges;
+
+static int segs_add(seg_ranges *s, uint64_t addr, uint64_t bytes, pt_err *err) {
+  if (bytes > UINT64_MAX - addr)
+    return pt_err_set(err, PT_EFORMAT, "initial segment at 0x%llx of %llu bytes passes the end of the address space",
+                      (unsigned long long)addr, (unsigned long long)bytes);
+  size_t lo = 0, hi = s->n; /* the first range that starts after addr */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (s->v[mid].addr <= addr) lo = mid + 1;
+    else hi = mid;
+  }
+  uint64_t end = addr + bytes;
+  const char *fmt = "initial segment [0x%llx, +%llu) overlaps the one at 0x%llx";
+  if (lo > 0 && s->v[lo - 1].end > addr)
+    return pt_err_set(err, PT_EFORMAT, fmt, (unsigned long long)addr, (unsigned long long)bytes,
+                      (unsigned long long)s->v[lo - 1].addr);
+  if (lo < s->n && s->v[lo].addr < end)
+    return pt_err_set(err, PT_EFORMAT, fmt, (unsigned long long)addr, (unsigned long long)bytes,
+                      (unsigned long long)s->v[lo].addr);
+  if (s->n == s->cap) {
+    size_t ncap = s->cap ? 2 * s->cap : 64;
+    void *nv = realloc(s->v, ncap * sizeof *s->v);
+    if (!nv) return pt_err_set(err, PT_ENOMEM, "out of memory");
+    s->v = nv;
+    s->cap = ncap;
+  }
+  memmove(&s->v[lo + 1], &s->v[lo], (s->n - lo) * sizeof *s->v);
+  s->v[lo].addr = addr;
+  s->v[lo].end = end;
+  s->n++;
+  return 0;
+}
+
 /* ---- the reader handle ---------------------------------------------------- */
 
 #define PEEK_MAX 64
@@ -121,6 +163,7 @@ struct pt_trace {
   pt_trace_info info;
   id_table ids;
   int seen_events;         /* a non-initial record has been yielded */
+  seg_ranges segs;         /* the initial segments read */
   pt_frames frames;        /* what records' stack ids name */
   pt_pools pools;          /* what records' pool numbers name */
   pt_order order;          /* the stream order before the record last returned (keep_order: every record's) */
@@ -239,6 +282,7 @@ void pt_trace_close(pt_trace *t) {
   if (t->fmt && t->fmt->close) t->fmt->close(t);
   if (t->gz) gzclose(t->gz);
   ids_free(&t->ids);
+  free(t->segs.v);
   pt_frames_free(&t->frames);
   pt_pools_free(&t->pools);
   pt_order_free(&t->order);
@@ -388,7 +432,7 @@ static int check_event(pt_trace *t, pt_event *ev, pt_err *err) {
   case PT_EV_SEG_MAP:
   case PT_EV_SEG_UNMAP:
     if (ev->bytes == 0) return pt_err_set(err, PT_EFORMAT, "segment of 0 bytes");
-    return 0;
+    return ev->kind == PT_EV_INIT_SEGMENT ? segs_add(&t->segs, ev->addr, ev->bytes, err) : 0;
   case PT_EV_OOM:
     return 0;
   default:
@@ -630,7 +674,10 @@ static int native_open(pt_trace *t, const pt_trace_opts *opts, pt_err *err) {
     } /* other keys: ignored, so newer writers stay readable */
   }
   if (rc < 0) return rc;
-  (void)opts;
+  /* a native trace holds one device: --device names it or is a mistake, never a choice among several */
+  if (opts->device >= 0 && info->device >= 0 && opts->device != info->device)
+    return pt_err_set(err, PT_ENOTFOUND, "@device: the trace holds device %d, not --device %d", info->device,
+                      opts->device);
   return 0;
 }
 
@@ -1031,18 +1078,13 @@ int pt_trace_writer_open(const char *path, const pt_trace_info *info, pt_err *er
     free(w);
     return pt_err_set(err, PT_ENOMEM, "%s: out of memory", path);
   }
-  snprintf(w->tmp, plen + 16, "%s.tmp.XXXXXX", path);
-  int fd = mkstemp(w->tmp);
+  int fd = pt_file_create_beside(path, w->tmp, plen + 16, err);
   if (fd < 0) {
-    int e = errno;
     free(w->tmp);
     free(w->path);
     free(w);
-    return pt_err_set(err, PT_EIO, "%s: cannot create: %s", path, strerror(e));
+    return PT_EIO;
   }
-  mode_t um = umask(0);
-  umask(um);
-  (void)fchmod(fd, 0666 & ~um); /* mkstemp made it 0600; a trace is an ordinary file */
   int gzip = plen > 3 && !strcmp(path + plen - 3, ".gz");
   w->gz = gzdopen(fd, gzip ? "wb6" : "wbT");
   if (!w->gz) {

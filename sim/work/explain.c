@@ -120,6 +120,7 @@ typedef struct watch {
   uint64_t peak_call;    /* the change that first reached the peak (second run) */
   int armed, taken, failed;
   uint64_t allocs;       /* allocation requests served */
+  uint64_t ooms;         /* requests the whole run failed for want of memory */
   pt_explain *out;
 } watch;
 
@@ -299,7 +300,10 @@ static int run_once(const pt_trace_data *t, const pt_sim_config *cfg, watch *w, 
   c.log = NULL;
   pt_sim_result r;
   int rc = pt_sim_run(t, &c, err, &r);
-  if (rc == 0) pt_sim_result_free(&r);
+  if (rc == 0) {
+    w->ooms = r.ooms;
+    pt_sim_result_free(&r);
+  }
   if (rc == 0 && w->peak_call && !w->taken && take(w) < 0) rc = pt_err_set(err, PT_ENOMEM, "out of memory");
   pt_model_dev_done(&d.model);
   pt_u64map_free(&d.at);
@@ -321,6 +325,7 @@ int pt_explain_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err
   }
   free(w.addr_of);
   if (rc < 0) pt_explain_free(out);
+  else out->sum.ooms = w.ooms;
   return rc;
 }
 
@@ -357,7 +362,11 @@ static void frame_text(const pt_frames *f, uint32_t stack, size_t k, char *buf, 
 
 void pt_explain_summary_text(const pt_explain_summary *s, const pt_frames *frames, char *buf, size_t n) {
   if (!s->peak_reserved_bytes) {
-    snprintf(buf, n, "nothing reserved: no segment was ever made");
+    if (s->ooms)
+      snprintf(buf, n, "nothing reserved: no segment was ever made, and %" PRIu64 " request%s ran out of memory under "
+               "the cap", s->ooms, s->ooms == 1 ? "" : "s");
+    else
+      snprintf(buf, n, "nothing reserved: no segment was ever made");
     return;
   }
   char h[5][32];
@@ -389,6 +398,9 @@ void pt_explain_print_text(FILE *f, const pt_explain *x, const pt_frames *frames
   fprintf(f, "live then:     %" PRIu64 " bytes (%s) in %zu blocks, in %" PRIu64 " segments; free: %" PRIu64 " bytes (%s, %.1f%%)\n",
           s->live_bytes, human(s->live_bytes, h1), x->nblocks, s->segments, s->free_bytes, human(s->free_bytes, h2),
           s->peak_reserved_bytes ? 100.0 * (double)s->free_bytes / (double)s->peak_reserved_bytes : 0.0);
+  if (s->ooms)
+    fprintf(f, "out of memory: %" PRIu64 " request%s failed under the cap (not among the blocks below)\n",
+            s->ooms, s->ooms == 1 ? "" : "s");
   size_t shown = 0;
   for (size_t i = 0; i < x->nseg && shown < max_segments; i++) {
     const pt_explain_segment *g = &x->seg[i];
@@ -452,10 +464,10 @@ void pt_explain_print_json_members(FILE *f, const pt_explain *x, const pt_frames
              ",\"live_bytes\":%" PRIu64 ",\"live_blocks\":%zu,\"free_bytes\":%" PRIu64 ",\"segments\":%" PRIu64
              ",\"pinned_segments\":%" PRIu64 ",\"pinned_free_bytes\":%" PRIu64 ",\"cached_segments\":%" PRIu64
              ",\"cached_free_bytes\":%" PRIu64 ",\"pool_segments\":%" PRIu64 ",\"pool_free_bytes\":%" PRIu64
-             ",\"summary\":",
+             ",\"ooms\":%" PRIu64 ",\"summary\":",
           s->peak_reserved_bytes, s->record, s->time_us, s->live_bytes, x->nblocks, s->free_bytes, s->segments,
           s->pinned_segments, s->pinned_free_bytes, s->cached_segments, s->cached_free_bytes, s->pool_segments,
-          s->pool_free_bytes);
+          s->pool_free_bytes, s->ooms);
   pt_json_str(f, sum);
   fprintf(f, ",\"segments_with_free_space\":[");
   for (size_t i = 0; i < x->nseg && x->seg[i].free_bytes; i++) {

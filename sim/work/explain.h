@@ -39,6 +39,7 @@ typedef struct pt_explain_summary {
   uint64_t top_segment_addr, top_segment_bytes, top_free_bytes;
   uint64_t top_block_addr, top_block_bytes;
   uint32_t top_block_stack;     /* in the trace's frames; 0: none recorded */
+  uint64_t ooms;                /* requests the run failed for want of memory (under a cap): in no block */
 } pt_explain_summary;
 
 typedef struct pt_explain_block {

@@ -20,6 +20,7 @@
  */
 #include "export.h"
 #include "allocconf.h"
+#include "file.h"
 #include "json.h"
 
 #include <ctype.h>
@@ -998,17 +999,15 @@ static int make_dir(const char *dir, pt_err *err) {
   return pt_err_set(err, PT_EIO, "%s: cannot make the directory: %s", dir, strerror(errno));
 }
 
-/* dst written whole, then renamed into place (dst.tmp first): from src, or (src NULL) by b's JSON. */
+/* dst written whole, then renamed into place (a new dst.tmp.XXXXXX first): from src, or (src NULL) by b's JSON. */
 static int put_file(const char *dst, const char *src, const pt_export_input *in, const built *b, mode_t mode, pt_err *err) {
   char tmp[4096];
-  if (snprintf(tmp, sizeof tmp, "%s.tmp", dst) >= (int)sizeof tmp) return pt_err_set(err, PT_ELIMIT, "%s: path too long", dst);
   FILE *in_f = NULL;
   if (src && !(in_f = fopen(src, "rb"))) return pt_err_set(err, PT_EIO, "%s: cannot open: %s", src, strerror(errno));
-  FILE *out = fopen(tmp, "wb");
+  FILE *out = pt_file_fopen_beside(dst, "wb", tmp, sizeof tmp, err);
   if (!out) {
-    int e = errno;
     if (in_f) fclose(in_f);
-    return pt_err_set(err, PT_EIO, "%s: cannot create: %s", tmp, strerror(e));
+    return PT_EIO;
   }
   int rc = 0;
   if (in_f) {

@@ -34,10 +34,10 @@ int pt_params_json(const pt_params *p, int sorted, char *buf, size_t n) {
     const pt_plist *l = &p->v[order[k]].list;
     if (l->n) { /* a list: its table, an array of numbers */
       rc = put(buf, n, &len, "%s\"%s\":[", k ? "," : "", p->v[order[k]].name);
-      for (int j = 0; rc == 0 && j < l->n; j++) rc = put(buf, n, &len, "%s%.17g", j ? "," : "", l->v[j]);
+      for (int j = 0; rc == 0 && j < l->n; j++) rc = put(buf, n, &len, "%s%.17g", j ? "," : "", l->v[j] + 0.0);
       if (rc == 0) rc = put(buf, n, &len, "]");
     } else if (isfinite(v)) {
-      rc = put(buf, n, &len, "%s\"%s\":%.17g", k ? "," : "", p->v[order[k]].name, v);
+      rc = put(buf, n, &len, "%s\"%s\":%.17g", k ? "," : "", p->v[order[k]].name, v + 0.0); /* -0 as 0 */
     } else {
       rc = put(buf, n, &len, "%s\"%s\":null", k ? "," : "", p->v[order[k]].name); /* unlimited */
     }
