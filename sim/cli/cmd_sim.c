@@ -19,6 +19,7 @@
 #include "clock.h"
 #include "cudadev.h"
 #include "driver.h"
+#include "file.h"
 #include "mreplay.h"
 #include "replay.h"
 #include "datadir.h"
@@ -438,13 +439,10 @@ static void print_measured_costs(const pt_sim_result *r) {
    each (about 1 ms, untimed). */
 enum { CLOCK_READS = 100000, CLOCK_READS_RUN = 20000 };
 
-/* --calls-out: the file opened as path.tmp before the replay (a path that cannot be written fails before any GPU
-   work), and one timed run's calls written to it, in order, then renamed to path: whole or not at all. */
+/* --calls-out: the file made beside path before the replay (file.h: a path that cannot be written fails before
+   any GPU work), and one timed run's calls written to it, in order, then renamed to path: whole or not at all. */
 static FILE *calls_open(const char *path, char *tmp, size_t n, pt_err *err) {
-  snprintf(tmp, n, "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
-  if (!f) pt_err_set(err, PT_EIO, "%s: cannot write (%s: %s)", path, tmp, strerror(errno));
-  return f;
+  return pt_file_check_output(path, NULL, "--calls-out", err) < 0 ? NULL : pt_file_fopen_beside(path, "w", tmp, n, err);
 }
 
 static int calls_write(FILE *f, const char *tmp, const char *path, const char *trace, const char *policy,
