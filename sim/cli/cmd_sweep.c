@@ -279,6 +279,14 @@ static int sweep_main(const pt_wb_args *a, const pt_farm_launcher *l, pt_err *er
     for (int p = 0; p < s.npol; p++) any |= policy_declares(s.pols[p], a->grid.axis[g].name);
     if (!any) rc = pt_err_set(err, PT_EUSAGE, "--grid %s: no policy given declares that parameter", a->grid.axis[g].name);
   }
+  /* and every value of a grid one each policy declaring it takes, before any run (each run sets its own) */
+  for (int g = 0; rc == 0 && g < a->grid.n; g++)
+    for (int p = 0; rc == 0 && p < s.npol; p++)
+      for (int v = 0; rc == 0 && policy_declares(s.pols[p], a->grid.axis[g].name) && v < a->grid.axis[g].n; v++) {
+        char as[PT_PARAM_NAME_MAX + 1100];
+        snprintf(as, sizeof as, "%s=%s", a->grid.axis[g].name, a->grid.axis[g].values[v]);
+        rc = pt_policy_set_as(s.pols[p], as, "--grid", err);
+      }
   for (int i = 0; rc == 0 && i < a->ntraces; i++)
     if ((rc = pt_wb_load_trace(s.env.db, a->traces[i], err, &s.trs[i])) == 0) s.ntr++;
   if (rc == 0) rc = sweep(&s, l, err);

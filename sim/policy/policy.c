@@ -1161,24 +1161,28 @@ void pt_policy_params(const pt_policy *pol, pt_params *out) {
 /* ---- --set ------------------------------------------------------------------------ */
 
 int pt_policy_set(pt_policy *pol, const char *assignment, pt_err *err) {
+  return pt_policy_set_as(pol, assignment, "--set", err);
+}
+
+int pt_policy_set_as(pt_policy *pol, const char *assignment, const char *opt, pt_err *err) {
   const char *eq = strchr(assignment, '=');
   if (!eq || eq == assignment)
-    return fail(err, PT_EUSAGE, "%s: --set expects NAME=VALUE, got '%.100s'", pol->path, assignment);
+    return fail(err, PT_EUSAGE, "%s: %s expects NAME=VALUE, got '%.100s'", pol->path, opt, assignment);
   size_t nlen = (size_t)(eq - assignment);
   param *pr = NULL;
   for (int i = 0; i < pol->np; i++)
     if (strlen(pol->par[i].name) == nlen && !memcmp(pol->par[i].name, assignment, nlen)) pr = &pol->par[i];
   char buf[PT_MAX_PARAMS * (PT_PARAM_NAME_MAX + 2)];
   if (!pr)
-    return fail(err, PT_EUSAGE, "%s: --set %.100s: the policy declares no parameter '%.*s' (declared: %s)",
-                pol->path, assignment, (int)(nlen > 64 ? 64 : nlen), assignment, declared(pol, buf, sizeof buf));
+    return fail(err, PT_EUSAGE, "%s: %s %.100s: the policy declares no parameter '%.*s' (declared: %s)",
+                pol->path, opt, assignment, (int)(nlen > 64 ? 64 : nlen), assignment, declared(pol, buf, sizeof buf));
   double v;
   pt_plist l;
   char why[PT_ERRMSG_MAX];
   if (pt_param_value_parse(eq + 1, &v, &l, why, sizeof why) < 0)
-    return fail(err, PT_EUSAGE, "%s: --set %.100s: %s", pol->path, assignment, why);
+    return fail(err, PT_EUSAGE, "%s: %s %.100s: %s", pol->path, opt, assignment, why);
   if (l.n ? list_problem(pol, pr, &l, why, sizeof why) : value_problem(pol, pr, v, why, sizeof why))
-    return fail(err, PT_EUSAGE, "%s: --set %.100s: %s", pol->path, assignment, why);
+    return fail(err, PT_EUSAGE, "%s: %s %.100s: %s", pol->path, opt, assignment, why);
   pr->pub.value = v;
   pr->pub.list = l;
   for (int h = 0; h < H_COLLECT; h++) pt_u64map_free(&pol->memo[h]); /* results may depend on p */

@@ -129,6 +129,8 @@ const pt_policy_param *pt_policy_param_at(const pt_policy *pol, int i);
  * with err naming the script, the assignment and the reason.
  */
 int pt_policy_set(pt_policy *pol, const char *assignment, pt_err *err);
+/* The same, its messages naming the option opt ("--grid") in place of --set. */
+int pt_policy_set_as(pt_policy *pol, const char *assignment, const char *opt, pt_err *err);
 
 /* Current values of every declared parameter (out is overwritten). */
 void pt_policy_params(const pt_policy *pol, pt_params *out /* OUT */);
