@@ -5,7 +5,7 @@
  * allocations (size, stream, time, one of 64 addresses or any), frees and
  * out-of-memory records, written into memory.  A model here says what each
  * call must do: refuse (an address live twice, a free of one not live, more
- * than 2^50 bytes, the time INT64_MIN, which the reader cannot take:
+ * than 2^50 bytes, a stream past 2^63, the time INT64_MIN, which the reader cannot take:
  * PT_EUSAGE, nothing written), or write the next record with
  * the next id; after a failed write every call fails the same way.  Then the
  * reader reads the bytes back: a recording that closed cleanly must read as
@@ -113,7 +113,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       rc = pt_record_alloc(r, bytes, stream, t, addr, &id, &err);
       if (dead) {
         if (rc != PT_EIO) __builtin_trap();
-      } else if (live || bytes > PT_RECORD_MAX_BYTES || t == INT64_MIN) {
+      } else if (live || bytes > PT_RECORD_MAX_BYTES || stream >> 63 || t == INT64_MIN) {
         if (rc != PT_EUSAGE || id != 0) __builtin_trap();
       } else if (rc == PT_EIO) {
         dead = 1;
