@@ -94,7 +94,8 @@ expect 1 "" "${many}foo:1"
 grep -q "^note: -: [0-9]* more findings not shown" "$tmp/out" || fail "findings past the limit: not said"
 # usage: exit 2, one line for the version
 expect 2 "" --torch-version 2.10 "max_split_size_mb:64"
-[ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "only PyTorch 2.11 is known" "$tmp/err" || fail "--torch-version 2.10: not one line naming 2.11"
+head -1 "$tmp/err" | grep -q "^pagetune lint: --torch-version '2.10': only PyTorch 2.11 is known" && grep -q "try 'pagetune lint --help'" "$tmp/err" ||
+  fail "--torch-version 2.10: not bad usage naming 2.11, with the usage hint: $(cat "$tmp/err")"
 expect 0 "ok: no findings (PyTorch 2.11)" --torch-version 2.11.0 "max_split_size_mb:64"
 expect 2 ""
 expect 2 "" --env FOO=1

@@ -157,8 +157,7 @@ int pt_cmd_lint(void *args, char **pos, int npos, pt_err *err) {
   const lint_args *a = args;
   const char *v = a->torch_version;
   if (strcmp(v, LINT_TORCH) && (strncmp(v, LINT_TORCH ".", 5) || !v[5] || strspn(v + 5, "0123456789") != strlen(v + 5)))
-    return pt_err_set(err, PT_EUSAGE, "lint: --torch-version '%.40s': only PyTorch %s is known (the one measured here)", v,
-                      LINT_TORCH);
+    return pt_cli_usage(err, "--torch-version '%.40s': only PyTorch %s is known (the one measured here)", v, LINT_TORCH);
   const char *cuda = npos ? pos[0] : NULL, *plain = NULL;
   for (int i = 0; i < a->nenv; i++) {
     const char *e = a->env[i];
