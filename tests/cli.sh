@@ -198,7 +198,7 @@ expect 2 "sweep --grid of an undeclared parameter" -- "$pt" sweep --db "$tmp/w.d
 # a grid value out of range: named as the --grid it came in, before any run is stored
 expect 2 "sweep --grid value out of range" -- "$pt" sweep --db "$tmp/g.db" --trace "$snap" --policy tunable_caching --grid max_split_size_mb=100,2
 one_line "tunable_caching.lua: --grid max_split_size_mb=2: 2 lies outside the range"
-[ "$(sqlite3 "$tmp/g.db" 'select count(*) from runs' 2>/dev/null || echo 0)" = 0 ] || { echo "FAIL: a run stored before the bad --grid value was seen"; fails=$((fails + 1)); }
+[ -e "$tmp/g.db" ] && { echo "FAIL: a database made before the bad --grid value was seen"; fails=$((fails + 1)); }
 expect 2 "tune --objective bogus" -- "$pt" tune --db "$tmp/w.db" --trace "$snap" --policy tunable_caching --objective fast
 expect 2 "export without --format" -- "$pt" export --db "$tmp/w.db" --trace x
 expect 0 "sweep" -- "$pt" sweep --db "$tmp/w.db" --trace "$snap" --policy pytorch_native --policy direct --json

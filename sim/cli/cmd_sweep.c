@@ -268,11 +268,12 @@ static int sweep_main(const pt_wb_args *a, const pt_farm_launcher *l, pt_err *er
   sweep_state s = {.a = a, .env = {.capacity = a->capacity, .timeline = a->timeline ? a->timeline : PT_WB_TL_THIN},
                    .pr = {.tty = isatty(2)}};
   int rc = pt_wb_gpu(a->gpu, &gpu, &s.env.gpu, err);
-  if (rc < 0 || (rc = pt_store_open(a->db, 0, err, &s.env.db)) < 0) return rc;
+  if (rc < 0) return rc;
   s.trs = calloc((size_t)a->ntraces, sizeof *s.trs);
   rc = s.trs ? 0 : pt_err_set(err, PT_ENOMEM, "out of memory");
+  /* the policies and the grid first: a bad one is said before the database is made or touched */
   for (int i = 0; rc == 0 && i < a->npolicies; i++)
-    if ((rc = pt_wb_load_policy(s.env.db, a->policies[i], err, &s.pols[i], &s.pids[i])) == 0) s.npol++;
+    if ((rc = pt_wb_load_policy(NULL, a->policies[i], err, &s.pols[i], NULL)) == 0) s.npol++;
   /* unknown grid names are a usage error: no policy declares them */
   for (int g = 0; rc == 0 && g < a->grid.n; g++) {
     int any = 0;
@@ -287,6 +288,8 @@ static int sweep_main(const pt_wb_args *a, const pt_farm_launcher *l, pt_err *er
         snprintf(as, sizeof as, "%s=%s", a->grid.axis[g].name, a->grid.axis[g].values[v]);
         rc = pt_policy_set_as(s.pols[p], as, "--grid", err);
       }
+  if (rc == 0) rc = pt_store_open(a->db, 0, err, &s.env.db);
+  for (int p = 0; rc == 0 && p < s.npol; p++) rc = pt_wb_put_policy(s.env.db, s.pols[p], err, &s.pids[p]);
   for (int i = 0; rc == 0 && i < a->ntraces; i++)
     if ((rc = pt_wb_load_trace(s.env.db, a->traces[i], err, &s.trs[i])) == 0) s.ntr++;
   if (rc == 0) rc = sweep(&s, l, err);

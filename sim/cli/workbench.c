@@ -116,7 +116,7 @@ int pt_wb_load_policy(pt_store *db, const char *arg, pt_err *err, pt_policy **po
   *pol = NULL;
   int rc = pt_wb_policy_file(arg, buf, sizeof buf, err);
   if (rc == 0) rc = pt_policy_load(buf, NULL, err, pol);
-  if (rc < 0) return rc;
+  if (rc < 0 || !db) return rc;
   if ((rc = pt_wb_put_policy(db, *pol, err, id)) < 0) {
     pt_policy_free(*pol);
     *pol = NULL;

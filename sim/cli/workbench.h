@@ -145,7 +145,7 @@ int pt_wb_put_trace(pt_store *db, const char *path, const pt_trace_data *data, p
 int pt_wb_load_trace(pt_store *db, const char *path, pt_err *err, pt_wb_trace *out /* OUT */);
 /* A loaded policy's row in the store (found or added). */
 int pt_wb_put_policy(pt_store *db, const pt_policy *pol, pt_err *err, int64_t *id /* OUT */);
-/* Load the policy arg names and put it in the store; *pol is NULL on failure. */
+/* Load the policy arg names and put it in the store (db NULL: not, and id untouched); *pol is NULL on failure. */
 int pt_wb_load_policy(pt_store *db, const char *arg, pt_err *err, pt_policy **pol /* OUT */, int64_t *id /* OUT */);
 
 /* What a stored run is keyed by; pj (PT_PARAMS_JSON_MAX bytes) holds the parameters' text the key points to. */
