@@ -15,5 +15,7 @@ int64_t pt_clock_us(void);
    slower (a lower clock, a shared core) reads its clock slower too, in proportion, and so runs everything else
    (bench/RESULTS.md, "the host's speed"); a GPU description's host_clock_read_us says at which its costs hold. */
 double pt_clock_read_us(int n);
+/* Reads that measure the host's speed well (about 4 ms): what replay --mechanism and calibrate report. */
+#define PT_CLOCK_READS 100000
 
 #endif

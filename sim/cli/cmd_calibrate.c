@@ -92,7 +92,6 @@ const pt_cli_table pt_opts_calibrate = {
     calibrate_opts, sizeof(calibrate_args), &defaults, 0};
 
 /* What was measured, and where and when. */
-enum { CLOCK_READS = 100000 }; /* the host's speed: reads of the clock timed, about 4 ms */
 
 typedef struct measured {
   pt_gpu base;
@@ -237,10 +236,10 @@ static int calibrate(const calibrate_args *a, measured *m, FILE *bf, pt_err *err
   pt_driver *d;
   if ((rc = pt_driver_open(err, &d)) < 0) return rc;
   pt_alloc_backend gpu = pt_calibrate_gpu_backend(d);
-  double speed_before = pt_clock_read_us(CLOCK_READS);
+  double speed_before = pt_clock_read_us(PT_CLOCK_READS);
   if ((rc = pt_driver_info(d, &m->gi, err)) == 0 && (rc = pt_calibrate(d, (unsigned)a->repeat, 1, m->pts, err)) == 0)
     rc = pt_calibrate_mechs(&gpu, &m->plan, 1, m->mechs, err);
-  m->host_clock_read_us = (speed_before + pt_clock_read_us(CLOCK_READS)) / 2;
+  m->host_clock_read_us = (speed_before + pt_clock_read_us(PT_CLOCK_READS)) / 2;
   pt_driver_close(d); /* before torch: its processes get the GPU to themselves */
   if (rc < 0) return rc;
   memset(&m->torch, 0, sizeof m->torch);

@@ -437,7 +437,7 @@ static void print_measured_costs(const pt_sim_result *r) {
 /* The host's speed (clock.h): one read of the clock that times each request, µs, the mean of these many reads
    (a request's time holds two: its own work includes them, measured and fitted alike); after the runs, and before
    each (about 1 ms, untimed). */
-enum { CLOCK_READS = 100000, CLOCK_READS_RUN = 20000 };
+enum { CLOCK_READS_RUN = 20000 }; /* before each run: about 1 ms */
 
 /* --calls-out: the file made beside path before the replay (file.h: a path that cannot be written fails before
    any GPU work), and one timed run's calls written to it, in order, then renamed to path: whole or not at all. */
@@ -588,7 +588,7 @@ static int replay_mechanism(sim_run *s, pt_err *err) {
                repeat, r->nalloc_us, al[0], al[1], al[2], fr[0], fr[1], fr[2], total[best], s->r.predicted_alloc_us,
                r->peak_reserved_bytes, s->r.peak_reserved_bytes, m->free_before, m->free_after, k->mr.touched,
                k->mr.checked, k->mr.mismatches);
-        printf("\"clock_read_us\":%.4f,\"clock_read_us_median_run\":%.6g,", pt_clock_read_us(CLOCK_READS), speed[best]);
+        printf("\"clock_read_us\":%.4f,\"clock_read_us_median_run\":%.6g,", pt_clock_read_us(PT_CLOCK_READS), speed[best]);
         fputs("\"measured_total_us_runs\":[", stdout); /* every timed run's total, for the spread */
         for (unsigned long i = 1; i <= repeat; i++) printf("%s%.3f", i > 1 ? "," : "", total[i]);
         fputs("],\"clock_read_us_runs\":[", stdout); /* the host's speed before each */

@@ -36,22 +36,6 @@ void pt_call_tlog_free(pt_call_tlog *tl) {
   *tl = (pt_call_tlog){0};
 }
 
-void pt_dev_tlog_add(pt_device *d, enum pt_drv_call c, uint64_t bytes) {
-  pt_call_tlog *tl = d->tlog;
-  if (tl->n == tl->cap) {
-    size_t cap = tl->cap ? 2 * tl->cap : 4096;
-    pt_call_timing *v = cap <= SIZE_MAX / sizeof *v ? realloc(tl->v, cap * sizeof *v) : NULL;
-    if (!v) {
-      tl->lost++;
-      return;
-    }
-    tl->v = v;
-    tl->cap = cap;
-  }
-  /* the untimed set is the class books without times (sim.c) */
-  tl->v[tl->n++] = (pt_call_timing){bytes, d->call_us, (int)c, !(d->class_sizes && !d->class_times)};
-}
-
 /* v (*cap elements of elem bytes, len used) reallocated to hold n more, *cap updated; NULL (v kept, the
    error described with what it was for) when there is no memory. */
 static void *grow(pt_device *d, void *v, size_t *cap, size_t len, size_t n, size_t elem, size_t first, const char *what) {
@@ -61,6 +45,20 @@ static void *grow(pt_device *d, void *v, size_t *cap, size_t len, size_t n, size
   if (!nv) pt_err_set(d->err, PT_ENOMEM, "out of memory (%s)", what);
   else *cap = c;
   return nv;
+}
+
+void pt_dev_tlog_add(pt_device *d, enum pt_drv_call c, uint64_t bytes) {
+  pt_call_tlog *tl = d->tlog;
+  if (tl->n == tl->cap) {
+    pt_call_timing *v = grow(d, tl->v, &tl->cap, tl->n, 1, sizeof *v, 4096, "call times");
+    if (!v) { /* the run goes on: the entry is counted lost (grow's message is not an error of the run) */
+      tl->lost++;
+      return;
+    }
+    tl->v = v;
+  }
+  /* the untimed set is the class books without times (sim.c) */
+  tl->v[tl->n++] = (pt_call_timing){bytes, d->call_us, (int)c, !(d->class_sizes && !d->class_times)};
 }
 
 int pt_dev_log_grow(pt_device *d, size_t n) {
