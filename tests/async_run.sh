@@ -238,6 +238,26 @@ for run in cnn_train_1 cnn_train_2 transformer_train_1 transformer_train_2 varle
     fail "$run: model $got, real $real: more than 2% apart"
   [ "$run" = rp2_sizes_1 ] || [ "$got" = "$real" ] || fail "$run: model $got, real $real"
 done
+# four more marked cnn_train runs (traces/knobs/async_run/marked_cnn, session 10), on run3's capture: each run's
+# own times give its peak; and the one free that decides the native capture's row (docs/model.md, cnn_train):
+# the capture's time on free 59 alone moves a run's 1 024 MiB to 1 088, the run's time there alone moves the
+# capture's 1 088 to 1 024
+s3=$top_srcdir/traces/knobs/async_timed/run3
+"$pt" trace import "$s3/timed_cnn_train.pickle.gz" --gpu-frees "$s3/timed_cnn_train.gpufrees.gz" -o "$tmp/cap.trace" \
+  >/dev/null 2>"$tmp/e" || fail "run3 cnn_train: import: $(cat "$tmp/e")"
+splice=$top_srcdir/traces/capture/async_probe/splice_lags.py
+[ "$(peak "$tmp/cap.trace")" = 1140850688 ] || fail "run3's cnn_train capture: model $(peak "$tmp/cap.trace"), not 1 088 MiB"
+for i in 1 2 3 4; do
+  run=$d/marked_cnn/shimk_cnn_train_$i
+  "$pt" trace import "$s3/timed_cnn_train.pickle.gz" --async-run "$run.log.gz" -o "$tmp/mc$i.trace" >/dev/null 2>"$tmp/e" ||
+    { fail "marked_cnn $i: import: $(cat "$tmp/e")"; continue; }
+  real=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["stats"]["reserved_bytes.all.peak"])' "$run.json")
+  [ "$(peak "$tmp/mc$i.trace")" = "$real" ] || fail "marked_cnn $i: model $(peak "$tmp/mc$i.trace"), real $real"
+  python3 "$splice" "$tmp/mc$i.trace" "$tmp/cap.trace" 59 60 "$tmp/sp.trace" || fail "marked_cnn $i: splice"
+  [ "$(peak "$tmp/sp.trace")" = 1140850688 ] || fail "marked_cnn $i with the capture's free 59: $(peak "$tmp/sp.trace")"
+  python3 "$splice" "$tmp/cap.trace" "$tmp/mc$i.trace" 59 60 "$tmp/sp.trace" || fail "capture with run $i's free 59: splice"
+  [ "$(peak "$tmp/sp.trace")" = 1073741824 ] || fail "the capture with run $i's free 59: $(peak "$tmp/sp.trace")"
+done
 # two_streams: its frees of blocks used on two streams come in the run at cudaFreeAsync on PyTorch's unifying
 # stream, in the snapshot later (free_completed): paired by request, their +gpu is what was left of it there
 "$pt" trace import "$s/timed_two_streams.pickle.gz" --async-run "$d/shimk_two_streams_1.log.gz" -o "$tmp/ts.trace.gz" \
