@@ -99,6 +99,43 @@ done
 grep -q '^cost malloc 256:1.0000 2097152:25.0000 1073741824:70.0000$' "$tmp/o.gpu" || fail "--one-class malloc: $(grep '^cost malloc' "$tmp/o.gpu")"
 grep -q '^bookkeeping_us caching 512:0.1250$' "$tmp/o.gpu" || fail "--one-class bookkeeping: $(grep '^bookkeeping_us caching' "$tmp/o.gpu")"
 grep -qE '^[a-z_]+_repeat' "$tmp/o.gpu" && fail "--one-class left repeat lines: $(grep -E '^[a-z_]+_repeat' "$tmp/o.gpu")"
+# calls after a large one (calls_after_large, a subset of each class's calls): of the others' 10 frees of 512 B
+# (20 us), 5 after a large call (15 us); of the repeats' 10 (10 us), 5 (10 us).  The class lines from the rest
+# (others 1 us, repeats 0 us: 0.001), cost_after_large free from the 10 after (2.5 us); --no-after-large: as before
+cat >"$tmp/a.jsonl" <<'J'
+{"gpu_mechanism_replay":{"mechanism":"direct","measured_costs":{"calls":{"free":[[20,10240,30.0]]},"requests":[],"by_class":{"other":{"calls":{"free":[[10,5120,20.0]]},"calls_after_large":{"free":[[5,2560,15.0]]},"requests":[]},"repeat":{"calls":{"free":[[10,5120,10.0]]},"calls_after_large":{"free":[[5,2560,10.0]]},"requests":[]}}}}}
+J
+"$pt" gpu fit --gpu "$tmp/base.gpu" -o "$tmp/a.gpu" "$tmp/a.jsonl" 2>"$tmp/err" || fail "fit with calls after a large one: $(cat "$tmp/err")"
+for want in '^cost free 512:1.0000$' '^cost_repeat free 512:0.0010$' '^cost_after_large free 512:2.5000$'; do
+  grep -q "$want" "$tmp/a.gpu" || fail "after-large fit: no $want in: $(grep -E '^cost' "$tmp/a.gpu" | tr '\n' '|')"
+done
+grep -q "1 of calls after a large one" "$tmp/err" || fail "after-large fit: $(cat "$tmp/err")"
+"$pt" gpu fit --gpu "$tmp/a.gpu" --no-after-large -o "$tmp/a0.gpu" "$tmp/a.jsonl" 2>/dev/null || fail "fit --no-after-large"
+grep -q '^cost_after_large' "$tmp/a0.gpu" && fail "--no-after-large wrote (or kept the base's) cost_after_large"
+grep -q '^cost free 512:2.0000$' "$tmp/a0.gpu" || fail "--no-after-large free: $(grep '^cost free' "$tmp/a0.gpu")"
+# and priced so: direct on a trace with a large call (a 2 MiB cudaMalloc, then 512 B: a2 other, f2 other, a3 and f3
+# repeats, all four after it; f1 the large free, other).  a.gpu: f2 and f3 after (2.5 each), f1 by cost free (1);
+# a0.gpu: f2 2, f3 1 (its repeat line), f1 2; the mallocs alike (the base's lines): 6 - 5 = 1 us apart
+cat >"$tmp/big.trace" <<'T'
+pagetune-trace 1
+a 1 2097152 0 1
+a 2 512 0 2
+f 2 3
+a 3 512 0 4
+f 3 5
+f 1 6
+end 6
+T
+"$pt" sim --trace "$tmp/big.trace" --policy direct --gpu "$tmp/a.gpu" --json >"$tmp/ad.json" 2>"$tmp/err" || fail "sim a.gpu: $(cat "$tmp/err")"
+"$pt" sim --trace "$tmp/big.trace" --policy direct --gpu "$tmp/a0.gpu" --json >"$tmp/ad0.json" 2>"$tmp/err" || fail "sim a0.gpu: $(cat "$tmp/err")"
+python3 - "$tmp/ad.json" "$tmp/ad0.json" <<'PY' || fail "after-large pricing: $(head -c 300 "$tmp/ad.json")"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+after = a["after_large_driver_calls"]
+assert (after["malloc"], after["free"]) == (2, 2), after
+assert sum(after.values()) == 4, after
+assert abs(a["predicted_alloc_us"] - b["predicted_alloc_us"] - 1.0) < 1e-9, (a["predicted_alloc_us"], b["predicted_alloc_us"])
+PY
 # a repeat point whose mean rounds to the plain line's point (2097151.8 and 2097152.4 bytes): one point, not two
 echo '{"gpu_mechanism_replay":{"mechanism":"caching","measured_costs":{"calls":{},"requests":[],"by_class":{"other":{"calls":{"malloc":[[5,10485762,200.0]]},"requests":[]},"repeat":{"calls":{"malloc":[[5,10485759,50.0]]},"requests":[]}}}}}' >"$tmp/round.json"
 "$pt" gpu fit --gpu "$tmp/base.gpu" -o "$tmp/round.gpu" "$tmp/round.json" 2>"$tmp/err" || fail "fit of rounding means: $(cat "$tmp/err")"

@@ -103,17 +103,43 @@ static void test_totals_by_class(void) {
   rsz.bytes[PT_DRV_malloc][19] = 1000000;
   double plain = 4 * 11 + 3 * 2 + 2 * 5;
   /* no repeat line: what pt_cost_alloc_us says */
-  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_class_us(&m, &sz, &req, &rsz, &rep), plain, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_class_us(&m, &(pt_call_books){&sz, &rsz, NULL, NULL}, &req, &rep), plain, 1e-9);
   CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_us(&m, &sz, &req), plain, 1e-9);
   m.bookkeeping_repeat = pt_cost_constant(0.5);
   /* the repeats' plain requests at 0.5; the one with calls still at the plain call line (5) */
-  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_class_us(&m, &sz, &req, &rsz, &rep), 4 * 11 + 1 * 2 + 2 * 0.5 + 2 * 5, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_class_us(&m, &(pt_call_books){&sz, &rsz, NULL, NULL}, &req, &rep), 4 * 11 + 1 * 2 + 2 * 0.5 + 2 * 5, 1e-9);
   m.bookkeeping_call_repeat = pt_cost_constant(1.5);
   m.call_repeat[PT_DRV_malloc] = pt_cost_constant(4);
-  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_class_us(&m, &sz, &req, &rsz, &rep),
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_class_us(&m, &(pt_call_books){&sz, &rsz, NULL, NULL}, &req, &rep),
                          3 * 11 + 4 + 1 * 2 + 2 * 0.5 + 1 * 5 + 1 * 1.5, 1e-9);
   /* every request a repeat: only repeat lines */
-  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_class_us(&m, &sz, &req, &sz, &req), 4 * 4 + 3 * 0.5 + 2 * 1.5, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_class_us(&m, &(pt_call_books){&sz, &sz, NULL, NULL}, &req, &req), 4 * 4 + 3 * 0.5 + 2 * 1.5, 1e-9);
+}
+
+/*
+ * Calls after a large one: 10 cuMemAllocs of 512 B, 4 of them repeats; 3 of the 10 after a large call, 1 of
+ * those a repeat.  Plain line 2 µs, repeat line 1 µs; with an after line of 6 µs the 3 are priced by it alone.
+ */
+static void test_after_large(void) {
+  pt_cost_model m = {.call = {[PT_DRV_malloc] = pt_cost_constant(2)}, .call_repeat = {[PT_DRV_malloc] = pt_cost_constant(1)}};
+  static pt_call_sizes all, rep, aft, rep_aft;
+  all.calls[PT_DRV_malloc][9] = 10, all.bytes[PT_DRV_malloc][9] = 10 * 512;
+  rep.calls[PT_DRV_malloc][9] = 4, rep.bytes[PT_DRV_malloc][9] = 4 * 512;
+  aft.calls[PT_DRV_malloc][9] = 3, aft.bytes[PT_DRV_malloc][9] = 3 * 512;
+  rep_aft.calls[PT_DRV_malloc][9] = 1, rep_aft.bytes[PT_DRV_malloc][9] = 512;
+  pt_call_books b = {&all, &rep, &aft, &rep_aft};
+  static pt_req_sizes none;
+  /* no after line: the classes' lines, as without the after books */
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_kind_us(&m, PT_DRV_malloc, &b), 6 * 2 + 4 * 1, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_class_us(&m, &b, &none, &none), 6 * 2 + 4 * 1, 1e-12);
+  m.call_after[PT_DRV_malloc] = pt_cost_constant(6);
+  /* the plain class's 6 less its 2 after, the repeats' 4 less their 1, and the 3 after */
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_kind_us(&m, PT_DRV_malloc, &b), 4 * 2 + 3 * 1 + 3 * 6, 1e-12);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_class_us(&m, &b, &none, &none), 4 * 2 + 3 * 1 + 3 * 6, 1e-12);
+  /* another kind's after line prices nothing here */
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_kind_us(&m, PT_DRV_free, &b), 0, 1e-12);
+  b.after = b.repeat_after = NULL; /* no after books: the classes' lines */
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_kind_us(&m, PT_DRV_malloc, &b), 6 * 2 + 4 * 1, 1e-12);
 }
 
 /* cuMemSetAccess over a range of three mapped 2 MiB handles: one call, costed as three handles. */
@@ -143,6 +169,7 @@ int pt_test_add_cost(void) {
   CU_pSuite s = CU_add_suite("cost", NULL, NULL);
   if (!s) return CU_get_error();
   CU_add_test(s, "request classes: repeats priced by the repeat lines, the rest by the plain ones", test_totals_by_class);
+  CU_add_test(s, "calls after a large one: priced by the after line, subtracted from their class", test_after_large);
   CU_add_test(s, "points on a line give that line, past the last too", test_exact_line);
   CU_add_test(s, "a step between points is kept (cuMemAlloc on the H200)", test_step);
   CU_add_test(s, "the first H200 cudaFree points (docs/design.md)", test_h200_cudafree);

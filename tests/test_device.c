@@ -309,6 +309,45 @@ static void test_books_maps(void) {
   dbl_done(&d);
 }
 
+/*
+ * Calls after a large one (device.h): a 2 MiB cuMemAlloc, then ten of 512 B: the first PT_DRV_AFTER_LARGE are
+ * after it, the rest are not; a large call itself is never one; the untimed set's are not counted; the class's
+ * books get theirs while set.
+ */
+static void test_books_after_large(void) {
+  pt_err err = {{0}};
+  dbl d = {.err = &err};
+  pt_model_dev_init(&d.model, NULL, 0, &err);
+  pt_device dev;
+  pt_dev_init(&dev, &dbl_ops, &d, 0, &err);
+  static pt_call_sizes after, cls_after, cls;
+  dev.after_sizes = &after;
+  uint64_t big, a[12];
+  CU_ASSERT_EQUAL_FATAL(pt_dev_malloc(&dev, 2 * MIB, &big), 0);
+  for (int i = 0; i < 10; i++) {
+    if (i == 2) dev.class_sizes = &cls, dev.class_after_sizes = &cls_after; /* calls 3 and 4 in the class */
+    if (i == 4) dev.class_sizes = NULL, dev.class_after_sizes = NULL;
+    CU_ASSERT_EQUAL_FATAL(pt_dev_malloc(&dev, 512, &a[i]), 0);
+  }
+  CU_ASSERT_EQUAL(after.calls[PT_DRV_malloc][9], PT_DRV_AFTER_LARGE);
+  CU_ASSERT_EQUAL(after.bytes[PT_DRV_malloc][9], PT_DRV_AFTER_LARGE * 512);
+  CU_ASSERT_EQUAL(after.calls[PT_DRV_malloc][21], 0);
+  CU_ASSERT_EQUAL(cls.calls[PT_DRV_malloc][9], 2);
+  CU_ASSERT_EQUAL(cls_after.calls[PT_DRV_malloc][9], 2);
+  CU_ASSERT_EQUAL(pt_dev_free(&dev, big, 2 * MIB), 0); /* a large free: the next small calls are after it */
+  dev.untimed = 1;
+  CU_ASSERT_EQUAL(pt_dev_free(&dev, a[0], 512), 0); /* no request's: not counted */
+  dev.untimed = 0;
+  CU_ASSERT_EQUAL(pt_dev_free(&dev, a[1], 512), 0);
+  CU_ASSERT_EQUAL(after.calls[PT_DRV_free][9], 1);
+  for (int i = 2; i < 10; i++) CU_ASSERT_EQUAL(pt_dev_free(&dev, a[i], 512), 0);
+  CU_ASSERT_EQUAL(after.calls[PT_DRV_free][9], PT_DRV_AFTER_LARGE - 1); /* the untimed one took a place in the 8 */
+  CU_ASSERT_EQUAL(after.calls[PT_DRV_malloc][9], PT_DRV_AFTER_LARGE);
+  CU_ASSERT_EQUAL(d.misuse, 0);
+  pt_dev_done(&dev);
+  dbl_done(&d);
+}
+
 static void test_fail_every_call(void) {
   const pt_mech_ops *all[] = {&pt_mech_direct, &pt_mech_caching, &pt_mech_expandable, &pt_mech_async_pool,
                               &pt_mech_stitch};
@@ -503,6 +542,8 @@ int pt_test_add_device(void) {
   CU_pSuite s = CU_add_suite("device", NULL, NULL);
   if (!s) return CU_get_error();
   if (!CU_add_test(s, "the books' live maps: by address, a second map refused, a failed one undone", test_books_maps) ||
+      !CU_add_test(s, "the books count the calls after a large one apart, as the cost model prices them",
+                   test_books_after_large) ||
       !CU_add_test(s, "every mechanism survives a failed call at every point", test_fail_every_call) ||
       !CU_add_test(s, "the engine on a device it is given", test_engine_on_device) ||
       !CU_add_test(s, "a given device's calls timed; the model fed its addresses repeats them; out of memory ends the run",

@@ -237,8 +237,17 @@ static void test_repeat_lines(void) {
   CU_ASSERT_EQUAL(m.bookkeeping_repeat.n + m.bookkeeping_call_repeat.n, 0);
   for (int c = 0; c < PT_DRV_NCALLS; c++) CU_ASSERT_EQUAL(m.call_repeat[c].n, 0);
   const char *bad[] = {"cost_repeat mmap 512:1\n", "cost_repeat malloc\n", "cost_repeat malloc 512:0\n",
-                       "bookkeeping_repeat_us caching\n", "bookkeeping_call_repeat_us caching 512:x\n"};
+                       "bookkeeping_repeat_us caching\n", "bookkeeping_call_repeat_us caching 512:x\n",
+                       "cost_after_large mmap 512:1\n", "cost_after_large free\n", "cost_after_large free 512:-1\n"};
   expect_refused(path, base, bad, sizeof bad / sizeof *bad);
+  /* the calls after a large one: a line of their own, the plain points untouched */
+  load_desc(path, base, "cost free 512:2 2097152:40\ncost_after_large free 512:3 8192:5\n", &g);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(&g.cost.call_after[PT_DRV_free], 4352), 4, 1e-12);
+  CU_ASSERT_EQUAL(g.cost.call_after[PT_DRV_malloc].n, 0);
+  CU_ASSERT_EQUAL(g.points[PT_DRV_free].n, 2);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(&g.cost.call[PT_DRV_free], 512), 2, 1e-12);
+  m = pt_gpu_cost_of(&g, "direct");
+  CU_ASSERT_EQUAL(m.call_after[PT_DRV_free].n, 2);
   remove(path);
 }
 

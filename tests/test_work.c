@@ -88,12 +88,12 @@ static void test_work_prediction(void) {
   sz.bytes[PT_DRV_malloc][19] = 4000000;
   pt_work_counts c = {100, 300, 1000, 4000};
   double lines = 4 * 11 + 96 * 2 + 4 * 5;
-  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_total_us(&m, &sz, &req, &none, &none_req, &c), lines, 1e-9); /* no work line */
-  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_class_us(&m, &sz, &req, &none, &none_req), lines, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_total_us(&m, &(pt_call_books){&sz, &none, NULL, NULL}, &req, &none_req, &c), lines, 1e-9); /* no work line */
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_class_us(&m, &(pt_call_books){&sz, &none, NULL, NULL}, &req, &none_req), lines, 1e-9);
   m.has_work = 1;
   m.work = (pt_cost_work){0.05, 0.01, 0.002, 0.001};
   CU_ASSERT_DOUBLE_EQUAL(pt_cost_work_us(&m.work, &c), 14, 1e-12);
-  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_total_us(&m, &sz, &req, &none, &none_req, &c), 4 * 11 + 14, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(pt_cost_alloc_total_us(&m, &(pt_call_books){&sz, &none, NULL, NULL}, &req, &none_req, &c), 4 * 11 + 14, 1e-9);
 }
 
 /* A caching trace with reuse, splits and merges, into a temporary file. */

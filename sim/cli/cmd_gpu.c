@@ -61,7 +61,7 @@ int pt_cmd_gpu_info(void *args, char **pos, int npos, pt_err *err) {
 
 typedef struct fit_args {
   const char *gpu, *name, *output, *traces;
-  int bookkeeping_only, one_class, work;
+  int bookkeeping_only, one_class, no_after, work;
   double host_speed;
 } fit_args;
 
@@ -84,6 +84,9 @@ static const pt_cli_opt fit_opts[] = {
     PT_CLI_OPT_FLAG("one-class", fit_args, one_class,
                     "ignore the replays' request classes (by_class): every request in the plain\n"
                     "lines, no *_repeat line, as replays without the class axis are fitted"),
+    PT_CLI_OPT_FLAG("no-after-large", fit_args, no_after,
+                    "ignore the replays' calls after a large one (calls_after_large): no\n"
+                    "cost_after_large line, each such call in its class's line"),
     PT_CLI_OPT_FLAG("work", fit_args, work,
                     "also fit each mechanism's own work by what it did (a bookkeeping_work\n"
                     "line): every replay's trace and policy simulated here under --gpu's\n"
@@ -101,7 +104,8 @@ static const pt_cli_opt fit_opts[] = {
     PT_CLI_END};
 const pt_cli_table pt_opts_gpu_fit = {
     "usage: pagetune gpu fit -o FILE [--gpu NAME] [--name NAME] [--bookkeeping-only] [--one-class]\n"
-    "                        [--work [--traces DIR]] [--host-speed US|measured] REPLAY.json...\n"
+    "                        [--no-after-large] [--work [--traces DIR]] [--host-speed US|measured]\n"
+    "                        REPLAY.json...\n"
     "\n"
     "Write a GPU description whose costs are the ones measured in context by\n"
     "real-mechanism replays: each REPLAY.json holds the output of\n"
@@ -116,7 +120,10 @@ const pt_cli_table pt_opts_gpu_fit = {
     "repeat is a request or free whose size was freed among the last few frees)\n"
     "give the plain lines from the other class and cost_repeat,\n"
     "bookkeeping_repeat_us and bookkeeping_call_repeat_us lines from the repeats;\n"
-    "older replays (no by_class) go whole into the plain lines.  With --work, each\n"
+    "older replays (no by_class) go whole into the plain lines.  The calls below\n"
+    "1 MiB made within 8 calls of a larger one cost more on the H200; replays that\n"
+    "count them apart (calls_after_large) give a cost_after_large line per call\n"
+    "from them, of both classes, and the class lines from the other calls.  With --work, each\n"
     "mechanism but direct also gets a bookkeeping_work MECH REQ_US OP_US CHUNK_US\n"
     "VISIT_US line, which prices its own work in place of its bookkeeping lines:\n"
     "the replay's trace (\"trace\") and policy (\"policy\", at its defaults) are\n"
@@ -135,10 +142,9 @@ const pt_cli_table pt_opts_gpu_fit = {
     "Needs no GPU.\n",
     fit_opts, sizeof(fit_args), &fit_defaults, 4096};
 
-/* One {calls, requests, requests_with_calls} object's points added to f as class cls (errors are prefixed with
-   where it is by the caller). */
-static int fit_points(pt_cost_fit *f, const pt_jr_val *mc, const char *mech, int cls, double scale, pt_err *err) {
-  const pt_jr_val *calls = pt_jr_get(mc, "calls"), *req = pt_jr_get(mc, "requests");
+/* One {KIND: [[calls, bytes, us], ...]} object's points added to f as class cls's calls, or as its calls after a
+   large one (after: a subset of them). */
+static int fit_calls(pt_cost_fit *f, const pt_jr_val *calls, int cls, int after, double scale, pt_err *err) {
   int rc = 0;
   for (size_t i = 0; rc == 0 && i < pt_jr_len(calls); i++) {
     const pt_jr_val *m = pt_jr_index(calls, i);
@@ -152,9 +158,19 @@ static int fit_points(pt_cost_fit *f, const pt_jr_val *mc, const char *mech, int
       double n = pt_jr_number(pt_jr_index(p, 0)), b = pt_jr_number(pt_jr_index(p, 1)), us = pt_jr_number(pt_jr_index(p, 2));
       if (pt_jr_len(p) != 3 || !(n >= 1) || !(b >= 0) || !(us >= 0) || n > 1e18 || b > 1.8e19)
         return pt_err_set(err, PT_EFORMAT, "%s: a point is [calls, bytes, us]", name);
-      rc = pt_cost_fit_call(f, cls, c, (uint64_t)n, (uint64_t)b, us * scale, err);
+      rc = (after ? pt_cost_fit_call_after : pt_cost_fit_call)(f, cls, c, (uint64_t)n, (uint64_t)b, us * scale, err);
     }
   }
+  return rc;
+}
+
+/* One {calls, calls_after_large, requests, requests_with_calls} object's points added to f as class cls (errors
+   are prefixed with where it is by the caller); calls_after_large (replays older than it have none) unless
+   f->no_after. */
+static int fit_points(pt_cost_fit *f, const pt_jr_val *mc, const char *mech, int cls, double scale, pt_err *err) {
+  const pt_jr_val *req = pt_jr_get(mc, "requests");
+  int rc = fit_calls(f, pt_jr_get(mc, "calls"), cls, 0, scale, err);
+  if (rc == 0 && !f->no_after) rc = fit_calls(f, pt_jr_get(mc, "calls_after_large"), cls, 1, scale, err);
   for (int with = 0; with < 2; with++) {
     if (with) req = pt_jr_get(mc, "requests_with_calls");
     for (size_t j = 0; rc == 0 && j < pt_jr_len(req); j++) {
@@ -359,8 +375,12 @@ int pt_cmd_gpu_fit(void *args, char **pos, int npos, pt_err *err) {
   int rc = pt_gpu_load(a->gpu, err, gp); /* first: --work simulates under it */
   f->host_clock_read_us = a->host_speed ? a->host_speed : rc == 0 ? gp->host_clock_read_us : 0; /* -1: as measured */
   f->base_clock_read_us = rc == 0 ? gp->host_clock_read_us : 0;
+  f->no_after = a->no_after;
   for (int i = 0; rc == 0 && i < npos; i++) rc = fit_file(f, pos[i], a->one_class, a->work ? &w : NULL, err);
-  if (a->bookkeeping_only) memset(f->call, 0, sizeof f->call);
+  if (a->bookkeeping_only) {
+    memset(f->call, 0, sizeof f->call);
+    memset(f->after, 0, sizeof f->after);
+  }
   char base[4096], name[80], tmp[4200], source[600];
   FILE *in = rc == 0 ? pt_gpu_open(a->gpu, base, sizeof base, err) : NULL;
   if (rc == 0 && !in) rc = PT_ENOTFOUND;
@@ -383,14 +403,15 @@ int pt_cmd_gpu_fit(void *args, char **pos, int npos, pt_err *err) {
   }
   if (in) fclose(in);
   if (rc == 0) {
-    int ncalls = 0, nrepeat = 0;
+    int ncalls = 0, nrepeat = 0, nafter = 0;
     for (int c = 0; c < PT_DRV_NCALLS; c++)
       for (int k = 0; k < PT_SIZE_CLASSES; k++) {
         ncalls += f->call[PT_REQ_OTHER][c][k].n > 0;
         nrepeat += f->call[PT_REQ_REPEAT][c][k].n > 0;
+        nafter += f->after[c][k].n > 0;
       }
-    fprintf(stderr, "%s: %s fitted from %u replay(s): %d call points (%d more of repeats), %d mechanism(s)\n", a->output,
-            name, f->runs, ncalls, nrepeat, f->nmech);
+    fprintf(stderr, "%s: %s fitted from %u replay(s): %d call points (%d more of repeats, %d of calls after a large "
+                    "one), %d mechanism(s)\n", a->output, name, f->runs, ncalls, nrepeat, nafter, f->nmech);
     if (a->work)
       fprintf(stderr, "%s: own work by what it did fitted for the mechanisms but direct, %zu trace and policy pair(s) "
                       "simulated%s\n", a->output, w.n, f->work_skipped ? "; runs with no own work measured left out" : "");

@@ -367,11 +367,9 @@ static void request_stats(float *v, size_t n, double out[3]) {
 
 /* The measured costs of a run on the GPU: each kind of call by size class ([calls, bytes, us]) and the
    allocator's own work by request size class ([requests, bytes, us]): what pagetune gpu fit reads. */
-/* "calls":{...},"requests":[...],"requests_with_calls":[...]: driver calls as [calls, bytes, us] by size class and
-   kind, requests and frees as [count, bytes, us of own work] by size class (without, with driver calls). */
-static void print_cost_points(const pt_call_sizes *sz, const pt_call_times *tm, const pt_req_sizes *req,
-                              const double own[PT_SIZE_CLASSES], const double own_call[PT_SIZE_CLASSES]) {
-  fputs("\"calls\":{", stdout);
+/* "KEY":{KIND:[[calls, bytes, us], ...], ...}: driver calls by kind and size class. */
+static void print_call_points(const char *key, const pt_call_sizes *sz, const pt_call_times *tm) {
+  printf("\"%s\":{", key);
   const char *sep = "";
   for (int c = 0; c < PT_DRV_NCALLS; c++) {
     const char *inner = "";
@@ -384,8 +382,21 @@ static void print_cost_points(const pt_call_sizes *sz, const pt_call_times *tm, 
     }
     if (*inner) putchar(']');
   }
+  putchar('}');
+}
+
+/* "calls":{...},"calls_after_large":{...},"requests":[...],"requests_with_calls":[...]: driver calls, those after a
+   large one among them (device.h: a subset, what cost_after_large prices), and requests and frees as [count,
+   bytes, us of own work] by size class (without, with driver calls). */
+static void print_cost_points(const pt_call_sizes *sz, const pt_call_times *tm, const pt_call_sizes *after_sz,
+                              const pt_call_times *after_tm, const pt_req_sizes *req, const double own[PT_SIZE_CLASSES],
+                              const double own_call[PT_SIZE_CLASSES]) {
+  print_call_points("calls", sz, tm);
+  putchar(',');
+  print_call_points("calls_after_large", after_sz, after_tm);
+  const char *sep = "";
   for (int with = 0; with < 2; with++) { /* requests served without a driver call, then with */
-    printf("%s\"%s\":[", with ? "]," : "},", with ? "requests_with_calls" : "requests");
+    printf("%s\"%s\":[", with ? "]," : ",", with ? "requests_with_calls" : "requests");
     const uint64_t *n = with ? req->n_call : req->n, *b = with ? req->bytes_call : req->bytes;
     const double *us = with ? own_call : own;
     sep = "";
@@ -400,7 +411,8 @@ static void print_cost_points(const pt_call_sizes *sz, const pt_call_times *tm, 
 
 static void print_measured_costs(const pt_sim_result *r) {
   fputs("\"measured_costs\":{", stdout);
-  print_cost_points(r->call_sizes, r->call_times, &r->req, r->own_us, r->own_call_us);
+  print_cost_points(r->call_sizes, r->call_times, r->after_call_sizes, r->after_call_times, &r->req, r->own_us,
+                    r->own_call_us);
   fputs(",\"requests_by_live\":[", stdout); /* [fewest live blocks of the bin, requests, us] */
   const char *sep = "";
   for (int b = 0; b < PT_LIVE_BINS; b++)
@@ -409,8 +421,8 @@ static void print_measured_costs(const pt_sim_result *r) {
       sep = ",";
     }
   /* the same split by request class (sim.h): the repeats, and the rest (the totals less the repeats) */
-  static pt_call_sizes osz;
-  static pt_call_times otm;
+  static pt_call_sizes osz, oasz;
+  static pt_call_times otm, oatm;
   pt_req_sizes oreq;
   double own[PT_SIZE_CLASSES], own_call[PT_SIZE_CLASSES];
   for (int c = 0; c < PT_DRV_NCALLS; c++)
@@ -418,6 +430,9 @@ static void print_measured_costs(const pt_sim_result *r) {
       osz.calls[c][k] = r->call_sizes->calls[c][k] - r->repeat_call_sizes->calls[c][k];
       osz.bytes[c][k] = r->call_sizes->bytes[c][k] - r->repeat_call_sizes->bytes[c][k];
       otm.us[c][k] = r->call_times->us[c][k] - r->repeat_call_times->us[c][k];
+      oasz.calls[c][k] = r->after_call_sizes->calls[c][k] - r->repeat_after_call_sizes->calls[c][k];
+      oasz.bytes[c][k] = r->after_call_sizes->bytes[c][k] - r->repeat_after_call_sizes->bytes[c][k];
+      oatm.us[c][k] = r->after_call_times->us[c][k] - r->repeat_after_call_times->us[c][k];
     }
   for (int k = 0; k < PT_SIZE_CLASSES; k++) {
     oreq.n[k] = r->req.n[k] - r->req_repeat.n[k];
@@ -428,9 +443,10 @@ static void print_measured_costs(const pt_sim_result *r) {
     own_call[k] = r->own_call_us[k] - r->own_call_repeat_us[k];
   }
   printf("],\"repeat_window\":%d,\"by_class\":{\"other\":{", PT_REPEAT_WINDOW);
-  print_cost_points(&osz, &otm, &oreq, own, own_call);
+  print_cost_points(&osz, &otm, &oasz, &oatm, &oreq, own, own_call);
   fputs("},\"repeat\":{", stdout);
-  print_cost_points(r->repeat_call_sizes, r->repeat_call_times, &r->req_repeat, r->own_repeat_us, r->own_call_repeat_us);
+  print_cost_points(r->repeat_call_sizes, r->repeat_call_times, r->repeat_after_call_sizes, r->repeat_after_call_times,
+                    &r->req_repeat, r->own_repeat_us, r->own_call_repeat_us);
   printf("}},\"failed_calls_us\":%.4f}", r->call_times->failed_us);
 }
 

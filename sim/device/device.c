@@ -57,8 +57,7 @@ void pt_dev_tlog_add(pt_device *d, enum pt_drv_call c, uint64_t bytes) {
     }
     tl->v = v;
   }
-  /* the untimed set is the class books without times (sim.c) */
-  tl->v[tl->n++] = (pt_call_timing){bytes, d->call_us, (int)c, !(d->class_sizes && !d->class_times)};
+  tl->v[tl->n++] = (pt_call_timing){bytes, d->call_us, (int)c, !d->untimed};
 }
 
 int pt_dev_log_grow(pt_device *d, size_t n) {

@@ -145,6 +145,16 @@ typedef struct pt_call_tlog {
 
 void pt_call_tlog_free(pt_call_tlog *tl);
 
+/*
+ * Calls after a large one: on the H200 a call below PT_DRV_LARGE_CALL_BYTES made within PT_DRV_AFTER_LARGE calls
+ * of one of at least that size costs more than the same call among small ones (a small cuMemAlloc 1.6-3 us
+ * where none of the 8 calls before it was large, 2.5-6 us where one was: bench/RESULTS.md, calls after a large
+ * one).  The books count such calls apart when asked (after_sizes), so that a cost model can price them by a
+ * line of their own (cost.h: cost_after_large).
+ */
+#define PT_DRV_LARGE_CALL_BYTES (UINT64_C(1) << 20)
+#define PT_DRV_AFTER_LARGE 8
+
 /* A live map: where, how long, which handle. */
 typedef struct pt_dev_map {
   uint64_t va, bytes, handle;
@@ -178,6 +188,14 @@ typedef struct pt_device {
      run's untimed set (no times) for the work no request does; NULL: none */
   pt_call_sizes *class_sizes;
   pt_call_times *class_times;
+  /* calls after a large one (PT_DRV_AFTER_LARGE), counted (and timed) into after_* when set, and into class_after_*
+     too while those are set (the engine's repeat class: a subset); never those of the untimed set (untimed 1:
+     the calls no request makes); cost_seq counts every call at a size, large_seq is the last large one's (0:
+     none yet) */
+  pt_call_sizes *after_sizes, *class_after_sizes;
+  pt_call_times *after_times, *class_after_times;
+  uint64_t cost_seq, large_seq;
+  int untimed;
   double call_us;                    /* the time of the call being counted, when timed */
   pt_err *err;                       /* where the books' own failures are described */
 } pt_device;
@@ -246,6 +264,17 @@ static inline int pt_dev_took(pt_device *d, double t0, int rc) {
 /* The call being counted appended to d->tlog (its time, call_us), or counted lost. */
 void pt_dev_tlog_add(pt_device *d, enum pt_drv_call c, uint64_t bytes);
 
+/* A call of kind c, size class k, bytes counted into a second set of books (and its time into tm, when timed). */
+static inline void pt_dev_books_add(const pt_device *d, pt_call_sizes *sz, pt_call_times *tm, enum pt_drv_call c, int k,
+                                    uint64_t bytes) {
+  sz->calls[c][k]++;
+  sz->bytes[c][k] += bytes;
+  if (d->times && tm) {
+    tm->us[c][k] += d->call_us;
+    tm->total_us += d->call_us;
+  }
+}
+
 /* One call's worth of cost, at a size (pt_call_sizes), with its measured time when timed. */
 static inline void pt_dev_cost_at(pt_device *d, enum pt_drv_call c, uint64_t bytes) {
   int k = 63 - __builtin_clzll(bytes | 1);
@@ -253,13 +282,13 @@ static inline void pt_dev_cost_at(pt_device *d, enum pt_drv_call c, uint64_t byt
   d->sizes.bytes[c][k] += bytes;
   if (d->times) d->times->us[c][k] += d->call_us;
   if (__builtin_expect(d->tlog != NULL, 0) && d->times) pt_dev_tlog_add(d, c, bytes);
-  if (__builtin_expect(d->class_sizes != NULL, 0)) {
-    d->class_sizes->calls[c][k]++;
-    d->class_sizes->bytes[c][k] += bytes;
-    if (d->times && d->class_times) {
-      d->class_times->us[c][k] += d->call_us;
-      d->class_times->total_us += d->call_us;
-    }
+  if (__builtin_expect(d->class_sizes != NULL, 0)) pt_dev_books_add(d, d->class_sizes, d->class_times, c, k, bytes);
+  uint64_t seq = ++d->cost_seq;
+  if (bytes >= PT_DRV_LARGE_CALL_BYTES) {
+    d->large_seq = seq;
+  } else if (d->after_sizes && d->large_seq && seq - d->large_seq <= PT_DRV_AFTER_LARGE && !d->untimed) {
+    pt_dev_books_add(d, d->after_sizes, d->after_times, c, k, bytes);
+    if (d->class_after_sizes) pt_dev_books_add(d, d->class_after_sizes, d->class_after_times, c, k, bytes);
   }
 }
 

@@ -179,6 +179,7 @@ typedef struct run {
   /* request classes (sim.h), when classified: the trace's (pt_trace_data.repeat) */
   int classify, cls;        /* classified at all; the class of the request being made */
   pt_call_sizes repeat_sizes; /* the calls made in repeat-class requests */
+  pt_call_sizes after_sizes, repeat_after_sizes; /* the requests' calls after a large one (device.h), and the repeats' */
   pt_call_sizes untimed;    /* the calls no request made (untimed_begin): not the requests' time */
   int count_work;           /* a cost is asked for: the free sets' work (bset.h) read around each request */
 } run;
@@ -383,6 +384,8 @@ static inline void repeat_begin(run *r, pt_sim_result *out) {
   r->cls = PT_REQ_REPEAT;
   r->dev.class_sizes = &r->repeat_sizes;
   r->dev.class_times = out->repeat_call_times; /* NULL but on a given device */
+  r->dev.class_after_sizes = &r->repeat_after_sizes;
+  r->dev.class_after_times = out->repeat_after_call_times;
 }
 
 /* ... and ends, counted among the repeats (the books' count was n0 before it). */
@@ -390,6 +393,8 @@ static inline void repeat_end(run *r, pt_sim_result *out, uint64_t n0, uint64_t 
   count_request(&out->req_repeat, r, n0, bytes);
   r->dev.class_sizes = NULL;
   r->dev.class_times = NULL;
+  r->dev.class_after_sizes = NULL;
+  r->dev.class_after_times = NULL;
   r->cls = PT_REQ_OTHER;
 }
 
@@ -402,9 +407,13 @@ static inline void repeat_end(run *r, pt_sim_result *out, uint64_t n0, uint64_t 
 static inline void untimed_begin(run *r) {
   r->dev.class_sizes = &r->untimed;
   r->dev.class_times = NULL;
+  r->dev.untimed = 1;
 }
 
-static inline void untimed_end(run *r) { r->dev.class_sizes = NULL; }
+static inline void untimed_end(run *r) {
+  r->dev.class_sizes = NULL;
+  r->dev.untimed = 0;
+}
 
 /* What the mechanism does before record i that no request makes (fn: synchronize, empty_cache; NULL: nothing),
    its calls counted apart; what, for the error. */
@@ -553,8 +562,13 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
     out->call_sizes = calloc(1, sizeof *out->call_sizes);
     out->repeat_call_times = calloc(1, sizeof *out->repeat_call_times);
     out->repeat_call_sizes = calloc(1, sizeof *out->repeat_call_sizes);
+    out->after_call_times = calloc(1, sizeof *out->after_call_times);
+    out->repeat_after_call_times = calloc(1, sizeof *out->repeat_after_call_times);
+    out->after_call_sizes = calloc(1, sizeof *out->after_call_sizes);
+    out->repeat_after_call_sizes = calloc(1, sizeof *out->repeat_after_call_sizes);
     if (!out->alloc_us || !out->free_us || !out->call_times || !out->call_sizes || !out->repeat_call_times ||
-        !out->repeat_call_sizes) {
+        !out->repeat_call_sizes || !out->after_call_times || !out->repeat_after_call_times || !out->after_call_sizes ||
+        !out->repeat_after_call_sizes) {
       free(r.handles);
       pt_sim_result_free(out);
       return pt_err_set(err, PT_ENOMEM, "out of memory");
@@ -574,6 +588,10 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   r.dev.log = cfg->log;
   r.dev.times = out->call_times; /* NULL but on a given device */
   r.dev.tlog = cfg->call_tlog;
+  if (cfg->gpu || cfg->device_ops) { /* a cost is asked for: the calls after a large one apart */
+    r.dev.after_sizes = &r.after_sizes;
+    r.dev.after_times = out->after_call_times; /* NULL but on a given device */
+  }
   r.stop_at_oom = cfg->stop_at_oom;
   r.classify = out->classified = (cfg->gpu || cfg->device_ops) && t->repeat; /* a cost is asked for */
   r.count_work = cfg->gpu != NULL;
@@ -658,17 +676,12 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
         timed.calls[k][j] -= r.untimed.calls[k][j];
         timed.bytes[k][j] -= r.untimed.bytes[k][j];
       }
-    out->predicted_alloc_us = pt_cost_alloc_total_us(&cost, &timed, &out->req, &r.repeat_sizes, &out->req_repeat, &out->work);
+    pt_call_books books = {&timed, &r.repeat_sizes, &r.after_sizes, &r.repeat_after_sizes};
+    out->predicted_alloc_us = pt_cost_alloc_total_us(&cost, &books, &out->req, &out->req_repeat, &out->work);
+    books.all = &r.dev.sizes; /* each kind's calls, the untimed too */
     for (int k = 0; k < PT_DRV_NCALLS; k++) {
       out->predicted_untimed_us += pt_cost_calls_us(&cost.call[k], r.untimed.calls[k], r.untimed.bytes[k]);
-      uint64_t n[PT_SIZE_CLASSES], b[PT_SIZE_CLASSES]; /* the other class's calls, then the repeats' */
-      for (int j = 0; j < PT_SIZE_CLASSES; j++) {
-        n[j] = r.dev.sizes.calls[k][j] - r.repeat_sizes.calls[k][j];
-        b[j] = r.dev.sizes.bytes[k][j] - r.repeat_sizes.bytes[k][j];
-      }
-      const pt_cost_line *rl = cost.call_repeat[k].n ? &cost.call_repeat[k] : &cost.call[k];
-      out->predicted_call_us[k] = pt_cost_calls_us(&cost.call[k], n, b) +
-                                  pt_cost_calls_us(rl, r.repeat_sizes.calls[k], r.repeat_sizes.bytes[k]);
+      out->predicted_call_us[k] = pt_cost_kind_us(&cost, k, &books);
     }
     out->gpu_note = cfg->gpu->note;
   }
@@ -685,6 +698,12 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   r.dev.tlog = NULL;
   if (out->call_sizes) *out->call_sizes = r.dev.sizes;
   if (out->repeat_call_sizes) *out->repeat_call_sizes = r.repeat_sizes;
+  if (out->after_call_sizes) {
+    *out->after_call_sizes = r.after_sizes;
+    *out->repeat_after_call_sizes = r.repeat_after_sizes;
+  }
+  for (int c = 0; c < PT_DRV_NCALLS; c++)
+    for (int k = 0; k < PT_SIZE_CLASSES; k++) out->after_driver_calls[c] += r.after_sizes.calls[c][k];
   for (int c = 0; c < PT_DRV_NCALLS; c++)
     for (int k = 0; k < PT_SIZE_CLASSES; k++) out->repeat_driver_calls[c] += r.repeat_sizes.calls[c][k];
   for (size_t i = 0; i < t->nallocs; i++)
@@ -717,6 +736,12 @@ void pt_sim_result_free(pt_sim_result *r) {
   free(r->call_sizes);
   free(r->repeat_call_times);
   free(r->repeat_call_sizes);
+  free(r->after_call_times);
+  free(r->repeat_after_call_times);
+  free(r->after_call_sizes);
+  free(r->repeat_after_call_sizes);
+  r->after_call_times = r->repeat_after_call_times = NULL;
+  r->after_call_sizes = r->repeat_after_call_sizes = NULL;
   r->call_times = NULL;
   r->call_sizes = NULL;
   r->repeat_call_times = NULL;
@@ -812,6 +837,10 @@ void pt_sim_print_json_members(FILE *f, const pt_sim_result *r, int with_timelin
                           r->predicted_alloc_us, r->predicted_untimed_us, r->work.requests, r->work.ops, r->work.chunks,
                           r->work.visits);
   else fputs(",\"predicted_alloc_us\":null,\"predicted_untimed_us\":null", f); /* never predicted: no GPU description */
+  if (r->has_gpu) { /* the requests' calls after a large one (device.h): what a cost_after_large line prices */
+    fputc(',', f);
+    pt_sim_print_calls_json(f, "after_large_driver_calls", r->after_driver_calls);
+  }
   if (r->has_gpu && r->mmu) { /* stored runs keep no page-table detail */
     const pt_pagetable_stats *p = &r->page_table;
     fprintf(f, ",\"page_table\":{\"mmu\":\"%s\",\"levels\":%d,\"pte_writes\":%" PRIu64 ",\"pte_invalidations\":%" PRIu64

@@ -165,6 +165,12 @@ typedef struct pt_sim_result {
   double own_repeat_us[PT_SIZE_CLASSES], own_call_repeat_us[PT_SIZE_CLASSES];
   pt_call_times *repeat_call_times;
   pt_call_sizes *repeat_call_sizes;
+  /* the requests' calls after a large one (device.h, PT_DRV_AFTER_LARGE), by kind (with a GPU description or on a
+     given device), and on a given device by size class with their measured times, all and the repeats' (subsets
+     of call_sizes and repeat_call_sizes) */
+  uint64_t after_driver_calls[PT_DRV_NCALLS];
+  pt_call_sizes *after_call_sizes, *repeat_after_call_sizes;
+  pt_call_times *after_call_times, *repeat_after_call_times;
   uint64_t by_free_distance[PT_REPEAT_RING + 1]; /* the trace's (pt_trace_data), when classified */
   uint64_t hit_splits, free_merges; /* the mechanism's (pt_mech_counters: caching's only); in JSON when classified */
   double seconds;            /* wall time of the replay itself */

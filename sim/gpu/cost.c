@@ -55,15 +55,27 @@ double pt_cost_alloc_us(const pt_cost_model *m, const pt_call_sizes *sizes, cons
   return t;
 }
 
-double pt_cost_alloc_class_us(const pt_cost_model *m, const pt_call_sizes *sizes, const pt_req_sizes *req,
-                              const pt_call_sizes *rep_sizes, const pt_req_sizes *rep_req) {
-  pt_call_sizes other = *sizes;
+double pt_cost_kind_us(const pt_cost_model *m, int c, const pt_call_books *b) {
+  static const pt_call_sizes none;
+  const pt_call_sizes *all = b->all ? b->all : &none, *rep = b->repeat ? b->repeat : &none;
+  int split = b->after && m->call_after[c].n;
+  const pt_call_sizes *aft = split ? b->after : &none, *rep_aft = split && b->repeat_after ? b->repeat_after : &none;
+  uint64_t n[PT_SIZE_CLASSES], nb[PT_SIZE_CLASSES], rn[PT_SIZE_CLASSES], rb[PT_SIZE_CLASSES];
+  for (int k = 0; k < PT_SIZE_CLASSES; k++) { /* subsets, so no underflow */
+    rn[k] = rep->calls[c][k] - rep_aft->calls[c][k];
+    rb[k] = rep->bytes[c][k] - rep_aft->bytes[c][k];
+    n[k] = all->calls[c][k] - rep->calls[c][k] - (aft->calls[c][k] - rep_aft->calls[c][k]);
+    nb[k] = all->bytes[c][k] - rep->bytes[c][k] - (aft->bytes[c][k] - rep_aft->bytes[c][k]);
+  }
+  double t = pt_cost_calls_us(&m->call[c], n, nb) +
+             pt_cost_calls_us(m->call_repeat[c].n ? &m->call_repeat[c] : &m->call[c], rn, rb);
+  return split ? t + pt_cost_calls_us(&m->call_after[c], aft->calls[c], aft->bytes[c]) : t;
+}
+
+double pt_cost_alloc_class_us(const pt_cost_model *m, const pt_call_books *b, const pt_req_sizes *req,
+                              const pt_req_sizes *rep_req) {
+  static const pt_call_sizes no_calls;
   pt_req_sizes other_req = *req;
-  for (int c = 0; c < PT_DRV_NCALLS; c++) /* the rest: every call less the repeats' (a subset, so no underflow) */
-    for (int k = 0; k < PT_SIZE_CLASSES; k++) {
-      other.calls[c][k] -= rep_sizes->calls[c][k];
-      other.bytes[c][k] -= rep_sizes->bytes[c][k];
-    }
   for (int k = 0; k < PT_SIZE_CLASSES; k++) {
     other_req.n[k] -= rep_req->n[k];
     other_req.bytes[k] -= rep_req->bytes[k];
@@ -74,10 +86,9 @@ double pt_cost_alloc_class_us(const pt_cost_model *m, const pt_call_sizes *sizes
   const pt_cost_line *with_calls = m->bookkeeping_call_repeat.n ? &m->bookkeeping_call_repeat
                                    : m->bookkeeping_call.n     ? &m->bookkeeping_call
                                                                : plain;
-  double t = pt_cost_alloc_us(m, &other, &other_req) + pt_cost_calls_us(plain, rep_req->n, rep_req->bytes) +
+  double t = pt_cost_alloc_us(m, &no_calls, &other_req) + pt_cost_calls_us(plain, rep_req->n, rep_req->bytes) +
              pt_cost_calls_us(with_calls, rep_req->n_call, rep_req->bytes_call);
-  for (int c = 0; c < PT_DRV_NCALLS; c++)
-    t += pt_cost_calls_us(m->call_repeat[c].n ? &m->call_repeat[c] : &m->call[c], rep_sizes->calls[c], rep_sizes->bytes[c]);
+  for (int c = 0; c < PT_DRV_NCALLS; c++) t += pt_cost_kind_us(m, c, b);
   return t;
 }
 
@@ -86,10 +97,10 @@ double pt_cost_work_us(const pt_cost_work *w, const pt_work_counts *c) {
          w->visit_us * (double)c->visits;
 }
 
-double pt_cost_alloc_total_us(const pt_cost_model *m, const pt_call_sizes *sizes, const pt_req_sizes *req,
-                              const pt_call_sizes *rep_sizes, const pt_req_sizes *rep_req, const pt_work_counts *counts) {
-  if (!m->has_work) return pt_cost_alloc_class_us(m, sizes, req, rep_sizes, rep_req);
+double pt_cost_alloc_total_us(const pt_cost_model *m, const pt_call_books *b, const pt_req_sizes *req,
+                              const pt_req_sizes *rep_req, const pt_work_counts *counts) {
+  if (!m->has_work) return pt_cost_alloc_class_us(m, b, req, rep_req);
   pt_cost_model calls = *m; /* the driver calls alone: no bookkeeping line */
   calls.bookkeeping.n = calls.bookkeeping_call.n = calls.bookkeeping_repeat.n = calls.bookkeeping_call_repeat.n = 0;
-  return pt_cost_alloc_class_us(&calls, sizes, req, rep_sizes, rep_req) + pt_cost_work_us(&m->work, counts);
+  return pt_cost_alloc_class_us(&calls, b, req, rep_req) + pt_cost_work_us(&m->work, counts);
 }

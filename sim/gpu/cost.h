@@ -74,6 +74,8 @@ typedef struct pt_cost_model {
   pt_cost_line bookkeeping_call;  /* the same for a request that made driver calls (n = 0: as bookkeeping) */
   /* the repeat class's lines (n = 0: the plain line above) */
   pt_cost_line call_repeat[PT_DRV_NCALLS];
+  /* the calls after a large one (device.h, PT_DRV_AFTER_LARGE), of either class (n = 0: their class's line) */
+  pt_cost_line call_after[PT_DRV_NCALLS];
   pt_cost_line bookkeeping_repeat, bookkeeping_call_repeat;
 } pt_cost_model;
 
@@ -96,17 +98,27 @@ pt_cost_line pt_cost_constant(double us);
 /* Predicted allocator time, µs: every driver call, plus the bookkeeping of each request and free by its
    size class and whether it made driver calls. */
 double pt_cost_alloc_us(const pt_cost_model *m, const pt_call_sizes *sizes, const pt_req_sizes *req);
-/* The same with the class axis: sizes and req count every call and request, rep_sizes and rep_req the
-   repeat class's among them (a subset); the repeats are priced by the repeat lines where the model has them,
-   the rest by the plain lines.  With no repeat line this is pt_cost_alloc_us. */
-double pt_cost_alloc_class_us(const pt_cost_model *m, const pt_call_sizes *sizes, const pt_req_sizes *req,
-                              const pt_call_sizes *rep_sizes, const pt_req_sizes *rep_req);
+/* A run's calls: every one (all), the repeat class's among them (repeat), the calls after a large one
+   (after: device.h) and the repeats' among those (repeat_after); each a subset of the one before it but after
+   of all; NULL: none. */
+typedef struct pt_call_books {
+  const pt_call_sizes *all, *repeat, *after, *repeat_after;
+} pt_call_books;
+
+/* The calls of kind c in b, µs: the calls after a large one by the call_after line where m has one, the other
+   repeats by the repeat line (else the plain one), the rest by the plain line. */
+double pt_cost_kind_us(const pt_cost_model *m, int c, const pt_call_books *b);
+/* The same with the class axis: b's calls priced as pt_cost_kind_us, req every request, rep_req the repeat
+   class's among them (a subset) by the repeat lines where the model has them, the rest by the plain lines.
+   With no repeat or after line this is pt_cost_alloc_us. */
+double pt_cost_alloc_class_us(const pt_cost_model *m, const pt_call_books *b, const pt_req_sizes *req,
+                              const pt_req_sizes *rep_req);
 
 /* Own work priced by w: req_us × requests + op_us × ops + chunk_us × chunks + visit_us × visits. */
 double pt_cost_work_us(const pt_cost_work *w, const pt_work_counts *c);
 /* pt_cost_alloc_class_us, but where m has a work line (has_work) the allocator's own work is priced by it from
    counts, in place of the bookkeeping lines; the driver calls as there. */
-double pt_cost_alloc_total_us(const pt_cost_model *m, const pt_call_sizes *sizes, const pt_req_sizes *req,
-                              const pt_call_sizes *rep_sizes, const pt_req_sizes *rep_req, const pt_work_counts *counts);
+double pt_cost_alloc_total_us(const pt_cost_model *m, const pt_call_books *b, const pt_req_sizes *req,
+                              const pt_req_sizes *rep_req, const pt_work_counts *counts);
 
 #endif

@@ -21,6 +21,22 @@ int pt_cost_fit_call(pt_cost_fit *f, int cls, int c, uint64_t n, uint64_t bytes,
   return 0;
 }
 
+int pt_cost_fit_call_after(pt_cost_fit *f, int cls, int c, uint64_t n, uint64_t bytes, double us, pt_err *err) {
+  if (c < 0 || c >= PT_DRV_NCALLS || cls < 0 || cls >= PT_REQ_CLASSES)
+    return pt_err_set(err, PT_EUSAGE, "no such driver call or request class");
+  if (!n || !(us >= 0)) return pt_err_set(err, PT_EFORMAT, "a measured cost needs calls > 0 and a time >= 0");
+  int k = class_of(n, bytes);
+  pt_fit_sum *s = &f->call[cls][c][k], *a = &f->after[c][k];
+  /* a subset of the class's calls (unsigned wrap-around is undone when those come later in the same replay) */
+  s->n -= n;
+  s->bytes -= bytes;
+  s->us -= us;
+  a->n += n;
+  a->bytes += bytes;
+  a->us += us;
+  return 0;
+}
+
 /* The index of mech in f (added when new, if add), or a negative code (err set when add). */
 static int mech_index(pt_cost_fit *f, const char *mech, int add, pt_err *err) {
   int m = 0;
@@ -206,7 +222,7 @@ static int replaced(const pt_cost_fit *f, const char *line) {
   if (sscanf(line, " %31s %31s", key, what) < 1) return 0;
   if (!strcmp(key, "source") || !strcmp(key, "name")) return 1;
   if (!strcmp(key, "host_clock_read_us")) return f->host_clock_read_us != 0;
-  if (!strcmp(key, "cost") || !strcmp(key, "cost_repeat"))
+  if (!strcmp(key, "cost") || !strcmp(key, "cost_repeat") || !strcmp(key, "cost_after_large"))
     for (int c = 0; c < PT_DRV_NCALLS; c++)
       if (!strcmp(what, pt_drv_call_names[c])) return any_call(f, c);
   if (!strcmp(key, "bookkeeping_us") || !strcmp(key, "bookkeeping_call_us") || !strcmp(key, "bookkeeping_repeat_us") ||
@@ -243,7 +259,8 @@ int pt_cost_fit_write(const pt_cost_fit *f, FILE *in, const pt_cost_points base[
   fprintf(out, "# Fitted by pagetune gpu fit from %u real-mechanism replay(s): each point a size class's mean,\n"
                "# measured in context (pagetune replay --mechanism), classes of %d calls or more; a call's\n"
                "# calibration points kept below and above the sizes the replays measured; the *_repeat lines\n"
-               "# (requests whose size was freed among the last few frees) the plain line's outside theirs.\n",
+               "# (requests whose size was freed among the last few frees) and cost_after_large (calls below\n"
+               "# 1 MiB within 8 calls of a larger one, of either class) the plain line's outside theirs.\n",
           f->runs, MIN_SAMPLES);
   if (f->host_clock_read_us > 0) {
     fprintf(out, "# Every replay's times brought to this host speed: scaled by it over the replay's own clock read.\n");
@@ -270,6 +287,11 @@ int pt_cost_fit_write(const pt_cost_fit *f, FILE *in, const pt_cost_points base[
     if (any(f->call[PT_REQ_REPEAT][c])) {
       fprintf(out, "cost_repeat %s", pt_drv_call_names[c]);
       write_points(out, f->call[PT_REQ_REPEAT][c], &plain, NULL);
+      fputc('\n', out);
+    }
+    if (any(f->after[c])) {
+      fprintf(out, "cost_after_large %s", pt_drv_call_names[c]);
+      write_points(out, f->after[c], &plain, NULL);
       fputc('\n', out);
     }
   }

@@ -32,7 +32,9 @@ typedef struct pt_fit_sum {
 
 /* Sums by request class (cost.h): class PT_REQ_OTHER holds everything from a replay without the class axis. */
 typedef struct pt_cost_fit {
-  pt_fit_sum call[PT_REQ_CLASSES][PT_DRV_NCALLS][PT_SIZE_CLASSES];
+  pt_fit_sum call[PT_REQ_CLASSES][PT_DRV_NCALLS][PT_SIZE_CLASSES]; /* less the calls after a large one */
+  pt_fit_sum after[PT_DRV_NCALLS][PT_SIZE_CLASSES];                /* those, of every class (device.h) */
+  int no_after;                                                     /* replays' after-large sums not read (cmd_gpu.c) */
   struct {
     char name[16];
     pt_fit_sum req[PT_REQ_CLASSES][PT_SIZE_CLASSES], req_call[PT_REQ_CLASSES][PT_SIZE_CLASSES]; /* without, with calls */
@@ -51,6 +53,9 @@ typedef struct pt_cost_fit {
 
 /* n calls of kind c (pt_drv_call) made in requests of class cls, of bytes in all, us in all. */
 int pt_cost_fit_call(pt_cost_fit *f, int cls, int c, uint64_t n, uint64_t bytes, double us, pt_err *err);
+/* n calls of kind c after a large one (device.h), among those pt_cost_fit_call was given for class cls (their
+   sizes' class as there): moved from the class's sums to the after-large ones. */
+int pt_cost_fit_call_after(pt_cost_fit *f, int cls, int c, uint64_t n, uint64_t bytes, double us, pt_err *err);
 /* n requests and frees of class cls of mechanism mech that made no driver call (with_calls 0) or some (1),
    bytes in all, us of the allocator's own work in all. */
 int pt_cost_fit_requests(pt_cost_fit *f, const char *mech, int cls, int with_calls, uint64_t n, uint64_t bytes, double us,
@@ -71,7 +76,8 @@ int pt_cost_fit_work_solve(const pt_cost_fit *f, const char *mech, pt_cost_work 
    (a class's mean, from classes of 5 calls or more where a kind has any; the base's points kept outside
    the sizes measured), and source; to out.  Where repeat-class sums exist, their lines too (cost_repeat,
    bookkeeping_repeat_us, bookkeeping_call_repeat_us: the repeats' means, the plain line's points outside
-   the sizes the repeats measured); the base's repeat lines of what was measured are dropped either way.  A
+   the sizes the repeats measured); the base's repeat lines of what was measured are dropped either way; and
+   where after-large sums exist, a cost_after_large line of their means (the base's of a measured call dropped).  A
    mechanism with work runs (pt_cost_fit_work) gets its bookkeeping_work line; a measured mechanism's
    bookkeeping_work line in the base is dropped (it would stand in front of the fitted lines).  With
    host_clock_read_us, its line in place of the base's. */

@@ -29,6 +29,8 @@
  *   note TEXT                       (what reports must say about this GPU)
  *   cost CALL BYTES:US ...          (CALL: malloc, free, mem_create, ...)
  *   cost_repeat CALL BYTES:US ...   (the calls made in repeat-class requests; absent: cost CALL's)
+ *   cost_after_large CALL BYTES:US ... (the calls below 1 MiB within 8 calls of a larger one, either class:
+ *                                   device.h's PT_DRV_AFTER_LARGE; absent: their class's line)
  *   source TEXT                     (where the numbers come from)
  * '#' starts a comment.
  */
