@@ -73,6 +73,9 @@ ap.add_argument("--fit-all", metavar="FILE", default=None,
 ap.add_argument("--judge", metavar="GPU", action="append", default=[],
                 help="after section 1, judge each description given (a name or a .gpu file, fitted on nothing here "
                      "or on everything: no held-out half) on every trace, side by side, and stop")
+ap.add_argument("--no-after-large", action="store_true",
+                help="fit without the replays' calls after a large one (gpu fit --no-after-large): no "
+                     "cost_after_large line, as before those were counted apart")
 ap.add_argument("--host-speed", metavar="US", type=float, default=None,
                 help="express every measured time at one host speed: scaled by US / the cost of one read of the "
                      "replay's clock, measured in the same process (clock_read_us_median_run, just before the run "
@@ -94,7 +97,7 @@ def at_host_speed(g, ref):
     for k in ("alloc_us", "free_us"):
         g[k]["total"] *= f
     def points(mc):
-        for v in mc.get("calls", {}).values():
+        for v in list(mc.get("calls", {}).values()) + list(mc.get("calls_after_large", {}).values()):
             for p in v:
                 p[2] *= f
         for k in ("requests", "requests_with_calls", "requests_by_live"):
@@ -183,6 +186,7 @@ def fit(cal, path, extra):
         # the replays are at one host speed already (--host-speed) or as measured: gpu fit is told which, so that
         # a base with a host_clock_read_us line does not scale them again
         speed = ["--host-speed", str(a.host_speed) if a.host_speed else "measured"]
+        speed += ["--no-after-large"] if a.no_after_large else []
         r = subprocess.run([a.pagetune, "gpu", "fit", "--gpu", base, "--name", os.path.basename(path)[:-4], "-o", path] +
                            extra + work + speed + [f.name], capture_output=True, text=True)
         if r.returncode:

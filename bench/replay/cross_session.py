@@ -25,8 +25,9 @@ ap.add_argument("--out", required=True)
 ap.add_argument("--host-speed", default=None)
 ap.add_argument("--base", default=os.path.join(HERE, "mechanism2", "calibrated.gpu"))
 ap.add_argument("--pagetune", default="./pagetune")
+ap.add_argument("--no-after-large", action="store_true", help="accept.py --no-after-large: no cost_after_large lines")
 a = ap.parse_args()
-speed = ["--host-speed", a.host_speed] if a.host_speed else []
+speed = (["--host-speed", a.host_speed] if a.host_speed else []) + (["--no-after-large"] if a.no_after_large else [])
 
 
 def accept(jsonl, out, extra):
