@@ -113,6 +113,17 @@ grep -q "1 of calls after a large one" "$tmp/err" || fail "after-large fit: $(ca
 "$pt" gpu fit --gpu "$tmp/a.gpu" --no-after-large -o "$tmp/a0.gpu" "$tmp/a.jsonl" 2>/dev/null || fail "fit --no-after-large"
 grep -q '^cost_after_large' "$tmp/a0.gpu" && fail "--no-after-large wrote (or kept the base's) cost_after_large"
 grep -q '^cost free 512:2.0000$' "$tmp/a0.gpu" || fail "--no-after-large free: $(grep '^cost free' "$tmp/a0.gpu")"
+# every free of the replay after a large one: the plain line and the after line from them, the base's replaced
+echo '{"gpu_mechanism_replay":{"mechanism":"direct","measured_costs":{"calls":{"free":[[5,2560,10.0]]},"calls_after_large":{"free":[[5,2560,10.0]]},"requests":[]}}}' >"$tmp/all.json"
+"$pt" gpu fit --gpu "$tmp/a.gpu" --one-class -o "$tmp/all.gpu" "$tmp/all.json" 2>"$tmp/err" || fail "fit, every call after: $(cat "$tmp/err")"
+[ "$(grep -c '^cost free 512:2.0000$' "$tmp/all.gpu")" = 1 ] && [ "$(grep -c '^cost_after_large free' "$tmp/all.gpu")" = 1 ] &&
+  grep -q '^cost_after_large free 512:2.0000$' "$tmp/all.gpu" || fail "fit, every call after: $(grep '^cost' "$tmp/all.gpu" | tr '\n' '|')"
+# more calls after a large one than calls: refused, one line, exit 1, no file
+echo '{"gpu_mechanism_replay":{"mechanism":"direct","measured_costs":{"calls":{"free":[[5,2560,10.0]]},"calls_after_large":{"free":[[6,3072,12.0]]},"requests":[]}}}' >"$tmp/over.json"
+"$pt" gpu fit --host-speed measured -o "$tmp/over.gpu" "$tmp/over.json" 2>"$tmp/err"
+rc=$?
+[ "$rc" = 1 ] && [ ! -e "$tmp/over.gpu" ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "more calls after a large one (6) than calls (5)" "$tmp/err" ||
+  fail "an after set larger than its calls: exit $rc, $(cat "$tmp/err")"
 # and priced so: direct on a trace with a large call (a 2 MiB cudaMalloc, then 512 B: a2 other, f2 other, a3 and f3
 # repeats, all four after it; f1 the large free, other).  a.gpu: f2 and f3 after (2.5 each), f1 by cost free (1);
 # a0.gpu: f2 2, f3 1 (its repeat line), f1 2; the mallocs alike (the base's lines): 6 - 5 = 1 us apart

@@ -241,7 +241,13 @@ static void test_repeat_lines(void) {
                        "cost_after_large mmap 512:1\n", "cost_after_large free\n", "cost_after_large free 512:-1\n"};
   expect_refused(path, base, bad, sizeof bad / sizeof *bad);
   /* the calls after a large one: a line of their own, the plain points untouched */
-  load_desc(path, base, "cost free 512:2 2097152:40\ncost_after_large free 512:3 8192:5\n", &g);
+  load_desc(path, base, "cost free 512:2 2097152:40\ncost_after_large free 512:3 8192:5\n"
+                        "cost address_reserve 2097152:2\ncost address_free 2097152:0.5\n", &g);
+  /* a plain line of a call whose name begins as the after key's fifth letter is still a plain line */
+  CU_ASSERT_EQUAL(g.cost.call[PT_DRV_address_reserve].n, 1);
+  CU_ASSERT_EQUAL(g.cost.call[PT_DRV_address_free].n, 1);
+  CU_ASSERT_EQUAL(g.cost.call_after[PT_DRV_address_reserve].n + g.cost.call_after[PT_DRV_address_free].n, 0);
+  CU_ASSERT_EQUAL(g.points[PT_DRV_address_reserve].n, 1);
   CU_ASSERT_DOUBLE_EQUAL(pt_cost_eval(&g.cost.call_after[PT_DRV_free], 4352), 4, 1e-12);
   CU_ASSERT_EQUAL(g.cost.call_after[PT_DRV_malloc].n, 0);
   CU_ASSERT_EQUAL(g.points[PT_DRV_free].n, 2);

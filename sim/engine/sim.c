@@ -591,6 +591,7 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   if (cfg->gpu || cfg->device_ops) { /* a cost is asked for: the calls after a large one apart */
     r.dev.after_sizes = &r.after_sizes;
     r.dev.after_times = out->after_call_times; /* NULL but on a given device */
+    out->after_counted = 1;
   }
   r.stop_at_oom = cfg->stop_at_oom;
   r.classify = out->classified = (cfg->gpu || cfg->device_ops) && t->repeat; /* a cost is asked for */
@@ -837,7 +838,7 @@ void pt_sim_print_json_members(FILE *f, const pt_sim_result *r, int with_timelin
                           r->predicted_alloc_us, r->predicted_untimed_us, r->work.requests, r->work.ops, r->work.chunks,
                           r->work.visits);
   else fputs(",\"predicted_alloc_us\":null,\"predicted_untimed_us\":null", f); /* never predicted: no GPU description */
-  if (r->has_gpu) { /* the requests' calls after a large one (device.h): what a cost_after_large line prices */
+  if (r->after_counted) { /* the requests' calls after a large one (device.h): what a cost_after_large line prices */
     fputc(',', f);
     pt_sim_print_calls_json(f, "after_large_driver_calls", r->after_driver_calls);
   }

@@ -168,6 +168,7 @@ typedef struct pt_sim_result {
   /* the requests' calls after a large one (device.h, PT_DRV_AFTER_LARGE), by kind (with a GPU description or on a
      given device), and on a given device by size class with their measured times, all and the repeats' (subsets
      of call_sizes and repeat_call_sizes) */
+  int after_counted; /* after_driver_calls was counted (a run here; a stored one keeps none) */
   uint64_t after_driver_calls[PT_DRV_NCALLS];
   pt_call_sizes *after_call_sizes, *repeat_after_call_sizes;
   pt_call_times *after_call_times, *repeat_after_call_times;

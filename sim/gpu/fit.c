@@ -1,6 +1,7 @@
 /* fit.c — cost and bookkeeping lines from measured sums (see fit.h). */
 #include "fit.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,9 @@ int pt_cost_fit_call_after(pt_cost_fit *f, int cls, int c, uint64_t n, uint64_t 
   if (!n || !(us >= 0)) return pt_err_set(err, PT_EFORMAT, "a measured cost needs calls > 0 and a time >= 0");
   int k = class_of(n, bytes);
   pt_fit_sum *s = &f->call[cls][c][k], *a = &f->after[c][k];
-  /* a subset of the class's calls (unsigned wrap-around is undone when those come later in the same replay) */
+  if (n > s->n || bytes > s->bytes) /* a subset of the class's calls, which come first (cmd_gpu.c) */
+    return pt_err_set(err, PT_EFORMAT, "%s: more calls after a large one (%" PRIu64 ") than calls (%" PRIu64 ") of their "
+                      "size class", pt_drv_call_names[c], n, s->n);
   s->n -= n;
   s->bytes -= bytes;
   s->us -= us;
@@ -208,11 +211,11 @@ static int any(const pt_fit_sum *s) {
   return 0;
 }
 
-/* Whether a mechanism or call kind has sums in any class. */
+/* Whether a call kind has sums in any class, or after a large one. */
 static int any_call(const pt_cost_fit *f, int c) {
   for (int cls = 0; cls < PT_REQ_CLASSES; cls++)
     if (any(f->call[cls][c])) return 1;
-  return 0;
+  return any(f->after[c]);
 }
 
 /* Whether line (a description's) is one the fit replaces: cost (and cost_repeat) of a measured call,
@@ -280,7 +283,9 @@ int pt_cost_fit_write(const pt_cost_fit *f, FILE *in, const pt_cost_points base[
   for (int c = 0; c < PT_DRV_NCALLS; c++) {
     if (!any_call(f, c)) continue;
     pt_cost_points plain;
-    const pt_fit_sum *s = any(f->call[PT_REQ_OTHER][c]) ? f->call[PT_REQ_OTHER][c] : f->call[PT_REQ_REPEAT][c];
+    const pt_fit_sum *s = any(f->call[PT_REQ_OTHER][c])    ? f->call[PT_REQ_OTHER][c]
+                          : any(f->call[PT_REQ_REPEAT][c]) ? f->call[PT_REQ_REPEAT][c]
+                                                           : f->after[c]; /* every call after a large one */
     fprintf(out, "cost %s", pt_drv_call_names[c]);
     write_points(out, s, base ? &base[c] : NULL, &plain);
     fputc('\n', out);
