@@ -36,8 +36,11 @@
    predicted allocator time, as a replay on the GPU leaves them untimed.
    model-5: the bundled h200 description prices every mechanism's own work
    but direct's by what it did (bookkeeping_work lines: its requests and frees,
-   free-set operations, chunks, visits), in place of its bookkeeping lines. */
-#define PT_WB_ENGINE_VERSION "pagetune-" PACKAGE_VERSION "/model-5"
+   free-set operations, chunks, visits), in place of its bookkeeping lines.
+   model-6: the calls below 1 MiB within 8 calls of a larger one priced apart
+   (cost_after_large), and the bundled h200's every cost line refitted from
+   bench/replay/mechanism8 at one host speed, repeat lines and after lines too. */
+#define PT_WB_ENGINE_VERSION "pagetune-" PACKAGE_VERSION "/model-6"
 #define PT_WB_DEFAULT_DB "pagetune.db"
 
 /* What the workbench commands' options set (each command takes some of them). */
