@@ -632,10 +632,14 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
   void *st = NULL;
   untimed_begin(&r); /* until the first record: what the mechanism sets up, the segments alive at the start */
   if (rc == 0) rc = pt_mech_create(cfg->mech, &env, &st);
-  if (rc < 0) {
+  if (rc < 0) { /* what was made for the run goes with it: the books, the model's device, a device run's buffers */
+    pt_dev_done(&r.dev);
+    pt_model_dev_done(&r.model);
     pt_tlb_destroy(r.tlb);
     pt_pagetable_destroy(r.pt);
     free(r.handles);
+    free(r.points);
+    pt_sim_result_free(out);
     return rc;
   }
   double t0 = pt_clock_s();
