@@ -23,6 +23,7 @@
 
 #include "cli.h"
 #include "driver.h"
+#include "file.h"
 #include "farm.h"
 #ifdef PT_MPI_PROGRAM
 #include "farm_mpi.h"
@@ -200,10 +201,14 @@ int main(int argc, char **argv) {
     return EXIT_BAD;
   }
   if (mpi.size > 1) pt_farm_set_launcher(&mpi);
+  pt_file_remove_temps_on_signal();
   int code = close_stdout(run(argc, argv));
   pt_farm_mpi_end();
   return code;
 }
 #else
-int main(int argc, char **argv) { return close_stdout(run(argc, argv)); }
+int main(int argc, char **argv) {
+  pt_file_remove_temps_on_signal();
+  return close_stdout(run(argc, argv));
+}
 #endif

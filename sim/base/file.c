@@ -2,6 +2,7 @@
 #include "file.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -57,6 +58,45 @@ int pt_file_check_output(const char *dst, const char *src, const char *opt, pt_e
   return 0;
 }
 
+/*
+ * The temporary outputs being written, for pt_file_remove_temps_on_signal: a ring of the last TEMPS names made
+ * here.  A slot's first byte is written last, so a handler never reads half a name; a name left there after its
+ * file was renamed into place or removed names nothing, and unlinking it fails harmlessly.
+ */
+#define TEMPS 8
+static char temps[TEMPS][4096 + 16];
+static unsigned next_temp;
+
+static void remember_temp(const char *tmp) {
+  size_t len = strlen(tmp);
+  if (!len || len >= sizeof temps[0]) return;
+  volatile char *slot = temps[next_temp++ % TEMPS];
+  slot[0] = 0;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  memcpy((char *)slot + 1, tmp + 1, len); /* the rest, and its NUL */
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  slot[0] = tmp[0];
+}
+
+static void remove_temps(int sig) {
+  for (int i = 0; i < TEMPS; i++)
+    if (temps[i][0]) unlink(temps[i]);
+  signal(sig, SIG_DFL); /* and end as the signal would have */
+  raise(sig);
+}
+
+void pt_file_remove_temps_on_signal(void) {
+  static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
+    struct sigaction old, on;
+    if (sigaction(sigs[i], NULL, &old) < 0 || old.sa_handler != SIG_DFL) continue; /* someone else's: theirs */
+    memset(&on, 0, sizeof on);
+    on.sa_handler = remove_temps;
+    sigemptyset(&on.sa_mask);
+    sigaction(sigs[i], &on, NULL);
+  }
+}
+
 int pt_file_create_beside(const char *path, char *tmp, size_t n, pt_err *err) {
   if ((size_t)snprintf(tmp, n, "%s.tmp.XXXXXX", path) >= n) {
     pt_err_set(err, PT_ELIMIT, "%s: path too long", path);
@@ -67,6 +107,7 @@ int pt_file_create_beside(const char *path, char *tmp, size_t n, pt_err *err) {
     pt_err_set(err, PT_EIO, "%s: cannot create: %s", path, strerror(errno));
     return -1;
   }
+  remember_temp(tmp);
   mode_t um = umask(0);
   umask(um);
   (void)fchmod(fd, 0666 & ~um); /* mkstemp made it 0600; the output is an ordinary file */

@@ -29,6 +29,12 @@ int pt_file_check_output(const char *dst, const char *src, const char *opt, pt_e
    create: REASON" (PT_EIO; PT_ELIMIT when the name does not fit). */
 int pt_file_create_beside(const char *path, char *tmp, size_t n, pt_err *err);
 
+/* From now on, a SIGINT, SIGTERM or SIGHUP that would end the process (its disposition the default) first removes
+   the temporary files pt_file_create_beside made (the last 8) that are still there, then ends it as the signal
+   would: an interrupted command leaves no PATH.tmp.XXXXXX.  The command-line program calls it once; a library
+   in someone else's process does not. */
+void pt_file_remove_temps_on_signal(void);
+
 /* The same as a stdio stream opened for writing ("w" or "wb" in mode); NULL with err set. */
 FILE *pt_file_fopen_beside(const char *path, const char *mode, char *tmp, size_t n, pt_err *err);
 
