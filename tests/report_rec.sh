@@ -160,4 +160,12 @@ assert "is 32.0 MiB in every one" in w and "can land anywhere" not in w, w
 print("ok: a timed trace: 32.0 MiB at every lag, no spread")
 PY
 
+# a page that cannot be written whole (a file size limit stands in for a full disk): one line naming the page,
+# exit 1, and no page and no temporary left
+(trap '' XFSZ; ulimit -f 4; exec "$pt" report --db "$db" --html "$tmp/full.html") >/dev/null 2>"$tmp/err"
+rc=$?
+[ "$rc" = 1 ] && [ "$(wc -l <"$tmp/err")" = 1 ] && grep -q "full.html: report: write failed" "$tmp/err" ||
+  fail "report --html on a full disk: exit $rc, $(cat "$tmp/err")"
+[ -z "$(ls "$tmp" | grep '^full\.html')" ] || fail "report --html on a full disk left $(ls "$tmp" | grep '^full')"
+
 done_ok report_rec

@@ -53,7 +53,8 @@ static int write_html(const char *path, const pt_report_run *rr, size_t n, const
   FILE *f = pt_file_fopen_beside(path, "w", tmp, sizeof tmp, err);
   if (!f) return PT_EIO;
   int rc = pt_report_html(f, "pagetune report", rr, n, recs, nrecs, rc_, nc, err);
-  if (fclose(f) != 0 && rc == 0) rc = pt_err_set(err, PT_EIO, "%s: write failed: %s", tmp, strerror(errno));
+  if (rc < 0) rc = pt_err_prefix(err, rc, "%s", path); /* "PATH: report: write failed: REASON" (a full disk) */
+  if (fclose(f) != 0 && rc == 0) rc = pt_err_set(err, PT_EIO, "%s: write failed: %s", path, strerror(errno));
   if (rc == 0 && rename(tmp, path) != 0) rc = pt_err_set(err, PT_EIO, "%s: cannot rename: %s", path, strerror(errno));
   if (rc < 0) remove(tmp);
   else fprintf(stderr, "wrote %s (%zu runs)\n", path, n);
