@@ -11,10 +11,17 @@ static int class_of(uint64_t n, uint64_t bytes) {
   return 63 - __builtin_clzll(mean | 1);
 }
 
-int pt_cost_fit_call(pt_cost_fit *f, int cls, int c, uint64_t n, uint64_t bytes, double us, pt_err *err) {
+/* A measured call point's kind, class, count and time checked: 0, or the error. */
+static int check_call(int cls, int c, uint64_t n, double us, pt_err *err) {
   if (c < 0 || c >= PT_DRV_NCALLS || cls < 0 || cls >= PT_REQ_CLASSES)
     return pt_err_set(err, PT_EUSAGE, "no such driver call or request class");
   if (!n || !(us >= 0)) return pt_err_set(err, PT_EFORMAT, "a measured cost needs calls > 0 and a time >= 0");
+  return 0;
+}
+
+int pt_cost_fit_call(pt_cost_fit *f, int cls, int c, uint64_t n, uint64_t bytes, double us, pt_err *err) {
+  int rc = check_call(cls, c, n, us, err);
+  if (rc < 0) return rc;
   pt_fit_sum *s = &f->call[cls][c][class_of(n, bytes)];
   s->n += n;
   s->bytes += bytes;
@@ -23,9 +30,8 @@ int pt_cost_fit_call(pt_cost_fit *f, int cls, int c, uint64_t n, uint64_t bytes,
 }
 
 int pt_cost_fit_call_after(pt_cost_fit *f, int cls, int c, uint64_t n, uint64_t bytes, double us, pt_err *err) {
-  if (c < 0 || c >= PT_DRV_NCALLS || cls < 0 || cls >= PT_REQ_CLASSES)
-    return pt_err_set(err, PT_EUSAGE, "no such driver call or request class");
-  if (!n || !(us >= 0)) return pt_err_set(err, PT_EFORMAT, "a measured cost needs calls > 0 and a time >= 0");
+  int rc = check_call(cls, c, n, us, err);
+  if (rc < 0) return rc;
   int k = class_of(n, bytes);
   pt_fit_sum *s = &f->call[cls][c][k], *a = &f->after[c][k];
   if (n > s->n || bytes > s->bytes) /* a subset of the class's calls, which come first (cmd_gpu.c) */
