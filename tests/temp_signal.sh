@@ -5,13 +5,7 @@
 # signal is sent once its temporary exists (polled).  SIGINT is not sent: a shell without job control starts a
 # background command with SIGINT ignored, and a signal ignored at start stays ignored (file.h).  And a command
 # that finishes leaves its output alone.
-set -u
-top_builddir=${top_builddir:-.}
-pt="$top_builddir/pagetune"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fails=0
-fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+. "${top_srcdir:-.}/tests/wb_setup.sh"
 gen() { exec "$pt" trace gen --kind long_decode --seed 1 --steps 1000000 -o "$1"; }
 for sig in TERM:15 HUP:1; do
   num=${sig#*:} sig=${sig%:*}
@@ -36,5 +30,4 @@ done
 "$pt" trace gen --kind kvcache --seed 1 --steps 8 -o "$tmp/done.trace" >/dev/null 2>&1 || fail "a short trace gen failed"
 [ -s "$tmp/done.trace" ] || fail "a finished command's output is missing"
 [ -z "$(ls "$tmp" | grep 'done.trace.tmp' || true)" ] || fail "a finished command left its temporary"
-[ "$fails" -eq 0 ] || exit 1
-echo "temp_signal: ok"
+done_ok temp_signal

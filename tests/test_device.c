@@ -259,15 +259,21 @@ static outcome run(const pt_mech_ops *m, long fail_at) {
   return o;
 }
 
+/* Books with no cap over a fresh test double (addresses from the model device). */
+static void books_on_double(dbl *d, pt_device *dev, pt_err *err) {
+  *d = (dbl){.err = err};
+  pt_model_dev_init(&d->model, NULL, 0, err);
+  pt_dev_init(dev, &dbl_ops, d, 0, err);
+}
+
 /* The books' live maps, found by address: a second map at a mapped address refused before the device sees it;
    an unmap (the last map moved into its place) gives each map's own handle; a failed map leaves no map behind;
    cuMemSetAccess counted by the maps it covers. */
 static void test_books_maps(void) {
   pt_err err = {{0}};
-  dbl d = {.err = &err};
-  pt_model_dev_init(&d.model, NULL, 0, &err);
+  dbl d;
   pt_device dev;
-  pt_dev_init(&dev, &dbl_ops, &d, 0, &err);
+  books_on_double(&d, &dev, &err);
   uint64_t va, h[4];
   CU_ASSERT_EQUAL_FATAL(pt_dev_address_reserve(&dev, 64 * MIB, 2 * MIB, &va), 0);
   for (int i = 0; i < 4; i++) {
@@ -316,10 +322,9 @@ static void test_books_maps(void) {
  */
 static void test_books_after_large(void) {
   pt_err err = {{0}};
-  dbl d = {.err = &err};
-  pt_model_dev_init(&d.model, NULL, 0, &err);
+  dbl d;
   pt_device dev;
-  pt_dev_init(&dev, &dbl_ops, &d, 0, &err);
+  books_on_double(&d, &dev, &err);
   static pt_call_sizes after, cls_after, cls;
   dev.after_sizes = &after;
   uint64_t big, a[12];

@@ -149,8 +149,8 @@ void pt_call_tlog_free(pt_call_tlog *tl);
  * Calls after a large one: on the H200 a call below PT_DRV_LARGE_CALL_BYTES made within PT_DRV_AFTER_LARGE calls
  * of one of at least that size costs more than the same call among small ones (a small cuMemAlloc 1.7-3.0 us
  * where none of the 8 calls before it was large, 2.9-6.4 us where one was, on five of six traces; cnn_train's
- * the other way: bench/RESULTS.md, calls after a large one).  The books count such calls apart when asked (after_sizes), so that a cost model can price them by a
- * line of their own (cost.h: cost_after_large).
+ * the other way: bench/RESULTS.md, calls after a large one).  The books count such calls apart when asked
+ * (after_sizes), so that a cost model can price them by a line of their own (cost.h: cost_after_large).
  */
 #define PT_DRV_LARGE_CALL_BYTES (UINT64_C(1) << 20)
 #define PT_DRV_AFTER_LARGE 8

@@ -708,9 +708,10 @@ int pt_sim_run(const pt_trace_data *t, const pt_sim_config *cfg, pt_err *err, pt
     *out->repeat_after_call_sizes = r.repeat_after_sizes;
   }
   for (int c = 0; c < PT_DRV_NCALLS; c++)
-    for (int k = 0; k < PT_SIZE_CLASSES; k++) out->after_driver_calls[c] += r.after_sizes.calls[c][k];
-  for (int c = 0; c < PT_DRV_NCALLS; c++)
-    for (int k = 0; k < PT_SIZE_CLASSES; k++) out->repeat_driver_calls[c] += r.repeat_sizes.calls[c][k];
+    for (int k = 0; k < PT_SIZE_CLASSES; k++) {
+      out->repeat_driver_calls[c] += r.repeat_sizes.calls[c][k];
+      out->after_driver_calls[c] += r.after_sizes.calls[c][k];
+    }
   for (size_t i = 0; i < t->nallocs; i++)
     if (r.handles[i] != FAILED && r.handles[i] != FREED) cfg->mech->free(st, r.handles[i]);
   if (cfg->device_ops && cfg->mech->empty_cache) { /* a real device gets its memory back, graphs' pools too */

@@ -137,14 +137,14 @@ static int parse_line(pt_gpu *g, char *line, const char *path, int lineno, pt_er
     if (rc < 0 || (rc = pt_cost_line_from_points(&p, &l, err)) < 0) return pt_err_prefix(err, rc, "%s:%d", path, lineno);
   } else if (!strcmp(key, "cost") || !strcmp(key, "cost_repeat") || !strcmp(key, "cost_after_large")) {
     char *call = strtok(rest, " \t");
-    int c = -1, after = !strcmp(key, "cost_after_large"), repeat = !after && strcmp(key, "cost") != 0;
+    int c = -1, plain = !strcmp(key, "cost"), after = !strcmp(key, "cost_after_large");
     for (int i = 0; call && i < PT_DRV_NCALLS; i++)
       if (!strcmp(call, pt_drv_call_names[i])) c = i;
     if (c < 0) return pt_err_set(err, PT_EFORMAT, "%s:%d: %s of unknown call '%s'", path, lineno, key, call ? call : "");
-    pt_cost_points rp, *p = repeat || after ? &rp : &g->points[c]; /* a base's points are the plain line's (gpu fit) */
+    pt_cost_points rp, *p = plain ? &g->points[c] : &rp; /* a base's points are the plain line's (gpu fit) */
     int rc = parse_points(strtok(NULL, ""), p, path, lineno, err);
     if (rc == 0 && !p->n) rc = pt_err_set(err, PT_EFORMAT, "%s:%d: %s %s has no points", path, lineno, key, call);
-    pt_cost_line *dst = after ? &g->cost.call_after[c] : repeat ? &g->cost.call_repeat[c] : &g->cost.call[c];
+    pt_cost_line *dst = plain ? &g->cost.call[c] : after ? &g->cost.call_after[c] : &g->cost.call_repeat[c];
     if (rc < 0 || (rc = pt_cost_line_from_points(p, dst, err)) < 0)
       return pt_err_prefix(err, rc, "%s:%d", path, lineno);
   } else {
