@@ -112,10 +112,11 @@ grep -q "nan.jsonl: line 2, column 9: unexpected 'N'" "$tmp/err" || fail "a bad 
 check 2 "no input" "$pt" gpu fit -o "$tmp/x.gpu"
 check 2 "a bad name" "$pt" gpu fit --name "a b" -o "$tmp/x.gpu" "$tmp/d.json"
 
-# --work: replays of five caching configurations whose measured own work (measured_total_us less the calls'
-# 5 us) is exactly 0.01 x requests and frees + 0.02 x free-set operations + 0.003 x chunks + 0.0005 x visits,
-# as simulated here (sim --json's work), recorded under a path that does not exist here; and a direct run (no
-# line of its own)
+# --work: replays of five caching configurations whose measured own work (each request's time less the calls
+# made in it: measured_costs.requests) is exactly 0.01 x requests and frees + 0.02 x free-set operations +
+# 0.003 x chunks + 0.0005 x visits, as simulated here (sim --json's work), recorded under a path that does not
+# exist here; randn_loop's also with a call no request made (7 us: in the calls, in neither the total nor a
+# request, as a pool's set-up is); and a direct run (no line of its own)
 configs="randn_loop:pytorch_native cap_retry:pytorch_native llm_decode:large_page_threshold transformer_train:pytorch_native two_streams:pytorch_native"
 for tp in $configs; do
   "$pt" sim --trace "$top_srcdir/traces/${tp%%:*}.pickle.gz" --policy "${tp#*:}" --gpu "$tmp/base.gpu" --json >"$tmp/w-${tp%%:*}.json" ||
@@ -128,9 +129,11 @@ for t, pol in (c.split(":") for c in sys.argv[2:]):
     s = json.load(open("%s/w-%s.json" % (tmp, t)))
     w = s["work"]
     own = 0.01 * w["requests"] + 0.02 * w["set_ops"] + 0.003 * w["set_chunks"] + 0.0005 * w["visits"]
+    calls = [[2, 4194304, 12.0]] if t == "randn_loop" else [[1, 2097152, 5.0]]
     print(json.dumps({"gpu_mechanism_replay": {"clock_read_us": 0.035, "mechanism": "caching", "trace": "/gone/%s.pickle.gz" % t, "policy": pol,
                       "requests": s["allocs"], "measured_total_us": own + 5.0,
-                      "measured_costs": {"calls": {"malloc": [[1, 2097152, 5.0]]}, "requests": [[10, 5120, 1.0]]}}}))
+                      "measured_costs": {"calls": {"malloc": calls}, "requests": [[w["requests"] - 1, 5120, own * 0.75]],
+                                         "requests_with_calls": [[1, 2097152, own * 0.25]]}}}))
 print(json.dumps({"gpu_mechanism_replay": {"clock_read_us": 0.035, "mechanism": "direct", "trace": "/gone/randn_loop.pickle.gz", "policy": "direct",
                   "requests": 1000, "measured_total_us": 100.0,
                   "measured_costs": {"calls": {"malloc": [[1000, 512000, 50.0]]}, "requests": [[2000, 1024000, 50.0]]}}}))
