@@ -9,7 +9,10 @@ sorted traces 1st, 3rd, ...; half B the others; all costs, with request classes 
 into DIR/<session>/; then every session's descriptions judge every session's runs of the half they were not
 fitted on (accept.py --judge, the same --host-speed): runs within 25% of measured, and within each trace, of the
 policy pairs the GPU separates by more than 20%, how many the prediction orders the same way.  A session judged
-by its own fits is accept.py's section 2.  Then the runs missed most often.  Errors: one line, exit 1.
+by its own fits is accept.py's section 2.  Beside each cell, the fitted-in session's own measurements (the median
+over its processes of each configuration, at the same host speed) taken as the prediction of the judged session's:
+how far the measurement itself repeats between sessions, which no description fitted in one session can beat by
+more than luck.  Then the runs missed most often.  Errors: one line, exit 1.
 """
 import argparse
 import collections
@@ -59,15 +62,16 @@ for s in a.sessions:
     fits[s] = tuple(os.path.join(d, "fit%dwc.gpu" % k) if os.path.exists(os.path.join(d, "fit%dwc.gpu" % k))
                     else os.path.join(d, "fit%dw.gpu" % k) for k in (1, 2))
 
-print("| fitted in | judged in | half A -> B: within 25% | ordered | half B -> A: within 25% | ordered |")
-print("| --- | --- | --- | --- | --- | --- |")
+measured = {}  # session -> {(trace, policy): measured us, at the host speed}, from its judgement's rows
+cells = {}
 missed = collections.Counter()
 for x, y in itertools.product(a.sessions, a.sessions):
     text = accept(y, os.path.join(a.out, label(y)), ["--judge", fits[x][0], "--judge", fits[x][1]])
     rows = [[c.strip() for c in l.split("|")[1:-1]] for l in text.splitlines() if l.startswith("| ") and "%" in l]
+    measured[y] = {(r[0], r[1]): float(r[2]) for r in rows}
     traces = sorted({r[0] for r in rows})
     half_a = set(traces[0::2])
-    cells = []
+    cells[x, y] = []
     for judged_a, col in ((False, 3), (True, 5)):  # A's fit judges B; B's fit judges A
         sel = [r for r in rows if (r[0] in half_a) == judged_a]
         within = 0
@@ -83,8 +87,27 @@ for x, y in itertools.product(a.sessions, a.sessions):
                 if max(m1, m2) > 1.2 * min(m1, m2):
                     pairs += 1
                     same += (m1 < m2) == (p1 < p2)
-        cells += ["%d of %d" % (within, len(sel)), "%d of %d (%.1f%%)" % (same, pairs, 100.0 * same / pairs if pairs else 100)]
-    print("| %s | %s | %s |" % (label(x), label(y), " | ".join(cells)))
+        cells[x, y] += ["%d of %d" % (within, len(sel)), "%d of %d (%.1f%%)" % (same, pairs, 100.0 * same / pairs if pairs else 100)]
+    cells[x, y].append(half_a)
+
+# The measurement itself as the prediction: the fitted-in session's own measured time of each configuration
+# (the median over its processes, at the same host speed) for the judged session's.  How well one session's
+# measurement repeats in another bounds how well any description fitted in one session can judge another: a
+# cell the measurement itself does not get whole is not a cell a model can be asked to.
+def repeat(x, y, sel):
+    ks = [k for k in measured[y] if k[0] in sel and k in measured[x]]
+    return "%d of %d" % (sum(abs(measured[x][k] / measured[y][k] - 1) <= 0.25 for k in ks), len(ks))
+
+
+print("| fitted in | judged in | half A -> B: within 25% | ordered | half B -> A: within 25% | ordered | "
+      "the fitted-in session's measurement as the prediction: B | A |")
+print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+for x, y in itertools.product(a.sessions, a.sessions):
+    c = cells[x, y]
+    half_a = c.pop()
+    traces = {k[0] for k in measured[y]}
+    oracle = ["(itself)"] * 2 if x == y else [repeat(x, y, traces - half_a), repeat(x, y, half_a)]
+    print("| %s | %s | %s |" % (label(x), label(y), " | ".join(c + oracle)))
 print("\nmissed most often (trace, policy: judgements over 25%% off, of %d):" % len(a.sessions) ** 2)
 for (t, p), n in missed.most_common(8):
     print("- %s %s: %d" % (t, p, n))

@@ -39,8 +39,10 @@
    free-set operations, chunks, visits), in place of its bookkeeping lines.
    model-6: the calls below 1 MiB within 8 calls of a larger one priced apart
    (cost_after_large), and the bundled h200's every cost line refitted from
-   bench/replay/mechanism8 at one host speed, repeat lines and after lines too. */
-#define PT_WB_ENGINE_VERSION "pagetune-" PACKAGE_VERSION "/model-6"
+   bench/replay/mechanism8 at one host speed, repeat lines and after lines too.
+   model-7: the bundled h200's bookkeeping_work lines fitted again with each
+   replay's own work as its requests measured it (gpu fit --work). */
+#define PT_WB_ENGINE_VERSION "pagetune-" PACKAGE_VERSION "/model-7"
 #define PT_WB_DEFAULT_DB "pagetune.db"
 
 /* What the workbench commands' options set (each command takes some of them). */

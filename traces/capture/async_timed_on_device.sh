@@ -76,6 +76,22 @@ for w in ${WORKLOADS//,/ }; do
     done
     say "$n: cuda_async gpu_lag=1 $(jget "$OUT/timed/$n.sim1.json" peak_reserved_bytes)," \
       "gpu_lag=0 $(jget "$OUT/timed/$n.sim0.json" peak_reserved_bytes)"
+    # the free times moved to a cudaMallocAsync run's timeline (async_timeline.py: the capture's cudaMalloc
+    # stalls and synchronisation waits taken out of the host's times), and kept as they were (a check: the
+    # same counts as the tracker's)
+    if [ -f "$OUT/timed/$n.gpufrees.times.gz" ]; then
+      for mode in keep async; do
+        m=$OUT/timed/$n.$mode
+        python3 traces/capture/async_timeline.py "$OUT/timed/$n.gpufrees.gz" "$OUT/timed/$n.gpufrees.times.gz" \
+          "$m.gpufrees" $([ $mode = keep ] && echo --keep-stalls) --json >"$m.timeline.json" 2>&1
+        LD_LIBRARY_PATH=$libs ./pagetune trace import "$OUT/timed/$n.pickle" --gpu-frees "$m.gpufrees" \
+          -o "$m.trace.gz" --json >"$m.stats.json" 2>"$m.import.err"
+        LD_LIBRARY_PATH=$libs ./pagetune sim --trace "$m.trace.gz" --policy cuda_async --set release_threshold=1125899906842624 \
+          --json >"$m.sim1.json" 2>>"$m.import.err"
+        say "$n: $mode timeline $(cat "$m.timeline.json") $(cat "$m.import.err") cuda_async $(jget "$m.sim1.json" peak_reserved_bytes)"
+        gzip -6 -n -f "$m.gpufrees"
+      done
+    fi
     if [ -n "${UNRECORDED:-}" ]; then
       # the free times again from a run that records no history (recording slows the CPU, so the GPU
       # keeps up more than it would): the same requests when the workload is deterministic

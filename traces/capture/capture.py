@@ -831,8 +831,9 @@ def _stop_gpu_frees(g, path, meta):
         meta["gpu_frees_error"] = "cannot write " + path
         return
     meta["gpu_frees_failed_events"] = failed
-    subprocess.run(["gzip", "-9", "-n", "-f", path], check=False)
+    subprocess.run(["gzip", "-9", "-n", "-f", path, path + ".times"], check=False)
     meta["gpu_frees_file"] = os.path.basename(path) + ".gz"
+    meta["gpu_times_file"] = os.path.basename(path) + ".times.gz"  # each call's host time, each free's GPU time (us)
 
 
 def worker(a):

@@ -12,7 +12,17 @@ that came before its event was seen complete: 0 when the GPU had passed it by th
     import gpufrees
     g = gpufrees.start(build_dir)   # after CUDA is initialised; None (with g_error) when it cannot build
     ... the workload ...
-    gpufrees.stop(g, path)          # writes path (format: sim/trace/gpufrees.h)
+    gpufrees.stop(g, path)          # writes path (format: sim/trace/gpufrees.h) and path.times (below)
+
+path.times (traces/capture/async_timeline.py reads it): each request and free in order, with the host's time
+(us from the start), the host's time so far in the native allocator's cudaMalloc/cudaFree and in
+synchronisations (the shim's, when preloaded; 0 without), and for a free the GPU's time of passing it (its
+event's elapsed time from a base event the GPU passed as the host's clock started) and its stream:
+    pagetune-gpu-times 1
+    shim timed|none
+    r HOST_US STALL_US SYNC_US
+    f HOST_US STALL_US SYNC_US GPU_US STREAM      (GPU_US -1: not known)
+    end REQUESTS FREES
 
 capture.py does this when PT_GPU_FREES=1 (`trace import --gpu-frees`).  Built once per build_dir with
 torch.utils.cpp_extension.
@@ -26,6 +36,7 @@ CPP_SOURCE = r"""
 #include <torch/extension.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <cuda_runtime_api.h>
+#include <chrono>
 #include <cstdio>
 #include <deque>
 #include <dlfcn.h>
@@ -34,8 +45,11 @@ CPP_SOURCE = r"""
 
 namespace {
 using c10::cuda::CUDACachingAllocator::TraceEntry;
-struct Free { uint64_t addr, at, seen; bool done; };   // at: requests before the free; seen: when seen complete
+struct Free { uint64_t addr, at, seen; bool done; double host_us, gpu_us; cudaStream_t stream; };
+// at: requests before the free; seen: when seen complete; host_us: when the allocator freed it; gpu_us: when the
+// GPU passed it (its event's time from the base event, -1 unknown), both us from the start on one clock
 struct Pending { cudaEvent_t ev; size_t idx; };
+struct Call { double host_us, stall_us, sync_us; int64_t free_idx; };  // a request (free_idx -1) or a free, in order
 std::vector<Free> frees;
 std::map<cudaStream_t, std::deque<Pending>> pending;  // per stream, oldest first (a stream passes them in order)
 std::vector<cudaEvent_t> spare;
@@ -47,6 +61,25 @@ syncs_fn shim_syncs = nullptr;
 unsigned long long last_syncs = 0;
 uint64_t calls = 0;             // requests and frees seen
 std::vector<uint64_t> sync_at;  // a synchronisation came before the call of this number (from 1)
+// the times file: every request and free with the host's time, the host's stalls (the native allocator's
+// cudaMalloc and cudaFree) and synchronisation waits so far, from the shim when preloaded
+typedef unsigned long long (*ns_fn)();
+ns_fn shim_stall_ns = nullptr, shim_sync_ns = nullptr;
+unsigned long long stall0 = 0, sync0 = 0;  // theirs at the start: the file's are since then
+std::vector<Call> timeline;
+cudaEvent_t base = nullptr;
+std::chrono::steady_clock::time_point host0;
+double since_start_us() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - host0).count();
+}
+double gpu_us_of(cudaEvent_t ev) {
+  float ms = 0;
+  return cudaEventElapsedTime(&ms, base, ev) == cudaSuccess ? 1000.0 * ms : -1;
+}
+void add_call(int64_t free_idx) {
+  timeline.push_back(Call{since_start_us(), shim_stall_ns ? (shim_stall_ns() - stall0) / 1000.0 : 0,
+                          shim_sync_ns ? (shim_sync_ns() - sync0) / 1000.0 : 0, free_idx});
+}
 
 void poll() {
   for (auto &kv : pending) {
@@ -57,6 +90,7 @@ void poll() {
       Free &f = frees[q.front().idx];
       f.seen = requests;
       f.done = rc == cudaSuccess;
+      if (f.done) f.gpu_us = gpu_us_of(q.front().ev);
       failed += rc != cudaSuccess;
       spare.push_back(q.front().ev);
       q.pop_front();
@@ -74,13 +108,16 @@ void tracker(const TraceEntry &te) {
   }
   if (te.action_ == TraceEntry::Action::ALLOC || te.action_ == TraceEntry::Action::OOM) {
     poll();
+    add_call(-1);
     requests++;
   } else if (te.action_ == TraceEntry::Action::FREE_COMPLETED) {
-    frees.push_back(Free{(uint64_t)te.addr_, requests, 0, false});
+    cudaStream_t s = (cudaStream_t)te.stream_;  // void* in recent PyTorch (its generic TraceEntry)
+    frees.push_back(Free{(uint64_t)te.addr_, requests, 0, false, 0, -1, s});
+    add_call((int64_t)frees.size() - 1);
+    frees.back().host_us = timeline.back().host_us;
     cudaEvent_t ev;
     if (!spare.empty()) { ev = spare.back(); spare.pop_back(); }
-    else if (cudaEventCreateWithFlags(&ev, cudaEventDisableTiming) != cudaSuccess) { failed++; return; }
-    cudaStream_t s = (cudaStream_t)te.stream_;  // void* in recent PyTorch (its generic TraceEntry)
+    else if (cudaEventCreateWithFlags(&ev, cudaEventDefault) != cudaSuccess) { failed++; return; }  // timed
     if (cudaEventRecord(ev, s) != cudaSuccess) { failed++; spare.push_back(ev); return; }
     pending[s].push_back(Pending{ev, frees.size() - 1});
   }
@@ -89,8 +126,17 @@ void tracker(const TraceEntry &te) {
 
 void start() {
   frees.clear(); pending.clear(); requests = failed = 0;
-  sync_at.clear(); calls = 0;
+  sync_at.clear(); calls = 0; timeline.clear();
   shim_syncs = (syncs_fn)dlsym(RTLD_DEFAULT, "pt_shim_syncs");
+  shim_stall_ns = (ns_fn)dlsym(RTLD_DEFAULT, "pt_shim_stall_ns");
+  shim_sync_ns = (ns_fn)dlsym(RTLD_DEFAULT, "pt_shim_sync_ns");
+  // the base: an event the GPU passed just before the host's clock starts (every time is from it, in us)
+  if (!base && cudaEventCreateWithFlags(&base, cudaEventDefault) != cudaSuccess) { base = nullptr; failed++; }
+  cudaDeviceSynchronize();
+  if (base) { cudaEventRecord(base, nullptr); cudaEventSynchronize(base); }
+  host0 = std::chrono::steady_clock::now();
+  stall0 = shim_stall_ns ? shim_stall_ns() : 0;
+  sync0 = shim_sync_ns ? shim_sync_ns() : 0;
   last_syncs = shim_syncs ? shim_syncs() : 0;
   if (!attached) { c10::cuda::CUDACachingAllocator::attachAllocatorTraceTracker(tracker); attached = true; }
   on = true;
@@ -101,7 +147,10 @@ int64_t stop(const std::string &path) {
   on = false;
   cudaDeviceSynchronize();
   for (auto &kv : pending)
-    for (auto &p : kv.second) { frees[p.idx].seen = requests; frees[p.idx].done = false; }
+    for (auto &p : kv.second) {
+      frees[p.idx].seen = requests; frees[p.idx].done = false;
+      frees[p.idx].gpu_us = gpu_us_of(p.ev);  // passed by now (synchronised): its time is known all the same
+    }
   FILE *f = fopen(path.c_str(), "w");
   if (!f) return -1;
   fprintf(f, "pagetune-gpu-frees %d\nrequests %llu\n", shim_syncs ? 2 : 1, (unsigned long long)requests);
@@ -112,6 +161,18 @@ int64_t stop(const std::string &path) {
   for (uint64_t n : sync_at) fprintf(f, "s %llu\n", (unsigned long long)n);
   fprintf(f, "end %zu\n", frees.size());
   fclose(f);
+  // the times file beside it: path + ".times"
+  FILE *t = fopen((path + ".times").c_str(), "w");
+  if (!t) return -1;
+  fprintf(t, "pagetune-gpu-times 1\nshim %s\n", shim_stall_ns ? "timed" : "none");
+  for (const Call &c : timeline)
+    if (c.free_idx < 0)
+      fprintf(t, "r %.3f %.3f %.3f\n", c.host_us, c.stall_us, c.sync_us);
+    else
+      fprintf(t, "f %.3f %.3f %.3f %.3f 0x%llx\n", c.host_us, c.stall_us, c.sync_us, frees[c.free_idx].gpu_us,
+              (unsigned long long)(uintptr_t)frees[c.free_idx].stream);
+  fprintf(t, "end %zu %zu\n", (size_t)requests, frees.size());
+  fclose(t);
   return (int64_t)failed;
 }
 """

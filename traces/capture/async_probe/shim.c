@@ -21,7 +21,8 @@
  *                                      K more requests (0: before the next one)
  *     end CALLS                        at exit: the number of a and f lines (none: the process did not exit)
  * Preloaded into a run under the native allocator (PT_GPU_FREES=1 captures), it writes nothing; it counts the
- * synchronisations for gpufrees.py (pt_shim_syncs).
+ * synchronisations for gpufrees.py (pt_shim_syncs) and times them and the native allocator's cudaMalloc and
+ * cudaFree (pt_shim_sync_ns, pt_shim_stall_ns: the host's stalls, for gpufrees.py's times file).
  * PT_SHIM_MARK=1 times the frees without asking the driver anything: after each cudaFreeAsync a stream
  * memory operation (cuStreamWriteValue32) writes the free's number to host memory, which the shim reads
  * before each request (a plain load, no CUDA call).
@@ -34,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static FILE *out;
@@ -218,12 +220,22 @@ COUNTED(n_launch, cudaError_t, cudaLaunchKernel, (const void *f, dim3 g, dim3 b,
         (f, g, b, a, sh, s))
 COUNTED(n_query, cudaError_t, cudaStreamQuery, (cudaStream_t s), (s))
 COUNTED(n_evquery, cudaError_t, cudaEventQuery, (cudaEvent_t e), (e))
-#define COUNTED_SYNC(type, name, params, args)               \
-  type name params {                                         \
-    REAL(type, name, params);                                \
-    __atomic_add_fetch(&n_sync, 1, __ATOMIC_RELAXED);        \
-    __atomic_add_fetch(&n_sync_total, 1, __ATOMIC_RELAXED);  \
-    return fn args;                                          \
+static unsigned long long now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (unsigned long long)t.tv_sec * 1000000000ull + (unsigned long long)t.tv_nsec;
+}
+
+static unsigned long long sync_ns, stall_ns; /* ns the host spent in synchronisations, in cudaMalloc and cudaFree */
+#define COUNTED_SYNC(type, name, params, args)                    \
+  type name params {                                              \
+    REAL(type, name, params);                                     \
+    __atomic_add_fetch(&n_sync, 1, __ATOMIC_RELAXED);             \
+    __atomic_add_fetch(&n_sync_total, 1, __ATOMIC_RELAXED);       \
+    unsigned long long t0 = now_ns();                             \
+    type rc = fn args;                                            \
+    __atomic_add_fetch(&sync_ns, now_ns() - t0, __ATOMIC_RELAXED); \
+    return rc;                                                    \
   }
 COUNTED_SYNC(cudaError_t, cudaStreamSynchronize, (cudaStream_t s), (s))
 COUNTED_SYNC(cudaError_t, cudaDeviceSynchronize, (void), ())
@@ -232,6 +244,21 @@ COUNTED_SYNC(cudaError_t, cudaEventSynchronize, (cudaEvent_t e), (e))
 /* The synchronisations so far: gpufrees.py's tracker reads them (dlsym) to place them among the native
    allocator's requests and frees, where the shim logs nothing (no cudaMallocAsync is made). */
 unsigned long long pt_shim_syncs(void) { return __atomic_load_n(&n_sync_total, __ATOMIC_RELAXED); }
+/* The host's time in synchronisations, and in the native allocator's cudaMalloc and cudaFree (a segment made or
+   given back), ns so far (CLOCK_MONOTONIC): gpufrees.py's tracker reads them for its times file, so that the
+   stalls a cudaMallocAsync run does not make can be taken out of a native capture's host timeline. */
+unsigned long long pt_shim_sync_ns(void) { return __atomic_load_n(&sync_ns, __ATOMIC_RELAXED); }
+unsigned long long pt_shim_stall_ns(void) { return __atomic_load_n(&stall_ns, __ATOMIC_RELAXED); }
+#define TIMED(type, name, params, args)                            \
+  type name params {                                               \
+    REAL(type, name, params);                                      \
+    unsigned long long t0 = now_ns();                              \
+    type rc = fn args;                                             \
+    __atomic_add_fetch(&stall_ns, now_ns() - t0, __ATOMIC_RELAXED); \
+    return rc;                                                     \
+  }
+TIMED(cudaError_t, cudaMalloc, (void **p, size_t bytes), (p, bytes))
+TIMED(cudaError_t, cudaFree, (void *p), (p))
 /* With PT_SHIM_EVENTS=1 event records and stream waits are logged one a line, in order with the pool's calls
    (`e EVENT STREAM`, `w STREAM EVENT`): which stream waited for which, what the driver follows when it lets a free
    on one stream serve another (cudaMemPoolReuseFollowEventDependencies). */

@@ -1,0 +1,66 @@
+#!/bin/sh
+# async_timeline.sh — traces/capture/async_timeline.py on known cases: a native capture's free times moved
+# to a cudaMallocAsync run's timeline (the native allocator's cudaMalloc stalls and the capture's
+# synchronisation waits taken out of the host's times, the waits of the new timeline put in).
+# 1. Nothing taken out (--keep-stalls): every count is the tracker's own (the times file agrees with it).
+# 2. Free 59 of cnn_train in small: a free passed 90 us after it was issued, a request 40 us later, then one
+#    whose cudaMalloc took 340 us: the capture saw the free passed at the second (count 1); without the
+#    stall that request comes 50 us after the free, before the GPU passed it, so the count is 2.
+# 3. A synchronisation: the host waits until the GPU passed what was issued before; on the new timeline
+#    that wait is longer (the host got there sooner), and the request after it sees the free passed.
+# 4. Bad input: one error line, exit 1.
+. "${top_srcdir:-.}/tests/wb_setup.sh"
+at="$top_srcdir/traces/capture/async_timeline.py"
+cat >"$tmp/frees" <<'F'
+pagetune-gpu-frees 2
+requests 4
+syncs recorded
+f 0x100 1
+f 0x200 0
+f 0x300 0
+s 7
+end 3
+F
+cat >"$tmp/times" <<'F'
+pagetune-gpu-times 1
+shim timed
+f 10 0 0 100 0x0
+r 50 0 0
+r 400 340 0
+f 405 340 0 420 0x0
+r 850 680 0
+f 860 680 0 2000 0x0
+r 2010 680 1100
+end 4 3
+F
+counts() { awk '$1 == "f" { printf "%s%s ", $3, ($4 == "end" ? "e" : "") }' "$1"; }
+python3 "$at" "$tmp/frees" "$tmp/times" "$tmp/same" --keep-stalls >"$tmp/o" 2>"$tmp/e" || fail "--keep-stalls: $(cat "$tmp/e")"
+[ "$(counts "$tmp/same")" = "1 0 0 " ] || fail "--keep-stalls: counts $(counts "$tmp/same"), not the tracker's 1 0 0"
+grep -q "^s 7$" "$tmp/same" && grep -q "^syncs recorded$" "$tmp/same" || fail "--keep-stalls: the sync lines not kept"
+python3 "$at" "$tmp/frees" "$tmp/times" "$tmp/async" --json >"$tmp/o" 2>"$tmp/e" || fail "the timeline: $(cat "$tmp/e")"
+# free 1: issued at 10, passed at 100; requests at 50 and 400 - 340 = 60 come before, 850 - 680 = 170 after
+# free 2: issued at 65, its stream's queue passes it at max(65 + 15, 100 + 420 - 405) = 115: the request at 170 is after
+# free 3: issued at 180, passed at 180 + 1140 = 1320; the sync before the last request waits till then (1090 us)
+[ "$(counts "$tmp/async")" = "2 0 0 " ] || fail "the timeline: counts $(counts "$tmp/async"), not 2 0 0"
+python3 - "$tmp/o" <<'P' || fail "the timeline's JSON: $(cat "$tmp/o")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["frees"] == 3 and d["counts_changed"] == 1 and d["stalls_taken_out_us"] == 1780 and d["sync_waits_added_us"] == 1090, d
+P
+# without the shim's clocks there is nothing to take out: the counts stay
+sed 's/^shim timed/shim none/' "$tmp/times" >"$tmp/noshim"
+python3 "$at" "$tmp/frees" "$tmp/noshim" "$tmp/n" >/dev/null 2>"$tmp/e" || fail "shim none: $(cat "$tmp/e")"
+[ "$(counts "$tmp/n")" = "1 0 0 " ] || fail "shim none: counts $(counts "$tmp/n")"
+bad() { # WHAT MESSAGE FREES TIMES
+  python3 "$at" "$3" "$4" "$tmp/bad.out" >"$tmp/o" 2>"$tmp/e"
+  rc=$?
+  [ $rc -eq 1 ] && [ "$(wc -l <"$tmp/e")" -eq 1 ] && grep -q "$2" "$tmp/e" || fail "$1: exit $rc: $(cat "$tmp/e")"
+}
+sed '/^f 860/d' "$tmp/times" >"$tmp/short"
+bad "a free short" "2 frees, .* has 3: not the same capture" "$tmp/frees" "$tmp/short"
+sed 's/^r 850 680 0/r 850 x 0/' "$tmp/times" >"$tmp/nan"
+bad "a time not a number" "nan: line 7: a time that is not a number" "$tmp/frees" "$tmp/nan"
+bad "not a times file" "line 1: not a times file" "$tmp/frees" "$tmp/frees"
+bad "not a gpufrees file" "line 1: not a gpufrees file" "$tmp/times" "$tmp/times"
+bad "a missing file" "nosuch" "$tmp/nosuch" "$tmp/times"
+done_ok async_timeline

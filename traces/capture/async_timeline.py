@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""async_timeline.py — a native capture's free times, moved to the timeline of a cudaMallocAsync run (issue 12).
+
+    python3 traces/capture/async_timeline.py CAPTURE.gpufrees.gz CAPTURE.gpufrees.times.gz OUT.gpufrees
+        [--keep-stalls] [--json]
+
+A PT_GPU_FREES=1 capture (gpufrees.py) says, for each free, how many requests came before the GPU was seen past
+it; the times file beside it says when, in microseconds: each request's and free's host time, each free's GPU
+time, and the host's stalls in the native allocator's cudaMalloc and cudaFree and its synchronisation waits (the
+shim's clocks).  A run under backend:cudaMallocAsync makes no cudaMalloc: its host runs on where the capture's
+stalled, so at the next request the GPU is further behind than the capture saw.  This writes the capture's
+gpufrees file again with each free's count of requests taken on that timeline:
+
+- the host's time of each call less the stalls and synchronisation waits before it (the capture's), plus the
+  waits a synchronisation makes on the new timeline (until the GPU passed the frees issued before it);
+- the GPU's time of each free from its stream's queue: a free the GPU reached while still behind the host (it
+  passed the free before the stream's next one was issued) keeps its distance from the one before; every free
+  keeps its distance from its own issue (the work after its issue): g'_i = max(g'_prev + g_i - max(g_prev,
+  h_i), h'_i + g_i - h_i), which is the capture's own time when nothing is taken out;
+- the count: the requests after the free whose host time on the new timeline is before the free's GPU time.
+
+--keep-stalls takes nothing out (the counts then check the times file against the tracker's own counts).
+--json prints what it did.  Errors: one line (file, line, reason), exit 1.
+"""
+import argparse
+import gzip
+import json
+import sys
+
+
+def fail(msg):
+    sys.exit("async_timeline.py: " + msg)
+
+
+def lines(path):
+    try:
+        with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+            return f.read().splitlines()
+    except (OSError, EOFError, UnicodeDecodeError) as e:
+        fail("%s: %s" % (path, e))
+
+
+def read_frees(path):
+    """The gpufrees file: (header lines, [(addr, k, end)], sync lines)."""
+    ls = lines(path)
+    if not ls or not ls[0].startswith("pagetune-gpu-frees "):
+        fail("%s: line 1: not a gpufrees file" % path)
+    head, frees, syncs = [], [], []
+    for n, l in enumerate(ls[1:], 2):
+        w = l.split()
+        if not w:
+            continue
+        if w[0] == "f" and len(w) in (3, 4):
+            try:
+                frees.append((w[1], int(w[2]), len(w) == 4))
+            except ValueError:
+                fail("%s: line %d: a count that is not a number" % (path, n))
+        elif w[0] == "s":
+            syncs.append(l)
+        elif w[0] == "end":
+            pass
+        else:
+            head.append(l)
+    return ls[0], head, frees, syncs
+
+
+def read_times(path):
+    """The times file: [(kind, host, stall, sync, gpu, stream)] in call order."""
+    ls = lines(path)
+    if not ls or ls[0] != "pagetune-gpu-times 1":
+        fail("%s: line 1: not a times file (pagetune-gpu-times 1)" % path)
+    calls, shim = [], None
+    for n, l in enumerate(ls[1:], 2):
+        w = l.split()
+        try:
+            if w[0] == "shim":
+                shim = w[1]
+            elif w[0] == "r" and len(w) == 4:
+                calls.append(("r", float(w[1]), float(w[2]), float(w[3]), None, None))
+            elif w[0] == "f" and len(w) == 6:
+                calls.append(("f", float(w[1]), float(w[2]), float(w[3]), float(w[4]), w[5]))
+            elif w[0] != "end":
+                fail("%s: line %d: not a record of a times file" % (path, n))
+        except (ValueError, IndexError):
+            fail("%s: line %d: a time that is not a number" % (path, n))
+    return shim, calls
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("frees")
+    ap.add_argument("times")
+    ap.add_argument("out")
+    ap.add_argument("--keep-stalls", action="store_true")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    first, head, frees, sync_lines = read_frees(a.frees)
+    shim, calls = read_times(a.times)
+    nf = sum(c[0] == "f" for c in calls)
+    if nf != len(frees):
+        fail("%s: %d frees, %s has %d: not the same capture" % (a.times, nf, a.frees, len(frees)))
+    sync_before = set()  # call numbers (from 1) a synchronisation came before
+    for l in sync_lines:
+        try:
+            sync_before.add(int(l.split()[1]))
+        except (ValueError, IndexError):
+            fail("%s: a sync line that is not 's N': %s" % (a.frees, l))
+    # the GPU's times against the host's: a free cannot be passed before it was issued; where the base event's
+    # alignment puts some a little early, every GPU time moves by the most
+    skew = max([0.0] + [c[1] - c[4] for c in calls if c[0] == "f" and c[4] >= 0])
+    keep = a.keep_stalls or shim != "timed"
+    host2 = []    # each call's host time on the new timeline
+    gpu2 = {}     # free index -> its GPU time on the new timeline (None: not known)
+    last = {}     # stream -> (g, g') of its last free
+    waited = 0.0  # the new timeline's own synchronisation waits so far
+    fi = 0
+    for i, (kind, h, stall, sync, g, stream) in enumerate(calls, 1):
+        h2 = h if keep else h - stall - sync + waited
+        if not keep and i in sync_before:  # the host waits for the GPU to pass what was issued before
+            done = max([v for v in gpu2.values() if v is not None] + [0.0])
+            if done > h2:
+                waited += done - h2
+                h2 = done
+        if host2 and h2 < host2[-1]:
+            h2 = host2[-1]
+        host2.append(h2)
+        if kind == "f":
+            if g is None or g < 0:
+                gpu2[fi] = None
+            else:
+                g += skew
+                g2 = h2 + (g - h)
+                if stream in last:
+                    gp, gp2 = last[stream]
+                    g2 = max(g2, gp2 + g - max(gp, h))
+                last[stream] = (g, g2)
+                gpu2[fi] = g2
+            fi += 1
+    # each free's count on the new timeline
+    out, moved, unknown = [], 0, 0
+    fi = 0
+    for i, (kind, *_rest) in enumerate(calls):
+        if kind != "f":
+            continue
+        addr, k, end = frees[fi]
+        g2 = gpu2[fi]
+        if g2 is None:
+            out.append((addr, k, end))
+            unknown += 1
+        else:
+            n, j, passed = 0, i + 1, False
+            while j < len(calls):
+                if calls[j][0] == "r":
+                    if host2[j] >= g2:
+                        passed = True
+                        break
+                    n += 1
+                j += 1
+            out.append((addr, n, not passed))
+            moved += (n, not passed) != (k, end)
+        fi += 1
+    try:
+        with open(a.out, "w") as f:
+            f.write(first + "\n" + "".join(l + "\n" for l in head))
+            for addr, k, end in out:
+                f.write("f %s %d%s\n" % (addr, k, " end" if end else ""))
+            f.write("".join(l + "\n" for l in sync_lines))
+            f.write("end %d\n" % len(out))
+    except OSError as e:
+        fail("%s: %s" % (a.out, e))
+    taken = 0.0 if keep else (calls[-1][2] + calls[-1][3] if calls else 0.0)
+    info = {"frees": len(out), "counts_changed": moved, "gpu_time_unknown": unknown, "stalls_taken_out_us": taken,
+            "sync_waits_added_us": waited, "gpu_skew_us": skew, "shim": shim, "kept_stalls": keep}
+    if a.json:
+        print(json.dumps(info))
+    else:
+        print("%d frees, %d counts changed (%d without a GPU time); %.0f us of stalls and waits taken out, %.0f us of "
+              "waits added" % (len(out), moved, unknown, taken, waited))
+
+
+if __name__ == "__main__":
+    main()
