@@ -2,13 +2,14 @@
 # async_timeline.sh — traces/capture/async_timeline.py on known cases: a native capture's free times moved
 # to a cudaMallocAsync run's timeline (the native allocator's cudaMalloc stalls and the capture's
 # synchronisation waits taken out of the host's times, the waits of the new timeline put in).
-# 1. Nothing taken out (--keep-stalls): every count is the tracker's own (the times file agrees with it).
+# 1. Nothing taken out (--keep-stalls): every count is the tracker's own (the times file agrees with it); a GPU
+#    clock a few us off the host's is put back by the tracker's counts.
 # 2. Free 59 of cnn_train in small: a free passed 90 us after it was issued, a request 40 us later, then one
 #    whose cudaMalloc took 340 us: the capture saw the free passed at the second (count 1); without the
 #    stall that request comes 50 us after the free, before the GPU passed it, so the count is 2.
 # 3. A synchronisation: the host waits until the GPU passed what was issued before; on the new timeline
 #    that wait is longer (the host got there sooner), and the request after it sees the free passed.
-# 4. Bad input: one error line, exit 1.
+# 4. Bad input: one error line, exit 1; --on a capture of another workload (another number of frees) too.
 . "${top_srcdir:-.}/tests/wb_setup.sh"
 at="$top_srcdir/traces/capture/async_timeline.py"
 cat >"$tmp/frees" <<'F'
@@ -29,7 +30,7 @@ r 50 0 0
 r 400 340 0
 f 405 340 0 420 0x0
 r 850 680 0
-f 860 680 0 2000 0x0
+f 860 680 0 2010 0x0
 r 2010 680 1100
 end 4 3
 F
@@ -40,13 +41,20 @@ grep -q "^s 7$" "$tmp/same" && grep -q "^syncs recorded$" "$tmp/same" || fail "-
 python3 "$at" "$tmp/frees" "$tmp/times" "$tmp/async" --json >"$tmp/o" 2>"$tmp/e" || fail "the timeline: $(cat "$tmp/e")"
 # free 1: issued at 10, passed at 100; requests at 50 and 400 - 340 = 60 come before, 850 - 680 = 170 after
 # free 2: issued at 65, its stream's queue passes it at max(65 + 15, 100 + 420 - 405) = 115: the request at 170 is after
-# free 3: issued at 180, passed at 180 + 1140 = 1320; the sync before the last request waits till then (1090 us)
+# free 3: issued at 180, passed at 180 + 1150 = 1330; the sync before the last request waits till then (1100 us)
 [ "$(counts "$tmp/async")" = "2 0 0 " ] || fail "the timeline: counts $(counts "$tmp/async"), not 2 0 0"
 python3 - "$tmp/o" <<'P' || fail "the timeline's JSON: $(cat "$tmp/o")"
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["frees"] == 3 and d["counts_changed"] == 1 and d["stalls_taken_out_us"] == 1780 and d["sync_waits_added_us"] == 1090, d
+assert d["frees"] == 3 and d["counts_changed"] == 1 and d["stalls_taken_out_us"] == 1780 and d["sync_waits_added_us"] == 1100, d
+assert d["gpu_clock_moved_us"] == 0, d  # free 3 was passed at its request's very time: the clocks agree
 P
+# the GPU's clock 7 us ahead of the host's (every GPU time later): the tracker's counts put it back, the same counts
+awk '$1 == "f" { $5 += 7 } { print }' "$tmp/times" >"$tmp/ahead"
+python3 "$at" "$tmp/frees" "$tmp/ahead" "$tmp/a7" --json >"$tmp/o" 2>"$tmp/e" || fail "ahead: $(cat "$tmp/e")"
+[ "$(counts "$tmp/a7")" = "2 0 0 " ] || fail "ahead: counts $(counts "$tmp/a7"), not 2 0 0"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["gpu_clock_moved_us"] == -7, d' "$tmp/o" ||
+  fail "ahead: not moved back by 7: $(cat "$tmp/o")"
 # without the shim's clocks there is nothing to take out: the counts stay
 sed 's/^shim timed/shim none/' "$tmp/times" >"$tmp/noshim"
 python3 "$at" "$tmp/frees" "$tmp/noshim" "$tmp/n" >/dev/null 2>"$tmp/e" || fail "shim none: $(cat "$tmp/e")"
@@ -63,4 +71,32 @@ bad "a time not a number" "nan: line 7: a time that is not a number" "$tmp/frees
 bad "not a times file" "line 1: not a times file" "$tmp/frees" "$tmp/frees"
 bad "not a gpufrees file" "line 1: not a gpufrees file" "$tmp/times" "$tmp/times"
 bad "a missing file" "nosuch" "$tmp/nosuch" "$tmp/times"
+python3 "$at" "$tmp/frees" "$tmp/times" "$tmp/bad.out" --on "$tmp/same" >/dev/null 2>"$tmp/e" || fail "--on the same workload: $(cat "$tmp/e")"
+sed '/^f 0x300/d' "$tmp/frees" >"$tmp/two"
+python3 "$at" "$tmp/frees" "$tmp/times" "$tmp/bad.out" --on "$tmp/two" >"$tmp/o" 2>"$tmp/e"
+[ $? -eq 1 ] && [ "$(wc -l <"$tmp/e")" -eq 1 ] && grep -q "2 frees, .* has 3: not a capture of the same workload" "$tmp/e" ||
+  fail "--on another workload: $(cat "$tmp/e")"
+# 5. The H200 captures of traces/knobs/async_timed/run4 (session 11): each workload captured with its history
+#    recorded (the snapshot) and again without (capture.py --no-record; both with PT_GPU_FREES=1 and the shim);
+#    the unrecorded run's free times, moved to a cudaMallocAsync run's timeline, on the recorded snapshot give
+#    every workload's real peak under backend:cudaMallocAsync (memory_stats, run4/peaks and async_timed/peaks:
+#    cnn_train 1 024 MiB, transformer_train 1 024, varlen_infer 352, rp2_sizes 10 464, weights_load 1 376,
+#    randn_loop 32, two_streams 224 - 1 792); kept as they were, cnn_train's three give 1 248, 992 and 1 088.
+run4="$top_srcdir/traces/knobs/async_timed/run4"
+async_peak() { # CAPTURE [--keep-stalls] -> the peak in MiB of its unrecorded run's times on its snapshot
+  c=$1; shift
+  python3 "$at" "$run4/${c}_unrecorded.gpufrees.gz" "$run4/${c}_unrecorded.gpufrees.times.gz" "$tmp/r4.gpufrees" \
+    --on "$run4/$c.gpufrees.gz" "$@" >/dev/null 2>"$tmp/e" || { echo "timeline: $(cat "$tmp/e")"; return; }
+  "$pt" trace import "$run4/$c.pickle.gz" --gpu-frees "$tmp/r4.gpufrees" -o "$tmp/r4.trace.gz" >/dev/null 2>"$tmp/e" ||
+    { echo "import: $(cat "$tmp/e")"; return; }
+  "$pt" sim --trace "$tmp/r4.trace.gz" --policy cuda_async --set release_threshold=1125899906842624 --json 2>"$tmp/e" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["peak_reserved_bytes"] >> 20)' 2>/dev/null || cat "$tmp/e"
+}
+for cw in timed_cnn_train:1024 timed2_cnn_train:1024 timed3_cnn_train:1024 timed_transformer_train:1024 \
+    timed_varlen_infer:352 timed_rp2_sizes:10464 timed_weights_load:1376 timed_randn_loop:32 timed_two_streams:224; do
+  got=$(async_peak "${cw%%:*}")
+  [ "$got" = "${cw#*:}" ] || fail "run4 ${cw%%:*}: $got MiB, not the real ${cw#*:}"
+done
+kept="$(async_peak timed_cnn_train --keep-stalls) $(async_peak timed2_cnn_train --keep-stalls) $(async_peak timed3_cnn_train --keep-stalls)"
+[ "$kept" = "1248 992 1088" ] || fail "run4 cnn_train with the stalls kept: $kept, not 1248 992 1088"
 done_ok async_timeline

@@ -12,6 +12,9 @@
  *                              "end": not before the measuring stopped)
  *     s N                     (2: the program synchronised with the GPU before the N-th request or free, from 1)
  *     end COUNT               (the number of f lines)
+ * Beside it gpufrees.py writes NAME.gpufrees.times.gz (each call's and free's time in µs), which
+ * traces/capture/async_timeline.py reads to write this file again on a cudaMallocAsync run's timeline; the
+ * importer reads only this one.
  */
 #ifndef PT_GPUFREES_H
 #define PT_GPUFREES_H

@@ -13,7 +13,8 @@
 # .sim1.json, .sim0.json), peaks/ (async_W_i.json, .log), summary.txt, env.txt, all in
 # results.tar.partNN (the device tool returns a few files of 16 MiB at most). CAPTURES (1) captures
 # of each workload; with UNRECORDED=1, each also timed in a run that records no history
-# (timed_W_unrecorded: its free times on the recorded run's snapshot). A run is not begun past DEADLINE (epoch seconds).
+# (timed_W_unrecorded: its free times, on a cudaMallocAsync run's timeline, on the recorded run's snapshot:
+# what matches a cudaMallocAsync run, docs/model.md). A run is not begun past DEADLINE (epoch seconds).
 set -u
 OUT=${OUT:-$PWD/out}
 WORKLOADS=${WORKLOADS:-rp2_sizes,randn_loop,weights_load,two_streams,cnn_train,transformer_train,varlen_infer}
@@ -57,6 +58,25 @@ rc=$?
 say "gpufrees build: exit $rc: $(tail -c 3000 "$OUT/build.log")"
 [ "$rc" = 0 ] || { [ -n "${KEEP_GOING:-}" ] || exit 1; }
 
+# timelines T P: the free times of capture T (its .gpufrees.gz and .gpufrees.times.gz) moved to a
+# cudaMallocAsync run's timeline (async_timeline.py: the capture's cudaMalloc stalls and synchronisation waits
+# taken out of the host's times), and kept as they were (a check: the tracker's own counts), each on the
+# snapshot of capture P (the blocks' addresses P's, by order) and simulated under cuda_async
+timelines() {
+  [ -f "$OUT/timed/$1.gpufrees.times.gz" ] || return 0
+  for mode in keep async; do
+    m=$OUT/timed/$1.$mode
+    python3 traces/capture/async_timeline.py "$OUT/timed/$1.gpufrees.gz" "$OUT/timed/$1.gpufrees.times.gz" \
+      "$m.gpufrees" --on "$OUT/timed/$2.gpufrees.gz" $([ $mode = keep ] && echo --keep-stalls) --json >"$m.timeline.json" 2>&1
+    LD_LIBRARY_PATH=$libs ./pagetune trace import "$OUT/timed/$2.pickle" --gpu-frees "$m.gpufrees" \
+      -o "$m.trace.gz" --json >"$m.stats.json" 2>"$m.import.err"
+    LD_LIBRARY_PATH=$libs ./pagetune sim --trace "$m.trace.gz" --policy cuda_async --set release_threshold=1125899906842624 \
+      --json >"$m.sim1.json" 2>>"$m.import.err"
+    say "$1: $mode timeline $(cat "$m.timeline.json") $(cat "$m.import.err") cuda_async $(jget "$m.sim1.json" peak_reserved_bytes)"
+    gzip -6 -n -f "$m.gpufrees"
+  done
+}
+
 for w in ${WORKLOADS//,/ }; do
   late && { say "$w: past the deadline, skipped"; continue; }
   for c in $(seq 1 "$CAPTURES"); do
@@ -76,34 +96,15 @@ for w in ${WORKLOADS//,/ }; do
     done
     say "$n: cuda_async gpu_lag=1 $(jget "$OUT/timed/$n.sim1.json" peak_reserved_bytes)," \
       "gpu_lag=0 $(jget "$OUT/timed/$n.sim0.json" peak_reserved_bytes)"
-    # the free times moved to a cudaMallocAsync run's timeline (async_timeline.py: the capture's cudaMalloc
-    # stalls and synchronisation waits taken out of the host's times), and kept as they were (a check: the
-    # same counts as the tracker's)
-    if [ -f "$OUT/timed/$n.gpufrees.times.gz" ]; then
-      for mode in keep async; do
-        m=$OUT/timed/$n.$mode
-        python3 traces/capture/async_timeline.py "$OUT/timed/$n.gpufrees.gz" "$OUT/timed/$n.gpufrees.times.gz" \
-          "$m.gpufrees" $([ $mode = keep ] && echo --keep-stalls) --json >"$m.timeline.json" 2>&1
-        LD_LIBRARY_PATH=$libs ./pagetune trace import "$OUT/timed/$n.pickle" --gpu-frees "$m.gpufrees" \
-          -o "$m.trace.gz" --json >"$m.stats.json" 2>"$m.import.err"
-        LD_LIBRARY_PATH=$libs ./pagetune sim --trace "$m.trace.gz" --policy cuda_async --set release_threshold=1125899906842624 \
-          --json >"$m.sim1.json" 2>>"$m.import.err"
-        say "$n: $mode timeline $(cat "$m.timeline.json") $(cat "$m.import.err") cuda_async $(jget "$m.sim1.json" peak_reserved_bytes)"
-        gzip -6 -n -f "$m.gpufrees"
-      done
-    fi
+    timelines "$n" "$n"
     if [ -n "${UNRECORDED:-}" ]; then
       # the free times again from a run that records no history (recording slows the CPU, so the GPU
       # keeps up more than it would): the same requests when the workload is deterministic
       u=${n}_unrecorded
-      PT_GPU_FREES=1 timeout 180 python3 traces/capture/capture.py --out "$OUT/timed" --worker "$w" --name "$u" \
+      LD_PRELOAD=$shim PT_GPU_FREES=1 timeout 180 python3 traces/capture/capture.py --out "$OUT/timed" --worker "$w" --name "$u" \
         --no-record >"$OUT/timed/$u.log" 2>&1
-      LD_LIBRARY_PATH=$libs ./pagetune trace import "$OUT/timed/$n.pickle" --gpu-frees "$OUT/timed/$u.gpufrees.gz" \
-        -o "$OUT/timed/$u.trace.gz" --json >"$OUT/timed/$u.stats.json" 2>"$OUT/timed/$u.import.err"
-      say "$u: import exit $? $(cat "$OUT/timed/$u.import.err") $(jget "$OUT/timed/$u.stats.json" gpu_timed_frees gpu_pending_frees gpu_lag_requests_max)"
-      LD_LIBRARY_PATH=$libs ./pagetune sim --trace "$OUT/timed/$u.trace.gz" --policy cuda_async --set release_threshold=1125899906842624 \
-        --json >"$OUT/timed/$u.sim1.json" 2>>"$OUT/timed/$u.import.err"
-      say "$u: cuda_async $(jget "$OUT/timed/$u.sim1.json" peak_reserved_bytes)"
+      say "$u: capture exit $? $(jget "$OUT/timed/$u.json" gpu_frees_error gpu_frees_failed_events)"
+      timelines "$u" "$n"  # its blocks' addresses are its own process's: the recorded capture's, by order
     fi
     gzip -6 -n -f "$OUT/timed/$n.pickle"
   fi

@@ -2,7 +2,7 @@
 """async_timeline.py — a native capture's free times, moved to the timeline of a cudaMallocAsync run (issue 12).
 
     python3 traces/capture/async_timeline.py CAPTURE.gpufrees.gz CAPTURE.gpufrees.times.gz OUT.gpufrees
-        [--keep-stalls] [--json]
+        [--on SNAPSHOT.gpufrees.gz] [--keep-stalls] [--json]
 
 A PT_GPU_FREES=1 capture (gpufrees.py) says, for each free, how many requests came before the GPU was seen past
 it; the times file beside it says when, in microseconds: each request's and free's host time, each free's GPU
@@ -19,10 +19,15 @@ gpufrees file again with each free's count of requests taken on that timeline:
   h_i), h'_i + g_i - h_i), which is the capture's own time when nothing is taken out;
 - the count: the requests after the free whose host time on the new timeline is before the free's GPU time.
 
+--on takes the blocks' addresses from another capture of the same workload, by order (the same number of frees):
+the one whose snapshot the output goes with.  The free times that match a cudaMallocAsync run best are a run
+that records no history (capture.py --no-record, PT_GPU_FREES=1, the shim preloaded): recording slows the host
+at every call, so its GPU catches up where the backend's does not (docs/model.md).
 --keep-stalls takes nothing out (the counts then check the times file against the tracker's own counts).
 --json prints what it did.  Errors: one line (file, line, reason), exit 1.
 """
 import argparse
+import bisect
 import gzip
 import json
 import sys
@@ -91,11 +96,17 @@ def main():
     ap.add_argument("frees")
     ap.add_argument("times")
     ap.add_argument("out")
+    ap.add_argument("--on", metavar="SNAPSHOT.gpufrees.gz")
     ap.add_argument("--keep-stalls", action="store_true")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     first, head, frees, sync_lines = read_frees(a.frees)
     shim, calls = read_times(a.times)
+    if a.on:
+        _, _, other, _ = read_frees(a.on)
+        if len(other) != len(frees):
+            fail("%s: %d frees, %s has %d: not a capture of the same workload" % (a.on, len(other), a.frees, len(frees)))
+        frees = [(o[0], k, end) for o, (_, k, end) in zip(other, frees)]
     nf = sum(c[0] == "f" for c in calls)
     if nf != len(frees):
         fail("%s: %d frees, %s has %d: not the same capture" % (a.times, nf, a.frees, len(frees)))
@@ -105,9 +116,24 @@ def main():
             sync_before.add(int(l.split()[1]))
         except (ValueError, IndexError):
             fail("%s: a sync line that is not 's N': %s" % (a.frees, l))
-    # the GPU's times against the host's: a free cannot be passed before it was issued; where the base event's
-    # alignment puts some a little early, every GPU time moves by the most
-    skew = max([0.0] + [c[1] - c[4] for c in calls if c[0] == "f" and c[4] >= 0])
+    # the GPU's clock against the host's: the base event puts them within a few us of each other; the
+    # tracker's own counts say how far exactly.  A free it saw passed at a request was passed before that
+    # request's host time, so every GPU time moves back by the most any such free's is after it (the least
+    # move that agrees with every free seen passed)
+    req_at = [i for i, c in enumerate(calls) if c[0] == "r"]  # the calls that are requests
+    fi, skew = 0, None
+    for i, c in enumerate(calls):
+        if c[0] != "f":
+            continue
+        addr, k, end = frees[fi]
+        fi += 1
+        if end or c[4] < 0:
+            continue
+        n = bisect.bisect_left(req_at, i) + k  # the request it was seen passed at
+        if n < len(req_at):
+            d = c[4] - calls[req_at[n]][1]
+            skew = d if skew is None else max(skew, d)
+    skew = skew or 0.0
     keep = a.keep_stalls or shim != "timed"
     host2 = []    # each call's host time on the new timeline
     gpu2 = {}     # free index -> its GPU time on the new timeline (None: not known)
@@ -128,7 +154,7 @@ def main():
             if g is None or g < 0:
                 gpu2[fi] = None
             else:
-                g += skew
+                g -= skew
                 g2 = h2 + (g - h)
                 if stream in last:
                     gp, gp2 = last[stream]
@@ -170,7 +196,7 @@ def main():
         fail("%s: %s" % (a.out, e))
     taken = 0.0 if keep else (calls[-1][2] + calls[-1][3] if calls else 0.0)
     info = {"frees": len(out), "counts_changed": moved, "gpu_time_unknown": unknown, "stalls_taken_out_us": taken,
-            "sync_waits_added_us": waited, "gpu_skew_us": skew, "shim": shim, "kept_stalls": keep}
+            "sync_waits_added_us": waited, "gpu_clock_moved_us": -skew, "shim": shim, "kept_stalls": keep}
     if a.json:
         print(json.dumps(info))
     else:

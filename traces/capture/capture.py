@@ -28,7 +28,12 @@ Output per trace: NAME.pickle.gz, NAME.json, NAME.log (worker output).
 With PT_GPU_FREES=1 a worker also measures when the GPU passed each free (gpufrees.py: a trace
 tracker on PyTorch's allocator, built once with torch.utils.cpp_extension into PT_GPU_FREES_BUILD,
 default /tmp/pagetune_gpu_frees) and writes DIR/NAME.gpufrees.gz, for `pagetune trace import
---gpu-frees` (the sidecar's gpu_frees_error says why when it could not).
+--gpu-frees` (the sidecar's gpu_frees_error says why when it could not), and beside it
+NAME.gpufrees.times.gz: every request's and free's time in microseconds, with the native
+allocator's cudaMalloc stalls when traces/capture/async_probe/shim.c is preloaded.  For a
+cudaMallocAsync prediction, time the workload again with --no-record and move that run's free
+times to a cudaMallocAsync run's timeline on the recorded snapshot (async_timeline.py --on;
+traces/capture/async_timed_on_device.sh with UNRECORDED=1 does all of it; docs/model.md).
 """
 
 import argparse
