@@ -3,7 +3,7 @@
 # to a cudaMallocAsync run's timeline (the native allocator's cudaMalloc stalls and the capture's
 # synchronisation waits taken out of the host's times, the waits of the new timeline put in).
 # 1. Nothing taken out (--keep-stalls): every count is the tracker's own (the times file agrees with it); a GPU
-#    clock a few us off the host's is put back by the tracker's counts.
+#    clock a few us off the host's, or drifting from it, is put back by the tracker's counts.
 # 2. Free 59 of cnn_train in small: a free passed 90 us after it was issued, a request 40 us later, then one
 #    whose cudaMalloc took 340 us: the capture saw the free passed at the second (count 1); without the
 #    stall that request comes 50 us after the free, before the GPU passed it, so the count is 2.
@@ -55,6 +55,27 @@ python3 "$at" "$tmp/frees" "$tmp/ahead" "$tmp/a7" --json >"$tmp/o" 2>"$tmp/e" ||
 [ "$(counts "$tmp/a7")" = "2 0 0 " ] || fail "ahead: counts $(counts "$tmp/a7"), not 2 0 0"
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["gpu_clock_moved_us"] == -7, d' "$tmp/o" ||
   fail "ahead: not moved back by 7: $(cat "$tmp/o")"
+# the GPU's clock drifting from the host's, 5 us a second over a second of frees (each passed 1 us after one request
+# and 1 us before the next, so a move off by more than 1 us anywhere changes counts): the line the tracker's counts
+# give follows it, every count the tracker's
+python3 - "$tmp" <<'P'
+import sys
+d = sys.argv[1]
+fr, tm = ["pagetune-gpu-frees 2", "requests 400"], ["pagetune-gpu-times 1", "shim timed"]
+for i in range(200):
+    h = 5000.0 * i + 100
+    g = h + 50  # on the host's clock
+    fr.append("f 0x%x 1" % (0x1000 + i))
+    tm += ["f %.3f 0 0 %.3f 0x0" % (h, g + 20 + 5e-6 * h), "r %.3f 0 0" % (g - 1), "r %.3f 0 0" % (g + 1)]
+open(d + "/dfrees", "w").write("\n".join(fr + ["end 200", ""]))
+open(d + "/dtimes", "w").write("\n".join(tm[:2] + ["p 1000000 1000005"] + tm[2:] + ["end 400 200", ""]))
+P
+python3 "$at" "$tmp/dfrees" "$tmp/dtimes" "$tmp/d.out" --keep-stalls --json >"$tmp/o" 2>"$tmp/e" || fail "drift: $(cat "$tmp/e")"
+python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["counts_changed"] == 0 and abs(d["gpu_clock_drift_ppm"] + 5) < 0.01, d
+assert abs(d["tracker_drift_ppm"] + 5) < 1e-9, d  # the clocks side by side at the end say the same' "$tmp/o" || fail "drift: $(cat "$tmp/o")"
 # without the shim's clocks there is nothing to take out: the counts stay
 sed 's/^shim timed/shim none/' "$tmp/times" >"$tmp/noshim"
 python3 "$at" "$tmp/frees" "$tmp/noshim" "$tmp/n" >/dev/null 2>"$tmp/e" || fail "shim none: $(cat "$tmp/e")"

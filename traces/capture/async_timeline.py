@@ -29,6 +29,7 @@ at every call, so its GPU catches up where the backend's does not (docs/model.md
 import argparse
 import bisect
 import gzip
+import itertools
 import json
 import sys
 
@@ -70,16 +71,19 @@ def read_frees(path):
 
 
 def read_times(path):
-    """The times file: [(kind, host, stall, sync, gpu, stream)] in call order."""
+    """The times file: the shim's state, [(kind, host, stall, sync, gpu, stream)] in call order, and the clocks'
+    pairs at the end [(host, gpu)]."""
     ls = lines(path)
     if not ls or ls[0] != "pagetune-gpu-times 1":
         fail("%s: line 1: not a times file (pagetune-gpu-times 1)" % path)
-    calls, shim = [], None
+    calls, shim, ends = [], None, []
     for n, l in enumerate(ls[1:], 2):
         w = l.split()
         try:
             if w[0] == "shim":
                 shim = w[1]
+            elif w[0] == "p" and len(w) == 3:  # the clocks side by side at the end (the start is 0, 0)
+                ends.append((float(w[1]), float(w[2])))
             elif w[0] == "r" and len(w) == 4:
                 calls.append(("r", float(w[1]), float(w[2]), float(w[3]), None, None))
             elif w[0] == "f" and len(w) == 6:
@@ -88,7 +92,7 @@ def read_times(path):
                 fail("%s: line %d: not a record of a times file" % (path, n))
         except (ValueError, IndexError):
             fail("%s: line %d: a time that is not a number" % (path, n))
-    return shim, calls
+    return shim, calls, ends
 
 
 def main():
@@ -101,7 +105,7 @@ def main():
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     first, head, frees, sync_lines = read_frees(a.frees)
-    shim, calls = read_times(a.times)
+    shim, calls, ends = read_times(a.times)
     if a.on:
         _, _, other, _ = read_frees(a.on)
         if len(other) != len(frees):
@@ -116,12 +120,15 @@ def main():
             sync_before.add(int(l.split()[1]))
         except (ValueError, IndexError):
             fail("%s: a sync line that is not 's N': %s" % (a.frees, l))
-    # the GPU's clock against the host's: the base event puts them within a few us of each other; the
-    # tracker's own counts say how far exactly.  A free it saw passed at a request was passed before that
-    # request's host time, so every GPU time moves back by the most any such free's is after it (the least
-    # move that agrees with every free seen passed)
+    # the GPU's clock against the host's: the base event puts them within tens of us of each other, and they
+    # drift apart by a few us a second; the tracker's own counts say how far.  A free it saw passed at a request
+    # was passed before that request's host time: each such free bounds the GPU's lead at its time from below.
+    # The move is a line over the capture: its slope the median of those between the highest bounds of the
+    # capture's tenths of time (over half a second of frees or more; flat on a shorter one), then raised until
+    # it is at or above every bound (the least move of that slope that agrees with every free seen passed)
     req_at = [i for i, c in enumerate(calls) if c[0] == "r"]  # the calls that are requests
-    fi, skew = 0, None
+    bounds = []  # (host time, GPU time less the host time of the request it was seen passed at)
+    fi = 0
     for i, c in enumerate(calls):
         if c[0] != "f":
             continue
@@ -131,9 +138,21 @@ def main():
             continue
         n = bisect.bisect_left(req_at, i) + k  # the request it was seen passed at
         if n < len(req_at):
-            d = c[4] - calls[req_at[n]][1]
-            skew = d if skew is None else max(skew, d)
-    skew = skew or 0.0
+            bounds.append((c[1], c[4] - calls[req_at[n]][1]))
+    slope = 0.0
+    span = bounds[-1][0] - bounds[0][0] if bounds else 0.0
+    if span >= 500000:  # half a second or more: a drift of a few us a second shows
+        bins = {}
+        for t, d in bounds:
+            b = min(int(10 * (t - bounds[0][0]) / span), 9)
+            bins.setdefault(b, []).append((t, d))
+        tops = [max(v, key=lambda x: x[1]) for v in bins.values() if len(v) >= 5]
+        if len(tops) >= 3:  # the median of the slopes between every two (Theil-Sen: a tenth whose frees all
+            # came long before a request bounds the lead loosely, and moves a least-squares line)
+            pair = sorted((d2 - d1) / (t2 - t1) for (t1, d1), (t2, d2) in itertools.combinations(sorted(tops), 2)
+                          if t2 > t1)
+            slope = pair[len(pair) // 2] if pair else 0.0
+    lead = max((d - slope * t for t, d in bounds), default=0.0)  # the GPU's lead at host time 0
     keep = a.keep_stalls or shim != "timed"
     host2 = []    # each call's host time on the new timeline
     gpu2 = {}     # free index -> its GPU time on the new timeline (None: not known)
@@ -154,7 +173,7 @@ def main():
             if g is None or g < 0:
                 gpu2[fi] = None
             else:
-                g -= skew
+                g -= lead + slope * h
                 g2 = h2 + (g - h)
                 if stream in last:
                     gp, gp2 = last[stream]
@@ -196,7 +215,8 @@ def main():
         fail("%s: %s" % (a.out, e))
     taken = 0.0 if keep else (calls[-1][2] + calls[-1][3] if calls else 0.0)
     info = {"frees": len(out), "counts_changed": moved, "gpu_time_unknown": unknown, "stalls_taken_out_us": taken,
-            "sync_waits_added_us": waited, "gpu_clock_moved_us": -skew, "shim": shim, "kept_stalls": keep}
+            "sync_waits_added_us": waited, "gpu_clock_moved_us": -lead, "gpu_clock_drift_ppm": -slope * 1e6,
+            "tracker_drift_ppm": (ends[-1][0] - ends[-1][1]) / ends[-1][0] * 1e6 if ends and ends[-1][0] > 0 else None, "shim": shim, "kept_stalls": keep}
     if a.json:
         print(json.dumps(info))
     else:

@@ -20,6 +20,7 @@ synchronisations (the shim's, when preloaded; 0 without), and for a free the GPU
 event's elapsed time from a base event the GPU passed as the host's clock started) and its stream:
     pagetune-gpu-times 1
     shim timed|none
+    p HOST_US GPU_US                              (at the end: an event the GPU passed just before that host time)
     r HOST_US STALL_US SYNC_US
     f HOST_US STALL_US SYNC_US GPU_US STREAM      (GPU_US -1: not known)
     end REQUESTS FREES
@@ -165,6 +166,16 @@ int64_t stop(const std::string &path) {
   FILE *t = fopen((path + ".times").c_str(), "w");
   if (!t) return -1;
   fprintf(t, "pagetune-gpu-times 1\nshim %s\n", shim_stall_ns ? "timed" : "none");
+  if (base) {  // the two clocks side by side again at the end: how far they drifted over the capture
+    cudaEvent_t last;
+    if (cudaEventCreateWithFlags(&last, cudaEventDefault) == cudaSuccess) {
+      cudaEventRecord(last, nullptr);
+      cudaEventSynchronize(last);
+      double h = since_start_us(), g = gpu_us_of(last);
+      if (g >= 0) fprintf(t, "p %.3f %.3f\n", h, g);
+      cudaEventDestroy(last);
+    }
+  }
   for (const Call &c : timeline)
     if (c.free_idx < 0)
       fprintf(t, "r %.3f %.3f %.3f\n", c.host_us, c.stall_us, c.sync_us);
