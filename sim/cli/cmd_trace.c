@@ -148,8 +148,10 @@ int pt_cmd_trace_stats(void *args, char **pos, int npos, pt_err *err) {
 static int gpu_time(const pt_gpu_frees *g, size_t k, const char *path, const char *src, pt_event *ev, pt_err *err) {
   if (k >= g->n) return 0; /* counted at the end */
   if (g->f[k].addr != ev->addr)
-    return pt_err_set(err, PT_EFORMAT, "%s: free %zu is of 0x%llx, %s's is of 0x%llx: not the same run", path, k + 1,
-                      (unsigned long long)g->f[k].addr, src, (unsigned long long)ev->addr);
+    return pt_err_set(err, PT_EFORMAT,
+                      "%s: free %zu is of 0x%llx, %s's is of 0x%llx: not the same run (free times from another run of "
+                      "the same workload take this snapshot's addresses with traces/capture/async_timeline.py --on)",
+                      path, k + 1, (unsigned long long)g->f[k].addr, src, (unsigned long long)ev->addr);
   if (!(ev->flags & PT_EVF_DEFERRED)) {
     ev->flags |= PT_EVF_GPU_LAG;
     ev->offset = g->f[k].requests;
