@@ -89,6 +89,14 @@ sed '/^f 860/d' "$tmp/times" >"$tmp/short"
 bad "a free short" "2 frees, .* has 3: not the same capture" "$tmp/frees" "$tmp/short"
 sed 's/^r 850 680 0/r 850 x 0/' "$tmp/times" >"$tmp/nan"
 bad "a time not a number" "nan: line 7: a time that is not a number" "$tmp/frees" "$tmp/nan"
+sed 's/^r 850 680 0/r 850 nan 0/' "$tmp/times" >"$tmp/nan2"
+bad "a time of nan" "nan2: line 7: a time that is not a number" "$tmp/frees" "$tmp/nan2"
+sed 's/^f 0x200 0/f 0x200 -3/' "$tmp/frees" >"$tmp/neg"
+bad "a count below 0" "neg: line 5: a count below 0" "$tmp/neg" "$tmp/times"
+sed 's/^s 7/s x/' "$tmp/frees" >"$tmp/sx"
+bad "a bad sync line" "sx: line 7: a sync line that is not 's N'" "$tmp/sx" "$tmp/times"
+sed 's/^shim timed/shim/' "$tmp/times" >"$tmp/sh"
+bad "a bad shim line" "sh: line 2: a shim line" "$tmp/frees" "$tmp/sh"
 bad "not a times file" "line 1: not a times file" "$tmp/frees" "$tmp/frees"
 bad "not a gpufrees file" "line 1: not a gpufrees file" "$tmp/times" "$tmp/times"
 bad "a missing file" "nosuch" "$tmp/nosuch" "$tmp/times"
@@ -118,6 +126,11 @@ for cw in timed_cnn_train:1024 timed2_cnn_train:1024 timed3_cnn_train:1024 timed
   got=$(async_peak "${cw%%:*}")
   [ "$got" = "${cw#*:}" ] || fail "run4 ${cw%%:*}: $got MiB, not the real ${cw#*:}"
 done
+# the times agree with the tracker's counts: varlen_infer's capture is long enough for the clocks to drift 5 us a second
+python3 "$at" "$run4/timed_varlen_infer.gpufrees.gz" "$run4/timed_varlen_infer.gpufrees.times.gz" "$tmp/v.gpufrees" \
+  --keep-stalls --json >"$tmp/o" 2>"$tmp/e" || fail "run4 varlen_infer check: $(cat "$tmp/e")"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["check_counts_differ"] == 0 and d["gpu_clock_drift_ppm"] < -4, d' \
+  "$tmp/o" || fail "run4 varlen_infer check: $(cat "$tmp/o")"
 kept="$(async_peak timed_cnn_train --keep-stalls) $(async_peak timed2_cnn_train --keep-stalls) $(async_peak timed3_cnn_train --keep-stalls)"
 [ "$kept" = "1248 992 1088" ] || fail "run4 cnn_train with the stalls kept: $kept, not 1248 992 1088"
 done_ok async_timeline

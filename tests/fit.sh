@@ -165,6 +165,22 @@ check 1 "--work: a recorded trace not here" "$pt" gpu fit --gpu "$tmp/base.gpu" 
 check 1 "--work: not the trace replayed" "$pt" gpu fit --gpu "$tmp/base.gpu" --work --traces "$top_srcdir/traces" -o "$tmp/x.gpu" "$tmp/wrong.jsonl"
 check 1 "--work: a replay without its trace" "$pt" gpu fit --work -o "$tmp/x.gpu" "$tmp/r.jsonl"
 check 2 "--traces without --work" "$pt" gpu fit --traces "$top_srcdir/traces" -o "$tmp/x.gpu" "$tmp/w.jsonl"
+# the own work's points are checked where --work reads them (with by_class, fit_points reads the classes' points)
+python3 - "$tmp" <<'P' || fail "writing the bad work replays"
+import json, sys
+t = sys.argv[1]
+r = json.loads(open(t + "/w.jsonl").readline())
+for name, v in (("wstr", "x"), ("wshort", [[10, 5120]]), ("wnan", [[10, 5120, None]])):
+    r["gpu_mechanism_replay"]["measured_costs"]["requests"] = v
+    r["gpu_mechanism_replay"]["measured_costs"]["by_class"] = {"other": {"calls": {}, "requests": [[1, 1, 1.0]]},
+                                                               "repeat": {"calls": {}, "requests": []}}
+    open("%s/%s.jsonl" % (t, name), "w").write(json.dumps(r) + "\n")
+P
+for b in wstr:"measured_costs.requests: a string, not an array" wshort:"measured_costs.requests: a point is" \
+    wnan:"measured_costs.requests: a point is"; do
+  check 1 "--work: ${b%%:*}" "$pt" gpu fit --gpu "$tmp/base.gpu" --work --traces "$top_srcdir/traces" -o "$tmp/x.gpu" "$tmp/${b%%:*}.jsonl"
+  grep -q "${b#*:}" "$tmp/err" || fail "--work: ${b%%:*}: $(cat "$tmp/err")"
+done
 
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "gpu fit: all checks passed"

@@ -96,7 +96,7 @@ for x, y in itertools.product(a.sessions, a.sessions):
 # cell the measurement itself does not get whole is not a cell a model can be asked to.
 def repeat(x, y, sel):
     ks = [k for k in measured[y] if k[0] in sel and k in measured[x]]
-    return "%d of %d" % (sum(abs(measured[x][k] / measured[y][k] - 1) <= 0.25 for k in ks), len(ks))
+    return "%d of %d" % (sum(measured[y][k] > 0 and abs(measured[x][k] / measured[y][k] - 1) <= 0.25 for k in ks), len(ks))
 
 
 print("| fitted in | judged in | half A -> B: within 25% | ordered | half B -> A: within 25% | ordered | "

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <unistd.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,9 +130,10 @@ const pt_cli_table pt_opts_gpu_fit = {
     "the replay's trace (\"trace\") and policy (\"policy\", at its defaults) are\n"
     "simulated under --gpu's description to count its requests and frees, its\n"
     "free-set operations, the sets' chunks at each insert and the keys and blocks\n"
-    "its searches and walks look at; its measured own work is measured_total_us\n"
-    "less the time of its driver calls (a run whose own work comes out 0 or less\n"
-    "is left out); the four costs are fitted by least squares on the relative\n"
+    "its searches and walks look at; its measured own work is each request's\n"
+    "measured time less the driver calls made in it (measured_costs.requests and\n"
+    "requests_with_calls; a run whose own work comes out 0 or less is left\n"
+    "out); the four costs are fitted by least squares on the relative\n"
     "error, none negative (of the fits on each subset of the terms that leave\n"
     "none negative, the closest; the terms left out cost 0).  Every replay's times\n"
     "are first brought to one host speed (--host-speed: a host that runs slower\n"
@@ -264,11 +266,24 @@ static int fit_work(pt_cost_fit *f, work_ctx *w, const pt_jr_val *g, const char 
   double requests = pt_jr_number(pt_jr_get(g, "requests"));
   if (!trace || !policy || !(requests >= 0) || requests > 1e18)
     return pt_err_set(err, PT_EFORMAT, "--work needs the replay's trace, policy and requests");
-  const pt_jr_val *mc = pt_jr_get(g, "measured_costs"), *sets[2] = {pt_jr_get(mc, "requests"), pt_jr_get(mc, "requests_with_calls")};
-  if (!sets[0] && !sets[1]) return pt_err_set(err, PT_EFORMAT, "--work needs measured_costs.requests (each request's own work)");
-  double own_us = 0; /* fit_points checked every point */
-  for (int s = 0; s < 2; s++)
-    for (size_t i = 0; i < pt_jr_len(sets[s]); i++) own_us += pt_jr_number(pt_jr_index(pt_jr_index(sets[s], i), 2));
+  static const char *const keys[2] = {"requests", "requests_with_calls"};
+  const pt_jr_val *mc = pt_jr_get(g, "measured_costs");
+  if (!pt_jr_get(mc, keys[0]) && !pt_jr_get(mc, keys[1]))
+    return pt_err_set(err, PT_EFORMAT, "--work needs measured_costs.requests (each request's own work)");
+  double own_us = 0;
+  for (int s = 0; s < 2; s++) { /* checked here: with by_class, fit_points reads the classes' points, not these */
+    const pt_jr_val *set = pt_jr_get(mc, keys[s]);
+    if (set && pt_jr_type(set) != PT_JR_ARRAY)
+      return pt_err_set(err, PT_EFORMAT, "measured_costs.%s: %s, not an array of [requests, bytes, us]", keys[s],
+                        pt_jr_type_name(pt_jr_type(set)));
+    for (size_t i = 0; i < pt_jr_len(set); i++) {
+      const pt_jr_val *p = pt_jr_index(set, i);
+      double us = pt_jr_number(pt_jr_index(p, 2));
+      if (pt_jr_type(p) != PT_JR_ARRAY || pt_jr_len(p) != 3 || !isfinite(us))
+        return pt_err_set(err, PT_EFORMAT, "measured_costs.%s: a point is [requests, bytes, us]", keys[s]);
+      own_us += us;
+    }
+  }
   int k = work_counts(w, trace, policy, mech, (uint64_t)requests, err);
   if (k < 0) return k;
   return pt_cost_fit_work(f, mech, &w->memo[k].c, own_us * scale, err);

@@ -63,7 +63,7 @@ int pt_cost_fit_requests(pt_cost_fit *f, const char *mech, int cls, int with_cal
 /*
  * The work fit (gpu fit --work): own work = REQ_US × requests + OP_US × ops + CHUNK_US × chunks + VISIT_US ×
  * visits (cost.h's pt_cost_work), by least squares on the relative error, each run's counts c and measured own work own_us (its
- * measured time less its driver calls').  A run of own_us <= 0 is skipped (counted in work_skipped).
+ * requests' measured time less the driver calls made in them).  A run of own_us <= 0 is skipped (counted in work_skipped).
  */
 int pt_cost_fit_work(pt_cost_fit *f, const char *mech, const pt_work_counts *c, double own_us, pt_err *err);
 /* The fitted costs of mech, non-negative: the least squares over the terms that leave none negative, of the

@@ -63,11 +63,13 @@ say "gpufrees build: exit $rc: $(tail -c 3000 "$OUT/build.log")"
 # taken out of the host's times), and kept as they were (a check: the tracker's own counts), each on the
 # snapshot of capture P (the blocks' addresses P's, by order) and simulated under cuda_async
 timelines() {
+  local mode m
   [ -f "$OUT/timed/$1.gpufrees.times.gz" ] || return 0
   for mode in keep async; do
     m=$OUT/timed/$1.$mode
     python3 traces/capture/async_timeline.py "$OUT/timed/$1.gpufrees.gz" "$OUT/timed/$1.gpufrees.times.gz" \
-      "$m.gpufrees" --on "$OUT/timed/$2.gpufrees.gz" $([ $mode = keep ] && echo --keep-stalls) --json >"$m.timeline.json" 2>&1
+      "$m.gpufrees" --on "$OUT/timed/$2.gpufrees.gz" $([ $mode = keep ] && echo --keep-stalls) --json >"$m.timeline.json" 2>&1 ||
+      { say "$1: $mode timeline failed: $(cat "$m.timeline.json")"; continue; }
     LD_LIBRARY_PATH=$libs ./pagetune trace import "$OUT/timed/$2.pickle" --gpu-frees "$m.gpufrees" \
       -o "$m.trace.gz" --json >"$m.stats.json" 2>"$m.import.err"
     LD_LIBRARY_PATH=$libs ./pagetune sim --trace "$m.trace.gz" --policy cuda_async --set release_threshold=1125899906842624 \

@@ -17,13 +17,18 @@ gpufrees file again with each free's count of requests taken on that timeline:
   passed the free before the stream's next one was issued) keeps its distance from the one before; every free
   keeps its distance from its own issue (the work after its issue): g'_i = max(g'_prev + g_i - max(g_prev,
   h_i), h'_i + g_i - h_i), which is the capture's own time when nothing is taken out;
-- the count: the requests after the free whose host time on the new timeline is before the free's GPU time.
+- the count: the requests after the free whose host time on the new timeline is before the free's GPU time,
+  written as the tracker's own count moved by as many requests as taking the stalls out moves it (the times
+  counted both ways, so that where the times and the tracker disagree, on a free or two, or on about a hundred
+  of two_streams' (not followed yet), the disagreement does not reach the output; --json's
+  check_counts_differ says on how many frees the times kept as they were disagree with the tracker).
 
 --on takes the blocks' addresses from another capture of the same workload, by order (the same number of frees):
 the one whose snapshot the output goes with.  The free times that match a cudaMallocAsync run best are a run
 that records no history (capture.py --no-record, PT_GPU_FREES=1, the shim preloaded): recording slows the host
 at every call, so its GPU catches up where the backend's does not (docs/model.md).
---keep-stalls takes nothing out (the counts then check the times file against the tracker's own counts).
+--keep-stalls takes nothing out and writes the counts the times give as they are (a check of the times file
+against the tracker's own counts).
 --json prints what it did.  Errors: one line (file, line, reason), exit 1.
 """
 import argparse
@@ -31,6 +36,7 @@ import bisect
 import gzip
 import itertools
 import json
+import math
 import sys
 
 
@@ -58,11 +64,17 @@ def read_frees(path):
             continue
         if w[0] == "f" and len(w) in (3, 4):
             try:
-                frees.append((w[1], int(w[2]), len(w) == 4))
+                k = int(w[2])
             except ValueError:
                 fail("%s: line %d: a count that is not a number" % (path, n))
+            if k < 0:
+                fail("%s: line %d: a count below 0" % (path, n))
+            frees.append((w[1], k, len(w) == 4))
         elif w[0] == "s":
-            syncs.append(l)
+            try:
+                syncs.append(int(w[1]))
+            except (ValueError, IndexError):
+                fail("%s: line %d: a sync line that is not 's N'" % (path, n))
         elif w[0] == "end":
             pass
         else:
@@ -77,17 +89,28 @@ def read_times(path):
     if not ls or ls[0] != "pagetune-gpu-times 1":
         fail("%s: line 1: not a times file (pagetune-gpu-times 1)" % path)
     calls, shim, ends = [], None, []
+
+    def num(x):
+        v = float(x)
+        if not math.isfinite(v):
+            raise ValueError(x)
+        return v
     for n, l in enumerate(ls[1:], 2):
         w = l.split()
+        if not w:
+            continue
+        if w[0] == "shim":
+            if len(w) != 2 or w[1] not in ("timed", "none"):
+                fail("%s: line %d: a shim line that is not 'shim timed' or 'shim none'" % (path, n))
+            shim = w[1]
+            continue
         try:
-            if w[0] == "shim":
-                shim = w[1]
-            elif w[0] == "p" and len(w) == 3:  # the clocks side by side at the end (the start is 0, 0)
-                ends.append((float(w[1]), float(w[2])))
+            if w[0] == "p" and len(w) == 3:  # the clocks side by side at the end (the start is 0, 0)
+                ends.append((num(w[1]), num(w[2])))
             elif w[0] == "r" and len(w) == 4:
-                calls.append(("r", float(w[1]), float(w[2]), float(w[3]), None, None))
+                calls.append(("r", num(w[1]), num(w[2]), num(w[3]), None, None))
             elif w[0] == "f" and len(w) == 6:
-                calls.append(("f", float(w[1]), float(w[2]), float(w[3]), float(w[4]), w[5]))
+                calls.append(("f", num(w[1]), num(w[2]), num(w[3]), num(w[4]), w[5]))
             elif w[0] != "end":
                 fail("%s: line %d: not a record of a times file" % (path, n))
         except (ValueError, IndexError):
@@ -114,12 +137,7 @@ def main():
     nf = sum(c[0] == "f" for c in calls)
     if nf != len(frees):
         fail("%s: %d frees, %s has %d: not the same capture" % (a.times, nf, a.frees, len(frees)))
-    sync_before = set()  # call numbers (from 1) a synchronisation came before
-    for l in sync_lines:
-        try:
-            sync_before.add(int(l.split()[1]))
-        except (ValueError, IndexError):
-            fail("%s: a sync line that is not 's N': %s" % (a.frees, l))
+    sync_before = set(sync_lines)  # call numbers (from 1) a synchronisation came before
     # the GPU's clock against the host's: the base event puts them within tens of us of each other, and they
     # drift apart by a few us a second; the tracker's own counts say how far.  A free it saw passed at a request
     # was passed before that request's host time: each such free bounds the GPU's lead at its time from below.
@@ -154,67 +172,84 @@ def main():
             slope = pair[len(pair) // 2] if pair else 0.0
     lead = max((d - slope * t for t, d in bounds), default=0.0)  # the GPU's lead at host time 0
     keep = a.keep_stalls or shim != "timed"
-    host2 = []    # each call's host time on the new timeline
-    gpu2 = {}     # free index -> its GPU time on the new timeline (None: not known)
-    last = {}     # stream -> (g, g') of its last free
-    waited = 0.0  # the new timeline's own synchronisation waits so far
-    fi = 0
-    for i, (kind, h, stall, sync, g, stream) in enumerate(calls, 1):
-        h2 = h if keep else h - stall - sync + waited
-        if not keep and i in sync_before:  # the host waits for the GPU to pass what was issued before
-            done = max([v for v in gpu2.values() if v is not None] + [0.0])
-            if done > h2:
-                waited += done - h2
-                h2 = done
-        if host2 and h2 < host2[-1]:
-            h2 = host2[-1]
-        host2.append(h2)
-        if kind == "f":
-            if g is None or g < 0:
-                gpu2[fi] = None
-            else:
-                g -= lead + slope * h
-                g2 = h2 + (g - h)
-                if stream in last:
-                    gp, gp2 = last[stream]
-                    g2 = max(g2, gp2 + g - max(gp, h))
-                last[stream] = (g, g2)
-                gpu2[fi] = g2
+
+    def timeline(take_out):
+        """Each call's host time and each free's GPU time (None: not known), with the stalls taken out or not; and
+        the waits its synchronisations added."""
+        host2, gpu2, last, waited, gmax = [], [], {}, 0.0, 0.0
+        for i, (kind, h, stall, sync, g, stream) in enumerate(calls, 1):
+            h2 = h - stall - sync + waited if take_out else h
+            if take_out and i in sync_before and gmax > h2:  # the host waits for the GPU to pass what came before
+                waited += gmax - h2
+                h2 = gmax
+            if host2 and h2 < host2[-1]:
+                h2 = host2[-1]
+            host2.append(h2)
+            if kind != "f":
+                continue
+            if g < 0:
+                gpu2.append(None)
+                continue
+            g -= lead + slope * h
+            g2 = g + (h2 - h)  # its distance from its own issue (exact when nothing is taken out)
+            if stream in last:
+                gp, gp2 = last[stream]
+                g2 = max(g2, gp2 + g - max(gp, h))
+            last[stream] = (g, g2)
+            gpu2.append(g2)
+            gmax = max(gmax, g2)
+        return host2, gpu2, waited
+
+    def counts(host2, gpu2):
+        """Each free's (requests before the GPU passed it, passed before the last request), None where not known."""
+        req_host = [host2[j] for j in req_at]
+        res, fi = [], 0
+        for i, c in enumerate(calls):
+            if c[0] != "f":
+                continue
+            g2 = gpu2[fi]
             fi += 1
-    # each free's count on the new timeline
+            if g2 is None:
+                res.append(None)
+                continue
+            lo = bisect.bisect_right(req_at, i)
+            p = bisect.bisect_left(req_host, g2 - 1e-3, lo)  # the file's precision: a tie is passed
+            res.append((p - lo, p < len(req_host)))
+        return res
+
+    host_k, gpu_k, _ = timeline(False)
+    kept = counts(host_k, gpu_k)
+    checked = sum(1 for (_, k, end), c in zip(frees, kept) if c is not None and c != (k, not end))
+    waited = 0.0
+    if keep:
+        new = kept
+    else:
+        host_a, gpu_a, waited = timeline(True)
+        new = counts(host_a, gpu_a)
     out, moved, unknown = [], 0, 0
-    fi = 0
-    for i, (kind, *_rest) in enumerate(calls):
-        if kind != "f":
-            continue
-        addr, k, end = frees[fi]
-        g2 = gpu2[fi]
-        if g2 is None:
+    for (addr, k, end), c0, c1 in zip(frees, kept, new):
+        if c1 is None:
             out.append((addr, k, end))
             unknown += 1
-        else:
-            n, j, passed = 0, i + 1, False
-            while j < len(calls):
-                if calls[j][0] == "r":
-                    if host2[j] >= g2:
-                        passed = True
-                        break
-                    n += 1
-                j += 1
-            out.append((addr, n, not passed))
-            moved += (n, not passed) != (k, end)
-        fi += 1
+            continue
+        if keep:  # the counts the times give, to check against the tracker's
+            n, passed = c1
+        else:  # the tracker's counts moved by what taking the stalls out moves: the times' own errors cancel
+            n = max(0, k + c1[0] - c0[0])
+            passed = (not end) if c1[1] == c0[1] else c1[1]
+        out.append((addr, n, not passed))
+        moved += (n, not passed) != (k, end)
     try:
         with open(a.out, "w") as f:
             f.write(first + "\n" + "".join(l + "\n" for l in head))
             for addr, k, end in out:
                 f.write("f %s %d%s\n" % (addr, k, " end" if end else ""))
-            f.write("".join(l + "\n" for l in sync_lines))
+            f.write("".join("s %d\n" % n for n in sync_lines))
             f.write("end %d\n" % len(out))
     except OSError as e:
         fail("%s: %s" % (a.out, e))
     taken = 0.0 if keep else (calls[-1][2] + calls[-1][3] if calls else 0.0)
-    info = {"frees": len(out), "counts_changed": moved, "gpu_time_unknown": unknown, "stalls_taken_out_us": taken,
+    info = {"frees": len(out), "counts_changed": moved, "check_counts_differ": checked, "gpu_time_unknown": unknown, "stalls_taken_out_us": taken,
             "sync_waits_added_us": waited, "gpu_clock_moved_us": -lead, "gpu_clock_drift_ppm": -slope * 1e6,
             "tracker_drift_ppm": (ends[-1][0] - ends[-1][1]) / ends[-1][0] * 1e6 if ends and ends[-1][0] > 0 else None, "shim": shim, "kept_stalls": keep}
     if a.json:

@@ -46,14 +46,19 @@ CPP_SOURCE = r"""
 
 namespace {
 using c10::cuda::CUDACachingAllocator::TraceEntry;
-struct Free { uint64_t addr, at, seen; bool done; double host_us, gpu_us; cudaStream_t stream; };
-// at: requests before the free; seen: when seen complete; host_us: when the allocator freed it; gpu_us: when the
-// GPU passed it (its event's time from the base event, -1 unknown), both us from the start on one clock
+struct Free { uint64_t addr, at, seen; bool done; double gpu_us; cudaStream_t stream; };
+// at: requests before the free; seen: when seen complete (NEVER: its event could not be recorded); gpu_us: when
+// the GPU passed it, us from the base event (-1 unknown); stream: the block's
+const uint64_t NEVER = ~(uint64_t)0;
 struct Pending { cudaEvent_t ev; size_t idx; };
 struct Call { double host_us, stall_us, sync_us; int64_t free_idx; };  // a request (free_idx -1) or a free, in order
 std::vector<Free> frees;
 std::map<cudaStream_t, std::deque<Pending>> pending;  // per stream, oldest first (a stream passes them in order)
 std::vector<cudaEvent_t> spare;
+// each stream's last free seen passed: the next one's time is read from it (a float of milliseconds from the
+// base alone would hold 0.5 us at 5 s, 2 us at 16 s), added up in double
+struct Last { cudaEvent_t ev; double us; };
+std::map<cudaStream_t, Last> last_seen;
 uint64_t requests = 0, failed = 0;
 bool on = false, attached = false;
 // with traces/capture/async_probe/shim.c preloaded: its count of synchronisations, read at each request and free
@@ -82,6 +87,22 @@ void add_call(int64_t free_idx) {
                           shim_sync_ns ? (shim_sync_ns() - sync0) / 1000.0 : 0, free_idx});
 }
 
+// A free's event the GPU passed: its time, from its stream's last one where there is one; it becomes the last.
+double passed(cudaStream_t s, cudaEvent_t ev) {
+  double us = -1;
+  auto it = last_seen.find(s);
+  float ms = 0;
+  if (it != last_seen.end() && cudaEventElapsedTime(&ms, it->second.ev, ev) == cudaSuccess) us = it->second.us + 1000.0 * ms;
+  if (us < 0) us = gpu_us_of(ev);
+  if (us < 0) {
+    spare.push_back(ev);
+    return us;
+  }
+  if (it != last_seen.end()) spare.push_back(it->second.ev);
+  last_seen[s] = Last{ev, us};
+  return us;
+}
+
 void poll() {
   for (auto &kv : pending) {
     auto &q = kv.second;
@@ -91,9 +112,9 @@ void poll() {
       Free &f = frees[q.front().idx];
       f.seen = requests;
       f.done = rc == cudaSuccess;
-      if (f.done) f.gpu_us = gpu_us_of(q.front().ev);
       failed += rc != cudaSuccess;
-      spare.push_back(q.front().ev);
+      if (f.done) f.gpu_us = passed(kv.first, q.front().ev);
+      else spare.push_back(q.front().ev);
       q.pop_front();
     }
   }
@@ -113,9 +134,8 @@ void tracker(const TraceEntry &te) {
     requests++;
   } else if (te.action_ == TraceEntry::Action::FREE_COMPLETED) {
     cudaStream_t s = (cudaStream_t)te.stream_;  // void* in recent PyTorch (its generic TraceEntry)
-    frees.push_back(Free{(uint64_t)te.addr_, requests, 0, false, 0, -1, s});
+    frees.push_back(Free{(uint64_t)te.addr_, requests, NEVER, false, -1, s});
     add_call((int64_t)frees.size() - 1);
-    frees.back().host_us = timeline.back().host_us;
     cudaEvent_t ev;
     if (!spare.empty()) { ev = spare.back(); spare.pop_back(); }
     else if (cudaEventCreateWithFlags(&ev, cudaEventDefault) != cudaSuccess) { failed++; return; }  // timed
@@ -126,7 +146,7 @@ void tracker(const TraceEntry &te) {
 }  // namespace
 
 void start() {
-  frees.clear(); pending.clear(); requests = failed = 0;
+  frees.clear(); pending.clear(); last_seen.clear(); requests = failed = 0;
   sync_at.clear(); calls = 0; timeline.clear();
   shim_syncs = (syncs_fn)dlsym(RTLD_DEFAULT, "pt_shim_syncs");
   shim_stall_ns = (ns_fn)dlsym(RTLD_DEFAULT, "pt_shim_stall_ns");
@@ -147,11 +167,15 @@ void start() {
 int64_t stop(const std::string &path) {
   on = false;
   cudaDeviceSynchronize();
-  for (auto &kv : pending)
+  for (auto &kv : pending) {
     for (auto &p : kv.second) {
       frees[p.idx].seen = requests; frees[p.idx].done = false;
-      frees[p.idx].gpu_us = gpu_us_of(p.ev);  // passed by now (synchronised): its time is known all the same
+      frees[p.idx].gpu_us = passed(kv.first, p.ev);  // passed by now (synchronised): its time is known all the same
     }
+    kv.second.clear();
+  }
+  for (Free &x : frees)
+    if (x.seen == NEVER) x.seen = requests;  // its event could not be recorded: not seen before the end
   FILE *f = fopen(path.c_str(), "w");
   if (!f) return -1;
   fprintf(f, "pagetune-gpu-frees %d\nrequests %llu\n", shim_syncs ? 2 : 1, (unsigned long long)requests);
@@ -184,6 +208,8 @@ int64_t stop(const std::string &path) {
               (unsigned long long)(uintptr_t)frees[c.free_idx].stream);
   fprintf(t, "end %zu %zu\n", (size_t)requests, frees.size());
   fclose(t);
+  for (auto &kv : last_seen) spare.push_back(kv.second.ev);
+  last_seen.clear();
   return (int64_t)failed;
 }
 """

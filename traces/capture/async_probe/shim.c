@@ -246,7 +246,9 @@ COUNTED_SYNC(cudaError_t, cudaEventSynchronize, (cudaEvent_t e), (e))
 unsigned long long pt_shim_syncs(void) { return __atomic_load_n(&n_sync_total, __ATOMIC_RELAXED); }
 /* The host's time in synchronisations, and in the native allocator's cudaMalloc and cudaFree (a segment made or
    given back), ns so far (CLOCK_MONOTONIC): gpufrees.py's tracker reads them for its times file, so that the
-   stalls a cudaMallocAsync run does not make can be taken out of a native capture's host timeline. */
+   stalls a cudaMallocAsync run does not make can be taken out of a native capture's host timeline.  Every
+   thread's calls are added up: right for the one-thread workloads of traces/capture, not for a program whose
+   other threads allocate or synchronise while the allocator's works. */
 unsigned long long pt_shim_sync_ns(void) { return __atomic_load_n(&sync_ns, __ATOMIC_RELAXED); }
 unsigned long long pt_shim_stall_ns(void) { return __atomic_load_n(&stall_ns, __ATOMIC_RELAXED); }
 #define TIMED(type, name, params, args)                            \
