@@ -110,7 +110,8 @@ python3 "$at" "$tmp/frees" "$tmp/times" "$tmp/bad.out" --on "$tmp/two" >"$tmp/o"
 #    the unrecorded run's free times, moved to a cudaMallocAsync run's timeline, on the recorded snapshot give
 #    every workload's real peak under backend:cudaMallocAsync (memory_stats, run4/peaks and async_timed/peaks:
 #    cnn_train 1 024 MiB, transformer_train 1 024, varlen_infer 352, rp2_sizes 10 464, weights_load 1 376,
-#    randn_loop 32, two_streams 224 - 1 792); kept as they were, cnn_train's three give 1 248, 992 and 1 088.
+#    randn_loop 32, two_streams 224 - 1 792); kept as they were, cnn_train's three give 1 248, 992 and 1 088, and
+#    five recorded captures of two other device calls, alone, 992 - 1 184 (the stalls taken out: 992 - 1 152).
 run4="$top_srcdir/traces/knobs/async_timed/run4"
 async_peak() { # CAPTURE [--keep-stalls] -> the peak in MiB of its unrecorded run's times on its snapshot
   c=$1; shift
@@ -133,4 +134,22 @@ python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["check_
   "$tmp/o" || fail "run4 varlen_infer check: $(cat "$tmp/o")"
 kept="$(async_peak timed_cnn_train --keep-stalls) $(async_peak timed2_cnn_train --keep-stalls) $(async_peak timed3_cnn_train --keep-stalls)"
 [ "$kept" = "1248 992 1088" ] || fail "run4 cnn_train with the stalls kept: $kept, not 1248 992 1088"
+# the recorded captures alone (run4/recorded_only, two earlier device calls): their own times, and with the stalls
+# taken out, move between captures of one workload; the real runs gave 1 024 every time
+rec_peak() { # CAPTURE [async] -> the peak in MiB of the recorded capture's own times, or moved to the timeline
+  r="$run4/recorded_only/$1" g="$run4/recorded_only/$1.gpufrees.gz"
+  if [ "${2:-}" = async ]; then
+    python3 "$at" "$g" "$r.gpufrees.times.gz" "$tmp/rc.gpufrees" >/dev/null 2>"$tmp/e" || { echo "timeline: $(cat "$tmp/e")"; return; }
+    g=$tmp/rc.gpufrees
+  fi
+  "$pt" trace import "$r.pickle.gz" --gpu-frees "$g" -o "$tmp/rc.trace.gz" >/dev/null 2>"$tmp/e" || { echo "import: $(cat "$tmp/e")"; return; }
+  "$pt" sim --trace "$tmp/rc.trace.gz" --policy cuda_async --set release_threshold=1125899906842624 --json 2>"$tmp/e" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["peak_reserved_bytes"] >> 20)' 2>/dev/null || cat "$tmp/e"
+}
+own="" moved=""
+for c in call2_timed call2_timed2 call3_timed call3_timed2 call3_timed3; do
+  own="$own $(rec_peak ${c}_cnn_train)" moved="$moved $(rec_peak ${c}_cnn_train async)"
+done
+[ "$own" = " 1184 1184 1152 992 1152" ] || fail "recorded cnn_train captures, their own times:$own"
+[ "$moved" = " 1024 1024 1152 992 1152" ] || fail "recorded cnn_train captures, stalls taken out:$moved"
 done_ok async_timeline
