@@ -20,7 +20,8 @@ gpufrees file again with each free's count of requests taken on that timeline:
 - the count: the requests after the free whose host time on the new timeline is before the free's GPU time,
   written as the tracker's own count moved by as many requests as taking the stalls out moves it (the times
   counted both ways, so that where the times and the tracker disagree, on a free or two, or on about a hundred
-  of two_streams' (not followed yet), the disagreement does not reach the output; --json's
+  of two_streams' (the host sees an event complete a few us after the GPU passed it), the disagreement does not
+  reach the output; --json's
   check_counts_differ says on how many frees the times kept as they were disagree with the tracker).
 
 --on takes the blocks' addresses from another capture of the same workload, by order (the same number of frees):
@@ -156,12 +157,12 @@ def main():
             continue
         n = bisect.bisect_left(req_at, i) + k  # the request it was seen passed at
         if n < len(req_at):
-            bounds.append((c[1], c[4] - calls[req_at[n]][1]))
+            bounds.append((c[1], c[4] - calls[req_at[n]][1], c[5]))
     slope = 0.0
     span = bounds[-1][0] - bounds[0][0] if bounds else 0.0
     if span >= 500000:  # half a second or more: a drift of a few us a second shows
         bins = {}
-        for t, d in bounds:
+        for t, d, _ in bounds:
             b = min(int(10 * (t - bounds[0][0]) / span), 9)
             bins.setdefault(b, []).append((t, d))
         tops = [max(v, key=lambda x: x[1]) for v in bins.values() if len(v) >= 5]
@@ -170,7 +171,12 @@ def main():
             pair = sorted((d2 - d1) / (t2 - t1) for (t1, d1), (t2, d2) in itertools.combinations(sorted(tops), 2)
                           if t2 > t1)
             slope = pair[len(pair) // 2] if pair else 0.0
-    lead = max((d - slope * t for t, d in bounds), default=0.0)  # the GPU's lead at host time 0
+    # the GPU's lead at host time 0, each stream's own (the host sees one stream's events later than another's:
+    # two_streams' default stream by a few us), the most of any stream's where a stream has no bound
+    leads = {}
+    for t, d, stream in bounds:
+        leads[stream] = max(leads.get(stream, d - slope * t), d - slope * t)
+    lead = max(leads.values(), default=0.0)
     keep = a.keep_stalls or shim != "timed"
 
     def timeline(take_out):
@@ -190,7 +196,7 @@ def main():
             if g < 0:
                 gpu2.append(None)
                 continue
-            g -= lead + slope * h
+            g -= leads.get(stream, lead) + slope * h
             g2 = g + (h2 - h)  # its distance from its own issue (exact when nothing is taken out)
             if stream in last:
                 gp, gp2 = last[stream]
