@@ -66,7 +66,9 @@ static const pt_cli_opt import_opts[] = {
                     "keep no stack frames (source paths, function names, lines): a trace to share"),
     PT_CLI_OPT_STR("gpu-frees", 0, "FILE", trace_args, gpu_frees,
                    "when the GPU passed each free, from the same run (capture.py with\n"
-                   "PT_GPU_FREES=1): kept as +gpu, for cuda_async"),
+                   "PT_GPU_FREES=1) or, by the snapshot's addresses, another run of the\n"
+                   "same workload (traces/capture/async_timeline.py --on): kept as +gpu,\n"
+                   "for cuda_async"),
     PT_CLI_OPT_STR("async-run", 0, "LOG", trace_args, async_run,
                    "a run of the same workload under backend:cudaMallocAsync, logged by\n"
                    "traces/capture/async_probe/shim.c: its synchronisations (+sync), with\n"
@@ -88,12 +90,15 @@ const pt_cli_table pt_opts_trace_import = {
     "`pagetune explain`.  Requests in a CUDA graph's private pool (the pool of\n"
     "the dump's segment they lie in) and where each capture begins are kept\n"
     "too (+pool, +capture).  With --gpu-frees, each free carries how many\n"
-    "requests came before the GPU passed it (+gpu; traces/FORMAT.md).  With\n"
-    "--async-run, the requests are paired in order with those of a\n"
-    "cudaMallocAsync run of the same workload (each request's size checked), each\n"
-    "free with its request's, and take that run's synchronisations (+sync), free\n"
-    "times (+gpu) and order between streams (+event, +wait, on SRC's streams; in\n"
-    "place of any SRC had).  DST appears only when the whole import succeeded.\n",
+    "requests came before the GPU passed it (+gpu; traces/FORMAT.md); the file\n"
+    "that matches a cudaMallocAsync run best is an unrecorded run's, moved to\n"
+    "that backend's timeline by traces/capture/async_timeline.py\n"
+    "(docs/model.md).  With --async-run, the requests are paired in order with\n"
+    "those of a cudaMallocAsync run of the same workload (each request's size\n"
+    "checked), each free with its request's, and take that run's\n"
+    "synchronisations (+sync), free times (+gpu) and order between streams\n"
+    "(+event, +wait, on SRC's streams; in place of any SRC had).  DST appears\n"
+    "only when the whole import succeeded.\n",
     import_opts, sizeof(trace_args), &defaults, 1};
 
 static const pt_cli_opt gen_opts[] = {
