@@ -64,6 +64,7 @@ for s in a.sessions:
 
 measured = {}  # session -> {(trace, policy): measured us, at the host speed}, from its judgement's rows
 cells = {}
+halves = {}  # session -> its half A (the sorted traces 1st, 3rd, ...)
 missed = collections.Counter()
 for x, y in itertools.product(a.sessions, a.sessions):
     text = accept(y, os.path.join(a.out, label(y)), ["--judge", fits[x][0], "--judge", fits[x][1]])
@@ -88,7 +89,7 @@ for x, y in itertools.product(a.sessions, a.sessions):
                     pairs += 1
                     same += (m1 < m2) == (p1 < p2)
         cells[x, y] += ["%d of %d" % (within, len(sel)), "%d of %d (%.1f%%)" % (same, pairs, 100.0 * same / pairs if pairs else 100)]
-    cells[x, y].append(half_a)
+    halves[y] = half_a
 
 # The measurement itself as the prediction: the fitted-in session's own measured time of each configuration
 # (the median over its processes, at the same host speed) for the judged session's.  How well one session's
@@ -103,8 +104,7 @@ print("| fitted in | judged in | half A -> B: within 25% | ordered | half B -> A
       "the fitted-in session's measurement as the prediction: B | A |")
 print("| --- | --- | --- | --- | --- | --- | --- | --- |")
 for x, y in itertools.product(a.sessions, a.sessions):
-    c = cells[x, y]
-    half_a = c.pop()
+    c, half_a = cells[x, y], halves[y]
     traces = {k[0] for k in measured[y]}
     oracle = ["(itself)"] * 2 if x == y else [repeat(x, y, traces - half_a), repeat(x, y, half_a)]
     print("| %s | %s | %s |" % (label(x), label(y), " | ".join(c + oracle)))

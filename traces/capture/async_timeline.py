@@ -119,6 +119,39 @@ def read_times(path):
     return shim, calls, ends
 
 
+def clock_line(calls, frees, req_at, free_at, first_req):
+    """The GPU's clock against the host's: each stream's lead at host time 0, the most of them (for a stream with
+    no bound), and the drift a us of host time.  The base event puts the clocks within tens of us of each other,
+    and they drift apart by a few us a second; the tracker's own counts say how far.  A free it saw passed at a
+    request was passed before that request's host time: each such free bounds the GPU's lead at its time from
+    below.  The move is a line over the capture: its slope the median of those between the highest bounds of the
+    capture's tenths of time (over half a second of frees or more; flat on a shorter one), then raised until it
+    is at or above every bound of its stream (the host sees one stream's events later than another's:
+    two_streams' default stream by a few us): the least move of that slope that agrees with every free seen
+    passed."""
+    bounds = []  # (host time, GPU time less the host time of the request it was seen passed at, stream)
+    for (_, k, end), i, lo in zip(frees, free_at, first_req):
+        c = calls[i]
+        if not end and c[4] >= 0 and lo + k < len(req_at):
+            bounds.append((c[1], c[4] - calls[req_at[lo + k]][1], c[5]))
+    slope = 0.0
+    span = bounds[-1][0] - bounds[0][0] if bounds else 0.0
+    if span >= 500000:  # half a second or more: a drift of a few us a second shows
+        bins = {}
+        for t, d, _ in bounds:
+            bins.setdefault(min(int(10 * (t - bounds[0][0]) / span), 9), []).append((t, d))
+        tops = [max(v, key=lambda x: x[1]) for v in bins.values() if len(v) >= 5]
+        # the median of the slopes between every two (Theil-Sen: a tenth whose frees all came long before a
+        # request bounds the lead loosely, and would move a least-squares line)
+        pair = sorted((d2 - d1) / (t2 - t1) for (t1, d1), (t2, d2) in itertools.combinations(sorted(tops), 2)
+                      if t2 > t1)
+        slope = pair[len(pair) // 2] if len(tops) >= 3 and pair else 0.0
+    leads = {}
+    for t, d, stream in bounds:
+        leads[stream] = max(leads.get(stream, d - slope * t), d - slope * t)
+    return leads, max(leads.values(), default=0.0), slope
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("frees")
@@ -139,44 +172,10 @@ def main():
     if nf != len(frees):
         fail("%s: %d frees, %s has %d: not the same capture" % (a.times, nf, a.frees, len(frees)))
     sync_before = set(sync_lines)  # call numbers (from 1) a synchronisation came before
-    # the GPU's clock against the host's: the base event puts them within tens of us of each other, and they
-    # drift apart by a few us a second; the tracker's own counts say how far.  A free it saw passed at a request
-    # was passed before that request's host time: each such free bounds the GPU's lead at its time from below.
-    # The move is a line over the capture: its slope the median of those between the highest bounds of the
-    # capture's tenths of time (over half a second of frees or more; flat on a shorter one), then raised until
-    # it is at or above every bound (the least move of that slope that agrees with every free seen passed)
     req_at = [i for i, c in enumerate(calls) if c[0] == "r"]  # the calls that are requests
-    bounds = []  # (host time, GPU time less the host time of the request it was seen passed at)
-    fi = 0
-    for i, c in enumerate(calls):
-        if c[0] != "f":
-            continue
-        addr, k, end = frees[fi]
-        fi += 1
-        if end or c[4] < 0:
-            continue
-        n = bisect.bisect_left(req_at, i) + k  # the request it was seen passed at
-        if n < len(req_at):
-            bounds.append((c[1], c[4] - calls[req_at[n]][1], c[5]))
-    slope = 0.0
-    span = bounds[-1][0] - bounds[0][0] if bounds else 0.0
-    if span >= 500000:  # half a second or more: a drift of a few us a second shows
-        bins = {}
-        for t, d, _ in bounds:
-            b = min(int(10 * (t - bounds[0][0]) / span), 9)
-            bins.setdefault(b, []).append((t, d))
-        tops = [max(v, key=lambda x: x[1]) for v in bins.values() if len(v) >= 5]
-        if len(tops) >= 3:  # the median of the slopes between every two (Theil-Sen: a tenth whose frees all
-            # came long before a request bounds the lead loosely, and moves a least-squares line)
-            pair = sorted((d2 - d1) / (t2 - t1) for (t1, d1), (t2, d2) in itertools.combinations(sorted(tops), 2)
-                          if t2 > t1)
-            slope = pair[len(pair) // 2] if pair else 0.0
-    # the GPU's lead at host time 0, each stream's own (the host sees one stream's events later than another's:
-    # two_streams' default stream by a few us), the most of any stream's where a stream has no bound
-    leads = {}
-    for t, d, stream in bounds:
-        leads[stream] = max(leads.get(stream, d - slope * t), d - slope * t)
-    lead = max(leads.values(), default=0.0)
+    free_at = [i for i, c in enumerate(calls) if c[0] == "f"]  # ... and frees
+    first_req = [bisect.bisect_right(req_at, i) for i in free_at]  # each free's first request after it (in req_at)
+    leads, lead, slope = clock_line(calls, frees, req_at, free_at, first_req)
     keep = a.keep_stalls or shim != "timed"
 
     def timeline(take_out):
@@ -209,16 +208,11 @@ def main():
     def counts(host2, gpu2):
         """Each free's (requests before the GPU passed it, passed before the last request), None where not known."""
         req_host = [host2[j] for j in req_at]
-        res, fi = [], 0
-        for i, c in enumerate(calls):
-            if c[0] != "f":
-                continue
-            g2 = gpu2[fi]
-            fi += 1
+        res = []
+        for g2, lo in zip(gpu2, first_req):
             if g2 is None:
                 res.append(None)
                 continue
-            lo = bisect.bisect_right(req_at, i)
             p = bisect.bisect_left(req_host, g2 - 1e-3, lo)  # the file's precision: a tie is passed
             res.append((p - lo, p < len(req_host)))
         return res
@@ -255,9 +249,11 @@ def main():
     except OSError as e:
         fail("%s: %s" % (a.out, e))
     taken = 0.0 if keep else (calls[-1][2] + calls[-1][3] if calls else 0.0)
-    info = {"frees": len(out), "counts_changed": moved, "check_counts_differ": checked, "gpu_time_unknown": unknown, "stalls_taken_out_us": taken,
-            "sync_waits_added_us": waited, "gpu_clock_moved_us": -lead, "gpu_clock_drift_ppm": -slope * 1e6,
-            "tracker_drift_ppm": (ends[-1][0] - ends[-1][1]) / ends[-1][0] * 1e6 if ends and ends[-1][0] > 0 else None, "shim": shim, "kept_stalls": keep}
+    info = {"frees": len(out), "counts_changed": moved, "check_counts_differ": checked, "gpu_time_unknown": unknown,
+            "stalls_taken_out_us": taken, "sync_waits_added_us": waited, "gpu_clock_moved_us": -lead,
+            "gpu_clock_drift_ppm": -slope * 1e6,
+            "tracker_drift_ppm": (ends[-1][0] - ends[-1][1]) / ends[-1][0] * 1e6 if ends and ends[-1][0] > 0 else None,
+            "shim": shim, "kept_stalls": keep}
     if a.json:
         print(json.dumps(info))
     else:
