@@ -41,7 +41,8 @@ if has tracker; then
   stamp "tracker: exit $rc ($(grep -c . "$d/tracker/summary.txt" 2>/dev/null) summary lines)"
 fi
 if has replay; then
-  DEADLINE=$DEADLINE OUT=$d/replay PROCS=${PROCS:-4} REPEAT=${REPEAT:-5} ${START:+START=$START} \
+  [ -z "${START:-}" ] || export START
+  DEADLINE=$DEADLINE OUT=$d/replay PROCS=${PROCS:-4} REPEAT=${REPEAT:-5} \
     taskset -c 6 sh bench/replay/mechanism.sh ./pagetune >"$d/replay.txt" 2>&1
   gzip -f "$d/replay/mechanism.jsonl"
   stamp "replay: $(grep -c ' total ' "$d/replay.txt") runs, $(grep -c FAIL "$d/replay.txt") failed; $(grep deadline "$d/replay.txt")"
