@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bset.h"
 #include "clock.h"
 #include "cudadev.h"
 #include "json.h"
@@ -240,15 +241,20 @@ static int time_mech(const pt_alloc_backend *be, const pt_mech_ops *m, const pt_
     if (n > plan->pairs) n = plan->pairs;
     uint64_t calls0 = books.ncalls;
     double us0 = times.total_us;
+    pt_bset_work w0 = pt_bset_work_read();
     books.times = &times; /* the timed batches' calls timed too (two clock reads a call) */
     for (unsigned b = 0; rc == 0 && b < plan->batches; b++) rc = pairs(m, st, bytes, n, &fault, &t[b]);
     books.times = NULL;
+    pt_bset_work w1 = pt_bset_work_read();
     if (rc < 0) {
       pt_err_prefix(merr, rc, "%s at %llu bytes", m->name, (unsigned long long)bytes);
       goto out;
     }
+    double reqs = 2.0 * n * plan->batches; /* a pair is a request and a free */
     *p = (pt_cal_point){.bytes = bytes, .pairs = n, .batches = plan->batches, .driver_calls = books.ncalls - calls0,
-                        .driver_us = (times.total_us - us0) / ((double)n * plan->batches)};
+                        .driver_us = (times.total_us - us0) / ((double)n * plan->batches),
+                        .ops = (double)(w1.ops - w0.ops) / reqs, .chunks = (double)(w1.chunks - w0.chunks) / reqs,
+                        .visits = (double)(w1.visits - w0.visits) / reqs};
     summarise(t, plan->batches, p);
     out->n = s + 1;
   }
@@ -340,7 +346,9 @@ static void write_pairs(FILE *out, const pt_cal_series *s) {
 void pt_calibrate_write_bookkeeping(FILE *out, const pt_cal_plan *plan, const pt_cal_series *series, size_t n) {
   fprintf(out, "\n# ---- the allocator's own work, measured: a cached allocate + free pair through each mechanism on\n"
                "# this GPU after warm-up, median of %u batches of up to %u pairs (fewer where a pair is slow), one\n"
-               "# 512 B block held meanwhile; bookkeeping_us is half a pair: the µs of a request or of a free\n",
+               "# 512 B block held meanwhile; bookkeeping_us is half a pair: the µs of a request or of a free;\n"
+               "# bookkeeping_loop the same points with the free-set work a request or a free did in them\n"
+               "# (SIZE:US:OPS:CHUNKS:VISITS): what gpu fit --work adds to each mechanism's runs\n",
           plan->batches, plan->pairs);
   for (size_t i = 0; i < n; i++) {
     pt_cal_series s = sorted(&series[i]);
@@ -364,6 +372,10 @@ void pt_calibrate_write_bookkeeping(FILE *out, const pt_cal_plan *plan, const pt
     fprintf(out, "bookkeeping_us %s", s.name);
     for (size_t k = 0; k < s.n; k++)
       fprintf(out, " %llu:%.4f", (unsigned long long)s.at[k].bytes, point_us(pt_calibrate_bookkeeping_us(&s, k)));
+    fprintf(out, "\nbookkeeping_loop %s", s.name);
+    for (size_t k = 0; k < s.n; k++)
+      fprintf(out, " %llu:%.4f:%.4g:%.4g:%.4g", (unsigned long long)s.at[k].bytes,
+              point_us(pt_calibrate_bookkeeping_us(&s, k)), s.at[k].ops, s.at[k].chunks, s.at[k].visits);
     fputc('\n', out);
   }
 }
@@ -411,8 +423,9 @@ static void json_points(FILE *out, const pt_cal_series *s, int bookkeeping) {
     fprintf(out, "%s{\"bytes\":%llu,\"pair_us\":%.4f,\"pair_us_min\":%.4f,\"pair_us_max\":%.4f,\"pairs\":%u,\"batches\":%u",
             k ? "," : "", (unsigned long long)p->bytes, p->pair_us, p->min_us, p->max_us, p->pairs, p->batches);
     if (bookkeeping)
-      fprintf(out, ",\"driver_calls\":%llu,\"driver_us\":%.4f,\"bookkeeping_us\":%.4f", (unsigned long long)p->driver_calls,
-              p->driver_us, pt_calibrate_bookkeeping_us(s, k));
+      fprintf(out, ",\"driver_calls\":%llu,\"driver_us\":%.4f,\"bookkeeping_us\":%.4f,\"ops\":%.4g,\"chunks\":%.4g,"
+              "\"visits\":%.4g", (unsigned long long)p->driver_calls, p->driver_us, pt_calibrate_bookkeeping_us(s, k), p->ops,
+              p->chunks, p->visits);
     fputc('}', out);
   }
   fputc(']', out);

@@ -16,7 +16,10 @@
  * pairs become `bookkeeping_us MECH SIZE:US ...` lines, half a pair a
  * request or a free (direct's pair is one cudaMalloc and one cudaFree, which
  * the cost lines charge already: its own work is written as 0 and its pair
- * time in a comment).  PyTorch's allocators are timed through torch in
+ * time in a comment), and `bookkeeping_loop MECH SIZE:US:OPS:CHUNKS:VISITS
+ * ...` lines, the same with the free-set work a request or free did in them
+ * (bset.h's counts): the points `gpu fit --work` adds to a mechanism's runs,
+ * the one cache-hot loop every calibration measures.  PyTorch's allocators are timed through torch in
  * another process (torchcal.h) and written as `torch_pair_us BACKEND
  * SIZE:US ...` lines, which the model does not use: they are there to
  * compare pagetune's mechanisms with PyTorch's (and for `pagetune confirm`).
@@ -63,6 +66,8 @@ typedef struct pt_cal_point {
   unsigned pairs, batches;     /* pairs a batch, batches */
   uint64_t driver_calls;       /* made during the timed batches (the books count them; torch: not known, 0) */
   double driver_us;            /* of a pair, in those calls (the books time them; torch: 0) */
+  double ops, chunks, visits;  /* a request's or a free's free-set work in the timed pairs (bset.h's counts over the
+                                  pairs' requests and frees; torch: 0) */
 } pt_cal_point;
 
 /* One allocator's pairs, by size. */
@@ -107,8 +112,8 @@ typedef struct pt_cal_torch {
 
 /*
  * `bookkeeping_us MECH SIZE:US ...` lines (sizes ascending), each after a
- * comment with its pairs' medians and spread; direct as `bookkeeping_us
- * direct 0`.  A mechanism whose timed batches called the driver says so in
+ * comment with its pairs' medians and spread, and a `bookkeeping_loop` line
+ * of the same points with their work; direct as `bookkeeping_us direct 0`.  A mechanism whose timed batches called the driver says so in
  * a WARNING comment.  Series without points are left out.
  */
 void pt_calibrate_write_bookkeeping(FILE *out, const pt_cal_plan *plan, const pt_cal_series *s, size_t n);

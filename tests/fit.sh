@@ -182,5 +182,52 @@ for b in wstr:"measured_costs.requests: a string, not an array" wshort:"measured
   grep -q "${b#*:}" "$tmp/err" || fail "--work: ${b%%:*}: $(cat "$tmp/err")"
 done
 
+# --work with the base's bookkeeping_loop points (calibrate's cached loop): each a row of its mechanism's fit, its
+# time a request plus one clock read (the base's 0.035).  Points priced by the same four costs leave the line as it
+# was; a point priced at ten times them moves it, and --no-loop leaves it out; expandable's points (no replay of
+# it) add no line; a base that names no host speed adds none and says so.
+{ cat "$tmp/base.gpu"; echo "host_clock_read_us 0.035"
+  # 0.01 + 0.02 x 2.5 + 0.003 + 0.0005 = 0.0635 a request, 0.0285 without the clock read; 0.04175 and 0.00675
+  echo "bookkeeping_loop caching 512:0.0285:2.5:1:1 67108864:0.00675:1.5:0.5:0.5"
+  echo "bookkeeping_loop expandable 512:0.03:3:1:2"; } >"$tmp/loop.gpu"
+sed 's/^bookkeeping_loop caching .*/bookkeeping_loop caching 512:0.6:2.5:1:1/' "$tmp/loop.gpu" >"$tmp/loop10.gpu"
+grep -v '^host_clock_read_us' "$tmp/loop10.gpu" >"$tmp/loopnoclock.gpu"
+for b in loop loop10 loopnoclock; do
+  "$pt" gpu fit --gpu "$tmp/$b.gpu" --work --traces "$top_srcdir/traces" -o "$tmp/w-$b.gpu" "$tmp/w.jsonl" 2>"$tmp/err" ||
+    fail "fit --work on $b: $(cat "$tmp/err")"
+done
+"$pt" gpu fit --gpu "$tmp/loop10.gpu" --work --no-loop --traces "$top_srcdir/traces" -o "$tmp/w-noloop.gpu" "$tmp/w.jsonl" \
+  2>"$tmp/err" || fail "fit --work --no-loop: $(cat "$tmp/err")"
+python3 - "$tmp" <<'P' || fail "fit --work with bookkeeping_loop"
+import sys
+def line(name):
+    ls = [l.split() for l in open("%s/w-%s.gpu" % (sys.argv[1], name)) if l.startswith("bookkeeping_work ")]
+    assert len(ls) == 1 and ls[0][1] == "caching", (name, ls)  # expandable: loop points alone fit nothing
+    return [float(x) for x in ls[0][2:]]
+def exact(got):
+    return all(abs(g / w - 1) < 1e-4 for g, w in zip(got, (0.01, 0.02, 0.003, 0.0005)))
+assert exact(line("loop")), line("loop")
+b = line("loop10")  # the loop's request dearer than the runs say: priced dearer than by the exact line
+assert not exact(b) and 0.01 + 0.02 * 2.5 + 0.003 + 0.0005 < b[0] + b[1] * 2.5 + b[2] + b[3], b
+assert exact(line("noloop")), line("noloop")
+assert exact(line("loopnoclock")), line("loopnoclock")
+text = lambda n: open("%s/w-%s.gpu" % (sys.argv[1], n)).read()
+assert "and 2 of the base's bookkeeping_loop points" in text("loop"), text("loop")
+assert "and 0 of the base's bookkeeping_loop points" in text("noloop")
+assert "some left out: the base names no host speed" in text("loopnoclock")
+assert "bookkeeping_loop caching 512:0.0285" in text("loop")  # kept: the fit's speed is the base's
+P
+# a fit at another host speed drops them: they hold at the base's
+"$pt" gpu fit --gpu "$tmp/loop.gpu" --work --host-speed 0.05 --traces "$top_srcdir/traces" -o "$tmp/w-fast.gpu" "$tmp/w.jsonl" \
+  2>"$tmp/err" || fail "fit --work --host-speed 0.05: $(cat "$tmp/err")"
+grep -q '^bookkeeping_loop' "$tmp/w-fast.gpu" && fail "a fit at another host speed kept the base's bookkeeping_loop lines"
+check 2 "--no-loop without --work" "$pt" gpu fit --no-loop -o "$tmp/x.gpu" "$tmp/w.jsonl"
+for b in "caching 512:0.1:1:1" "caching 0:0.1:1:1:1" "caching 512:-1:1:1:1" "512:0.1:1:1:1" "caching"; do
+  { cat "$tmp/base.gpu"; echo "bookkeeping_loop $b"; } >"$tmp/badloop.gpu"
+  check 1 "bookkeeping_loop $b" "$pt" sim --trace "$top_srcdir/traces/randn_loop.pickle.gz" --policy pytorch_native \
+    --gpu "$tmp/badloop.gpu"
+  grep -q "badloop.gpu:[0-9]*: bookkeeping_loop" "$tmp/err" || fail "bookkeeping_loop $b: $(cat "$tmp/err")"
+done
+
 [ "$fails" -eq 0 ] || { echo "$fails failure(s)"; exit 1; }
 echo "gpu fit: all checks passed"

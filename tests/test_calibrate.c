@@ -9,6 +9,7 @@
  * garbage, one that hangs, one that speaks the protocol (with and without a
  * C++ build), and the real script under the real python3.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,23 @@ static void test_mechs_on_model(void) {
         CU_ASSERT_DOUBLE_EQUAL(pt_calibrate_bookkeeping_us(&s[i], k), p->pair_us / 2, 1e-12);
       }
     }
+  }
+  /* the free-set work a request or free of the loop did (bset.h), as the engine counts it in a replay of the same
+     loop (bench/replay/loop_points.py): at 512 B and at 64 MiB, by mechanism */
+  const struct {
+    int mech;
+    size_t k;
+    double ops, chunks, visits;
+  } work[] = {{0, 0, 0, 0, 0},     {1, 0, 2.5, 1, 1}, {1, 2, 1.5, 0.5, 0.5}, {2, 0, 3, 1, 2},
+              {3, 0, 0.5, 0, 0},   {3, 2, 0.5, 0, 0}, {4, 0, 2.5, 1, 1.5},   {4, 2, 1.5, 0.5, 2.5}};
+  for (size_t j = 0; j < sizeof work / sizeof work[0]; j++) {
+    const pt_cal_point *p = &s[work[j].mech].at[work[j].k];
+    CU_ASSERT_DOUBLE_EQUAL(p->ops, work[j].ops, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(p->chunks, work[j].chunks, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(p->visits, work[j].visits, 1e-9);
+    if (fabs(p->ops - work[j].ops) + fabs(p->chunks - work[j].chunks) + fabs(p->visits - work[j].visits) > 1e-9)
+      fprintf(stderr, "%s at %llu: %g %g %g\n", s[work[j].mech].name, (unsigned long long)p->bytes, p->ops, p->chunks,
+              p->visits);
   }
   pt_cal_plan bad = small_plan;
   bad.batches = 0;
@@ -218,10 +236,11 @@ static void write_bk(FILE *f, const void *arg) {
 }
 
 static void test_bookkeeping_text(void) {
-  const pt_cal_point direct[] = {{512, 3.0, 2.9, 3.2, 2000, 5, 20000, 2.95},
-                                 {1048576, 60.0, 59.0, 61.0, 333, 5, 3330, 59.8}};
-  const pt_cal_point caching[] = {{65536, 0.25, 0.24, 0.3, 2000, 5, 0, 0}, {512, 0.2, 0.19, 0.21, 2000, 5, 0, 0}};
-  const pt_cal_point stitch[] = {{512, 0.3, 0.3, 0.3, 2000, 5, 4, 0}};
+  const pt_cal_point direct[] = {{512, 3.0, 2.9, 3.2, 2000, 5, 20000, 2.95, 0, 0, 0},
+                                 {1048576, 60.0, 59.0, 61.0, 333, 5, 3330, 59.8, 0, 0, 0}};
+  const pt_cal_point caching[] = {{65536, 0.25, 0.24, 0.3, 2000, 5, 0, 0, 2.5, 1, 0.75},
+                                  {512, 0.2, 0.19, 0.21, 2000, 5, 0, 0, 1.5, 0.5, 0}};
+  const pt_cal_point stitch[] = {{512, 0.3, 0.3, 0.3, 2000, 5, 4, 0, 0, 0, 0}};
   text_series[0] = series("direct", "mechanism", 2, direct);
   text_series[1] = series("caching", "mechanism", 2, caching); /* sizes out of order: written ascending */
   text_series[2] = series("expandable", "mechanism", 0, NULL);   /* no points: left out */
@@ -230,7 +249,9 @@ static void test_bookkeeping_text(void) {
   const char *want =
       "\n# ---- the allocator's own work, measured: a cached allocate + free pair through each mechanism on\n"
       "# this GPU after warm-up, median of 5 batches of up to 2000 pairs (fewer where a pair is slow), one\n"
-      "# 512 B block held meanwhile; bookkeeping_us is half a pair: the µs of a request or of a free\n"
+      "# 512 B block held meanwhile; bookkeeping_us is half a pair: the µs of a request or of a free;\n"
+      "# bookkeeping_loop the same points with the free-set work a request or a free did in them\n"
+      "# (SIZE:US:OPS:CHUNKS:VISITS): what gpu fit --work adds to each mechanism's runs\n"
       "# direct, µs a pair (least-most batch): 512:3.000 (2.900-3.200) 1048576:60.000 (59.000-61.000)\n"
       "# direct: each request is a cudaMalloc and each free a cudaFree, which the cost lines charge; of a\n"
       "# pair, µs in them: 512:2.950 1048576:59.800\n"
@@ -238,14 +259,16 @@ static void test_bookkeeping_text(void) {
       "bookkeeping_us direct 0\n"
       "# caching, µs a pair (least-most batch): 512:0.200 (0.190-0.210) 65536:0.250 (0.240-0.300)\n"
       "bookkeeping_us caching 512:0.1000 65536:0.1250\n"
+      "bookkeeping_loop caching 512:0.1000:1.5:0.5:0 65536:0.1250:2.5:1:0.75\n"
       "# stitch, µs a pair (least-most batch): 512:0.300 (0.300-0.300)\n"
       "# WARNING: stitch's timed pairs at 512 bytes made 4 driver calls: its time there includes them\n"
-      "bookkeeping_us stitch 512:0.1500\n";
+      "bookkeeping_us stitch 512:0.1500\n"
+      "bookkeeping_loop stitch 512:0.1500:0:0:0\n";
   CU_ASSERT_STRING_EQUAL(text, want);
   if (strcmp(text, want)) fprintf(stderr, "got:\n%s", text);
   free(text);
   /* a pair too quick for 4 decimals: a point of 0.0001, never 0 (a description refuses points <= 0) */
-  const pt_cal_point quick[] = {{512, 0.00002, 0.00001, 0.00003, 2000, 5, 0, 0}};
+  const pt_cal_point quick[] = {{512, 0.00002, 0.00001, 0.00003, 2000, 5, 0, 0, 0, 0, 0}};
   pt_cal_series keep = text_series[1];
   text_series[1] = series("caching", "mechanism", 1, quick);
   text = capture(write_bk, NULL);
@@ -269,8 +292,8 @@ static void test_torch_text(void) {
                                "named 'torch')\n");
   free(text);
 
-  const pt_cal_point a[] = {{65536, 0.43, 0.4, 0.5, 2000, 5, 0, 0}, {512, 0.55, 0.5, 0.6, 2000, 5, 0, 0}};
-  const pt_cal_point b[] = {{512, 1.46, 1.4, 1.5, 2000, 5, 0, 0}};
+  const pt_cal_point a[] = {{65536, 0.43, 0.4, 0.5, 2000, 5, 0, 0, 0, 0, 0}, {512, 0.55, 0.5, 0.6, 2000, 5, 0, 0, 0, 0, 0}};
+  const pt_cal_point b[] = {{512, 1.46, 1.4, 1.5, 2000, 5, 0, 0, 0, 0, 0}};
   text_torch = (pt_cal_torch){.measured = 1, .n = 2};
   snprintf(text_torch.python, sizeof text_torch.python, "python3");
   snprintf(text_torch.version, sizeof text_torch.version, "2.11.0");

@@ -73,6 +73,9 @@ ap.add_argument("--fit-all", metavar="FILE", default=None,
 ap.add_argument("--judge", metavar="GPU", action="append", default=[],
                 help="after section 1, judge each description given (a name or a .gpu file, fitted on nothing here "
                      "or on everything: no held-out half) on every trace, side by side, and stop")
+ap.add_argument("--no-loop", action="store_true",
+                help="with --work: fit without the base's bookkeeping_loop points (gpu fit --no-loop), on the replays "
+                     "alone, as before calibrate's loop was a point of the work fit")
 ap.add_argument("--no-after-large", action="store_true",
                 help="fit without the replays' calls after a large one (gpu fit --no-after-large): no "
                      "cost_after_large line, as before those were counted apart")
@@ -183,6 +186,7 @@ def fit(cal, path, extra):
         f.write("\n".join(lines) + "\n")
         f.flush()
         work = ["--work", "--traces", os.path.join(HERE, "..", "..", "traces")] if a.work else []
+        work += ["--no-loop"] if a.work and a.no_loop else []
         # the replays are at one host speed already (--host-speed) or as measured: gpu fit is told which, so that
         # a base with a host_clock_read_us line does not scale them again
         speed = ["--host-speed", str(a.host_speed) if a.host_speed else "measured"]

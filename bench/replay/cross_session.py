@@ -13,6 +13,11 @@ by its own fits is accept.py's section 2.  Beside each cell, the fitted-in sessi
 over its processes of each configuration, at the same host speed) taken as the prediction of the judged session's:
 how far the measurement itself repeats between sessions, which no description fitted in one session can beat by
 more than luck.  Then the runs missed most often.  Errors: one line, exit 1.
+
+--own-base fits each session from its own calibrate output (calibrated.gpu beside its JSON lines) in place of
+--base, so that the work fit takes that session's bookkeeping_loop points (calibrate's cached loop; where the
+file is older than them, bench/replay/loop_points.py adds them into DIR/<session>/base.gpu); --no-loop fits
+without them (accept.py --no-loop).
 """
 import argparse
 import collections
@@ -29,17 +34,37 @@ ap.add_argument("--host-speed", default=None)
 ap.add_argument("--base", default=os.path.join(HERE, "mechanism2", "calibrated.gpu"))
 ap.add_argument("--pagetune", default="./pagetune")
 ap.add_argument("--no-after-large", action="store_true", help="accept.py --no-after-large: no cost_after_large lines")
+ap.add_argument("--own-base", action="store_true",
+                help="fit each session from its own calibrated.gpu (with bookkeeping_loop lines), not --base")
+ap.add_argument("--no-loop", action="store_true", help="accept.py --no-loop: the work fit without calibrate's loop")
 a = ap.parse_args()
 speed = (["--host-speed", a.host_speed] if a.host_speed else []) + (["--no-after-large"] if a.no_after_large else [])
 
 
-def accept(jsonl, out, extra):
-    os.makedirs(out, exist_ok=True)
-    r = subprocess.run([sys.executable, os.path.join(HERE, "accept.py"), jsonl, "--base", a.base, "--pagetune",
-                        a.pagetune, "--out", out] + speed + extra, capture_output=True, text=True)
+def run(cmd, what):
+    r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
-        sys.exit("cross_session.py: accept.py on %s: %s" % (jsonl, (r.stderr.strip().splitlines() or ["failed"])[-1]))
+        sys.exit("cross_session.py: %s: %s" % (what, (r.stderr.strip().splitlines() or ["failed"])[-1]))
     return r.stdout
+
+
+def own_base(jsonl, out):
+    """The session's calibrate output, with bookkeeping_loop lines (loop_points.py adds them to an older one)."""
+    cal = os.path.join(os.path.dirname(os.path.abspath(jsonl)), "calibrated.gpu")
+    if not os.path.exists(cal):
+        sys.exit("cross_session.py: --own-base: %s: no such file" % cal)
+    if "\nbookkeeping_loop " in open(cal).read():
+        return cal
+    base = os.path.join(out, "base.gpu")
+    run([sys.executable, os.path.join(HERE, "loop_points.py"), cal, "--pagetune", a.pagetune, "-o", base],
+        "loop_points.py on %s" % cal)
+    return base
+
+
+def accept(jsonl, out, extra, base=None):
+    os.makedirs(out, exist_ok=True)
+    return run([sys.executable, os.path.join(HERE, "accept.py"), jsonl, "--base", base or a.base, "--pagetune",
+                a.pagetune, "--out", out] + speed + extra, "accept.py on %s" % jsonl)
 
 
 labels = {}  # session -> its name: its folder's (mechanism5), numbered where two are the same
@@ -58,7 +83,8 @@ for s in a.sessions:
     for old in ("fit%dw%s.gpu" % (k, c) for k in (1, 2) for c in ("", "c", "b", "bc")):  # none left from another run
         if os.path.exists(os.path.join(d, old)):
             os.remove(os.path.join(d, old))
-    accept(s, d, ["--work"])
+    os.makedirs(d, exist_ok=True)
+    accept(s, d, ["--work"] + (["--no-loop"] if a.no_loop else []), own_base(s, d) if a.own_base else None)
     fits[s] = tuple(os.path.join(d, "fit%dwc.gpu" % k) if os.path.exists(os.path.join(d, "fit%dwc.gpu" % k))
                     else os.path.join(d, "fit%dw.gpu" % k) for k in (1, 2))
 

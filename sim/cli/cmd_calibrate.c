@@ -77,7 +77,9 @@ const pt_cli_table pt_opts_calibrate = {
     "held; the median batch, half of it a request or a free.  The timed batches must\n"
     "make no driver call (a WARNING comment says when one did).  direct's pair is a\n"
     "cudaMalloc and a cudaFree, which the cost lines charge: it gets 0, its pair\n"
-    "time and the part of it in the driver in a comment.\n"
+    "time and the part of it in the driver in a comment.  bookkeeping_loop MECH\n"
+    "SIZE:US:OPS:CHUNKS:VISITS ... lines give the same points with the free-set work\n"
+    "a request or free did in them: gpu fit --work adds them to each mechanism's runs.\n"
     "\n"
     "PyTorch's allocators (torch_pair_us BACKEND SIZE:US ... lines, the pair's µs),\n"
     "when PY imports torch and sees a GPU: native, expandable_segments:True and\n"
@@ -123,15 +125,17 @@ static int store_points(const calibrate_args *a, const measured *m, pt_err *err)
   return rc;
 }
 
-/* Whether a line of the base description is one the measurement replaces: a mechanism's bookkeeping_us (all five
-   are measured; the constant for the rest stays) and bookkeeping_work (it would price the mechanism in place
-   of the measured line), torch_pair_us when PyTorch was measured, and the host speed the costs hold at. */
+/* Whether a line of the base description is one the measurement replaces: a mechanism's bookkeeping_us and
+   bookkeeping_loop (all five are measured; the constant for the rest stays) and bookkeeping_work (it would price
+   the mechanism in place of the measured line), torch_pair_us when PyTorch was measured, and the host speed the
+   costs hold at. */
 static int replaced(const char *line, const measured *m) {
   char key[32], what[32];
   if (sscanf(line, " %31s %31s", key, what) != 2) return 0;
   if (!strcmp(key, "torch_pair_us")) return m->torch.measured;
   if (!strcmp(key, "host_clock_read_us")) return 1;
-  return (!strcmp(key, "bookkeeping_us") || !strcmp(key, "bookkeeping_work")) && pt_mech_find(what);
+  return (!strcmp(key, "bookkeeping_us") || !strcmp(key, "bookkeeping_loop") || !strcmp(key, "bookkeeping_work")) &&
+         pt_mech_find(what);
 }
 
 /* The description (bf: the base one's file, copied first) or the JSON, to out. */

@@ -62,7 +62,7 @@ int pt_cmd_gpu_info(void *args, char **pos, int npos, pt_err *err) {
 
 typedef struct fit_args {
   const char *gpu, *name, *output, *traces;
-  int bookkeeping_only, one_class, no_after, work;
+  int bookkeeping_only, one_class, no_after, work, no_loop;
   double host_speed;
 } fit_args;
 
@@ -92,6 +92,9 @@ static const pt_cli_opt fit_opts[] = {
                     "also fit each mechanism's own work by what it did (a bookkeeping_work\n"
                     "line): every replay's trace and policy simulated here under --gpu's\n"
                     "description to count its free-set work; direct keeps its lines"),
+    PT_CLI_OPT_FLAG("no-loop", fit_args, no_loop,
+                    "with --work: leave out the base's bookkeeping_loop points (calibrate's\n"
+                    "cached allocate + free loop), fitting on the replays alone"),
     PT_CLI_OPT_STR("traces", 0, "DIR", fit_args, traces,
                    "with --work: a replay's trace path that does not exist here is read\n"
                    "as DIR/its file name"),
@@ -105,7 +108,7 @@ static const pt_cli_opt fit_opts[] = {
     PT_CLI_END};
 const pt_cli_table pt_opts_gpu_fit = {
     "usage: pagetune gpu fit -o FILE [--gpu NAME] [--name NAME] [--bookkeeping-only] [--one-class]\n"
-    "                        [--no-after-large] [--work [--traces DIR]] [--host-speed US|measured]\n"
+    "                        [--no-after-large] [--work [--traces DIR] [--no-loop]] [--host-speed US|measured]\n"
     "                        REPLAY.json...\n"
     "\n"
     "Write a GPU description whose costs are the ones measured in context by\n"
@@ -135,7 +138,12 @@ const pt_cli_table pt_opts_gpu_fit = {
     "requests_with_calls; a run whose own work comes out 0 or less is left\n"
     "out); the four costs are fitted by least squares on the relative\n"
     "error, none negative (of the fits on each subset of the terms that leave\n"
-    "none negative, the closest; the terms left out cost 0).  Every replay's times\n"
+    "none negative, the closest; the terms left out cost 0).  The base's\n"
+    "bookkeeping_loop points of a mechanism fitted (calibrate's cached allocate +\n"
+    "free loop: one block reused, the cheapest work a request does) are added to\n"
+    "its runs, each point one row: its work as calibrate counted it, its time a\n"
+    "request plus one read of the clock (a replay times each request between two\n"
+    "reads), at the fit's host speed; --no-loop leaves them out.  Every replay's times\n"
     "are first brought to one host speed (--host-speed: a host that runs slower\n"
     "reads its clock slower, and the replay says how fast it read it), the one\n"
     "the description's host_clock_read_us line then names; lines kept from the\n"
@@ -289,6 +297,37 @@ static int fit_work(pt_cost_fit *f, work_ctx *w, const pt_jr_val *g, const char 
   return pt_cost_fit_work(f, mech, &w->memo[k].c, own_us * scale, err);
 }
 
+/*
+ * --work: the base's bookkeeping_loop points (calibrate's cached allocate + free loop) as rows of the work fit of
+ * each mechanism the replays fitted: a point's work a request (scaled to a million requests: the counts are whole)
+ * and its time a request plus one clock read, which a replay's timing of each request holds and calibrate's
+ * batches do not, at the base's host speed, brought to the fit's (f->host_clock_read_us) like a replay's.  A base
+ * that names no host speed adds none (f->loop_skipped says so).
+ */
+static int fit_loop(pt_cost_fit *f, const pt_gpu *g, pt_err *err) {
+  const double per = 1e6;
+  for (int m = 0; m < f->nmech; m++) {
+    const pt_gpu_mech_cost *b = NULL;
+    for (int i = 0; i < g->nbookkeeping; i++)
+      if (!strcmp(g->bookkeeping[i].mech, f->mech[m].name)) b = &g->bookkeeping[i];
+    if (!f->mech[m].nwork || !b || !b->nloop) continue;
+    if (!(g->host_clock_read_us > 0)) {
+      f->loop_skipped = 1;
+      continue;
+    }
+    double scale = f->host_clock_read_us > 0 ? f->host_clock_read_us / g->host_clock_read_us : 1;
+    for (int k = 0; k < b->nloop; k++) {
+      const pt_gpu_loop_point *p = &b->loop[k];
+      pt_work_counts c = {(uint64_t)per, (uint64_t)llround(p->ops * per), (uint64_t)llround(p->chunks * per),
+                          (uint64_t)llround(p->visits * per)};
+      int rc = pt_cost_fit_work(f, f->mech[m].name, &c, per * (p->us + g->host_clock_read_us) * scale, err);
+      if (rc < 0) return pt_err_prefix(err, rc, "bookkeeping_loop %s", f->mech[m].name);
+      f->loop_points++;
+    }
+  }
+  return 0;
+}
+
 /* One replay object's measured costs added to f: by request class where it has them and one_class is 0; with
    f->host_clock_read_us, at that host speed (its times scaled by it over the replay's own clock read). */
 static int fit_add(pt_cost_fit *f, const pt_jr_val *o, int one_class, work_ctx *w, const char *path, pt_err *err) {
@@ -384,6 +423,7 @@ int pt_cmd_gpu_fit(void *args, char **pos, int npos, pt_err *err) {
   if (a->name && (!a->name[0] || strpbrk(a->name, " \t\n#/")))
     return pt_cli_usage(err, "--name '%s': a name has no blanks, '#' or '/'", a->name);
   if (a->traces && !a->work) return pt_cli_usage(err, "--traces is for --work");
+  if (a->no_loop && !a->work) return pt_cli_usage(err, "--no-loop is for --work");
   pt_cost_fit *f = calloc(1, sizeof *f);
   pt_gpu *gp = malloc(sizeof *gp);
   if (!f || !gp) {
@@ -397,6 +437,7 @@ int pt_cmd_gpu_fit(void *args, char **pos, int npos, pt_err *err) {
   f->base_clock_read_us = rc == 0 ? gp->host_clock_read_us : 0;
   f->no_after = a->no_after;
   for (int i = 0; rc == 0 && i < npos; i++) rc = fit_file(f, pos[i], a->one_class, a->work ? &w : NULL, err);
+  if (rc == 0 && a->work && !a->no_loop) rc = fit_loop(f, gp, err);
   if (a->bookkeeping_only) {
     memset(f->call, 0, sizeof f->call);
     memset(f->after, 0, sizeof f->after);

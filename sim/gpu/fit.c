@@ -224,6 +224,12 @@ static int any_call(const pt_cost_fit *f, int c) {
   return any(f->after[c]);
 }
 
+/* Whether the fit writes a host speed other than the base's: the base's bookkeeping_loop points, which hold at
+   its speed, are then dropped (a fit on the fitted description would bring them to the speed from the wrong one). */
+static int speed_moved(const pt_cost_fit *f) {
+  return f->host_clock_read_us != 0 && f->host_clock_read_us != f->base_clock_read_us;
+}
+
 /* Whether line (a description's) is one the fit replaces: cost (and cost_repeat) of a measured call,
    bookkeeping lines of a measured mechanism, name or source. */
 static int replaced(const pt_cost_fit *f, const char *line) {
@@ -231,6 +237,7 @@ static int replaced(const pt_cost_fit *f, const char *line) {
   if (sscanf(line, " %31s %31s", key, what) < 1) return 0;
   if (!strcmp(key, "source") || !strcmp(key, "name")) return 1;
   if (!strcmp(key, "host_clock_read_us")) return f->host_clock_read_us != 0;
+  if (!strcmp(key, "bookkeeping_loop")) return speed_moved(f);
   if (!strcmp(key, "cost") || !strcmp(key, "cost_repeat") || !strcmp(key, "cost_after_large"))
     for (int c = 0; c < PT_DRV_NCALLS; c++)
       if (!strcmp(what, pt_drv_call_names[c])) return any_call(f, c);
@@ -278,12 +285,16 @@ int pt_cost_fit_write(const pt_cost_fit *f, FILE *in, const pt_cost_points base[
     else if (!(f->base_clock_read_us > 0))
       fprintf(out, "# The lines kept from the base hold at whatever speed it was measured at (it names none).\n");
     fprintf(out, "host_clock_read_us %.6g\n", f->host_clock_read_us);
+    if (speed_moved(f) && f->base_clock_read_us > 0)
+      fprintf(out, "# The base's bookkeeping_loop lines, if any, are left out: they hold at its speed.\n");
   }
   for (int m = 0; m < f->nmech; m++)
     if (f->mech[m].nwork) {
       fprintf(out, "# bookkeeping_work: own work = REQ_US x requests + OP_US x free-set operations + CHUNK_US x chunks\n"
                    "# at inserts + VISIT_US x keys and blocks looked at, by least squares on the relative error over\n"
-                   "# the runs (gpu fit --work).\n");
+                   "# the runs (gpu fit --work) and %u of the base's bookkeeping_loop points (calibrate's cached\n"
+                   "# allocate + free loop, a request's time plus one clock read)%s.\n",
+              f->loop_points, f->loop_skipped ? "; some left out: the base names no host speed" : "");
       break;
     }
   for (int c = 0; c < PT_DRV_NCALLS; c++) {

@@ -46,6 +46,8 @@ typedef struct pt_cost_fit {
   int nmech;
   unsigned runs;
   unsigned work_skipped; /* runs whose measured own work was not > 0: no relative error to weigh them by */
+  unsigned loop_points;  /* the base's bookkeeping_loop points added to the work fit (cmd_gpu.c) */
+  int loop_skipped;      /* some were not: the base names no host speed to add a clock read at */
   double host_clock_read_us; /* > 0: the host speed the runs' times were brought to (gpu.h), written as a line;
                                 -1: as measured (the base's line dropped, none written); 0: as measured, none said */
   double base_clock_read_us; /* the base's line (0: none), for the comment when the two differ */

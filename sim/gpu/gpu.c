@@ -58,6 +58,31 @@ static int parse_work(pt_gpu *g, char *rest, const char *path, int lineno, pt_er
   return 0;
 }
 
+/* bookkeeping_loop MECH BYTES:US:OPS:CHUNKS:VISITS ...: each a number, BYTES > 0, the rest >= 0. */
+static int parse_loop(pt_gpu *g, char *rest, const char *path, int lineno, pt_err *err) {
+  char *mech = strtok(rest, " \t"), *end = NULL;
+  if (mech) strtod(mech, &end);
+  if (!mech || !*end || strchr(mech, ':'))
+    return pt_err_set(err, PT_EFORMAT, "%s:%d: bookkeeping_loop wants MECHANISM BYTES:US:OPS:CHUNKS:VISITS ...", path, lineno);
+  pt_gpu_mech_cost *b = mech_slot(g, mech, "bookkeeping_loop", path, lineno, err);
+  if (!b) return PT_EFORMAT;
+  b->nloop = 0;
+  for (char *pt = strtok(NULL, " \t"); pt; pt = strtok(NULL, " \t")) {
+    pt_gpu_loop_point p;
+    char extra;
+    if (b->nloop == PT_GPU_LOOP_MAX ||
+        sscanf(pt, "%lf:%lf:%lf:%lf:%lf %c", &p.bytes, &p.us, &p.ops, &p.chunks, &p.visits, &extra) != 5)
+      return pt_err_set(err, PT_EFORMAT, "%s:%d: bookkeeping_loop's points are BYTES:US:OPS:CHUNKS:VISITS (at most %d)",
+                        path, lineno, PT_GPU_LOOP_MAX);
+    if (!(p.bytes > 0) || p.bytes > 1e18 || !(p.us >= 0) || p.us > 1e9 || !(p.ops >= 0) || p.ops > 1e9 ||
+        !(p.chunks >= 0) || p.chunks > 1e9 || !(p.visits >= 0) || p.visits > 1e9)
+      return pt_err_set(err, PT_EFORMAT, "%s:%d: bookkeeping_loop: '%s': bytes > 0, the rest from 0 to 1e9", path, lineno, pt);
+    b->loop[b->nloop++] = p;
+  }
+  if (!b->nloop) return pt_err_set(err, PT_EFORMAT, "%s:%d: bookkeeping_loop %s has no point", path, lineno, mech);
+  return 0;
+}
+
 /* bookkeeping_us [MECH] US, or bookkeeping_us MECH BYTES:US ...; calls: bookkeeping_call_us, the same;
    repeat: the repeat class's twins (bookkeeping_repeat_us, bookkeeping_call_repeat_us). */
 static int parse_bookkeeping(pt_gpu *g, char *rest, const char *key, int calls, int repeat, const char *path,
@@ -127,6 +152,9 @@ static int parse_line(pt_gpu *g, char *line, const char *path, int lineno, pt_er
     if (rc < 0) return rc;
   } else if (!strcmp(key, "bookkeeping_work")) {
     int rc = parse_work(g, rest, path, lineno, err);
+    if (rc < 0) return rc;
+  } else if (!strcmp(key, "bookkeeping_loop")) {
+    int rc = parse_loop(g, rest, path, lineno, err);
     if (rc < 0) return rc;
   } else if (!strcmp(key, "torch_pair_us")) { /* PyTorch's allocators, for comparison: checked, not used */
     char *backend = strtok(rest, " \t");

@@ -22,6 +22,10 @@
  *                                   free, a free-set operation, a chunk at an insert, a key or block looked
  *                                   at (0 when left out); where given, in place of MECH's four lines above;
  *                                   written by gpu fit --work)
+ *   bookkeeping_loop MECH BYTES:US:OPS:CHUNKS:VISITS ...
+ *                                   (calibrate's cached allocate + free loop through MECH: µs a request or
+ *                                   free and the free-set work each did, by request size; not used to price
+ *                                   a run: gpu fit --work adds them to MECH's runs)
  *   torch_pair_us BACKEND BYTES:US ... (PyTorch's allocators measured by calibrate: checked, not used)
  *   host_clock_read_us US           (the host speed the costs hold at: µs one read of the clock took there,
  *                                   clock.h's pt_clock_read_us, which replay --mechanism reports; 0 or absent:
@@ -44,6 +48,13 @@
 #include "pagetable.h"
 #include "tlb.h"
 
+/* One point of a bookkeeping_loop line: a request or free of the loop at that size. */
+typedef struct pt_gpu_loop_point {
+  double bytes, us, ops, chunks, visits;
+} pt_gpu_loop_point;
+
+#define PT_GPU_LOOP_MAX 16
+
 /* A mechanism's own-work lines. */
 typedef struct pt_gpu_mech_cost {
   char mech[16];
@@ -51,6 +62,8 @@ typedef struct pt_gpu_mech_cost {
   pt_cost_line repeat_line, repeat_call_line; /* the repeat class's (n = 0: the plain lines serve it) */
   int has_work;                 /* a bookkeeping_work line: work prices its own work, not the lines */
   pt_cost_work work;
+  pt_gpu_loop_point loop[PT_GPU_LOOP_MAX]; /* bookkeeping_loop's points */
+  int nloop;
 } pt_gpu_mech_cost;
 
 typedef struct pt_gpu {
