@@ -87,6 +87,7 @@ ap.add_argument("--host-speed", metavar="US", type=float, default=None,
                      "and judgements then see the scaled figures")
 a = ap.parse_args()
 out = a.out or os.path.dirname(os.path.abspath(a.jsonl))
+os.makedirs(out, exist_ok=True)
 base = a.base or os.path.join(os.path.dirname(os.path.abspath(a.jsonl)), "calibrated.gpu")
 runs = [json.loads(l) for l in (gzip.open(a.jsonl, "rt") if a.jsonl.endswith(".gz") else open(a.jsonl)) if l.strip()]
 
