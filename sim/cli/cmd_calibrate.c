@@ -156,7 +156,7 @@ static void write_points(FILE *out, FILE *bf, const calibrate_args *a, const mea
     fprintf(out, "\n# ---- measured by pagetune calibrate on %s (driver API %d), %s, median of %lu calls a size\n",
             m->gi.name, m->gi.driver_version, m->when, a->repeat);
     fprintf(out, "name %s-calibrated\nsource pagetune calibrate on %s, %s (driver calls, allocator work); %s for the rest\n",
-            m->base.name, m->gi.name, m->when, m->path);
+            m->base.name, m->gi.name, m->when, a->base);
     fprintf(out, "# the host's speed while measuring: one read of the clock, us (replay --mechanism reports its own)\n");
     if (m->base.host_clock_read_us > 0)
       fprintf(out, "# (the lines kept from %s hold at its speed, %.6g us a read)\n", m->base.name, m->base.host_clock_read_us);
