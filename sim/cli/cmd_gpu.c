@@ -307,9 +307,7 @@ static int fit_work(pt_cost_fit *f, work_ctx *w, const pt_jr_val *g, const char 
 static int fit_loop(pt_cost_fit *f, const pt_gpu *g, pt_err *err) {
   const double per = 1e6;
   for (int m = 0; m < f->nmech; m++) {
-    const pt_gpu_mech_cost *b = NULL;
-    for (int i = 0; i < g->nbookkeeping; i++)
-      if (!strcmp(g->bookkeeping[i].mech, f->mech[m].name)) b = &g->bookkeeping[i];
+    const pt_gpu_mech_cost *b = pt_gpu_mech_lines(g, f->mech[m].name);
     if (!f->mech[m].nwork || !b || !b->nloop) continue;
     if (!(g->host_clock_read_us > 0)) {
       f->loop_skipped = 1;

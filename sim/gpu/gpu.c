@@ -240,17 +240,21 @@ int pt_gpu_load(const char *name, pt_err *err, pt_gpu *out) { return gpu_load(na
 
 int pt_gpu_load_named(const char *name, pt_err *err, pt_gpu *out) { return gpu_load(name, 0, err, out); }
 
-const pt_cost_line *pt_gpu_bookkeeping(const pt_gpu *g, const char *mech, int with_calls) {
+const pt_gpu_mech_cost *pt_gpu_mech_lines(const pt_gpu *g, const char *mech) {
   for (int i = 0; i < g->nbookkeeping; i++)
-    if (!strcmp(g->bookkeeping[i].mech, mech))
-      return with_calls && g->bookkeeping[i].call_line.n ? &g->bookkeeping[i].call_line : &g->bookkeeping[i].line;
+    if (!strcmp(g->bookkeeping[i].mech, mech)) return &g->bookkeeping[i];
+  return NULL;
+}
+
+const pt_cost_line *pt_gpu_bookkeeping(const pt_gpu *g, const char *mech, int with_calls) {
+  const pt_gpu_mech_cost *b = pt_gpu_mech_lines(g, mech);
+  if (b) return with_calls && b->call_line.n ? &b->call_line : &b->line;
   return with_calls && g->cost.bookkeeping_call.n ? &g->cost.bookkeeping_call : &g->cost.bookkeeping;
 }
 
 const pt_cost_line *pt_gpu_bookkeeping_repeat(const pt_gpu *g, const char *mech, int with_calls) {
-  for (int i = 0; i < g->nbookkeeping; i++)
-    if (!strcmp(g->bookkeeping[i].mech, mech)) /* a mechanism's own lines: the default's repeat lines are not its */
-      return with_calls ? &g->bookkeeping[i].repeat_call_line : &g->bookkeeping[i].repeat_line;
+  const pt_gpu_mech_cost *b = pt_gpu_mech_lines(g, mech);
+  if (b) return with_calls ? &b->repeat_call_line : &b->repeat_line; /* the default's repeat lines are not its */
   return with_calls ? &g->cost.bookkeeping_call_repeat : &g->cost.bookkeeping_repeat;
 }
 
@@ -260,8 +264,8 @@ pt_cost_model pt_gpu_cost_of(const pt_gpu *g, const char *mech) {
   m.bookkeeping_call = *pt_gpu_bookkeeping(g, mech, 1);
   m.bookkeeping_repeat = *pt_gpu_bookkeeping_repeat(g, mech, 0);
   m.bookkeeping_call_repeat = *pt_gpu_bookkeeping_repeat(g, mech, 1);
-  for (int i = 0; i < g->nbookkeeping; i++)
-    if (!strcmp(g->bookkeeping[i].mech, mech) && g->bookkeeping[i].has_work) m.has_work = 1, m.work = g->bookkeeping[i].work;
+  const pt_gpu_mech_cost *b = pt_gpu_mech_lines(g, mech);
+  if (b && b->has_work) m.has_work = 1, m.work = b->work;
   return m;
 }
 

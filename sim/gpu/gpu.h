@@ -91,6 +91,8 @@ int pt_gpu_load(const char *name_or_path, pt_err *err, pt_gpu *out /* OUT */);
 int pt_gpu_load_named(const char *name, pt_err *err, pt_gpu *out /* OUT */);
 /* The description file of a name (searched as pt_gpu_load does) or a path, open for reading; NULL with err set. */
 FILE *pt_gpu_open(const char *name, char *path /* OUT */, size_t n, pt_err *err);
+/* A mechanism's own lines (bookkeeping_*, bookkeeping_work, bookkeeping_loop), or NULL when it has none. */
+const pt_gpu_mech_cost *pt_gpu_mech_lines(const pt_gpu *g, const char *mech);
 /* The bookkeeping line of a mechanism (µs per request or free by its size) for requests that made no driver
    call (with_calls 0) or some (1): the mechanism's own lines, else the default's; a call line where given,
    else the plain one. */
