@@ -165,7 +165,7 @@ int pt_calibrate(pt_driver *d, unsigned reps, int noisy, pt_cost_points points[P
 #define MIN_PAIRS 10             /* a batch has at least these */
 #define BATCH_BUDGET_US 20000.0  /* a batch of slow pairs (direct's cudaMalloc + cudaFree) is cut to about this */
 
-const pt_cal_plan pt_cal_default_plan = {6, {512, 64 << 10, MIB, 8 * MIB, 64 * MIB, 512 * MIB}, 5, 2000};
+const pt_cal_plan pt_cal_default_plan = {6, {512, 64 << 10, MIB, 8 * MIB, 64 * MIB, 512 * MIB}, 5, 2000, 32, 8 * MIB};
 
 /* The mechanisms in pt_mech_names()' order. */
 static const pt_mech_ops *const cal_mechs[PT_CAL_NMECHS] = {&pt_mech_direct, &pt_mech_caching, &pt_mech_expandable,
@@ -198,78 +198,136 @@ static int pairs(const pt_mech_ops *m, void *st, uint64_t bytes, unsigned n, con
   return 0;
 }
 
+/* What timing a mechanism's pairs needs: the mechanism, its state, the books and their call times. */
+typedef struct cal_run {
+  const pt_mech_ops *m;
+  void *st;
+  pt_device *books;
+  pt_call_times *times;
+  const pt_cal_plan *plan;
+  int fault;
+} cal_run;
+
+/* Pairs of bytes: a first one, warm-up pairs, then the timed batches, into *p (crowd: the free blocks around). */
+static int time_size(cal_run *r, uint64_t bytes, unsigned crowd, pt_cal_point *p) {
+  const pt_cal_plan *plan = r->plan;
+  double t[100], warm = 0, warm_t0 = pt_clock_s();
+  int rc = pairs(r->m, r->st, bytes, 1, &r->fault, NULL);
+  while (rc == 0 && (rc = pairs(r->m, r->st, bytes, WARM_PAIRS, &r->fault, &warm)) == 0 &&
+         (pt_clock_s() - warm_t0) * 1e6 < WARM_US) {
+  }
+  if (rc < 0) return rc;
+  unsigned n = plan->pairs;
+  if (warm * n > BATCH_BUDGET_US) n = warm > 0 ? (unsigned)(BATCH_BUDGET_US / warm) : n;
+  if (n < MIN_PAIRS) n = MIN_PAIRS;
+  if (n > plan->pairs) n = plan->pairs;
+  uint64_t calls0 = r->books->ncalls;
+  double us0 = r->times->total_us;
+  pt_bset_work w0 = pt_bset_work_read();
+  r->books->times = r->times; /* the timed batches' calls timed too (two clock reads a call) */
+  for (unsigned b = 0; rc == 0 && b < plan->batches; b++) rc = pairs(r->m, r->st, bytes, n, &r->fault, &t[b]);
+  r->books->times = NULL;
+  pt_bset_work w1 = pt_bset_work_read();
+  if (rc < 0) return rc;
+  double reqs = 2.0 * n * plan->batches; /* a pair is a request and a free */
+  *p = (pt_cal_point){.bytes = bytes, .pairs = n, .batches = plan->batches, .driver_calls = r->books->ncalls - calls0,
+                      .driver_us = (r->times->total_us - us0) / ((double)n * plan->batches),
+                      .ops = (double)(w1.ops - w0.ops) / reqs, .chunks = (double)(w1.chunks - w0.chunks) / reqs,
+                      .visits = (double)(w1.visits - w0.visits) / reqs, .crowd = crowd};
+  summarise(t, plan->batches, p);
+  return 0;
+}
+
+/* The crowded loop's i-th free block of k around pairs of bytes: bytes itself first, then steps of a 2k-th of it (at
+   least 512 B, caching's rounding, so that no two round alike) downwards, or upwards from a size too small for that:
+   near the size, so that every mechanism keeps them in the same free set (caching's small or large pool). */
+static uint64_t crowd_bytes(uint64_t bytes, unsigned i, unsigned k) {
+  uint64_t step = (bytes / (2 * k) + 511) / 512 * 512;
+  if (step < 512) step = 512;
+  return bytes > (uint64_t)k * step ? bytes - i * step : bytes + i * step;
+}
+
+/* The crowded loop at bytes: the cache given back, k free blocks each before a held one, the pairs timed among them,
+   then the held ones freed. */
+static int time_crowded(cal_run *r, uint64_t bytes, pt_cal_point *p) {
+  unsigned k = r->plan->crowd;
+  uint64_t freed[PT_CAL_MAX_CROWD], held[PT_CAL_MAX_CROWD];
+  unsigned nheld = 0, nfreed = 0;
+  int rc = r->m->empty_cache ? r->m->empty_cache(r->st) : 0;
+  for (unsigned i = 0; rc == 0 && i < k; i++) {
+    if ((rc = r->m->alloc(r->st, crowd_bytes(bytes, i, k), 0, &freed[nfreed])) < 0) break;
+    nfreed++;
+    if ((rc = r->m->alloc(r->st, bytes, 0, &held[nheld])) < 0) break;
+    nheld++;
+  }
+  while (nfreed) { /* the free blocks, none beside another */
+    int frc = r->m->free(r->st, freed[--nfreed]);
+    if (rc == 0) rc = frc;
+  }
+  if (rc == 0) rc = r->fault;
+  if (rc == 0) rc = time_size(r, bytes, k, p);
+  while (nheld) {
+    int frc = r->m->free(r->st, held[--nheld]);
+    if (rc == 0) rc = frc;
+  }
+  return rc;
+}
+
 /* One mechanism on a device of its own; the mechanism's or the device's message in *merr on failure. */
 static int time_mech(const pt_alloc_backend *be, const pt_mech_ops *m, const pt_cal_plan *plan, pt_cal_series *out,
                      pt_err *merr) {
   const pt_dev_ops *ops;
-  void *dst = NULL, *st = NULL;
+  void *dst = NULL;
   pt_device books;
   pt_mech_counters counters = {0};
   pt_params params = {0};
   pt_policy_hooks hooks = {0};
   pt_call_times times = {0};
   uint64_t allocated = 0, resident = 0;
-  int fault = 0, have_resident = 0;
-  double t[100];
+  int have_resident = 0;
+  cal_run r = {.m = m, .books = &books, .times = &times, .plan = plan};
   int rc = be->open(be->ctx, 0, merr, &ops, &dst);
   if (rc < 0) return rc;
   pt_dev_init(&books, ops, dst, 0, merr);
   pt_mech_env env = {.dev = &books, .counters = &counters, .params = &params, .hooks = &hooks,
-                     .allocated = &allocated, .fault = &fault, .err = merr};
-  if ((rc = pt_mech_create(m, &env, &st)) < 0) goto out;
-  if ((rc = m->alloc(st, 512, 0, &resident)) < 0) { /* memory a program holds all along */
+                     .allocated = &allocated, .fault = &r.fault, .err = merr};
+  if ((rc = pt_mech_create(m, &env, &r.st)) < 0) goto out;
+  if ((rc = m->alloc(r.st, 512, 0, &resident)) < 0) { /* memory a program holds all along */
     pt_err_prefix(merr, rc, "%s: the block held", m->name);
     goto out;
   }
   have_resident = 1;
   allocated = 512;
-  for (size_t s = 0; s < plan->nsizes; s++) {
-    pt_cal_point *p = &out->at[s];
-    uint64_t bytes = plan->sizes[s];
-    double warm = 0, warm_t0 = pt_clock_s();
-    rc = pairs(m, st, bytes, 1, &fault, NULL);
-    while (rc == 0 && (rc = pairs(m, st, bytes, WARM_PAIRS, &fault, &warm)) == 0 &&
-           (pt_clock_s() - warm_t0) * 1e6 < WARM_US) {
+  out->n = 0;
+  for (int crowded = 0; crowded < 2; crowded++)
+    for (size_t s = 0; s < plan->nsizes; s++) {
+      uint64_t bytes = plan->sizes[s];
+      if (crowded && (!plan->crowd || bytes > plan->crowd_upto)) continue;
+      if ((rc = crowded ? time_crowded(&r, bytes, &out->at[out->n]) : time_size(&r, bytes, 0, &out->at[out->n])) < 0) {
+        pt_err_prefix(merr, rc, "%s at %llu bytes%s", m->name, (unsigned long long)bytes, crowded ? ", crowded" : "");
+        goto out;
+      }
+      out->n++;
     }
-    if (rc < 0) {
-      pt_err_prefix(merr, rc, "%s at %llu bytes", m->name, (unsigned long long)bytes);
-      goto out;
-    }
-    unsigned n = plan->pairs;
-    if (warm * n > BATCH_BUDGET_US) n = warm > 0 ? (unsigned)(BATCH_BUDGET_US / warm) : n;
-    if (n < MIN_PAIRS) n = MIN_PAIRS;
-    if (n > plan->pairs) n = plan->pairs;
-    uint64_t calls0 = books.ncalls;
-    double us0 = times.total_us;
-    pt_bset_work w0 = pt_bset_work_read();
-    books.times = &times; /* the timed batches' calls timed too (two clock reads a call) */
-    for (unsigned b = 0; rc == 0 && b < plan->batches; b++) rc = pairs(m, st, bytes, n, &fault, &t[b]);
-    books.times = NULL;
-    pt_bset_work w1 = pt_bset_work_read();
-    if (rc < 0) {
-      pt_err_prefix(merr, rc, "%s at %llu bytes", m->name, (unsigned long long)bytes);
-      goto out;
-    }
-    double reqs = 2.0 * n * plan->batches; /* a pair is a request and a free */
-    *p = (pt_cal_point){.bytes = bytes, .pairs = n, .batches = plan->batches, .driver_calls = books.ncalls - calls0,
-                        .driver_us = (times.total_us - us0) / ((double)n * plan->batches),
-                        .ops = (double)(w1.ops - w0.ops) / reqs, .chunks = (double)(w1.chunks - w0.chunks) / reqs,
-                        .visits = (double)(w1.visits - w0.visits) / reqs};
-    summarise(t, plan->batches, p);
-    out->n = s + 1;
-  }
 out:
-  if (st) {
-    if (have_resident && m->free(st, resident) == 0) allocated = 0;
+  if (r.st) {
+    if (have_resident && m->free(r.st, resident) == 0) allocated = 0;
     if (m->empty_cache) {
-      int erc = m->empty_cache(st);
+      int erc = m->empty_cache(r.st);
       if (rc == 0 && erc < 0) rc = pt_err_prefix(merr, erc, "%s: giving memory back", m->name);
     }
-    m->destroy(st);
+    m->destroy(r.st);
   }
   pt_dev_done(&books);
   be->close(be->ctx, dst);
   return rc;
+}
+
+/* The points plan makes a series: every size, and the crowded loop's sizes. */
+static size_t plan_points(const pt_cal_plan *plan) {
+  size_t n = plan->nsizes;
+  for (size_t s = 0; plan->crowd && s < plan->nsizes; s++) n += plan->sizes[s] <= plan->crowd_upto;
+  return n;
 }
 
 int pt_calibrate_mechs(const pt_alloc_backend *be, const pt_cal_plan *plan, int noisy, pt_cal_series out[PT_CAL_NMECHS],
@@ -278,9 +336,14 @@ int pt_calibrate_mechs(const pt_alloc_backend *be, const pt_cal_plan *plan, int 
   if (plan->nsizes < 1 || plan->nsizes > PT_CAL_MAX_SIZES || plan->batches < 1 || plan->batches > 99 || plan->pairs < 1)
     return pt_err_set(err, PT_EUSAGE, "calibrate: 1 to %d sizes, 1 to 99 batches and at least one pair a batch",
                       PT_CAL_MAX_SIZES);
+  if (plan->crowd == 1 || plan->crowd > PT_CAL_MAX_CROWD || plan_points(plan) > PT_CAL_MAX_SIZES)
+    return pt_err_set(err, PT_EUSAGE, "calibrate: the crowded loop wants 2 to %d free blocks, and at most %d points "
+                      "with the sizes'", PT_CAL_MAX_CROWD, PT_CAL_MAX_SIZES);
   for (size_t s = 0; s < plan->nsizes; s++)
     if (!plan->sizes[s]) return pt_err_set(err, PT_EUSAGE, "calibrate: a request size of 0 bytes");
-  if (noisy) fprintf(stderr, "calibrating the allocators' own work (a cached allocate + free pair, %zu sizes):", plan->nsizes);
+  if (noisy)
+    fprintf(stderr, "calibrating the allocators' own work (a cached allocate + free pair, %zu sizes, %zu among %u free "
+            "blocks):", plan->nsizes, plan_points(plan) - plan->nsizes, plan->crowd);
   int rc = 0;
   for (int i = 0; rc == 0 && i < PT_CAL_NMECHS; i++) {
     pt_err merr = {{0}};
@@ -291,8 +354,9 @@ int pt_calibrate_mechs(const pt_alloc_backend *be, const pt_cal_plan *plan, int 
       pt_err_set(err, rc, "calibrate: %s", merr.msg[0] ? merr.msg : pt_strerror(rc));
     for (size_t k = 0; noisy && i > 0 && k < out[i].n; k++) /* direct calls the driver by nature */
       if (out[i].at[k].driver_calls)
-        fprintf(stderr, " (WARNING: %llu driver calls in its timed pairs at %llu bytes)",
-                (unsigned long long)out[i].at[k].driver_calls, (unsigned long long)out[i].at[k].bytes);
+        fprintf(stderr, " (WARNING: %llu driver calls in its timed pairs at %llu bytes%s)",
+                (unsigned long long)out[i].at[k].driver_calls, (unsigned long long)out[i].at[k].bytes,
+                out[i].at[k].crowd ? ", crowded" : "");
   }
   if (noisy) fputc('\n', stderr);
   return rc;
@@ -320,11 +384,12 @@ double pt_calibrate_bookkeeping_us(const pt_cal_series *s, size_t k) {
 /* ---- the writers ----------------------------------------------------------- */
 
 static int cmp_point(const void *a, const void *b) {
-  uint64_t x = ((const pt_cal_point *)a)->bytes, y = ((const pt_cal_point *)b)->bytes;
-  return x < y ? -1 : x > y;
+  const pt_cal_point *x = a, *y = b;
+  if (x->crowd != y->crowd) return x->crowd < y->crowd ? -1 : 1;
+  return x->bytes < y->bytes ? -1 : x->bytes > y->bytes;
 }
 
-/* s with its points in ascending size. */
+/* s with its points in ascending crowd (the cached loop's first), then size. */
 static pt_cal_series sorted(const pt_cal_series *s) {
   pt_cal_series c = *s;
   if (c.n > PT_CAL_MAX_SIZES) c.n = PT_CAL_MAX_SIZES;
@@ -336,12 +401,16 @@ static pt_cal_series sorted(const pt_cal_series *s) {
    that rounds to 0 is below 0.1 ns, written as 0.0001). */
 static double point_us(double us) { return us < 0.0001 ? 0.0001 : us; }
 
-/* " 512:0.212 (0.200-0.230)" for each point: a pair's median and spread. */
-static void write_pairs(FILE *out, const pt_cal_series *s) {
+/* " 512:0.212 (0.200-0.230)" for each point of the crowd: a pair's median and spread. */
+static void write_pairs(FILE *out, const pt_cal_series *s, unsigned crowd) {
   for (size_t k = 0; k < s->n; k++)
-    fprintf(out, " %llu:%.3f (%.3f-%.3f)", (unsigned long long)s->at[k].bytes, s->at[k].pair_us, s->at[k].min_us,
-            s->at[k].max_us);
+    if (s->at[k].crowd == crowd)
+      fprintf(out, " %llu:%.3f (%.3f-%.3f)", (unsigned long long)s->at[k].bytes, s->at[k].pair_us, s->at[k].min_us,
+              s->at[k].max_us);
 }
+
+/* The crowd of s's crowded points (its last point's), 0 when it has none. */
+static unsigned crowd_of(const pt_cal_series *s) { return s->n ? s->at[s->n - 1].crowd : 0; }
 
 void pt_calibrate_write_bookkeeping(FILE *out, const pt_cal_plan *plan, const pt_cal_series *series, size_t n) {
   fprintf(out, "\n# ---- the allocator's own work, measured: a cached allocate + free pair through each mechanism on\n"
@@ -350,28 +419,40 @@ void pt_calibrate_write_bookkeeping(FILE *out, const pt_cal_plan *plan, const pt
                "# bookkeeping_loop the same points with the free-set work a request or a free did in them\n"
                "# (SIZE:US:OPS:CHUNKS:VISITS): what gpu fit --work adds to each mechanism's runs\n",
           plan->batches, plan->pairs);
+  if (plan->crowd)
+    fprintf(out, "# The crowded loop: the same pairs among %u free blocks of sizes near theirs, none beside another\n"
+                 "# (at sizes up to %llu bytes): their points follow the cached loop's on the bookkeeping_loop line\n",
+            plan->crowd, (unsigned long long)plan->crowd_upto);
   for (size_t i = 0; i < n; i++) {
     pt_cal_series s = sorted(&series[i]);
     if (!s.n) continue;
     int direct = !strcmp(s.name, "direct");
     fprintf(out, "# %s, µs a pair (least-most batch):", s.name);
-    write_pairs(out, &s);
+    write_pairs(out, &s, 0);
     fputc('\n', out);
+    if (crowd_of(&s)) {
+      fprintf(out, "# %s among %u free blocks:", s.name, crowd_of(&s));
+      write_pairs(out, &s, crowd_of(&s));
+      fputc('\n', out);
+    }
     if (direct) {
       fputs("# direct: each request is a cudaMalloc and each free a cudaFree, which the cost lines charge; of a\n"
             "# pair, µs in them:", out);
-      for (size_t k = 0; k < s.n; k++) fprintf(out, " %llu:%.3f", (unsigned long long)s.at[k].bytes, s.at[k].driver_us);
+      for (size_t k = 0; k < s.n; k++)
+        if (!s.at[k].crowd) fprintf(out, " %llu:%.3f", (unsigned long long)s.at[k].bytes, s.at[k].driver_us);
       fputs("\n# its own work, the rest, is within their noise: 0\n"
             "bookkeeping_us direct 0\n", out);
       continue;
     }
     for (size_t k = 0; k < s.n; k++)
       if (s.at[k].driver_calls)
-        fprintf(out, "# WARNING: %s's timed pairs at %llu bytes made %llu driver calls: its time there includes them\n",
-                s.name, (unsigned long long)s.at[k].bytes, (unsigned long long)s.at[k].driver_calls);
+        fprintf(out, "# WARNING: %s's timed pairs at %llu bytes%s made %llu driver calls: its time there includes them\n",
+                s.name, (unsigned long long)s.at[k].bytes, s.at[k].crowd ? " (crowded)" : "",
+                (unsigned long long)s.at[k].driver_calls);
     fprintf(out, "bookkeeping_us %s", s.name);
     for (size_t k = 0; k < s.n; k++)
-      fprintf(out, " %llu:%.4f", (unsigned long long)s.at[k].bytes, point_us(pt_calibrate_bookkeeping_us(&s, k)));
+      if (!s.at[k].crowd)
+        fprintf(out, " %llu:%.4f", (unsigned long long)s.at[k].bytes, point_us(pt_calibrate_bookkeeping_us(&s, k)));
     fprintf(out, "\nbookkeeping_loop %s", s.name);
     for (size_t k = 0; k < s.n; k++)
       fprintf(out, " %llu:%.4f:%.4g:%.4g:%.4g", (unsigned long long)s.at[k].bytes,
@@ -407,7 +488,7 @@ void pt_calibrate_write_torch(FILE *out, const pt_cal_torch *t) {
       last = t->backends[i].from;
     }
     fprintf(out, "# %s, µs a pair (least-most batch):", s.name);
-    write_pairs(out, &s);
+    write_pairs(out, &s, 0);
     fprintf(out, "\ntorch_pair_us %s", s.name);
     for (size_t k = 0; k < s.n; k++)
       fprintf(out, " %llu:%.4f", (unsigned long long)s.at[k].bytes, point_us(s.at[k].pair_us));
@@ -424,15 +505,16 @@ static void json_points(FILE *out, const pt_cal_series *s, int bookkeeping) {
             k ? "," : "", (unsigned long long)p->bytes, p->pair_us, p->min_us, p->max_us, p->pairs, p->batches);
     if (bookkeeping)
       fprintf(out, ",\"driver_calls\":%llu,\"driver_us\":%.4f,\"bookkeeping_us\":%.4f,\"ops\":%.4g,\"chunks\":%.4g,"
-              "\"visits\":%.4g", (unsigned long long)p->driver_calls, p->driver_us, pt_calibrate_bookkeeping_us(s, k), p->ops,
-              p->chunks, p->visits);
+              "\"visits\":%.4g,\"free_blocks\":%u", (unsigned long long)p->driver_calls, p->driver_us,
+              pt_calibrate_bookkeeping_us(s, k), p->ops, p->chunks, p->visits, p->crowd);
     fputc('}', out);
   }
   fputc(']', out);
 }
 
 void pt_calibrate_json_mechs(FILE *out, const pt_cal_plan *plan, const pt_cal_series *series, size_t n) {
-  fprintf(out, ",\"mechanisms\":{\"batches\":%u,\"pairs\":%u,\"held_bytes\":512,\"points\":{", plan->batches, plan->pairs);
+  fprintf(out, ",\"mechanisms\":{\"batches\":%u,\"pairs\":%u,\"held_bytes\":512,\"crowd\":%u,\"crowd_upto\":%llu,"
+          "\"points\":{", plan->batches, plan->pairs, plan->crowd, (unsigned long long)plan->crowd_upto);
   for (size_t i = 0, first = 1; i < n; i++) {
     pt_cal_series s = sorted(&series[i]);
     if (!s.n) continue;

@@ -2,8 +2,9 @@
 # calibrate_fake.sh — pagetune calibrate from end to end without a GPU: the
 # driver is tests/fakecuda.c (a stand-in libcuda.so.1 built here with $CC)
 # and python a stand-in that speaks calibrate_torch.py's protocol.  Checks
-# the description (cost, bookkeeping_us and torch_pair_us lines, the base's
-# bookkeeping lines replaced, the rest of it loading), the JSON, torch that
+# the description (cost, bookkeeping_us, bookkeeping_loop with and without
+# the crowded loop (--crowd) and torch_pair_us lines, the base's bookkeeping
+# lines replaced, the rest of it loading), the JSON, torch that
 # does not import (reported, exit 0), a torch run that fails (one error,
 # exit 1), and that nothing is left held in the driver at exit.  Skips (77)
 # in a build without CUDA.
@@ -81,6 +82,13 @@ for m in ["caching", "expandable", "async_pool", "stitch"]:
     p = points(mech.get(m, []))
     if [b for b, _ in p] != sizes or not all(u > 0 for _, u in p):
         bad.append("%s: %s" % (m, p))
+# the cached loop's six points, then the crowded loop's four (the sizes up to 8 MiB, among 32 free blocks)
+loop = {words(l)[1]: [w.split(":") for w in words(l)[2:]] for l in lines if l.startswith("bookkeeping_loop ")}
+if list(loop) != ["caching", "expandable", "async_pool", "stitch"] or \
+        any([int(w[0]) for w in p] != sizes + sizes[:4] or any(len(w) != 5 for w in p) for p in loop.values()):
+    bad.append("bookkeeping_loop: %s" % loop)
+if "# caching among 32 free blocks:" not in "\n".join(lines):
+    bad.append("no comment with the crowded loop's pairs")
 if not any(l.startswith("# replaced by the measurement below: bookkeeping_us stitch ") for l in lines):
     bad.append("the base's bookkeeping_us stitch line is not commented out")
 if "bookkeeping_us 1.0" not in lines:
@@ -134,9 +142,13 @@ o = json.load(open(sys.argv[1]))
 assert o["device"] == "Fake GPU" and o["points_us"]["malloc"] and 0 < o["host_clock_read_us"] < 100, o
 m = o["mechanisms"]
 assert m["batches"] == 3 and m["pairs"] == 50 and m["held_bytes"] == 512, m
+assert m["crowd"] == 32 and m["crowd_upto"] == 8388608, m
 assert list(m["points"]) == ["direct", "caching", "expandable", "async_pool", "stitch"], list(m["points"])
+sizes = [512, 65536, 1048576, 8388608, 67108864, 536870912]
 for name, pts in m["points"].items():
-    assert [p["bytes"] for p in pts] == [512, 65536, 1048576, 8388608, 67108864, 536870912], (name, pts)
+    assert [(p["bytes"], p["free_blocks"]) for p in pts] == [(s, 0) for s in sizes] + [(s, 32) for s in sizes[:4]], \
+        (name, pts)
+    assert name == "direct" or all(p["visits"] > c["visits"] for p, c in zip(pts[6:], pts)), (name, pts)
     for p in pts:
         want = 2 * p["pairs"] * p["batches"] if name == "direct" else 0
         assert p["driver_calls"] == want and p["pair_us"] > 0, (name, p)
@@ -159,6 +171,17 @@ grep -q 'torch is not importable with /bin/false' "$tmp/err" || fail "calibrate 
 # shellcheck disable=SC2086
 "$pt" calibrate $quick --no-torch --python /nonexistent -o "$tmp/n.gpu" 2>"$tmp/err" || fail "calibrate --no-torch: $(cat "$tmp/err")"
 grep -q "^# PyTorch's allocators: not measured (--no-torch)" "$tmp/n.gpu" || fail "calibrate --no-torch: no comment"
+# --crowd: 0 leaves the crowded loop out; 1 is refused before anything is measured
+# shellcheck disable=SC2086
+"$pt" calibrate $quick --no-torch --crowd 0 -o "$tmp/n0.gpu" 2>"$tmp/err" || fail "calibrate --crowd 0: $(cat "$tmp/err")"
+[ "$(grep '^bookkeeping_loop caching ' "$tmp/n0.gpu" | wc -w)" -eq 8 ] ||
+  fail "calibrate --crowd 0: $(grep '^bookkeeping_loop caching ' "$tmp/n0.gpu")"
+grep -q "among .* free blocks" "$tmp/n0.gpu" && fail "calibrate --crowd 0: a comment on the crowded loop"
+# shellcheck disable=SC2086
+"$pt" calibrate $quick --no-torch --crowd 1 -o "$tmp/n1.gpu" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 2 ] && [ "$(cat "$tmp/err")" = "pagetune: calibrate: --crowd is 0 (none) or 2..64" ] && [ ! -e "$tmp/n1.gpu" ] ||
+  fail "calibrate --crowd 1: exit $rc, $(cat "$tmp/err")"
 
 # a torch run that fails: exit 1, its last line the error, no description written
 # shellcheck disable=SC2086

@@ -1,7 +1,8 @@
 #!/bin/sh
 # gpu_calibrate.sh — pagetune calibrate's measurements of the allocators'
 # own work on a real GPU: every mechanism at every size, cached pairs that
-# make no driver call and take 0-100 µs, direct's two calls a pair, the
+# make no driver call and take 0-100 µs, the crowded loop's pairs looking at
+# more keys than the cached loop's, direct's two calls a pair, the
 # base description's bookkeeping lines replaced, PyTorch's three backends
 # when torch imports (not measured, and said so, when it does not), and the
 # description loading.  Skips (77) without a GPU or in a build without CUDA.
@@ -18,11 +19,18 @@ python3 - "$tmp/c.json" <<'PY' || fail "calibrate --json: the mechanisms"
 import json, sys
 o = json.load(open(sys.argv[1]))
 sizes = [512, 65536, 1048576, 8388608, 67108864, 536870912]
+crowded = [s for s in sizes if s <= 8388608]  # the crowded loop, among 32 free blocks
 pts, bad = o["mechanisms"]["points"], 0
+if (o["mechanisms"]["crowd"], o["mechanisms"]["crowd_upto"]) != (32, 8388608):
+    print("FAIL: the crowded loop's plan: %s" % o["mechanisms"]); bad += 1
 for m in ["direct", "caching", "expandable", "async_pool", "stitch"]:
-    got = [p["bytes"] for p in pts.get(m, [])]
-    if got != sizes:
-        print("FAIL: %s: sizes %s" % (m, got)); bad += 1; continue
+    got = [(p["bytes"], p["free_blocks"]) for p in pts.get(m, [])]
+    if got != [(s, 0) for s in sizes] + [(s, 32) for s in crowded]:
+        print("FAIL: %s: sizes and free blocks %s" % (m, got)); bad += 1; continue
+    for p, c in zip(pts[m][len(sizes):], pts[m]):  # a search among 32 free blocks looks at more keys
+        if m != "direct" and not p["visits"] > c["visits"]:
+            print("FAIL: %s at %d: %g visits among 32 free blocks, %g cached" % (m, p["bytes"], p["visits"], c["visits"]))
+            bad += 1
     for p in pts[m]:
         calls = 2 * p["pairs"] * p["batches"] if m == "direct" else 0
         ok = p["pair_us"] > 0 and p["pair_us_min"] <= p["pair_us"] <= p["pair_us_max"] and p["driver_calls"] == calls
@@ -32,7 +40,9 @@ for m in ["direct", "caching", "expandable", "async_pool", "stitch"]:
             ok = ok and p["bookkeeping_us"] == 0
         if not ok:
             print("FAIL: %s at %d: %s" % (m, p["bytes"], p)); bad += 1
-    print("ok: %-10s µs a pair: %s" % (m, " ".join("%d:%.3f" % (p["bytes"], p["pair_us"]) for p in pts[m])))
+    print("ok: %-10s µs a pair: %s" % (m, " ".join("%d:%.3f" % (p["bytes"], p["pair_us"]) for p in pts[m][:len(sizes)])))
+    print("    %-10s among 32 free blocks, µs a pair (visits a request): %s" % ("", " ".join(
+        "%d:%.3f (%.3g)" % (p["bytes"], p["pair_us"], p["visits"]) for p in pts[m][len(sizes):])))
 assert o["torch"] == {"measured": False, "skipped": "--no-torch"}, o["torch"]
 sys.exit(1 if bad else 0)
 PY
@@ -57,6 +67,11 @@ for m in ["caching", "expandable", "async_pool", "stitch"]:
         print("FAIL: bookkeeping_us %s: %s" % (m, p)); bad += 1
 if bk.get("direct") != ["0"]:
     print("FAIL: bookkeeping_us direct: %s" % bk.get("direct")); bad += 1
+loop = {l.split()[1]: l.split()[2:] for l in lines if l.startswith("bookkeeping_loop ")}
+for m in ["caching", "expandable", "async_pool", "stitch"]:  # the cached loop's six points, then the crowded loop's four
+    got = [int(w.split(":")[0]) for w in loop.get(m, [])]
+    if got != sizes + sizes[:4] or not all(len(w.split(":")) == 5 for w in loop[m]):
+        print("FAIL: bookkeeping_loop %s: %s" % (m, loop.get(m))); bad += 1
 if sum(l.startswith("bookkeeping_us ") and l.split()[1] in bk for l in lines) != 5:
     print("FAIL: more than one bookkeeping_us line a mechanism (the base's are not commented out)"); bad += 1
 for l in lines:

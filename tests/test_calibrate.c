@@ -27,7 +27,7 @@
 
 #define MIB (UINT64_C(1) << 20)
 
-static const pt_cal_plan small_plan = {4, {512, MIB, 64 * MIB, 512 * MIB}, 3, 50};
+static const pt_cal_plan small_plan = {4, {512, MIB, 64 * MIB, 512 * MIB}, 3, 50, 0, 0};
 
 static void test_mechs_on_model(void) {
   pt_test_models counts = {0};
@@ -84,6 +84,50 @@ static void test_mechs_on_model(void) {
   CU_ASSERT_EQUAL(pt_calibrate_mechs(&be, &bad, 0, s, &err), PT_EUSAGE);
 }
 
+/* The crowded loop (pt_calibrate_mechs): at the sizes up to crowd_upto, the same pairs among crowd free blocks, after
+   the cached loop's points; no driver call in its timed pairs either; a search there looks at a full chunk of keys
+   (bset.h: 16) where the cached loop's looks at one or two. */
+static void test_crowded_on_model(void) {
+  pt_test_models counts = {0};
+  pt_alloc_backend be = pt_test_model_backend(&counts);
+  pt_cal_plan plan = small_plan;
+  plan.crowd = 32;
+  plan.crowd_upto = MIB;
+  pt_cal_series s[PT_CAL_NMECHS];
+  pt_err err = {{0}};
+  CU_ASSERT_EQUAL_FATAL(pt_calibrate_mechs(&be, &plan, 0, s, &err), 0);
+  CU_ASSERT_EQUAL(counts.opened, PT_CAL_NMECHS);
+  CU_ASSERT_EQUAL(counts.closed, PT_CAL_NMECHS);
+  /* visits a request or free among the 32 free blocks, at 512 B and 1 MiB (the cached loop's: test_mechs_on_model) */
+  const double visits[PT_CAL_NMECHS][2] = {{0, 0}, {8.5, 14}, {17.5, 17.5}, {23.5, 16}, {13, 21}};
+  for (int i = 0; i < PT_CAL_NMECHS; i++) {
+    CU_ASSERT_EQUAL_FATAL(s[i].n, plan.nsizes + 2); /* the cached loop's four, then the crowded loop's two */
+    for (size_t k = 0; k < s[i].n; k++) {
+      const pt_cal_point *p = &s[i].at[k], *cached = &s[i].at[k < plan.nsizes ? k : k - plan.nsizes];
+      CU_ASSERT_EQUAL(p->bytes, plan.sizes[k < plan.nsizes ? k : k - plan.nsizes]);
+      CU_ASSERT_EQUAL(p->crowd, k < plan.nsizes ? 0 : 32);
+      CU_ASSERT(p->pair_us > 0 && p->min_us <= p->pair_us && p->pair_us <= p->max_us);
+      CU_ASSERT_EQUAL(p->driver_calls, i ? 0 : 2 * (uint64_t)p->pairs * p->batches); /* direct's two a pair */
+      if (k < plan.nsizes) continue;
+      CU_ASSERT_DOUBLE_EQUAL(p->visits, visits[i][k - plan.nsizes], 1e-9);
+      if (i) CU_ASSERT(p->visits > 4 * cached->visits && p->chunks > cached->chunks);
+      if (fabs(p->visits - visits[i][k - plan.nsizes]) > 1e-9)
+        fprintf(stderr, "%s at %llu among 32: %g %g %g\n", s[i].name, (unsigned long long)p->bytes, p->ops, p->chunks,
+                p->visits);
+    }
+  }
+  /* the points bounded: at most PT_CAL_MAX_SIZES of them, 2 to PT_CAL_MAX_CROWD free blocks */
+  pt_cal_plan bad = plan;
+  bad.crowd = 1;
+  CU_ASSERT_EQUAL(pt_calibrate_mechs(&be, &bad, 0, s, &err), PT_EUSAGE);
+  bad.crowd = PT_CAL_MAX_CROWD + 1;
+  CU_ASSERT_EQUAL(pt_calibrate_mechs(&be, &bad, 0, s, &err), PT_EUSAGE);
+  bad = (pt_cal_plan){PT_CAL_MAX_SIZES, {512}, 1, 10, 2, UINT64_MAX};
+  for (size_t k = 0; k < PT_CAL_MAX_SIZES; k++) bad.sizes[k] = 512 * (k + 1);
+  CU_ASSERT_EQUAL(pt_calibrate_mechs(&be, &bad, 0, s, &err), PT_EUSAGE);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "at most 16 points"));
+}
+
 /* ---- a modelled device that fails its Nth acquiring call and counts what is held ---- */
 
 typedef struct failing {
@@ -95,7 +139,8 @@ typedef struct failing {
 } failing;
 
 typedef struct failing_ctx {
-  long fail_at, opened, closed, left_held, left_reserved, total_calls;
+  long fail_at, fail_open; /* fail_open: only the device opened that time fails (from 1; 0: each one) */
+  long opened, closed, left_held, left_reserved, total_calls;
 } failing_ctx;
 
 static int acquire(failing *f) {
@@ -161,7 +206,7 @@ static int fb_open(void *ctx, int device, pt_err *err, const pt_dev_ops **ops, v
   failing *f = calloc(1, sizeof *f);
   if (!f) return pt_err_set(err, PT_ENOMEM, "out of memory");
   pt_model_dev_init(&f->m, NULL, 0, err);
-  f->fail_at = c->fail_at;
+  f->fail_at = !c->fail_open || c->opened + 1 == c->fail_open ? c->fail_at : 0;
   f->err = err;
   c->opened++;
   *ops = &failing_ops;
@@ -188,7 +233,8 @@ static void test_mechs_device_fails(void) {
   CU_ASSERT_EQUAL_FATAL(pt_calibrate_mechs(&be, &small_plan, 0, s, &err), 0);
   CU_ASSERT_EQUAL(probe.left_held, 0); /* every byte given back */
   CU_ASSERT_EQUAL(probe.left_reserved, 1); /* async_pool's range, which the real device frees at close */
-  /* every acquiring call of the whole run made to fail in turn (each mechanism's device counts from 1) */
+  /* every acquiring call of the whole run made to fail in turn (each mechanism's device counts from 1; direct's
+     fails first) */
   int failures = 0;
   for (long n = 1; n <= 40; n++) {
     failing_ctx c = {.fail_at = n};
@@ -205,6 +251,27 @@ static void test_mechs_device_fails(void) {
     }
   }
   CU_ASSERT(failures > 0);
+  /* the crowded loop: each other mechanism's device failing each of its first calls in turn, the crowd's blocks
+     among them (acquired after the cached loop's few) */
+  const pt_cal_plan crowded = {1, {MIB}, 1, 10, 32, MIB};
+  for (long dev = 2; dev <= PT_CAL_NMECHS; dev++) {
+    int crowd_failures = 0;
+    for (long n = 1; n <= 24; n++) {
+      failing_ctx c = {.fail_at = n, .fail_open = dev};
+      be.ctx = &c;
+      err.msg[0] = 0;
+      int rc = pt_calibrate_mechs(&be, &crowded, 0, s, &err);
+      CU_ASSERT_EQUAL(c.opened, c.closed);
+      CU_ASSERT_EQUAL(c.left_held, 0);
+      CU_ASSERT(c.left_reserved <= 1);
+      if (rc < 0) {
+        CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "injected failure"));
+        crowd_failures += strstr(err.msg, "1048576 bytes, crowded: ") != NULL;
+      }
+    }
+    CU_ASSERT(crowd_failures > 0);
+    if (!crowd_failures) fprintf(stderr, "device %ld: no failure in the crowded loop\n", dev);
+  }
 }
 
 /* ---- the text ------------------------------------------------------------------- */
@@ -228,7 +295,7 @@ static pt_cal_series series(const char *name, const char *from, size_t n, const 
 }
 
 static pt_cal_series text_series[4];
-static const pt_cal_plan text_plan = {2, {512, 65536}, 5, 2000};
+static const pt_cal_plan text_plan = {2, {512, 65536}, 5, 2000, 16, 65536};
 
 static void write_bk(FILE *f, const void *arg) {
   (void)arg;
@@ -236,13 +303,14 @@ static void write_bk(FILE *f, const void *arg) {
 }
 
 static void test_bookkeeping_text(void) {
-  const pt_cal_point direct[] = {{512, 3.0, 2.9, 3.2, 2000, 5, 20000, 2.95, 0, 0, 0},
-                                 {1048576, 60.0, 59.0, 61.0, 333, 5, 3330, 59.8, 0, 0, 0}};
-  const pt_cal_point caching[] = {{65536, 0.25, 0.24, 0.3, 2000, 5, 0, 0, 2.5, 1, 0.75},
-                                  {512, 0.2, 0.19, 0.21, 2000, 5, 0, 0, 1.5, 0.5, 0}};
-  const pt_cal_point stitch[] = {{512, 0.3, 0.3, 0.3, 2000, 5, 4, 0, 0, 0, 0}};
+  const pt_cal_point direct[] = {{512, 3.0, 2.9, 3.2, 2000, 5, 20000, 2.95, 0, 0, 0, 0},
+                                 {1048576, 60.0, 59.0, 61.0, 333, 5, 3330, 59.8, 0, 0, 0, 0}};
+  const pt_cal_point caching[] = {{512, 0.3, 0.28, 0.31, 2000, 5, 0, 0, 1.5, 2, 8.5, 16}, /* crowded: after the rest */
+                                  {65536, 0.25, 0.24, 0.3, 2000, 5, 0, 0, 2.5, 1, 0.75, 0},
+                                  {512, 0.2, 0.19, 0.21, 2000, 5, 0, 0, 1.5, 0.5, 0, 0}};
+  const pt_cal_point stitch[] = {{512, 0.3, 0.3, 0.3, 2000, 5, 4, 0, 0, 0, 0, 0}};
   text_series[0] = series("direct", "mechanism", 2, direct);
-  text_series[1] = series("caching", "mechanism", 2, caching); /* sizes out of order: written ascending */
+  text_series[1] = series("caching", "mechanism", 3, caching); /* out of order: written cached first, ascending */
   text_series[2] = series("expandable", "mechanism", 0, NULL);   /* no points: left out */
   text_series[3] = series("stitch", "mechanism", 1, stitch);
   char *text = capture(write_bk, NULL);
@@ -252,14 +320,17 @@ static void test_bookkeeping_text(void) {
       "# 512 B block held meanwhile; bookkeeping_us is half a pair: the µs of a request or of a free;\n"
       "# bookkeeping_loop the same points with the free-set work a request or a free did in them\n"
       "# (SIZE:US:OPS:CHUNKS:VISITS): what gpu fit --work adds to each mechanism's runs\n"
+      "# The crowded loop: the same pairs among 16 free blocks of sizes near theirs, none beside another\n"
+      "# (at sizes up to 65536 bytes): their points follow the cached loop's on the bookkeeping_loop line\n"
       "# direct, µs a pair (least-most batch): 512:3.000 (2.900-3.200) 1048576:60.000 (59.000-61.000)\n"
       "# direct: each request is a cudaMalloc and each free a cudaFree, which the cost lines charge; of a\n"
       "# pair, µs in them: 512:2.950 1048576:59.800\n"
       "# its own work, the rest, is within their noise: 0\n"
       "bookkeeping_us direct 0\n"
       "# caching, µs a pair (least-most batch): 512:0.200 (0.190-0.210) 65536:0.250 (0.240-0.300)\n"
+      "# caching among 16 free blocks: 512:0.300 (0.280-0.310)\n"
       "bookkeeping_us caching 512:0.1000 65536:0.1250\n"
-      "bookkeeping_loop caching 512:0.1000:1.5:0.5:0 65536:0.1250:2.5:1:0.75\n"
+      "bookkeeping_loop caching 512:0.1000:1.5:0.5:0 65536:0.1250:2.5:1:0.75 512:0.1500:1.5:2:8.5\n"
       "# stitch, µs a pair (least-most batch): 512:0.300 (0.300-0.300)\n"
       "# WARNING: stitch's timed pairs at 512 bytes made 4 driver calls: its time there includes them\n"
       "bookkeeping_us stitch 512:0.1500\n"
@@ -268,7 +339,7 @@ static void test_bookkeeping_text(void) {
   if (strcmp(text, want)) fprintf(stderr, "got:\n%s", text);
   free(text);
   /* a pair too quick for 4 decimals: a point of 0.0001, never 0 (a description refuses points <= 0) */
-  const pt_cal_point quick[] = {{512, 0.00002, 0.00001, 0.00003, 2000, 5, 0, 0, 0, 0, 0}};
+  const pt_cal_point quick[] = {{512, 0.00002, 0.00001, 0.00003, 2000, 5, 0, 0, 0, 0, 0, 0}};
   pt_cal_series keep = text_series[1];
   text_series[1] = series("caching", "mechanism", 1, quick);
   text = capture(write_bk, NULL);
@@ -292,8 +363,8 @@ static void test_torch_text(void) {
                                "named 'torch')\n");
   free(text);
 
-  const pt_cal_point a[] = {{65536, 0.43, 0.4, 0.5, 2000, 5, 0, 0, 0, 0, 0}, {512, 0.55, 0.5, 0.6, 2000, 5, 0, 0, 0, 0, 0}};
-  const pt_cal_point b[] = {{512, 1.46, 1.4, 1.5, 2000, 5, 0, 0, 0, 0, 0}};
+  const pt_cal_point a[] = {{65536, 0.43, 0.4, 0.5, 2000, 5, 0, 0, 0, 0, 0, 0}, {512, 0.55, 0.5, 0.6, 2000, 5, 0, 0, 0, 0, 0, 0}};
+  const pt_cal_point b[] = {{512, 1.46, 1.4, 1.5, 2000, 5, 0, 0, 0, 0, 0, 0}};
   text_torch = (pt_cal_torch){.measured = 1, .n = 2};
   snprintf(text_torch.python, sizeof text_torch.python, "python3");
   snprintf(text_torch.version, sizeof text_torch.version, "2.11.0");
@@ -346,6 +417,13 @@ static void test_json(void) {
   const pt_jr_val *c0 = pt_jr_index(pt_jr_get(pts, "caching"), 0), *d0 = pt_jr_index(pt_jr_get(pts, "direct"), 0);
   CU_ASSERT_EQUAL(pt_jr_number(pt_jr_get(c0, "bytes")), 512);
   CU_ASSERT_DOUBLE_EQUAL(pt_jr_number(pt_jr_get(c0, "bookkeeping_us")), 0.1, 1e-9);
+  CU_ASSERT_EQUAL(pt_jr_number(pt_jr_get(c0, "free_blocks")), 0);
+  const pt_jr_val *c2 = pt_jr_index(pt_jr_get(pts, "caching"), 2); /* the crowded point, last */
+  CU_ASSERT_EQUAL(pt_jr_number(pt_jr_get(c2, "bytes")), 512);
+  CU_ASSERT_EQUAL(pt_jr_number(pt_jr_get(c2, "free_blocks")), 16);
+  CU_ASSERT_DOUBLE_EQUAL(pt_jr_number(pt_jr_get(c2, "visits")), 8.5, 1e-9);
+  CU_ASSERT_EQUAL(pt_jr_number(pt_jr_get(m, "crowd")), 16);
+  CU_ASSERT_EQUAL(pt_jr_number(pt_jr_get(m, "crowd_upto")), 65536);
   CU_ASSERT_EQUAL(pt_jr_number(pt_jr_get(d0, "bookkeeping_us")), 0);
   CU_ASSERT_EQUAL(pt_jr_number(pt_jr_get(d0, "driver_calls")), 20000);
   CU_ASSERT_DOUBLE_EQUAL(pt_jr_number(pt_jr_get(d0, "driver_us")), 2.95, 1e-9);
@@ -367,7 +445,7 @@ static void test_json(void) {
 
 /* ---- reading the script's results ---------------------------------------------------- */
 
-static const pt_cal_plan two_sizes = {2, {512, 65536}, 5, 2000};
+static const pt_cal_plan two_sizes = {2, {512, 65536}, 5, 2000, 0, 0};
 
 /* parse_measure on text for backend i: its return, the message in err. */
 static int parse(const char *text, int i, pt_cal_series *s, pt_err *err) {
@@ -648,6 +726,7 @@ int pt_test_add_calibrate(void) {
   CU_pSuite s = CU_add_suite("calibrate", NULL, remove_fakes);
   if (!s) return CU_get_error();
   CU_add_test(s, "every mechanism's pairs on modelled devices", test_mechs_on_model);
+  CU_add_test(s, "the crowded loop on modelled devices", test_crowded_on_model);
   CU_add_test(s, "a device that fails: an error, everything given back", test_mechs_device_fails);
   CU_add_test(s, "bookkeeping_us lines", test_bookkeeping_text);
   CU_add_test(s, "torch_pair_us lines", test_torch_text);

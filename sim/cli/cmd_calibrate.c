@@ -28,11 +28,11 @@
 
 typedef struct calibrate_args {
   const char *base, *output, *db, *python, *torch_build;
-  unsigned long repeat, batches, pairs, torch_timeout;
+  unsigned long repeat, batches, pairs, crowd, torch_timeout;
   int json, no_torch;
 } calibrate_args;
 
-static const calibrate_args defaults = {.base = "h200", .repeat = 9, .batches = 5, .pairs = 2000, .python = "python3",
+static const calibrate_args defaults = {.base = "h200", .repeat = 9, .batches = 5, .pairs = 2000, .crowd = 32, .python = "python3",
                                         .torch_timeout = 150};
 
 static const pt_cli_opt calibrate_opts[] = {
@@ -42,6 +42,8 @@ static const pt_cli_opt calibrate_opts[] = {
                      "allocator pairs: timed batches per size, 1..99 (default 5)"),
     PT_CLI_OPT_ULONG("pairs", "N", calibrate_args, pairs, 1, 1000000, NULL,
                      "allocator pairs: pairs a batch at most, 1..1000000\n(default 2000)"),
+    PT_CLI_OPT_ULONG("crowd", "N", calibrate_args, crowd, 0, PT_CAL_MAX_CROWD, NULL,
+                     "the crowded loop's free blocks, 2..64 (default 32; 0:\nno crowded loop)"),
     PT_CLI_OPT_STR("python", 0, "PY", calibrate_args, python, "the Python that imports torch (default python3)"),
     PT_CLI_OPT_FLAG("no-torch", calibrate_args, no_torch, "leave PyTorch's allocators out"),
     PT_CLI_OPT_STR("torch-build", 0, "DIR", calibrate_args, torch_build,
@@ -55,7 +57,7 @@ static const pt_cli_opt calibrate_opts[] = {
     PT_CLI_END};
 const pt_cli_table pt_opts_calibrate = {
     "usage: pagetune calibrate [--base NAME] [--repeat N] [--batches N] [--pairs N]\n"
-    "                          [--python PY | --no-torch] [--torch-build DIR] [--torch-timeout S]\n"
+    "                          [--crowd N] [--python PY | --no-torch] [--torch-build DIR] [--torch-timeout S]\n"
     "                          [-o FILE] [--db DB] [--json]\n"
     "\n"
     "Measure what allocation costs on this machine's GPU (device 0), and write a GPU\n"
@@ -79,7 +81,10 @@ const pt_cli_table pt_opts_calibrate = {
     "cudaMalloc and a cudaFree, which the cost lines charge: it gets 0, its pair\n"
     "time and the part of it in the driver in a comment.  bookkeeping_loop MECH\n"
     "SIZE:US:OPS:CHUNKS:VISITS ... lines give the same points with the free-set work\n"
-    "a request or free did in them: gpu fit --work adds them to each mechanism's runs.\n"
+    "a request or free did in them, then those of the crowded loop: the same pairs,\n"
+    "at the sizes up to 8 MiB, among N free blocks (--crowd) of sizes near theirs,\n"
+    "none beside another, where a search looks at many keys as in a long trace.  gpu\n"
+    "fit --work adds every point to each mechanism's runs.\n"
     "\n"
     "PyTorch's allocators (torch_pair_us BACKEND SIZE:US ... lines, the pair's µs),\n"
     "when PY imports torch and sees a GPU: native, expandable_segments:True and\n"
@@ -237,6 +242,7 @@ static int calibrate(const calibrate_args *a, measured *m, FILE *bf, pt_err *err
   m->plan = pt_cal_default_plan;
   m->plan.batches = (unsigned)a->batches;
   m->plan.pairs = (unsigned)a->pairs;
+  m->plan.crowd = (unsigned)a->crowd;
   pt_driver *d;
   if ((rc = pt_driver_open(err, &d)) < 0) return rc;
   pt_alloc_backend gpu = pt_calibrate_gpu_backend(d);
@@ -261,6 +267,7 @@ static int calibrate(const calibrate_args *a, measured *m, FILE *bf, pt_err *err
 
 int pt_cmd_calibrate(void *args, char **pos, int npos, pt_err *err) {
   const calibrate_args *a = args;
+  if (a->crowd == 1) return pt_err_set(err, PT_EUSAGE, "calibrate: --crowd is 0 (none) or 2..%d", PT_CAL_MAX_CROWD);
   int checked = a->output ? pt_file_check_output(a->output, NULL, "-o", err) : 0; /* before minutes of measuring */
   if (checked < 0) return checked;
   measured *m = calloc(1, sizeof *m);

@@ -94,7 +94,7 @@ static const pt_cli_opt fit_opts[] = {
                     "description to count its free-set work; direct keeps its lines"),
     PT_CLI_OPT_FLAG("no-loop", fit_args, no_loop,
                     "with --work: leave out the base's bookkeeping_loop points (calibrate's\n"
-                    "cached allocate + free loop), fitting on the replays alone"),
+                    "allocate + free loops), fitting on the replays alone"),
     PT_CLI_OPT_STR("traces", 0, "DIR", fit_args, traces,
                    "with --work: a replay's trace path that does not exist here is read\n"
                    "as DIR/its file name"),
@@ -139,11 +139,12 @@ const pt_cli_table pt_opts_gpu_fit = {
     "out); the four costs are fitted by least squares on the relative\n"
     "error, none negative (of the fits on each subset of the terms that leave\n"
     "none negative, the closest; the terms left out cost 0).  The base's\n"
-    "bookkeeping_loop points of a mechanism fitted (calibrate's cached allocate +\n"
-    "free loop: one block reused, the cheapest work a request does) are added to\n"
-    "its runs, each point one row: its work as calibrate counted it, its time a\n"
-    "request plus one read of the clock (a replay times each request between two\n"
-    "reads), at the fit's host speed; --no-loop leaves them out.  Every replay's times\n"
+    "bookkeeping_loop points of a mechanism fitted (calibrate's allocate + free\n"
+    "loops: one block reused, the cheapest work a request does, and the same among\n"
+    "many free blocks, a search's dearest) are added to its runs, each point one\n"
+    "row: its work as calibrate counted it, its time a request plus one read of\n"
+    "the clock (a replay times each request between two reads), at the fit's host\n"
+    "speed; --no-loop leaves them out.  Every replay's times\n"
     "are first brought to one host speed (--host-speed: a host that runs slower\n"
     "reads its clock slower, and the replay says how fast it read it), the one\n"
     "the description's host_clock_read_us line then names; lines kept from the\n"
@@ -298,7 +299,7 @@ static int fit_work(pt_cost_fit *f, work_ctx *w, const pt_jr_val *g, const char 
 }
 
 /*
- * --work: the base's bookkeeping_loop points (calibrate's cached allocate + free loop) as rows of the work fit of
+ * --work: the base's bookkeeping_loop points (calibrate's allocate + free loops) as rows of the work fit of
  * each mechanism the replays fitted: a point's work a request (scaled to a million requests: the counts are whole)
  * and its time a request plus one clock read, which a replay's timing of each request holds and calibrate's
  * batches do not, at the base's host speed, brought to the fit's (f->host_clock_read_us) like a replay's.  A base

@@ -23,8 +23,8 @@
  *                                   at (0 when left out); where given, in place of MECH's four lines above;
  *                                   written by gpu fit --work)
  *   bookkeeping_loop MECH BYTES:US:OPS:CHUNKS:VISITS ...
- *                                   (calibrate's cached allocate + free loop through MECH: µs a request or
- *                                   free and the free-set work each did, by request size; not used to price
+ *                                   (calibrate's allocate + free loops through MECH, cached and crowded: µs a
+ *                                   request or free and the free-set work each did, by request size; not used to price
  *                                   a run: gpu fit --work adds them to MECH's runs)
  *   torch_pair_us BACKEND BYTES:US ... (PyTorch's allocators measured by calibrate: checked, not used)
  *   host_clock_read_us US           (the host speed the costs hold at: µs one read of the clock took there,
