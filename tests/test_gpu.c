@@ -227,7 +227,6 @@ static void test_repeat_lines(void) {
   snprintf(path, sizeof path, "%s", pt_test_tmp(".gpu"));
   const char *base = "name x\nmmu v3\nsms 1\nl1_tlb 1 1 0\nl2_tlb 1 1 0\npwc 1 1\n";
   pt_gpu g;
-  pt_err err = {{0}};
   load_desc(path, base, "bookkeeping_us 0.5\nbookkeeping_repeat_us 0.25\nbookkeeping_us caching 512:0.2\n"
                         "bookkeeping_repeat_us caching 512:0.05 4096:0.1\nbookkeeping_call_repeat_us caching 0.7\n"
                         "cost malloc 512:2 2097152:40\ncost_repeat malloc 512:1\n", &g);
