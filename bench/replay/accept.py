@@ -29,7 +29,8 @@ With --work, section 2's fits price each mechanism's own work (direct's aside) b
 `gpu fit --work --traces <this checkout>/traces` (a bookkeeping_work line: requests and frees, free-set
 operations, the sets' chunks at each insert, the keys and blocks searches and walks look at, each at a fitted
 cost); the fitted descriptions are named
-fitNw*.gpu, so the ones without it are left as they are.
+fitNw*.gpu, so the ones without it are left as they are.  --no-loop fits without the base's bookkeeping_loop
+points, --no-crowd with its cached loop's only (calibrate's crowded loop left out).
 
 Two ways to stop after section 1: --fit-all FILE fits on every trace (what a bundled description's lines are
 taken from: sim/gpus/h200.gpu's bookkeeping_work lines), and --judge GPU (repeatable) predicts every run by each
@@ -76,6 +77,10 @@ ap.add_argument("--judge", metavar="GPU", action="append", default=[],
 ap.add_argument("--no-loop", action="store_true",
                 help="with --work: fit without the base's bookkeeping_loop points (gpu fit --no-loop), on the replays "
                      "alone, as before calibrate's loop was a point of the work fit")
+ap.add_argument("--no-crowd", action="store_true",
+                help="with --work: fit with the base's cached-loop points only (each bookkeeping_loop line up to the "
+                     "first point whose size does not grow: calibrate's crowded loop follows), as before calibrate "
+                     "timed its crowded loop")
 ap.add_argument("--no-after-large", action="store_true",
                 help="fit without the replays' calls after a large one (gpu fit --no-after-large): no "
                      "cost_after_large line, as before those were counted apart")
@@ -89,6 +94,18 @@ a = ap.parse_args()
 out = a.out or os.path.dirname(os.path.abspath(a.jsonl))
 os.makedirs(out, exist_ok=True)
 base = a.base or os.path.join(os.path.dirname(os.path.abspath(a.jsonl)), "calibrated.gpu")
+if a.no_crowd:  # the base without the crowded loop's points, into --out
+    lines = []
+    for l in open(base).read().splitlines():
+        if l.startswith("bookkeeping_loop "):
+            w = l.split()
+            sizes = [float(x.split(":")[0]) for x in w[2:]]
+            keep = next((k for k in range(1, len(sizes)) if sizes[k] <= sizes[k - 1]), len(sizes))
+            l = " ".join(w[:2 + keep])
+        lines.append(l)
+    base = os.path.join(out, "base_no_crowd.gpu")
+    with open(base, "w") as f:
+        f.write("\n".join(lines) + "\n")
 runs = [json.loads(l) for l in (gzip.open(a.jsonl, "rt") if a.jsonl.endswith(".gz") else open(a.jsonl)) if l.strip()]
 
 
