@@ -20,11 +20,11 @@
  * ...` lines, the same with the free-set work a request or free did in them
  * (bset.h's counts), and those of the same pairs among many free blocks
  * (the crowded loop, pt_calibrate_mechs): the points `gpu fit --work` adds
- * to a mechanism's runs, loops every calibration measures alike.  PyTorch's
- * allocators are timed through torch in
- * another process (torchcal.h) and written as `torch_pair_us BACKEND
- * SIZE:US ...` lines, which the model does not use: they are there to
- * compare pagetune's mechanisms with PyTorch's (and for `pagetune confirm`).
+ * to a mechanism's runs, loops every calibration measures alike.
+ * PyTorch's allocators are timed through torch in another process
+ * (torchcal.h) and written as `torch_pair_us BACKEND SIZE:US ...` lines,
+ * which the model does not use: they are there to compare pagetune's
+ * mechanisms with PyTorch's (and for `pagetune confirm`).
  * The writers below are the one place those lines are formatted.
  */
 #ifndef PT_CALIBRATE_H

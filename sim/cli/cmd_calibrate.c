@@ -32,8 +32,8 @@ typedef struct calibrate_args {
   int json, no_torch;
 } calibrate_args;
 
-static const calibrate_args defaults = {.base = "h200", .repeat = 9, .batches = 5, .pairs = 2000, .crowd = 32, .python = "python3",
-                                        .torch_timeout = 150};
+static const calibrate_args defaults = {.base = "h200", .repeat = 9, .batches = 5, .pairs = 2000, .crowd = 32,
+                                        .python = "python3", .torch_timeout = 150};
 
 static const pt_cli_opt calibrate_opts[] = {
     PT_CLI_OPT_STR("base", 0, "NAME", calibrate_args, base, "the description to start from (default h200)"),
