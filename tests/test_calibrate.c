@@ -225,6 +225,20 @@ static void fb_close(void *ctx, void *st) {
   free(f);
 }
 
+/* calibrate with the fail_at-th acquiring call failing (of the device opened the fail_open-th time; 0: of each):
+   whether it failed or not, every device closed and nothing left held; its return. */
+static int run_failing(pt_alloc_backend *be, const pt_cal_plan *plan, long fail_at, long fail_open, pt_cal_series *s,
+                       pt_err *err) {
+  failing_ctx c = {.fail_at = fail_at, .fail_open = fail_open};
+  be->ctx = &c;
+  err->msg[0] = 0;
+  int rc = pt_calibrate_mechs(be, plan, 0, s, err);
+  CU_ASSERT_EQUAL(c.opened, c.closed);
+  CU_ASSERT_EQUAL(c.left_held, 0);
+  CU_ASSERT(c.left_reserved <= 1);
+  return rc;
+}
+
 static void test_mechs_device_fails(void) {
   failing_ctx probe = {0};
   pt_alloc_backend be = {fb_open, fb_close, NULL, &probe};
@@ -237,14 +251,7 @@ static void test_mechs_device_fails(void) {
      fails first) */
   int failures = 0;
   for (long n = 1; n <= 40; n++) {
-    failing_ctx c = {.fail_at = n};
-    be.ctx = &c;
-    err.msg[0] = 0;
-    int rc = pt_calibrate_mechs(&be, &small_plan, 0, s, &err);
-    CU_ASSERT_EQUAL(c.opened, c.closed);
-    CU_ASSERT_EQUAL(c.left_held, 0);
-    CU_ASSERT(c.left_reserved <= 1);
-    if (rc < 0) {
+    if (run_failing(&be, &small_plan, n, 0, s, &err) < 0) {
       failures++;
       CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "calibrate: "));
       CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "injected failure"));
@@ -257,14 +264,7 @@ static void test_mechs_device_fails(void) {
   for (long dev = 2; dev <= PT_CAL_NMECHS; dev++) {
     int crowd_failures = 0;
     for (long n = 1; n <= 24; n++) {
-      failing_ctx c = {.fail_at = n, .fail_open = dev};
-      be.ctx = &c;
-      err.msg[0] = 0;
-      int rc = pt_calibrate_mechs(&be, &crowded, 0, s, &err);
-      CU_ASSERT_EQUAL(c.opened, c.closed);
-      CU_ASSERT_EQUAL(c.left_held, 0);
-      CU_ASSERT(c.left_reserved <= 1);
-      if (rc < 0) {
+      if (run_failing(&be, &crowded, n, dev, s, &err) < 0) {
         CU_ASSERT_PTR_NOT_NULL(strstr(err.msg, "injected failure"));
         crowd_failures += strstr(err.msg, "1048576 bytes, crowded: ") != NULL;
       }

@@ -56,6 +56,9 @@ import subprocess
 import tempfile
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import crowd_points  # noqa: E402 (split_loop: a bookkeeping_loop line's cached and crowded points)
+
 ap = argparse.ArgumentParser()
 ap.add_argument("jsonl")
 ap.add_argument("--pagetune", default="./pagetune")
@@ -99,9 +102,7 @@ if a.no_crowd:  # the base without the crowded loop's points, into --out
     for l in open(base).read().splitlines():
         if l.startswith("bookkeeping_loop "):
             w = l.split()
-            sizes = [float(x.split(":")[0]) for x in w[2:]]
-            keep = next((k for k in range(1, len(sizes)) if sizes[k] <= sizes[k - 1]), len(sizes))
-            l = " ".join(w[:2 + keep])
+            l = " ".join(w[:2] + crowd_points.split_loop(w[2:])[0])
         lines.append(l)
     base = os.path.join(out, "base_no_crowd.gpu")
     with open(base, "w") as f:

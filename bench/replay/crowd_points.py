@@ -17,11 +17,13 @@ of BASE's session.
 import argparse
 import sys
 
-ap = argparse.ArgumentParser()
-ap.add_argument("base")
-ap.add_argument("--from", dest="source", required=True)
-ap.add_argument("-o", "--output", required=True)
-a = ap.parse_args()
+
+def split_loop(points):
+    """A bookkeeping_loop line's points (after MECH) as (the cached loop's, the crowded loop's): calibrate writes the
+    crowded ones after the cached ones, so they begin at the first point whose size does not grow."""
+    sizes = [float(p.split(":")[0]) for p in points]
+    k = next((i for i in range(1, len(sizes)) if sizes[i] <= sizes[i - 1]), len(sizes))
+    return points[:k], points[k:]
 
 
 def fail(msg):
@@ -36,38 +38,42 @@ def host_speed(path, lines):
 
 
 def loop_points(path, lines):
-    """{mechanism: (cached points, crowded points)}: each line split where the sizes stop growing."""
-    out = {}
-    for l in lines:
-        if l.startswith("bookkeeping_loop "):
-            w = l.split()
-            sizes = [float(p.split(":")[0]) for p in w[2:]]
-            k = next((i for i in range(1, len(sizes)) if sizes[i] <= sizes[i - 1]), len(sizes))
-            out[w[1]] = (w[2:2 + k], w[2 + k:])
+    """{mechanism: (cached points, crowded points)}."""
+    out = {l.split()[1]: split_loop(l.split()[2:]) for l in lines if l.startswith("bookkeeping_loop ")}
     if not out:
         fail("%s: no bookkeeping_loop line" % path)
     return out
 
 
-base = open(a.base).read().splitlines()
-src = open(a.source).read().splitlines()
-mine, theirs = loop_points(a.base, base), loop_points(a.source, src)
-factor = host_speed(a.base, base) / host_speed(a.source, src)
-for mech, (_, crowded) in mine.items():
-    if crowded:
-        fail("%s: bookkeeping_loop %s has crowded points already" % (a.base, mech))
-    if not theirs.get(mech, ((), ()))[1]:
-        fail("%s: no crowded points for %s" % (a.source, mech))
-out = []
-for l in base:
-    if l.startswith("bookkeeping_loop "):
-        added = []
-        for p in theirs[l.split()[1]][1]:
-            q = p.split(":")
-            q[1] = "%.4f" % (float(q[1]) * factor)
-            added.append(":".join(q))
-        l = l + " " + " ".join(added)
-    out.append(l)
-with open(a.output, "w") as f:
-    f.write("\n".join(out) + "\n# crowd_points.py: the crowded loop's points of %s, at this file's host speed (x %.4f)\n"
-            % (a.source, factor))
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("base")
+    ap.add_argument("--from", dest="source", required=True)
+    ap.add_argument("-o", "--output", required=True)
+    a = ap.parse_args()
+    base = open(a.base).read().splitlines()
+    src = open(a.source).read().splitlines()
+    mine, theirs = loop_points(a.base, base), loop_points(a.source, src)
+    factor = host_speed(a.base, base) / host_speed(a.source, src)
+    for mech, (_, crowded) in mine.items():
+        if crowded:
+            fail("%s: bookkeeping_loop %s has crowded points already" % (a.base, mech))
+        if not theirs.get(mech, ((), ()))[1]:
+            fail("%s: no crowded points for %s" % (a.source, mech))
+    out = []
+    for l in base:
+        if l.startswith("bookkeeping_loop "):
+            added = []
+            for p in theirs[l.split()[1]][1]:
+                q = p.split(":")
+                q[1] = "%.4f" % (float(q[1]) * factor)
+                added.append(":".join(q))
+            l = l + " " + " ".join(added)
+        out.append(l)
+    with open(a.output, "w") as f:
+        f.write("\n".join(out) + "\n# crowd_points.py: the crowded loop's points of %s, at this file's host speed (x %.4f)\n"
+                % (a.source, factor))
+
+
+if __name__ == "__main__":
+    main()
