@@ -93,7 +93,14 @@ ap.add_argument("--host-speed", metavar="US", type=float, default=None,
                      "the figures are from, where the replay has it; else clock_read_us, after the runs): a host "
                      "that runs slower reads its clock slower too (bench/RESULTS.md, the host's speed); the fits "
                      "and judgements then see the scaled figures")
+ap.add_argument("--each-run", action="store_true",
+                help="with --host-speed: scale each timed repeat by the clock read just before it "
+                     "(clock_read_us_runs) and take the median of the scaled repeats as the process's figure, the "
+                     "run's other times scaled with it; the host's speed moves between the repeats of one process "
+                     "too (bench/RESULTS.md, session 16)")
 a = ap.parse_args()
+if a.each_run and not a.host_speed:
+    sys.exit("accept.py: --each-run needs --host-speed")
 out = a.out or os.path.dirname(os.path.abspath(a.jsonl))
 os.makedirs(out, exist_ok=True)
 base = a.base or os.path.join(os.path.dirname(os.path.abspath(a.jsonl)), "calibrated.gpu")
@@ -113,9 +120,11 @@ runs = [json.loads(l) for l in (gzip.open(a.jsonl, "rt") if a.jsonl.endswith(".g
 def at_host_speed(g, ref):
     """g's measured times (total, repeats, requests, driver calls, by class) scaled by ref / its clock read."""
     f = ref / g.get("clock_read_us_median_run", g["clock_read_us"])
-    g["measured_total_us"] *= f
     each = g.get("clock_read_us_runs") or [ref / f] * len(g.get("measured_total_us_runs", []))  # each run's own
     g["measured_total_us_runs"] = [x * ref / c for x, c in zip(g.get("measured_total_us_runs", []), each)]
+    if a.each_run and g.get("clock_read_us_runs") and g["measured_total_us"] > 0:
+        f = statistics.median(g["measured_total_us_runs"]) / g["measured_total_us"]
+    g["measured_total_us"] *= f
     for k in ("alloc_us", "free_us"):
         g[k]["total"] *= f
     def points(mc):

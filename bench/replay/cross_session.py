@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """cross_session.py: costs calibrated on half the traces in one GPU session, judged on the other half in another.
 
-    python3 bench/replay/cross_session.py [--host-speed US] [--base GPU] [--pagetune ./pagetune] --out DIR \\
+    python3 bench/replay/cross_session.py [--host-speed US [--each-run]] [--base GPU] [--pagetune ./pagetune] --out DIR \\
         SESSION.jsonl.gz SESSION.jsonl.gz ...
 
 For each session (mechanism.sh's JSON lines), accept.py --work fits the two halves' descriptions (half A: the
@@ -31,6 +31,8 @@ ap = argparse.ArgumentParser()
 ap.add_argument("sessions", nargs="+")
 ap.add_argument("--out", required=True)
 ap.add_argument("--host-speed", default=None)
+ap.add_argument("--each-run", action="store_true",
+                help="accept.py --each-run: with --host-speed, each timed repeat scaled by its own clock read")
 ap.add_argument("--base", default=os.path.join(HERE, "mechanism2", "calibrated.gpu"))
 ap.add_argument("--pagetune", default="./pagetune")
 ap.add_argument("--no-after-large", action="store_true", help="accept.py --no-after-large: no cost_after_large lines")
@@ -39,6 +41,7 @@ ap.add_argument("--own-base", action="store_true",
 ap.add_argument("--no-loop", action="store_true", help="accept.py --no-loop: the work fit without calibrate's loop")
 a = ap.parse_args()
 speed = (["--host-speed", a.host_speed] if a.host_speed else []) + (["--no-after-large"] if a.no_after_large else [])
+speed += ["--each-run"] if a.each_run else []
 
 
 def run(cmd, what):
