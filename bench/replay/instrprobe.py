@@ -20,6 +20,7 @@ the closest fit over every subset of the features, as gpu fit --work) from neste
 records (the engine's own per-record work), and the largest and median relative error of the fit.
 
     python3 bench/replay/instrprobe.py bench/replay/mechanism5/mechanism.jsonl.gz [--pagetune ./pagetune] [--counts]
+        [--policy P ...]
 """
 import itertools
 import argparse
@@ -33,6 +34,9 @@ import subprocess
 ap = argparse.ArgumentParser()
 ap.add_argument("jsonl")
 ap.add_argument("--pagetune", default="./pagetune")
+ap.add_argument("--policy", action="append", default=[],
+                help="probe only this policy's configurations (repeatable; default: every policy), and show them all in "
+                     "the table of own work per record (default: pytorch_native's)")
 ap.add_argument("--counts", action="store_true", help="also fit the work counts to the instruction counts, per mechanism")
 a = ap.parse_args()
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -60,7 +64,7 @@ def instructions(trace, policy, repeat):
 rows = []  # trace, policy, mechanism, own us, records, replay us here, instructions a replay, work counts
 for (t, p), gs in sorted(procs.items()):
     g = min(gs, key=lambda g: g["measured_total_us"])
-    if g["mechanism"] == "direct":
+    if g["mechanism"] == "direct" or (a.policy and p not in a.policy):
         continue
     own = g["measured_total_us"] - sum(x[2] for calls in g["measured_costs"]["calls"].values() for x in calls)
     j = json.loads(sim(t, p, "--repeat", "21", tool=["taskset", "-c", "1"]).stdout)
@@ -90,7 +94,7 @@ for label, col in models:
 print("\n| trace | policy | own us | records | own us a record | instructions a record | own us a 1 000 instructions |")
 print("| --- | --- | --- | --- | --- | --- | --- |")
 for r in rows:
-    if r[1] == "pytorch_native":
+    if r[1] in (a.policy or ["pytorch_native"]):
         print("| %s | %s | %.1f | %d | %.3f | %.0f | %.3f |" % (r[0], r[1], r[3], r[4], r[3] / r[4], r[6] / r[4],
                                                            1000 * r[3] / r[6] if r[6] else 0))
 
