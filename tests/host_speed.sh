@@ -1,9 +1,10 @@
 #!/bin/sh
 # host_speed.sh — times at one host speed (issue 11, bench/RESULTS.md "the host's speed"), without a GPU: a GPU
 # description's host_clock_read_us line parsed and refused; `gpu fit --host-speed US` (or the base's line) brings
-# each replay's times to that speed by its own clock read, and writes the line; a replay without a clock read is
-# refused; and, in a build with CUDA, `replay --mechanism --gpu` on the stand-in driver tests/fakecuda.c reports
-# its total at the description's speed, from the clock read before the run its figures are from.
+# each replay's times to that speed (each timed run by the clock read before it, where the replay has its runs),
+# and writes the line; a replay without a clock read is refused; and, in a build with CUDA, `replay --mechanism
+# --gpu` on the stand-in driver tests/fakecuda.c reports its total at the description's speed: each timed run by
+# the clock read before it, the median of those.
 . "${top_srcdir:-.}/tests/wb_setup.sh"
 export PAGETUNE_GPU_DIR=${PAGETUNE_GPU_DIR:-$top_srcdir/sim/gpus}
 json() { python3 -c "import json,sys; o=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
@@ -53,6 +54,17 @@ grep -q '^host_clock_read_us' "$tmp/raw.gpu" && fail "a fit as measured says a h
 sed 's/"clock_read_us_median_run":0.070,//' "$tmp/slow.json" >"$tmp/old.json"
 "$pt" gpu fit --gpu "$tmp/base.gpu" --host-speed 0.035 -o "$tmp/old.gpu" "$tmp/old.json" 2>/dev/null
 [ "$(point "$tmp/old.gpu")" = 35.0000 ] || fail "clock_read_us: $(grep '^cost malloc' "$tmp/old.gpu")"
+# a replay with its timed runs: each run brought to the speed by the read before it, the median of those over the
+# median run's total scales its times. Runs of 100, 200 and 150 us read at 0.035, 0.035 and 0.070: at 0.035 100, 200
+# and 75, median 100; the median run (150, its calls 150 us) times 2/3: 16.6667 us a call (one read: 12.5)
+printf '{"gpu_mechanism_replay":{"mechanism":"direct","clock_read_us":0.05,"clock_read_us_median_run":0.070,"measured_total_us":150,"measured_total_us_runs":[100,200,150],"clock_read_us_runs":[0.035,0.035,0.070],"measured_costs":{"calls":{"malloc":[[6,75497472,150]]},"requests":[]}}}\n' >"$tmp/runs.json"
+"$pt" gpu fit --gpu "$tmp/base.gpu" --host-speed 0.035 -o "$tmp/runs.gpu" "$tmp/runs.json" 2>"$tmp/err" ||
+  fail "fit of a replay with its runs: $(cat "$tmp/err")"
+[ "$(point "$tmp/runs.gpu")" = 16.6667 ] || fail "each run at its own read: $(grep '^cost malloc' "$tmp/runs.gpu")"
+# runs and reads of different counts: the read before the median run, as before
+sed 's/"clock_read_us_runs":\[0.035,0.035,0.070\]/"clock_read_us_runs":[0.035,0.035]/' "$tmp/runs.json" >"$tmp/odd.json"
+"$pt" gpu fit --gpu "$tmp/base.gpu" --host-speed 0.035 -o "$tmp/odd.gpu" "$tmp/odd.json" 2>/dev/null
+[ "$(point "$tmp/odd.gpu")" = 12.5000 ] || fail "runs without their reads: $(grep '^cost malloc' "$tmp/odd.gpu")"
 # --host-speed measured: as measured whatever the base says, and no line (the base's dropped)
 "$pt" gpu fit --gpu "$tmp/at.gpu" --host-speed measured -o "$tmp/meas.gpu" "$tmp/fast.json" "$tmp/slow.json" 2>"$tmp/err" ||
   fail "--host-speed measured: $(cat "$tmp/err")"
@@ -90,10 +102,12 @@ if "$pt" --version | grep -q '^cuda: yes'; then
 import json, sys
 g = json.load(open(sys.argv[1]))["gpu_mechanism_replay"]
 assert g["host_clock_read_us"] == 0.5, g
-want = g["measured_total_us"] * 0.5 / g["clock_read_us_median_run"]
+# each timed run by the read before it, the median of the three
+want = sorted(t * 0.5 / c for t, c in zip(g["measured_total_us_runs"], g["clock_read_us_runs"]))[1]
+assert len(g["measured_total_us_runs"]) == 3, g
 assert abs(g["measured_total_us_at_host_speed"] / want - 1) < 1e-3, (g["measured_total_us_at_host_speed"], want)
-print("ok: at the description's host speed: %.1f us (measured %.1f, clock read %.4f us)" % (
-    g["measured_total_us_at_host_speed"], g["measured_total_us"], g["clock_read_us_median_run"]))
+print("ok: at the description's host speed: %.1f us (measured %.1f, clock reads %s us)" % (
+    g["measured_total_us_at_host_speed"], g["measured_total_us"], g["clock_read_us_runs"]))
 PY
   LD_LIBRARY_PATH="$tmp/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$pt" replay --mechanism --repeat 1 --json --gpu "$tmp/base.gpu" \
     --trace "$top_srcdir/traces/llm_decode.pickle.gz" --policy direct >"$tmp/n.json" 2>"$tmp/err" ||

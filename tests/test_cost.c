@@ -1,6 +1,7 @@
 /* test_cost.c — cost functions through calibration points, on known answers. */
 #include <string.h>
 
+#include "clock.h"
 #include "cost.h"
 #include "modeldev.h"
 #include "testutil.h"
@@ -165,6 +166,26 @@ static void test_set_access_by_handles(void) {
   pt_model_dev_done(&m);
 }
 
+static void test_at_speed(void) {
+  /* three timed runs at 0.035, 0.035 and 0.070 us a read: at 0.035 they are 100, 200 and 75; the median is 100, not
+     the median run (150, read at 0.070) scaled by its own read (75) */
+  double totals[] = {100, 200, 150}, reads[] = {0.035, 0.035, 0.070};
+  CU_ASSERT_DOUBLE_EQUAL(pt_clock_at_speed(totals, reads, 3, 0.035), 100, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(pt_clock_at_speed(totals, reads, 3, 0.070), 200, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(pt_clock_at_speed(totals, reads, 1, 0.070), 200, 1e-9); /* one run: its own */
+  /* an even count: the upper of the two middle ones, as the median run is chosen */
+  double t4[] = {10, 40, 20, 30}, r4[] = {1, 1, 1, 1};
+  CU_ASSERT_DOUBLE_EQUAL(pt_clock_at_speed(t4, r4, 4, 1), 30, 1e-9);
+  /* equal figures are counted once each */
+  double t5[] = {5, 5, 5, 1, 9}, r5[] = {1, 1, 1, 1, 1};
+  CU_ASSERT_DOUBLE_EQUAL(pt_clock_at_speed(t5, r5, 5, 1), 5, 1e-9);
+  /* no runs, or a read that is not > 0: none (0) */
+  CU_ASSERT_EQUAL(pt_clock_at_speed(totals, reads, 0, 0.035), 0);
+  reads[1] = 0;
+  CU_ASSERT_EQUAL(pt_clock_at_speed(totals, reads, 3, 0.035), 0);
+  CU_ASSERT_EQUAL(pt_clock_at_speed(totals, reads, 1, 0), 0);
+}
+
 int pt_test_add_cost(void) {
   CU_pSuite s = CU_add_suite("cost", NULL, NULL);
   if (!s) return CU_get_error();
@@ -176,5 +197,6 @@ int pt_test_add_cost(void) {
   CU_add_test(s, "one point, no points, refused points", test_one_point_and_errors);
   CU_add_test(s, "totals by size class, with bookkeeping", test_totals_by_size);
   CU_add_test(s, "cuMemSetAccess costed by the handles it covers", test_set_access_by_handles);
+  CU_add_test(s, "timed runs at one host speed: each by its own clock read, the median", test_at_speed);
   return CU_get_error();
 }

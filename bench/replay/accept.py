@@ -201,6 +201,15 @@ traces = sorted({name(r) for r in runs})
 halves = (traces[0::2], traces[1::2])
 
 
+def at_fit_speed(r):
+    """r as gpu fit is to read it: with --host-speed its times are at that speed already (at_host_speed), so
+    without its runs, whose reads gpu fit would bring them to the speed by again (pagetune gpu fit --help)."""
+    if not a.host_speed:
+        return r
+    g = {k: v for k, v in r["gpu_mechanism_replay"].items() if k not in ("measured_total_us_runs", "clock_read_us_runs")}
+    return dict(r, gpu_mechanism_replay=g)
+
+
 def fit(cal, path, extra):
     """Fits path on the runs of the traces in cal; the runs go to gpu fit through a temporary file
     (they are the JSON lines' own, so nothing is kept of them)."""
@@ -209,7 +218,7 @@ def fit(cal, path, extra):
                   for (t, _), rs in procs.items() if t in cal]
     else:
         chosen = [r for r in runs if name(r) in cal]
-    lines = [json.dumps(r) for r in chosen]
+    lines = [json.dumps(at_fit_speed(r)) for r in chosen]
     with tempfile.NamedTemporaryFile("w", suffix=".jsonl") as f:
         f.write("\n".join(lines) + "\n")
         f.flush()

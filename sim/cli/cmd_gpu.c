@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "driver.h"
 #include "file.h"
 #include "fit.h"
@@ -100,8 +101,10 @@ static const pt_cli_opt fit_opts[] = {
                    "as DIR/its file name"),
     PT_CLI_OPT_PARSE("host-speed", "US", fit_args, host_speed, opt_host_speed, " (a number > 0, or measured)",
                      "express every replay's times at this host speed, in us one read of\n"
-                     "the clock takes: each scaled by US / its own clock read\n"
-                     "(clock_read_us_median_run, else clock_read_us), and the line\n"
+                     "the clock takes: each timed run's total scaled by US / the clock\n"
+                     "read before it, and the replay's times by the median of those over\n"
+                     "its median run's (older replays: by US / clock_read_us_median_run,\n"
+                     "else clock_read_us), and the line\n"
                      "written; 'measured': as measured, no line (replays without a clock\n"
                      "read, older than the host speed); default: the base's\n"
                      "host_clock_read_us line (h200's: 0.035), else as measured"),
@@ -327,8 +330,33 @@ static int fit_loop(pt_cost_fit *f, const pt_gpu *g, pt_err *err) {
   return 0;
 }
 
+/* What brings a replay's times to the host speed ref (µs a clock read): each timed run's total by the clock read
+   before it, the median of those over the median run's total (pt_clock_at_speed), where the replay has its runs
+   (measured_total_us_runs, clock_read_us_runs: the median run's requests, calls and classes move with its total);
+   else ref over the read before the median run (clock_read_us_median_run), else over clock_read_us; 0 if none. */
+static double host_scale(const pt_jr_val *g, double ref, pt_err *err) {
+  const pt_jr_val *runs = pt_jr_get(g, "measured_total_us_runs"), *reads = pt_jr_get(g, "clock_read_us_runs");
+  double median = pt_jr_number(pt_jr_get(g, "measured_total_us"));
+  size_t n = pt_jr_len(runs);
+  if (n && pt_jr_type(runs) == PT_JR_ARRAY && pt_jr_type(reads) == PT_JR_ARRAY && pt_jr_len(reads) == n &&
+      median > 0) {
+    double *t = malloc(2 * n * sizeof *t);
+    if (!t) return pt_err_set(err, PT_ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+      t[i] = pt_jr_number(pt_jr_index(runs, i));
+      t[n + i] = pt_jr_number(pt_jr_index(reads, i));
+    }
+    double at = pt_clock_at_speed(t, t + n, n, ref);
+    free(t);
+    if (at > 0 && at < 1e300) return at / median;
+  }
+  const pt_jr_val *run = pt_jr_get(g, "clock_read_us_median_run");
+  double clock = pt_jr_number(run ? run : pt_jr_get(g, "clock_read_us"));
+  return clock > 0 && clock <= 1e6 ? ref / clock : 0;
+}
+
 /* One replay object's measured costs added to f: by request class where it has them and one_class is 0; with
-   f->host_clock_read_us, at that host speed (its times scaled by it over the replay's own clock read). */
+   f->host_clock_read_us, at that host speed (host_scale). */
 static int fit_add(pt_cost_fit *f, const pt_jr_val *o, int one_class, work_ctx *w, const char *path, pt_err *err) {
   const pt_jr_val *g = pt_jr_get(o, "gpu_mechanism_replay"), *mc = pt_jr_get(g, "measured_costs");
   const char *mech = pt_jr_string(pt_jr_get(g, "mechanism"), NULL);
@@ -339,13 +367,12 @@ static int fit_add(pt_cost_fit *f, const pt_jr_val *o, int one_class, work_ctx *
   if (bc && (!other || !rep)) return pt_err_set(err, PT_EFORMAT, "%s: measured_costs.by_class needs 'other' and 'repeat'", path);
   double scale = 1;
   if (f->host_clock_read_us > 0) {
-    const pt_jr_val *run = pt_jr_get(g, "clock_read_us_median_run");
-    double clock = pt_jr_number(run ? run : pt_jr_get(g, "clock_read_us"));
-    if (!(clock > 0) || clock > 1e6)
+    scale = host_scale(g, f->host_clock_read_us, err);
+    if (scale < 0) return pt_err_prefix(err, (int)scale, "%s", path);
+    if (!(scale > 0))
       return pt_err_set(err, PT_EFORMAT, "%s: no clock read (clock_read_us) to bring its times to the host speed of "
                         "%g us a read (the base's host_clock_read_us, or --host-speed; --host-speed measured fits "
                         "it as measured)", path, f->host_clock_read_us);
-    scale = f->host_clock_read_us / clock;
   }
   int rc;
   if (bc) {

@@ -159,10 +159,11 @@ const pt_cli_table pt_opts_replay = {
     "splits it into the repeats, requests and frees whose size was freed among\n"
     "the last 6 frees, and the rest; clock_read_us_runs, the cost of one read of\n"
     "the clock just before each timed run, untimed: the host's speed then, and\n"
-    "clock_read_us_median_run, the one before the run reported, which 'pagetune\n"
-    "gpu fit' and bench/replay/accept.py --host-speed scale its times by; and with --gpu\n"
+    "clock_read_us_median_run, the one before the run reported; and with --gpu\n"
     "naming a description whose host_clock_read_us says the speed its costs hold\n"
-    "at, measured_total_us_at_host_speed, the total brought to it); peak\n"
+    "at, measured_total_us_at_host_speed: each timed run's total brought to it\n"
+    "by the read before that run, the median of those, as 'pagetune gpu fit'\n"
+    "brings a replay's times to a host speed); peak\n"
     "reserved and the driver calls come from the same books as the model's; free\n"
     "GPU memory is read before and after, and what the run took must come back.\n"
     "Then one untimed check pass polls cuMemGetInfo whenever reserved bytes\n"
@@ -585,8 +586,7 @@ static int replay_mechanism(sim_run *s, pt_err *err) {
         calls = NULL; /* closed */
         if (rc < 0) goto out;
       }
-      double at_speed = s->cfg.gpu && s->cfg.gpu->host_clock_read_us > 0 && speed[best] > 0
-                            ? total[best] * s->cfg.gpu->host_clock_read_us / speed[best] : 0;
+      double at_speed = s->cfg.gpu ? pt_clock_at_speed(total + 1, speed + 1, repeat, s->cfg.gpu->host_clock_read_us) : 0;
       if (a->json) {
         fputs("{\"gpu_mechanism_replay\":{\"device\":", stdout);
         pt_json_str(stdout, gi.name);
@@ -637,8 +637,9 @@ static int replay_mechanism(sim_run *s, pt_err *err) {
                "predicted %.1f us\n",
                total[best], calls_us, total[best] - calls_us, s->cfg.gpu ? s->cfg.gpu->name : "(no)", s->r.predicted_alloc_us);
         if (at_speed > 0)
-          printf("at the host speed %s's costs hold at (a clock read of %.4f us; here %.4f before that run): %.1f us "
-                 "measured\n", s->cfg.gpu->name, s->cfg.gpu->host_clock_read_us, speed[best], at_speed);
+          printf("at the host speed %s's costs hold at (a clock read of %.4f us; here %.4f before the median run, each "
+                 "run brought to it by the read before it): %.1f us measured, the median\n",
+                 s->cfg.gpu->name, s->cfg.gpu->host_clock_read_us, speed[best], at_speed);
         printf("peak reserved %" PRIu64 " bytes on the GPU, %" PRIu64 " in the model; %" PRIu64 " driver calls\n",
                r->peak_reserved_bytes, s->r.peak_reserved_bytes, r->driver_calls[PT_DRV_malloc] + r->driver_calls[PT_DRV_mem_create]);
         printf("free GPU memory %" PRIu64 " before, %" PRIu64 " after (%+" PRId64 ")\n", m->free_before, m->free_after, back);
