@@ -330,11 +330,11 @@ static int fit_loop(pt_cost_fit *f, const pt_gpu *g, pt_err *err) {
   return 0;
 }
 
-/* What brings a replay's times to the host speed ref (µs a clock read): each timed run's total by the clock read
+/* *scale brings a replay's times to the host speed ref (µs a clock read): each timed run's total by the clock read
    before it, the median of those over the median run's total (pt_clock_at_speed), where the replay has its runs
    (measured_total_us_runs, clock_read_us_runs: the median run's requests, calls and classes move with its total);
    else ref over the read before the median run (clock_read_us_median_run), else over clock_read_us; 0 if none. */
-static double host_scale(const pt_jr_val *g, double ref, pt_err *err) {
+static int host_scale(const pt_jr_val *g, double ref, double *scale, pt_err *err) {
   const pt_jr_val *runs = pt_jr_get(g, "measured_total_us_runs"), *reads = pt_jr_get(g, "clock_read_us_runs");
   double median = pt_jr_number(pt_jr_get(g, "measured_total_us"));
   size_t n = pt_jr_len(runs);
@@ -348,11 +348,15 @@ static double host_scale(const pt_jr_val *g, double ref, pt_err *err) {
     }
     double at = pt_clock_at_speed(t, t + n, n, ref);
     free(t);
-    if (at > 0 && at < 1e300) return at / median;
+    if (at > 0 && isfinite(at)) {
+      *scale = at / median;
+      return 0;
+    }
   }
   const pt_jr_val *run = pt_jr_get(g, "clock_read_us_median_run");
   double clock = pt_jr_number(run ? run : pt_jr_get(g, "clock_read_us"));
-  return clock > 0 && clock <= 1e6 ? ref / clock : 0;
+  *scale = clock > 0 && clock <= 1e6 ? ref / clock : 0;
+  return 0;
 }
 
 /* One replay object's measured costs added to f: by request class where it has them and one_class is 0; with
@@ -367,8 +371,8 @@ static int fit_add(pt_cost_fit *f, const pt_jr_val *o, int one_class, work_ctx *
   if (bc && (!other || !rep)) return pt_err_set(err, PT_EFORMAT, "%s: measured_costs.by_class needs 'other' and 'repeat'", path);
   double scale = 1;
   if (f->host_clock_read_us > 0) {
-    scale = host_scale(g, f->host_clock_read_us, err);
-    if (scale < 0) return pt_err_prefix(err, (int)scale, "%s", path);
+    int rc = host_scale(g, f->host_clock_read_us, &scale, err);
+    if (rc < 0) return pt_err_prefix(err, rc, "%s", path);
     if (!(scale > 0))
       return pt_err_set(err, PT_EFORMAT, "%s: no clock read (clock_read_us) to bring its times to the host speed of "
                         "%g us a read (the base's host_clock_read_us, or --host-speed; --host-speed measured fits "
