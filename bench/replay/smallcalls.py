@@ -102,6 +102,7 @@ def distance(a):
                 out.append("%s %+.0f%%" % (name, 100 * (pred / sum(c[2] for c in small) - 1)))
         print("- %s: %s" % ("one tier" if w is None else "window %d" % w, "; ".join(out)))
 
+
 ap = argparse.ArgumentParser()
 ap.add_argument("mode", choices=("per-trace", "distance"))
 ap.add_argument("path", help="per-trace: a session's mechanism.jsonl.gz; distance: its calls/ folder")
@@ -110,4 +111,7 @@ ap.add_argument("--half-a", default=HALF_A, help="distance: the traces priced fr
 a = ap.parse_args()
 if not os.path.exists(a.path):
     raise SystemExit("smallcalls.py: %s: no such file or folder" % a.path)
-per_trace(a) if a.mode == "per-trace" else distance(a)
+if a.mode == "per-trace":
+    per_trace(a)
+else:
+    distance(a)
