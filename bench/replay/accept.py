@@ -264,7 +264,9 @@ print("Two fits: every cost in context (driver calls and the allocator's own wor
       "allocator's own work only (driver calls from the base description's calibration points).\n"
       "Each fitted twice: one class (every request in the plain lines, as before the class axis) and\n"
       "with the request classes (a repeat: a request or free whose size was freed among the last few\n"
-      "frees, priced by its own lines), side by side.\n")
+      "frees, priced by its own lines), side by side.  The last column is the prediction the replay made\n"
+      "with the description it ran with (the GPU's bundled one: fitted on every trace of one session, which\n"
+      "may be this one, so not a held-out judgement; the assumed costs before 2026-12-01), for comparison.\n")
 if not classed:
     print("These replays carry no request classes (no measured_costs.by_class: made before the class\n"
           "axis): the class fit falls back to the one-class fit, and only the one-class figures are shown.\n")
@@ -324,12 +326,12 @@ for (k, (cal, judge_traces)), (label, extra) in itertools.product(enumerate((hal
         new = judge(judge_traces, stem + "c.gpu")
     print("### %s, calibrated on %s; judged on %s\n" % (label, ", ".join(cal), ", ".join(judge_traces)))
     if new:
-        print("| trace | policy | measured us | one class us | error | with classes us | error | assumed-cost model us |")
+        print("| trace | policy | measured us | one class us | error | with classes us | error | replay's own prediction us |")
         print("| --- | --- | --- | --- | --- | --- | --- | --- |")
         for (t, pol, m, p, e, assumed), (_, _, _, pc, ec, _) in zip(old[0], new[0]):
             print("| %s | %s | %.0f | %.0f | %+.1f%% | %.0f | %+.1f%% | %.0f |" % (t, pol, m, p, 100 * e, pc, 100 * ec, assumed))
     else:
-        print("| trace | policy | measured us | predicted us | error | assumed-cost model us |")
+        print("| trace | policy | measured us | predicted us | error | replay's own prediction us |")
         print("| --- | --- | --- | --- | --- | --- |")
         for t, pol, m, p, e, assumed in old[0]:
             print("| %s | %s | %.0f | %.0f | %+.1f%% | %.0f |" % (t, pol, m, p, 100 * e, assumed))
