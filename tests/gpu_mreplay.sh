@@ -2,13 +2,15 @@
 # gpu_mreplay.sh — pagetune replay --mechanism on a real GPU: a trace that
 # begins with segments alive replays under every bundled policy (touch clean,
 # the model fed the GPU's addresses makes the same driver calls, free memory
-# back), and running out of GPU memory for real mid-replay ends the run with
-# one line, everything given back.  Without a GPU it skips (exit 77).
+# back, the total at the description's host speed the median of the timed runs
+# each brought to it by its clock read), and running out of GPU memory for real
+# mid-replay ends the run with one line, everything given back.  Without a GPU
+# it skips (exit 77).
 . "${top_srcdir:-.}/tests/gpu_setup.sh"
 
 # randn_loop begins with two segments alive (recording started late)
 for p in pytorch_native pytorch_expandable cuda_async direct stitch large_page_threshold tunable_caching; do
-  if ! "$pt" replay --mechanism --touch --repeat 1 --json --trace "$top_srcdir/traces/randn_loop.pickle.gz" --policy "$p" \
+  if ! "$pt" replay --mechanism --touch --repeat 3 --json --trace "$top_srcdir/traces/randn_loop.pickle.gz" --policy "$p" \
       >"$tmp/r.json" 2>"$tmp/err"; then
     fail "randn_loop $p: $(cat "$tmp/err")"
     continue
@@ -21,6 +23,14 @@ assert g["free_after"] == g["free_before"], (g["free_before"], g["free_after"])
 assert c["fed_model_calls_equal"], (c["driver_calls"], c["fed_model_driver_calls"])
 assert c["fed_model_peak_reserved_bytes"] == c["peak_reserved_bytes"], c
 assert c["peak_reserved_bytes"] >= 23068672, c  # the initial segments are held from the start
+# the total at the description's host speed: each timed run brought to it by the clock read before it, the one of
+# rank n / 2 (pt_clock_at_speed); the reported total is the median run's, with its read
+runs, reads, hs = g["measured_total_us_runs"], g["clock_read_us_runs"], g["host_clock_read_us"]
+assert len(runs) == len(reads) == g["repeat"] == 3 and min(reads) > 0 and hs > 0, (runs, reads, hs)
+at = sorted(x * hs / r for x, r in zip(runs, reads))[len(runs) // 2]
+assert abs(g["measured_total_us_at_host_speed"] - at) <= 2e-3 + 1e-4 * at, (g["measured_total_us_at_host_speed"], at)
+i = runs.index(g["measured_total_us"])
+assert abs(g["clock_read_us_median_run"] - reads[i]) <= 1e-5 * reads[i], (g["clock_read_us_median_run"], reads)
 mc = g["measured_costs"]  # the requests without calls, by size and again by live blocks ([fewest live, n, us])
 assert sum(r[1] for r in mc["requests_by_live"]) == sum(r[0] for r in mc["requests"]), mc
 assert abs(sum(r[2] for r in mc["requests_by_live"]) - sum(r[2] for r in mc["requests"])) < 1e-3 * len(mc["requests"]) + 1e-2, mc
