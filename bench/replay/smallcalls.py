@@ -97,8 +97,9 @@ def distance(a):
         for name, calls in logs.items():
             if name.split(".")[0] not in half_a:
                 small = [c for c in calls if c[3] is not None]
-                pred = sum(mean[key(c)][1] if mean.get(key(c), (0,))[0] >= 5 else mean.get(key(c)[:2], (0, c[2]))[1]
-                           for c in small)
+                # a kind and size class half A never made has no price: nan, not the call's own measured cost
+                pred = sum(mean[key(c)][1] if mean.get(key(c), (0,))[0] >= 5 else
+                           mean.get(key(c)[:2], (0, math.nan))[1] for c in small)
                 out.append("%s %+.0f%%" % (name, 100 * (pred / sum(c[2] for c in small) - 1)))
         print("- %s: %s" % ("one tier" if w is None else "window %d" % w, "; ".join(out)))
 
