@@ -186,6 +186,46 @@ static void test_at_speed(void) {
   CU_ASSERT_EQUAL(pt_clock_at_speed(totals, reads, 1, 0), 0);
 }
 
+/* A clock of the test's own: 0.035 us a read, and jumps (the process preempted) at the reads listed. */
+static long fake_reads;
+static double fake_step_s, fake_now_s;
+static const long *fake_jump_at;
+static size_t fake_njumps;
+static double fake_clock(void) {
+  fake_now_s += fake_step_s;
+  for (size_t i = 0; i < fake_njumps; i++)
+    if (fake_jump_at[i] == fake_reads) fake_now_s += 0.010; /* 10 ms away */
+  fake_reads++;
+  return fake_now_s;
+}
+static double fake_read_us(int n, double step_us, const long *jumps, size_t njumps) {
+  fake_reads = 0, fake_now_s = 0, fake_step_s = step_us * 1e-6, fake_jump_at = jumps, fake_njumps = njumps;
+  double r = pt_clock_read_with(n, fake_clock);
+  CU_ASSERT_EQUAL(fake_reads, (n < 1 ? 1 : n) + 1); /* n reads and the one the first batch starts from */
+  return r;
+}
+
+static void test_clock_read(void) {
+  CU_ASSERT_DOUBLE_EQUAL(fake_read_us(20000, 0.035, NULL, 0), 0.035, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(fake_read_us(20000, 0.070, NULL, 0), 0.070, 1e-9); /* a host twice as slow throughout */
+  /* preempted for 10 ms in one batch: a mean over the 20 000 reads would say 0.535 us */
+  long one[] = {5000};
+  CU_ASSERT_DOUBLE_EQUAL(fake_read_us(20000, 0.035, one, 1), 0.035, 1e-9);
+  /* in 7 of the 15 batches (one each: a batch is 1 333 or 1 334 reads): still the host's speed */
+  long seven[] = {10, 3000, 6000, 9000, 12000, 15000, 18000};
+  CU_ASSERT_DOUBLE_EQUAL(fake_read_us(20000, 0.035, seven, 7), 0.035, 1e-9);
+  /* in 8 of them, more than half: the read says slow */
+  long eight[] = {10, 3000, 6000, 9000, 12000, 15000, 18000, 19990};
+  CU_ASSERT(fake_read_us(20000, 0.035, eight, 8) > 1);
+  /* fewer reads than batches: a batch a read; one read, or none asked for: one */
+  CU_ASSERT_DOUBLE_EQUAL(fake_read_us(4, 0.035, NULL, 0), 0.035, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(fake_read_us(1, 0.035, NULL, 0), 0.035, 1e-9);
+  CU_ASSERT_DOUBLE_EQUAL(fake_read_us(0, 0.035, NULL, 0), 0.035, 1e-9);
+  /* the real clock: a positive, finite read */
+  double r = pt_clock_read_us(PT_CLOCK_READS);
+  CU_ASSERT(r > 0 && r < 1e3);
+}
+
 int pt_test_add_cost(void) {
   CU_pSuite s = CU_add_suite("cost", NULL, NULL);
   if (!s) return CU_get_error();
@@ -198,5 +238,6 @@ int pt_test_add_cost(void) {
   CU_add_test(s, "totals by size class, with bookkeeping", test_totals_by_size);
   CU_add_test(s, "cuMemSetAccess costed by the handles it covers", test_set_access_by_handles);
   CU_add_test(s, "timed runs at one host speed: each by its own clock read, the median", test_at_speed);
+  CU_add_test(s, "a clock read: the median batch's, a preempted batch left out", test_clock_read);
   return CU_get_error();
 }
