@@ -13,11 +13,11 @@ double pt_clock_s(void);
 /* The same clock in whole microseconds (exact, for timestamps). */
 int64_t pt_clock_us(void);
 /* One read of pt_clock_s, µs, over n reads (n >= 1; less is taken as 1): the median of PT_CLOCK_BATCHES batches'
-   µs a read, so that the process being preempted in one batch (reads up to 12 times a process's fastest in
-   bench/replay/mechanism18_h100's replays, their runs no slower: bench/RESULTS.md, session 19) does not count as the host's speed.
-   That speed is what it measures: a host that runs slower (a lower clock, a shared core) reads its clock slower too,
-   in proportion, and so runs everything else (bench/RESULTS.md, "the host's speed"); a GPU description's
-   host_clock_read_us says at which its costs hold. */
+   µs a read, so that the process being preempted in one batch does not count as the host's speed (reads up to 12
+   times a process's fastest in bench/replay/mechanism18_h100's replays, their runs no slower: bench/RESULTS.md,
+   session 19).  That speed is what it measures: a host that runs slower (a lower clock, a shared core) reads its
+   clock slower too, in proportion, and so runs everything else (bench/RESULTS.md, "the host's speed"); a GPU
+   description's host_clock_read_us says at which its costs hold. */
 double pt_clock_read_us(int n);
 /* The same over the clock given (what a test drives with a clock of its own). */
 double pt_clock_read_with(int n, double (*clock)(void));
